@@ -1,0 +1,79 @@
+"""One error hierarchy, split by whose fault it is.
+
+Every error carries the context needed to reproduce it (seed, step, state) where
+that context exists, and renders as a single line suitable for a terminal.
+"""
+from __future__ import annotations
+
+
+class CrashlabError(Exception):
+    """Root of every error crashlab raises on purpose."""
+
+    exit_code = 4
+
+    def __init__(self, message: str, *, seed: int | None = None, step: int | None = None,
+                 state: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.seed = seed
+        self.step = step
+        self.state = state
+        self.hint = hint
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        ctx = [f"{k}={v}" for k, v in (("seed", self.seed), ("step", self.step), ("state", self.state))
+               if v is not None]
+        if ctx:
+            parts.append("(" + ", ".join(ctx) + ")")
+        if self.hint:
+            parts.append("- " + self.hint)
+        return " ".join(parts)
+
+
+class UsageError(CrashlabError):
+    """The command line or an argument is wrong (bad --adapter SPEC, missing file)."""
+
+    exit_code = 3
+
+
+class InvalidScenario(CrashlabError):
+    """A scenario file is malformed; the message names file, line and field."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 field: str | None = None, **kw) -> None:
+        loc = ":".join(str(p) for p in (file, line) if p is not None)
+        where = f"{loc}: " if loc else ""
+        at = f"field '{field}': " if field else ""
+        super().__init__(f"{where}{at}{message}", **kw)
+        self.file, self.line, self.field = file, line, field
+
+
+class AdapterProtocolError(CrashlabError):
+    """The adapter broke the port contract (garbage on the wire, an await on a non-port, ...).
+
+    Raised inside the drivers and turned into a recorded adapter fault: it becomes a
+    verdict about the adapter, never a harness crash.
+    """
+
+    exit_code = 1
+
+
+class ConformanceFailure(CrashlabError, AssertionError):
+    """A conformance run found invariant violations (what the pytest plugin reports)."""
+
+    exit_code = 1
+
+
+class NondeterminismDetected(CrashlabError):
+    """The same seed produced a different trace (the determinism self-check)."""
+
+    exit_code = 5
+
+
+class InternalError(CrashlabError):
+    """A bug in crashlab itself: please report it with the repro command."""
+
+    exit_code = 6

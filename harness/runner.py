@@ -1,0 +1,250 @@
+"""One run of one scenario against one adapter: the worker lifecycle and the supervisor.
+
+``run_scenario(scenario, adapter, seed)`` builds the world, starts the first worker of
+every run, injects crashes and pauses at port-call boundaries, restarts workers from
+durable state only, and returns the recorded trace.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version as pkg_version
+from typing import Any
+
+from .drivers import (DEFAULT_REPLY_TIMEOUT_S, DEFAULT_STEP_BUDGET, DEFAULT_WALL_GUARD_S,
+                      AdapterFault, AdapterSpec, Finished, load_adapter)
+from .errors import InternalError
+from .model import TRACE_FORMAT, PortCall
+from .ports import PortError
+from .scenario import Scenario
+from .world import Crash, RunWorld, WorkerState, World
+
+MAX_WORKERS_PER_RUN = 40
+
+
+def harness_version() -> str:
+    try:
+        return pkg_version("crashlab")
+    except PackageNotFoundError:
+        return "0+source"
+
+
+@dataclass(slots=True)
+class RunResult:
+    scenario: Scenario
+    adapter: str
+    seed: int
+    events: list[dict[str, Any]]
+    world: World = field(repr=False)
+
+    def to_jsonl(self) -> str:
+        return self.world.trace.to_jsonl()
+
+    @property
+    def repro(self) -> str:
+        src = self.scenario.source or self.scenario.id
+        return f"crashlab run {src} --adapter {self.adapter} --seed {self.seed}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    step_budget: int = DEFAULT_STEP_BUDGET
+    wall_guard_s: float = DEFAULT_WALL_GUARD_S
+    reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S
+    max_workers: int = MAX_WORKERS_PER_RUN
+
+
+class Runner:
+    def __init__(self, scenario: Scenario, adapter: AdapterSpec, seed: int | None, limits: Limits) -> None:
+        self.world = World(scenario, seed)
+        self.adapter = adapter
+        self.limits = limits
+        self.scenario = scenario
+
+    # -------------------------------------------------------------- supervisor
+    def supervise(self, run: RunWorld):
+        """Start workers for one run until it reaches a terminal disposition.
+
+        A crash restarts after the rule's delay; a paused worker is replaced once its lease
+        expires (the zombie keeps running, detached, with its stale view); a durable wait
+        sleeps until the inbox receives something or the requested wake time comes."""
+        env = self.world.env
+        yield env.timeout(run.spec.start_ms)
+        delay = 0
+        pinned_env: dict | None = None
+        while run.finished is None:
+            if run.workers >= self.limits.max_workers:
+                self.world.emit("worker", "restart_budget_exhausted", run=run.spec.id,
+                                workers=run.workers)
+                return
+            if delay:
+                yield env.timeout(delay)
+                delay = 0
+                if run.finished is not None:
+                    return
+            run.takeover = env.event()
+            proc = env.process(self.worker(run, dict(pinned_env or run.env)))
+            pinned_env = None
+            yield proc | run.takeover
+            if run.finished is not None:
+                return
+            if not proc.triggered:      # takeover: the current worker is a paused zombie
+                continue
+            kind, value = proc.value
+            if kind == "adapter_fault":
+                return
+            if kind == "crash":
+                delay = value
+                continue
+            # finished: a durable waiting state, or a finish the platform did not accept
+            if run.waiting is None:
+                delay = 1000
+                continue
+            if run.waiting == "PINNED":
+                pinned_env = {**run.env, **self._pinned_versions(run)}
+                continue
+            delivered = len(run.inbox)
+            run.wake = env.event()
+            waits = [run.wake]
+            if run.wake_at is not None and run.wake_at > env.now:
+                waits.append(env.timeout(run.wake_at - int(env.now)))
+            yield env.any_of(waits)
+            if len(run.inbox) == delivered and run.wake_at is None:
+                continue
+
+    def _pinned_versions(self, run: RunWorld) -> dict:
+        for ev in reversed(self.world.trace.events):
+            if ev["kind"] == "finish" and ev["run"] == run.spec.id and ev["disposition"] == "PINNED":
+                pins = (ev.get("packet") or {}).get("pinned_env") or {}
+                return {k: v for k, v in pins.items() if k in run.env}
+        return {}
+
+    # -------------------------------------------------------------- one worker
+    def worker(self, run: RunWorld, worker_env: dict):
+        world, env = self.world, self.world.env
+        run.workers += 1
+        number = run.workers
+        name = f"{run.spec.id}/w{number}"
+        ws = WorkerState(name=name, number=number, run=run.spec.id, env=worker_env)
+        run.live[name] = ws
+        run.current = name
+        rid = run.spec.id
+        world.emit("worker", "start", worker=name, run=rid, number=number, env=worker_env)
+        hello = {"run_id": rid, "worker": name, "env": worker_env, "services": sorted(world.services)}
+        channel = self.adapter.channel(sorted(world.services), hello,
+                                       wall_guard_s=self.limits.wall_guard_s,
+                                       reply_timeout_s=self.limits.reply_timeout_s)
+        steps = 0
+        try:
+            call = channel.start()
+            while True:
+                steps += 1
+                if steps > self.limits.step_budget:
+                    channel.kill()
+                    raise AdapterFault("step_budget", f"adapter made more than {self.limits.step_budget} "
+                                       "port calls in one worker (livelock?)")
+                key = (call.port, call.op)
+                nth = run.ordinals.get(key, 0) + 1
+                run.ordinals[key] = nth
+                call_ev = world.emit("port", "call", worker=name, run=rid, port=call.port, op=call.op,
+                                     args=dict(call.args), nth=nth)
+                seq = call_ev["seq"]
+                crash = world.match_rules("crash", run, ws, call, nth)
+                pause = world.match_rules("pause", run, ws, call, nth)
+                if crash is not None and crash.boundary == "before":
+                    raise Crash("before", crash)
+                if pause is not None and pause.boundary == "before":
+                    yield from self._pause(run, ws, pause, seq)
+                try:
+                    value = yield from world.execute(run, ws, call, seq, nth)
+                    error = None
+                except PortError as exc:
+                    value, error = None, exc
+                if crash is not None:  # boundary == "after": it took effect; the worker never sees it
+                    world.emit("port", "result", worker=name, run=rid, call=seq, ok=error is None,
+                               value=value, error=error.to_json() if error else None, delivered=False)
+                    raise Crash("after", crash)
+                if pause is not None and pause.boundary == "after":
+                    yield from self._pause(run, ws, pause, seq)
+                world.emit("port", "result", worker=name, run=rid, call=seq, ok=error is None,
+                           value=value, error=error.to_json() if error else None, delivered=True)
+                if call.port == "run" and call.op == "finish" and error is None:
+                    if hasattr(channel, "close_after_finish"):
+                        channel.close_after_finish()
+                    else:
+                        channel.kill()
+                    world.emit("worker", "stop", worker=name, run=rid, reason="finished")
+                    return ("finished", None)
+                call = channel.throw(error) if error is not None else channel.send(value)
+        except Crash as crash:
+            channel.kill()
+            ws.alive = False
+            world.emit("fault", "crash", worker=name, run=rid, boundary=crash.boundary,
+                       rule_line=crash.rule.line, restart_after_ms=crash.rule.restart_after_ms)
+            return ("crash", crash.rule.restart_after_ms)
+        except Finished:
+            channel.kill()
+            world.emit("worker", "adapter_fault", worker=name, run=rid, fault="no_finish",
+                       message="adapter returned without calling run.finish")
+            return ("adapter_fault", None)
+        except AdapterFault as fault:
+            channel.kill()
+            world.emit("worker", "adapter_fault", worker=name, run=rid, fault=fault.kind,
+                       message=fault.message)
+            return ("adapter_fault", None)
+        finally:
+            ws.alive = False
+            run.live.pop(name, None)
+
+    def _pause(self, run: RunWorld, ws: WorkerState, rule, seq: int):
+        world, env = self.world, self.world.env
+        world.emit("fault", "pause", worker=ws.name, run=run.spec.id, call=seq, boundary=rule.boundary,
+                   resume_after_ms=rule.resume_after_ms, rule_line=rule.line)
+        ws.paused = True
+        # The platform notices the silent worker: a replacement starts once its lease expires.
+        env.process(self._takeover(run, ws, run.takeover, rule.restart_after_ms))
+        yield env.timeout(rule.resume_after_ms)
+        ws.paused = False
+        world.emit("fault", "resume", worker=ws.name, run=run.spec.id, call=seq)
+
+    def _takeover(self, run: RunWorld, ws: WorkerState, takeover, restart_after: int):
+        env = self.world.env
+        lease = run.lease
+        wait = max(0, lease.expires_at - int(env.now)) if lease.owner == ws.name else restart_after
+        yield env.timeout(wait + 1)
+        if run.finished is None and ws.paused and run.current == ws.name and not takeover.triggered:
+            self.world.emit("worker", "takeover", run=run.spec.id, stale=ws.name)
+            takeover.succeed()
+
+    # -------------------------------------------------------------- the whole run
+    def run(self) -> RunResult:
+        world = self.world
+        sc = self.scenario
+        world.emit("meta", "header", format=TRACE_FORMAT, scenario=sc.id, title=sc.title,
+                   seed=world.seed, adapter=self.adapter.text, harness=harness_version(),
+                   origin_ms=sc.origin_ms, horizon_ms=sc.horizon_ms, env=dict(sc.env),
+                   services={k: dict(v) for k, v in sc.services.items()},
+                   runs=[{"id": r.id, "intent": dict(r.intent), "service": r.service,
+                          "operation": r.operation, "deadline": r.deadline_ms,
+                          "start": r.start_ms} for r in sc.runs],
+                   source=sc.source, card=dict(sc.card), tags=list(sc.tags),
+                   expect=dict(sc.expect))
+        world.schedule_events()
+        for run in world.runs.values():
+            world.env.process(self.supervise(run))
+        try:
+            world.env.run(until=sc.horizon_ms)
+        except Exception as exc:  # noqa: BLE001 - anything here is our bug
+            raise InternalError(f"the simulation failed: {type(exc).__name__}: {exc}",
+                                seed=world.seed, step=len(world.trace.events),
+                                hint="please report this with the repro command") from exc
+        world.emit("meta", "end", runs={r.spec.id: {"finished": r.finished, "waiting": r.waiting,
+                                                    "workers": r.workers}
+                                        for r in world.runs.values()})
+        return RunResult(scenario=sc, adapter=self.adapter.text, seed=world.seed,
+                         events=world.trace.events, world=world)
+
+
+def run_scenario(scenario: Scenario, adapter: AdapterSpec | str | None = None, seed: int | None = None,
+                 limits: Limits | None = None) -> RunResult:
+    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter)
+    return Runner(scenario, spec, seed, limits or Limits()).run()
