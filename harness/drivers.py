@@ -202,6 +202,10 @@ class SubprocessChannel:
         except (json.JSONDecodeError, UnicodeDecodeError):
             self.kill()
             raise AdapterFault("garbage", f"adapter wrote a line that is not JSON: {line[:120]!r}") from None
+        if isinstance(msg, dict) and msg.get("type") == "fault":
+            self.kill()
+            raise AdapterFault(str(msg.get("fault") or "exception"),
+                               str(msg.get("message") or "the adapter reported a fault"))
         if not isinstance(msg, dict) or not isinstance(msg.get("port"), str) \
                 or not isinstance(msg.get("op"), str) or not isinstance(msg.get("args", {}), dict):
             self.kill()

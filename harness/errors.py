@@ -9,7 +9,7 @@ from __future__ import annotations
 class CrashlabError(Exception):
     """Root of every error crashlab raises on purpose."""
 
-    exit_code = 4
+    exit_code = 3
 
     def __init__(self, message: str, *, seed: int | None = None, step: int | None = None,
                  state: str | None = None, hint: str | None = None) -> None:

@@ -1,0 +1,73 @@
+"""Run an in-process Python adapter as a subprocess speaking the wire protocol.
+
+    crashlab run t2-commit-before-record --adapter "exec:python -m harness.wire reference_impl:ReferenceAdapter"
+
+The shim reads the ``init`` line, drives the adapter's ``run(ports)`` coroutine, writes one
+request line per port call and resumes the coroutine with each reply (docs/protocol.md).
+It is how the same adapter is checked through both drivers.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from .drivers import load_adapter
+from .model import PortCall
+from .ports import PortError, Ports
+
+
+def serve(spec: str, stdin=None, stdout=None) -> int:
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    adapter = load_adapter(spec)
+    if adapter.kind != "python":
+        print("harness.wire: the adapter must be module:attribute", file=sys.stderr)
+        return 3
+    init = json.loads(stdin.readline())
+    coro = adapter.factory().run(Ports(init.get("services", [])))
+    request_id = 0
+    message, is_error = None, False
+    def fault(kind: str, text: str) -> int:
+        stdout.write(json.dumps({"type": "fault", "fault": kind, "message": text}) + "\n")
+        stdout.flush()
+        return 1
+
+    while True:
+        try:
+            call = coro.throw(message) if is_error else coro.send(message)
+        except StopIteration:
+            return 0
+        except PortError as exc:
+            return fault("unhandled_port_error",
+                         f"adapter let a port error escape: {exc.code}: {exc.message}")
+        except Exception as exc:  # noqa: BLE001 - reported to the harness as an adapter fault
+            return fault("exception", f"adapter raised {type(exc).__name__}: {exc}")
+        if not isinstance(call, PortCall):
+            return fault("not_a_port", f"adapter awaited {type(call).__name__} {call!r:.80}, which is "
+                         "not a port call; adapters may await only ports")
+        request_id += 1
+        stdout.write(json.dumps({"id": request_id, "port": call.port, "op": call.op,
+                                 "args": dict(call.args)}, sort_keys=True, separators=(",", ":")) + "\n")
+        stdout.flush()
+        line = stdin.readline()
+        if not line:
+            return 0  # the harness closed stdin: the run is over for this worker
+        reply = json.loads(line)
+        if reply.get("ok"):
+            message, is_error = reply.get("value"), False
+        else:
+            err = reply.get("error") or {}
+            message = PortError(err.get("code", "unknown"), err.get("message", ""),
+                                definite=err.get("definite"), details=err.get("details"))
+            is_error = True
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print("usage: python -m harness.wire module:attribute", file=sys.stderr)
+        return 3
+    return serve(sys.argv[1])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
