@@ -113,10 +113,12 @@ def _print_result(res, out=sys.stdout) -> None:
 
 def _cmd_run(args) -> int:
     from .conformance import run_one
+    from .drivers import load_adapter
     from .scenario import resolve
 
+    adapter = load_adapter(args.adapter)
     scenario = resolve(args.scenario)
-    _, res = run_one(scenario, args.adapter, seed=args.seed, out_dir=Path(args.out))
+    _, res = run_one(scenario, adapter, seed=args.seed, out_dir=Path(args.out))
     _print_result(res)
     if args.report:
         from .report import render_results
@@ -152,8 +154,10 @@ def format_scorecard(card) -> str:
 
 def _cmd_conformance(args) -> int:
     from .conformance import run_suite
+    from .drivers import load_adapter
     from .scenario import library
 
+    adapter = load_adapter(args.adapter)
     scenarios = library()
     if args.tag:
         scenarios = [s for s in scenarios if set(args.tag) & set(s.tags)]
@@ -166,7 +170,7 @@ def _cmd_conformance(args) -> int:
     if not scenarios:
         raise UsageError("no scenario matches the given --tag/--scenario filters")
     out_dir = Path(args.out)
-    card = run_suite(args.adapter, scenarios, seed=args.seed, out_dir=out_dir)
+    card = run_suite(adapter, scenarios, seed=args.seed, out_dir=out_dir)
     if args.quiet:
         print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}")
     else:

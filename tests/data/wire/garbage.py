@@ -1,0 +1,4 @@
+import sys
+sys.stdin.readline()
+print("hello, I am not JSON", flush=True)
+sys.stdin.readline()

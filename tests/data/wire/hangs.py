@@ -1,0 +1,3 @@
+import sys, time
+sys.stdin.readline()
+time.sleep(60)

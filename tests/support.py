@@ -1,0 +1,67 @@
+"""Small scripted adapters and scenario builders for the harness's own tests."""
+from __future__ import annotations
+
+from harness.runner import Limits, run_scenario
+from harness.scenario import from_dict
+
+INTENT = {"tenant": "T-1", "incident": "I-82", "part": "P-204", "slot": "S-19",
+          "technician": "TECH-4", "quantity": 1, "principal": "U-7"}
+
+
+def scenario(**overrides):
+    doc = {"id": "test", "title": "test", "clock": {"origin": "10:00", "horizon": "10:30"},
+           "runs": [{"id": "run-82", "intent": dict(INTENT), "approval": {"mode": "none"}}]}
+    doc.update(overrides)
+    return from_dict(doc, file="test.yaml")
+
+
+def checkpoint(info, lease, version, state="VALIDATED"):
+    return {"identity": {"run_id": info["run_id"], "task_id": "t", "tenant": "T-1", "principal": "U-7"},
+            "control": {"state": state, "state_version": version, "owner": info["worker"],
+                        "lease_epoch": lease["epoch"], "event_sequence": 1, "cancellation": {},
+                        "deadline": None, "budgets": {}},
+            "contract": {"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
+            "evidence": {}, "effects": []}
+
+
+def entry(run_id, epoch, knowledge, key="k-1"):
+    return {"semantic_key": key, "kind": "effect", "service": "reservation", "operation": "reserve",
+            "run_id": run_id, "intent": dict(INTENT), "intent_fingerprint": "f",
+            "canonicalization_version": 1, "knowledge": knowledge, "attempts": [], "lease_epoch": epoch}
+
+
+class Script:
+    """Acquire, checkpoint, reserve once under key k-1, finish. Records what it saw in SEEN."""
+
+    SEEN: list = []
+
+    async def run(self, p):
+        info = await p.run.info()
+        try:
+            lease = await p.lease.acquire(30_000)
+        except Exception as exc:  # noqa: BLE001
+            Script.SEEN.append(("lease", getattr(exc, "code", None)))
+            await p.clock.sleep(31_000, "wait for the lease")
+            lease = await p.lease.acquire(30_000)
+        loaded = await p.checkpoints.load()
+        await p.checkpoints.write(checkpoint(info, lease, loaded["version"] + 1), loaded["version"],
+                                  lease["epoch"])
+        try:
+            res = await p.service("reservation").call("reserve", key="k-1", intent=dict(INTENT))
+            Script.SEEN.append(("ok", res.get("ref")))
+            await p.run.finish("SUCCEEDED")
+        except Exception as exc:  # noqa: BLE001
+            Script.SEEN.append(("error", exc.code, exc.definite))
+            await p.run.finish("FAILED_EFFECT_UNKNOWN", next_owner="operator")
+
+
+def run(sc, adapter="support:Script", seed=None, **limits):
+    return run_scenario(sc, adapter, seed, Limits(**limits) if limits else None)
+
+
+def kinds(result, kind, lane=None):
+    return [e for e in result.events if e["kind"] == kind and (lane is None or e["lane"] == lane)]
+
+
+def effects(result):
+    return [e for e in result.events if e["lane"] == "remote" and e["kind"] == "effect"]
