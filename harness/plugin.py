@@ -1,8 +1,176 @@
-"""pytest plugin (entry point ``pytest11``): conformance scenarios as pytest tests."""
+"""pytest plugin (entry point ``pytest11``): the conformance suite as pytest tests.
+
+    pytest --crashlab-adapter=my_pkg.adapter:MyAdapter            # one test per library scenario
+    pytest --crashlab-adapter=... --crashlab-crash-points         # plus one per crash point
+    pytest tests/                                                 # collects *.crashlab.yaml files too
+
+Users' own ``*.crashlab.yaml`` files are collected as tests, and the ``crashlab`` fixture
+runs a scenario of their own against their adapter. The module imports nothing heavy until
+a crashlab test actually runs.
+"""
 from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DEFAULT_ADAPTER = "reference_impl:ReferenceAdapter"
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("crashlab", "crashlab conformance harness")
     group.addoption("--crashlab-adapter", action="store", default=None, metavar="SPEC",
-                    help="adapter to test: module:attribute or exec:COMMAND")
+                    help="run the conformance suite against SPEC (module:attribute or exec:COMMAND): "
+                         "one test per library scenario")
+    group.addoption("--crashlab-seed", action="store", type=int, default=None, metavar="N",
+                    help="override every scenario's seed")
+    group.addoption("--crashlab-crash-points", action="store_true", default=False,
+                    help="also one test per crash point (before/after every port call) of every scenario")
+    group.addoption("--crashlab-tag", action="append", default=None, metavar="TAG",
+                    help="only library scenarios with this tag (repeatable)")
+    group.addoption("--crashlab-scenario", action="append", default=None, metavar="ID",
+                    help="only this library scenario (repeatable)")
+    group.addoption("--crashlab-out", action="store", default=None, metavar="DIR",
+                    help="save every trace as JSONL in DIR")
+
+
+def _adapter(config) -> str:
+    return config.getoption("crashlab_adapter") or DEFAULT_ADAPTER
+
+
+def pytest_report_header(config):
+    if config.getoption("crashlab_adapter") is None:
+        return None
+    seed = config.getoption("crashlab_seed")
+    return (f"crashlab: adapter {_adapter(config)}, seed "
+            f"{seed if seed is not None else 'per scenario'}")
+
+
+class CrashlabItem(pytest.Item):
+    """One scenario (or one crash point of a scenario) against the adapter."""
+
+    def __init__(self, *, scenario=None, document=None, **kw):
+        super().__init__(**kw)
+        self.scenario = scenario
+        self.document = document
+        self.result = None
+
+    def runtest(self):
+        from .conformance import failure_message, run_one
+        from .scenario import from_dict
+
+        scenario = self.scenario or from_dict(self.document, file=str(self.path))
+        out = self.config.getoption("crashlab_out")
+        _, self.result = run_one(scenario, _adapter(self.config), seed=self.config.getoption("crashlab_seed"),
+                                 out_dir=Path(out) if out else None)
+        if self.result.verdict == "unknown":
+            pytest.skip("inconclusive: " + "; ".join(self.result.notes or ("no verdict",)))
+        if self.result.verdict != "pass":
+            raise _Failed(failure_message(self.result))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, _Failed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"crashlab: {self.name}"
+
+
+class _Failed(Exception):
+    pass
+
+
+class ConformanceSuite(pytest.Collector):
+    def collect(self):
+        from .explore import crash_documents, probe_calls
+        from .drivers import load_adapter
+        from .scenario import library
+
+        config = self.config
+        scenarios = library()
+        tags, ids = config.getoption("crashlab_tag"), config.getoption("crashlab_scenario")
+        if tags:
+            scenarios = [s for s in scenarios if set(tags) & set(s.tags)]
+        if ids:
+            scenarios = [s for s in scenarios if s.id in set(ids)]
+        for sc in scenarios:
+            yield CrashlabItem.from_parent(self, name=sc.id, scenario=sc)
+        if config.getoption("crashlab_crash_points"):
+            adapter = load_adapter(_adapter(config))
+            for sc in scenarios:
+                for doc in crash_documents(sc, probe_calls(sc, adapter)):
+                    yield CrashlabItem.from_parent(self, name=doc["id"], document=doc)
+
+
+class CrashlabFile(pytest.File):
+    """A user's ``*.crashlab.yaml`` scenario, collected as one test."""
+
+    def collect(self):
+        from .scenario import load_file
+
+        scenario = load_file(self.path)
+        yield CrashlabItem.from_parent(self, name=scenario.id, scenario=scenario)
+
+
+def pytest_collect_file(parent, file_path):
+    if file_path.name.endswith(".crashlab.yaml"):
+        return CrashlabFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    if config.getoption("crashlab_adapter") is None:
+        return
+    from .errors import CrashlabError
+
+    try:
+        suite = ConformanceSuite.from_parent(session, name="crashlab")
+        suite_items = list(suite.collect())
+    except CrashlabError as exc:
+        raise pytest.UsageError(f"crashlab: {exc}") from None
+    items[:0] = suite_items
+
+
+class CrashlabFixture:
+    """Run scenarios of your own against your adapter from a test."""
+
+    def __init__(self, config, tmp_path: Path) -> None:
+        self._config = config
+        self._tmp = tmp_path
+
+    @property
+    def adapter(self) -> str:
+        return _adapter(self._config)
+
+    def load(self, scenario):
+        from .scenario import Scenario, from_dict, load_file, resolve
+
+        if isinstance(scenario, Scenario):
+            return scenario
+        if isinstance(scenario, dict):
+            return from_dict(scenario, file="<dict>")
+        path = Path(scenario)
+        return load_file(path) if path.exists() else resolve(str(scenario))
+
+    def run(self, scenario, adapter: str | None = None, seed: int | None = None):
+        """Run and check; return the ScenarioResult (its ``trace`` is saved under tmp_path)."""
+        from .conformance import run_one
+
+        _, result = run_one(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp)
+        return result
+
+    def check(self, scenario, adapter: str | None = None, seed: int | None = None):
+        """Run and raise AssertionError (ConformanceFailure) unless the verdict is pass."""
+        from .conformance import check_scenario
+
+        return check_scenario(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp)
+
+
+@pytest.fixture
+def crashlab(request, tmp_path):
+    """``crashlab.run(scenario)`` / ``crashlab.check(scenario)``: a library id, a YAML path, a
+    scenario document (dict) or a Scenario, against ``--crashlab-adapter`` (default: the
+    reference adapter) or the ``adapter=`` argument."""
+    return CrashlabFixture(request.config, tmp_path)

@@ -1,0 +1,114 @@
+"""Hypothesis strategies for fault schedules, exported for users.
+
+A *schedule* is a scenario document (the YAML form, as a dict) with extra crash, pause,
+fault and event rules drawn on top of a base scenario: swarm testing in the manner of
+FoundationDB and TigerBeetle, where each example draws its own fault mix. Because a
+schedule is a plain scenario document, a failing one shrinks (hypothesis does that) and
+prints as a YAML scenario that reproduces it::
+
+    from hypothesis import given
+    from harness.strategies import schedules
+
+    @given(schedules(base_doc))
+    def test_my_adapter(doc):
+        check_scenario(from_dict(doc), "my_pkg:MyAdapter")
+
+``calls`` (from :func:`harness.explore.probe_calls`) narrows crash and pause points to the
+port calls the adapter actually makes, so most draws hit a real boundary.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Iterable, Sequence
+
+from hypothesis import strategies as st
+
+from .model import PLATFORM_PORTS, SERVICE_OPS
+
+#: Transport faults drawn on service calls (each with its own send boundary).
+SERVICE_FAULTS = ("refused", "timeout_before_send", "drop_request", "lost_response", "late_arrival",
+                  "throttled", "server_error_before", "server_error_after", "duplicate_delivery",
+                  "unavailable")
+#: Faults the platform stores can suffer.
+STORE_FAULTS = (("checkpoints", "load"), ("checkpoints", "write"), ("ledger", "append"),
+                ("ledger", "read"), ("ledger", "by_run"), ("inbox", "poll"), ("authority", "check"))
+Call = tuple[str, str, int]
+
+
+def _default_calls(services: Iterable[str]) -> list[Call]:
+    calls: list[Call] = []
+    for port in ("ledger", "checkpoints"):
+        for op in sorted(PLATFORM_PORTS[port]):
+            calls.extend((port, op, n) for n in range(1, 5))
+    for svc in sorted(services):
+        for op in sorted(SERVICE_OPS[svc]):
+            calls.extend((svc, op, n) for n in range(1, 3))
+    return calls
+
+
+def boundaries(calls: Sequence[Call]) -> st.SearchStrategy[dict]:
+    """A crash rule at one of ``calls``, before or after the call took effect."""
+    return st.builds(
+        lambda call, boundary, restart: {"match": {"port": call[0], "op": call[1], "nth": call[2]},
+                                         "boundary": boundary, "restart_after": f"{restart}ms"},
+        st.sampled_from(list(calls)), st.sampled_from(["before", "after"]),
+        st.integers(min_value=0, max_value=120_000))
+
+
+def pauses(calls: Sequence[Call]) -> st.SearchStrategy[dict]:
+    """A pause (the worker becomes a zombie) at one of ``calls``."""
+    eligible = [c for c in calls if c[1] not in ("finish",)] or list(calls)
+    return st.builds(
+        lambda call, boundary, resume: {"match": {"port": call[0], "op": call[1], "nth": call[2]},
+                                        "boundary": boundary, "resume_after": f"{resume}ms"},
+        st.sampled_from(eligible), st.sampled_from(["before", "after"]),
+        st.integers(min_value=1_000, max_value=600_000))
+
+
+def service_faults(services: Iterable[str]) -> st.SearchStrategy[dict]:
+    ops = [(svc, op) for svc in sorted(services) for op in sorted(SERVICE_OPS[svc]) if op != "describe"]
+    return st.builds(
+        lambda target, fault, nth, delay: {"match": {"port": target[0], "op": target[1], "nth": nth},
+                                           "fault": fault, "delay": f"{delay}ms"},
+        st.sampled_from(ops), st.sampled_from(SERVICE_FAULTS), st.integers(1, 3),
+        st.integers(min_value=1, max_value=90_000))
+
+
+def store_faults() -> st.SearchStrategy[dict]:
+    return st.builds(
+        lambda target, nth: {"match": {"port": target[0], "op": target[1], "nth": nth}, "fault": "unavailable"},
+        st.sampled_from(STORE_FAULTS), st.integers(1, 4))
+
+
+def input_events(run_ids: Sequence[str], horizon_ms: int) -> st.SearchStrategy[dict]:
+    """Cancellations, duplicated and reordered: the same event id delivered more than once."""
+    return st.builds(
+        lambda run, at, dups, gap: {"at": f"{at}ms", "type": "cancel", "run": run, "duplicates": dups,
+                                    "duplicate_after": f"{gap}ms"},
+        st.sampled_from(list(run_ids)), st.integers(0, max(1, horizon_ms // 2)), st.integers(0, 2),
+        st.integers(0, 30_000))
+
+
+@st.composite
+def schedules(draw, base: dict, calls: Sequence[Call] | None = None, *, max_crashes: int = 2,
+              max_faults: int = 2, pauses_allowed: bool = True, events_allowed: bool = True) -> dict:
+    """A scenario document: ``base`` plus drawn crashes, pauses, faults and input events."""
+    doc = copy.deepcopy(base)
+    services = list((doc.get("services") or {"reservation": {}}).keys())
+    points = list(calls) if calls else _default_calls(services)
+    run_ids = [r.get("id", f"run-{i + 1}") for i, r in enumerate(doc.get("runs", []))] or ["run-1"]
+    doc["crashes"] = list(doc.get("crashes") or []) + draw(st.lists(boundaries(points), max_size=max_crashes))
+    doc["faults"] = list(doc.get("faults") or []) + draw(
+        st.lists(st.one_of(service_faults(services), store_faults()), max_size=max_faults))
+    if pauses_allowed:
+        doc["pauses"] = list(doc.get("pauses") or []) + draw(st.lists(pauses(points), max_size=1))
+    if events_allowed:
+        horizon = 1_800_000
+        doc["events"] = list(doc.get("events") or []) + draw(
+            st.lists(input_events(run_ids, horizon), max_size=1))
+    doc["seed"] = draw(st.integers(min_value=0, max_value=2**31 - 1))
+    doc["expect"] = {}  # a generated schedule is judged by the generic invariants alone
+    doc["id"] = f"{base.get('id', 'schedule')}.generated"
+    doc.setdefault("tags", [])
+    doc["tags"] = [t for t in doc["tags"] if t != "generated"] + ["generated"]
+    return doc
