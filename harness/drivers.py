@@ -14,6 +14,7 @@ becomes an :class:`AdapterFault`, which the worker lifecycle records on the trac
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -50,36 +51,38 @@ class Finished(Exception):
 
 
 # --------------------------------------------------------------------------- in-process
-class _WallGuard:
+class _Overrun(BaseException):
+    """Raised by SIGALRM inside an adapter that computes too long without awaiting a port."""
+
+
+def _fire(signum, frame):
+    raise _Overrun()
+
+
+class WallGuard:
     """Interrupts a resume that computes for too long without awaiting a port.
 
-    Uses SIGALRM in the main thread; elsewhere (no signals) the port-call step budget
-    still bounds loops that await ports."""
+    The SIGALRM handler is installed once per run (``with WallGuard.installed():``); each
+    resume only arms and disarms the timer. Without signals (not the main thread) the
+    port-call step budget still bounds loops that await ports."""
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.usable = (seconds > 0 and hasattr(signal, "setitimer")
-                       and threading.current_thread() is threading.main_thread())
-        self._old = None
+    active = False
 
-    def __enter__(self):
-        if self.usable:
-            self._old = signal.signal(signal.SIGALRM, self._fire)
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
-        return self
-
-    def _fire(self, signum, frame):
-        raise _Overrun()
-
-    def __exit__(self, *exc):
-        if self.usable:
+    @classmethod
+    @contextlib.contextmanager
+    def installed(cls):
+        usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+        if not usable or cls.active:
+            yield
+            return
+        old = signal.signal(signal.SIGALRM, _fire)
+        cls.active = True
+        try:
+            yield
+        finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._old)
-        return False
-
-
-class _Overrun(BaseException):
-    pass
+            signal.signal(signal.SIGALRM, old)
+            cls.active = False
 
 
 class InProcessChannel:
@@ -91,9 +94,15 @@ class InProcessChannel:
         self.coro = None
 
     def _step(self, fn, arg):
+        armed = WallGuard.active and self.wall_guard_s > 0
         try:
-            with _WallGuard(self.wall_guard_s):
+            if armed:
+                signal.setitimer(signal.ITIMER_REAL, self.wall_guard_s)
+            try:
                 value = fn(arg)
+            finally:
+                if armed:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
         except StopIteration:
             raise Finished() from None
         except _Overrun:

@@ -269,6 +269,13 @@ class FieldSpec:
     required: bool = True
     enum: frozenset | None = None
 
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return _PARTS.get(self.path) or _PARTS.setdefault(self.path, tuple(self.path.split(".")))
+
+
+_PARTS: dict[str, tuple[str, ...]] = {}
+
 
 def _spec(path, types, required=True, enum=None):
     return FieldSpec(path, types if isinstance(types, tuple) else (types,), required,
@@ -317,10 +324,10 @@ EFFECT_ENTRY_FIELDS: tuple[FieldSpec, ...] = (
 _MISSING = object()
 
 
-def _get(record: Mapping, path: str):
+def _get(record: dict, path: tuple[str, ...]):
     cur: Any = record
-    for part in path.split("."):
-        if not isinstance(cur, Mapping) or part not in cur:
+    for part in path:
+        if type(cur) is not dict or part not in cur:
             return _MISSING
         cur = cur[part]
     return cur
@@ -328,11 +335,11 @@ def _get(record: Mapping, path: str):
 
 def validate(record: Any, fields: tuple[FieldSpec, ...]) -> list[str]:
     """Return a list of problems ("control.owner: missing"); empty when the record is valid."""
-    if not isinstance(record, Mapping):
+    if type(record) is not dict:
         return [f"record: expected an object, got {type(record).__name__}"]
     problems = []
     for spec in fields:
-        value = _get(record, spec.path)
+        value = _get(record, spec.parts)
         if value is _MISSING:
             if spec.required:
                 problems.append(f"{spec.path}: missing")

@@ -6,12 +6,13 @@ durable state only, and returns the recorded trace.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version as pkg_version
 from typing import Any
 
 from .drivers import (DEFAULT_REPLY_TIMEOUT_S, DEFAULT_STEP_BUDGET, DEFAULT_WALL_GUARD_S,
-                      AdapterFault, AdapterSpec, Finished, load_adapter)
+                      AdapterFault, AdapterSpec, Finished, WallGuard, load_adapter)
 from .errors import InternalError
 from .model import TRACE_FORMAT, PortCall
 from .ports import PortError
@@ -21,6 +22,7 @@ from .world import Crash, RunWorld, WorkerState, World
 MAX_WORKERS_PER_RUN = 40
 
 
+@functools.cache
 def harness_version() -> str:
     try:
         return pkg_version("crashlab")
@@ -232,7 +234,8 @@ class Runner:
         for run in world.runs.values():
             world.env.process(self.supervise(run))
         try:
-            world.env.run(until=sc.horizon_ms)
+            with WallGuard.installed():
+                world.env.run(until=sc.horizon_ms)
         except Exception as exc:  # noqa: BLE001 - anything here is our bug
             raise InternalError(f"the simulation failed: {type(exc).__name__}: {exc}",
                                 seed=world.seed, step=len(world.trace.events),
