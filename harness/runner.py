@@ -227,7 +227,8 @@ class Runner:
                    services={k: dict(v) for k, v in sc.services.items()},
                    runs=[{"id": r.id, "intent": dict(r.intent), "service": r.service,
                           "operation": r.operation, "deadline": r.deadline_ms,
-                          "start": r.start_ms} for r in sc.runs],
+                          "start": r.start_ms, "approval": r.approval.get("mode", "auto"),
+                          "compensation_authority": r.compensation_authority} for r in sc.runs],
                    source=sc.source, card=dict(sc.card), tags=list(sc.tags),
                    expect=dict(sc.expect))
         world.schedule_events()
