@@ -1,67 +1,81 @@
 """Scenarios: the YAML format, its loader and the compiled, frozen form the world runs.
 
-A scenario file is loaded with ``yaml.SafeLoader`` (no object construction), every node's
-line is remembered, and every error names the file, the line and the field. The format
-is documented in docs/scenarios.md and as a JSON Schema in harness/data/scenario.schema.json.
+A scenario file is loaded with a ``yaml.SafeLoader`` subclass (no object construction;
+``10:02`` stays a string instead of YAML 1.1's base-60 integer), every node's line is
+remembered, and every error names the file, the line and the field and says what to do.
+The format is documented in docs/scenarios.md; ``schema_document()`` renders the same
+rules as the JSON Schema shipped in harness/data/scenario.schema.json.
 """
 from __future__ import annotations
 
+import difflib
+import json
 import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import yaml
 
 from .errors import InvalidScenario
-from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, RunState
-from .services import PROFILE_CHOICES, PROFILE_DEFAULTS
+from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, SERVICE_OPS, Knowledge, RunState
+from .services import PROFILE_DEFAULTS
 
 # --------------------------------------------------------------------------- time
-_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
-_DUR = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$")
+_CLOCK = re.compile(r"^(\d{1,2}):([0-5]\d)(?::([0-5]\d)(?:\.(\d{1,3}))?)?$")
+_DUR = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+$")
+_DUR_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+CLOCK_HINT = "write a clock time like '10:02', '10:02:30' or '10:02:30.250'"
+DURATION_HINT = "write milliseconds (1500) or a duration like '1500ms', '90s', '2m', '1m30s', '24h', '7d'"
 
 
 def clock_ms(text: str) -> int | None:
-    m = _CLOCK.match(text.strip())
+    """``"10:02"`` / ``"10:02:30"`` / ``"10:02:30.250"`` -> milliseconds since midnight."""
+    m = _CLOCK.match(text)
     if not m:
         return None
     h, mi, s = int(m[1]), int(m[2]), int(m[3] or 0)
-    return ((h * 60 + mi) * 60 + s) * 1000
+    ms = int((m[4] or "0").ljust(3, "0"))
+    return ((h * 60 + mi) * 60 + s) * 1000 + ms
 
 
 def parse_duration(value: Any) -> int:
-    """``1500`` / ``"1500ms"`` / ``"90s"`` / ``"2m"`` / ``"24h"`` / ``"7d"`` -> milliseconds."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a duration, got {value!r}")
-    if isinstance(value, int):
+    """``1500`` / ``"1500ms"`` / ``"90s"`` / ``"2m"`` / ``"1m30s"`` / ``"24h"`` / ``"7d"`` -> ms."""
+    if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
-            raise ValueError("a duration cannot be negative")
+            raise ValueError(f"a duration cannot be negative ({value}); {DURATION_HINT}")
         return value
     if isinstance(value, str):
-        m = _DUR.match(value.strip())
-        if m:
-            return int(round(float(m[1]) * _UNITS[m[2]]))
-    raise ValueError(f"expected a duration like 1500, '1500ms', '90s', '2m', '24h', got {value!r}")
+        text = value
+        if text.isdigit():
+            return int(text)
+        if _DUR.match(text):
+            return int(round(sum(float(n) * _UNITS[u] for n, u in _DUR_PART.findall(text))))
+    raise ValueError(f"expected a duration, got {value!r}; {DURATION_HINT}")
 
 
 def parse_time(value: Any, origin_ms: int) -> int:
-    """A point on the scenario clock: ``"10:02"`` (wall-style, relative to the origin),
+    """A point on the scenario clock, in ms after the origin: a clock time (``"10:02"``)
     or a duration after the origin (``"2m"``, ``120000``)."""
     if isinstance(value, str) and ":" in value:
         abs_ms = clock_ms(value)
         if abs_ms is None:
-            raise ValueError(f"expected a clock time like '10:02' or '10:02:30', got {value!r}")
+            raise ValueError(f"expected a clock time, got {value!r}; {CLOCK_HINT}")
         if abs_ms < origin_ms:
-            raise ValueError(f"{value} is before the scenario origin")
+            raise ValueError(f"{value} is before the scenario origin "
+                             f"{format_time(0, origin_ms)}; pick a later time or an earlier clock.origin")
         return abs_ms - origin_ms
-    return parse_duration(value)
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise ValueError(f"expected a time, got {value!r}; {CLOCK_HINT}, or a duration after "
+                         "the origin like '90s' or '2m'") from None
 
 
 def format_time(t_ms: int, origin_ms: int) -> str:
-    """The scenario's own notation: 10:02 or 10:02:07.250."""
+    """The scenario's own notation: 10:02, 10:02:07 or 10:02:07.250 (round-trips parse_time)."""
     total = origin_ms + t_ms
     h, rem = divmod(total, 3_600_000)
     mi, rem = divmod(rem, 60_000)
@@ -149,29 +163,125 @@ class Scenario:
         return format_time(t_ms, self.origin_ms)
 
 
+# --------------------------------------------------------------------------- vocabulary
+DEFAULT_ORIGIN_MS = 10 * 3_600_000     # 10:00, the chapter's clock
+DEFAULT_HORIZON_MS = 3_600_000         # one simulated hour after the origin
 DEFAULT_ENV = {"code_version": 1, "schema_version": 1, "canonicalization_version": 1,
                "policy_version": 1, "capability_version": 1}
-EVENT_TYPES = {"cancel", "approve", "deny", "revoke", "capability_change", "deploy", "callback",
-               "operator_answer", "retry", "other_actor", "event"}
-FAULTS = {"refused", "timeout_before_send", "drop_request", "lost_response", "late_arrival",
-          "throttled", "server_error_before", "server_error_after", "duplicate_delivery",
-          "unavailable", "error"}
+#: Events delivered to the run's inbox (with optional duplicates and delivery identity).
+INBOX_EVENTS = frozenset({"cancel", "callback", "operator_answer", "retry", "deny", "event"})
+EVENT_TYPES = frozenset({"approve", "revoke", "capability_change", "deploy", "other_actor"}) | INBOX_EVENTS
+DELIVERY_FIELDS = frozenset({"duplicates", "duplicate_after", "event_id", "producer_seq", "producer"})
+#: The fields each event type takes besides at, type and run.
+EVENT_FIELDS: Mapping[str, frozenset[str]] = {
+    "deploy": frozenset(DEFAULT_ENV),
+    "other_actor": frozenset({"service", "op", "args"}),
+    "approve": frozenset(),
+    "capability_change": frozenset(),
+    "revoke": frozenset({"reason", "payload"}),
+    **{t: frozenset({"reason", "payload"}) | DELIVERY_FIELDS for t in INBOX_EVENTS - {"event"}},
+    "event": frozenset({"kind", "reason", "payload"}) | DELIVERY_FIELDS,
+}
+RUNLESS_EVENTS = frozenset({"deploy", "other_actor"})
+#: Payload keys the world reads as delivery controls: a payload may not use them.
+RESERVED_PAYLOAD_KEYS = DELIVERY_FIELDS | {"kind", "duplicate_after_ms"}
+
+FAULTS = frozenset({"refused", "timeout_before_send", "drop_request", "lost_response", "late_arrival",
+                    "throttled", "server_error_before", "server_error_after", "duplicate_delivery",
+                    "unavailable", "error"})
+#: Faults with a send boundary: they only make sense on a service port.
+TRANSPORT_FAULTS = FAULTS - {"unavailable", "error"}
 CARD_FIELDS = ("known_before_failure", "survived", "recovery_owner", "authoritative_query",
                "terminal_state")
-DISPOSITIONS = {s.value for s in RunState} - {"INTAKE"}
+DISPOSITIONS = frozenset(s.value for s in RunState) - {"INTAKE"}
+KNOWLEDGE = frozenset(k.value for k in Knowledge)
+VERDICTS = ("pass", "fail", "unknown")
+#: The effect a run causes, per service kind (compensation is not a run operation).
+PRIMARY_OPERATION = {"reservation": "reserve", "notification": "send", "registry": "publish"}
+#: Per service kind, the values its profile knobs accept.
+PROFILE_CHOICES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "reservation": {"idempotency": ("semantic", "key_only", "none"),
+                    "lookup": ("by_key", "by_incident_slot", "none"),
+                    "consistency": ("strong", "eventual")},
+    "notification": {"idempotency": ("none", "key_only", "semantic"), "lookup": ("none",),
+                     "consistency": ("strong", "eventual")},
+    "registry": {"idempotency": ("natural_key",), "lookup": ("by_version",),
+                 "consistency": ("strong", "eventual")},
+}
+APPROVAL_MODES = ("auto", "manual", "none")
+COMPENSATION_AUTHORITY = ("granted", "denied")
+BOUNDARIES = ("before", "after")
+
+TOP_FIELDS = frozenset({"id", "title", "description", "tags", "card", "seed", "clock", "services",
+                        "runs", "events", "faults", "crashes", "pauses", "expect", "env"})
+RUN_FIELDS = frozenset({"id", "intent", "service", "operation", "start", "deadline", "approval",
+                        "compensation_authority", "notify"})
+RULE_FIELDS: Mapping[str, frozenset[str]] = {
+    "faults": frozenset({"match", "fault", "code", "delay", "times"}),
+    "crashes": frozenset({"match", "boundary", "restart_after", "times"}),
+    "pauses": frozenset({"match", "boundary", "resume_after", "restart_after", "times"}),
+}
+RULE_ACTION = {"faults": "fault", "crashes": "crash", "pauses": "pause"}
+MATCH_FIELDS = frozenset({"port", "op", "nth", "worker", "run", "from", "until", "knowledge"})
+EXPECT_FIELDS = frozenset({"dispositions", "remote_effects", "evidence", "violations", "verdict"})
+ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,79}$"
+TAG_PATTERN = r"^[^\s](?:[^\n]{0,58}[^\s])?$"
+INVARIANT_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+
+#: Every event kind a trace holds (docs/trace.md); ``expect.evidence`` may name any of them.
+TRACE_KINDS = frozenset({
+    "header", "end", "call", "result", "lease", "checkpoint", "checkpoint_rejected",
+    "approval_requested", "escalation", "finish", "ledger", "effect", "replayed", "refused", "released",
+    "dropped", "response_lost", "late_arrival", "late_rejected", "duplicate_delivery", "proxy_retry",
+    "server_error", "other_actor_rejected", "fault", "crash", "pause", "resume", "start", "stop",
+    "takeover", "adapter_fault", "restart_budget_exhausted", "deliver", "approval_granted",
+}) | EVENT_TYPES
+#: ``expect.evidence`` items: what the trace must contain besides the generic invariants.
+EVIDENCE_FORMS = {
+    "<port>.<op>": "a port call of this operation whose result reached the worker (reservation.lookup)",
+    "ledger:<KNOWLEDGE>": "a ledger append moved some key of the run to this knowledge state",
+    "checkpoint:<STATE>": "an accepted checkpoint had this control.state",
+    "finish:<DISPOSITION>": "an accepted finish with this disposition",
+    "<event kind>": "any trace event of this kind (escalation, released, late_arrival, takeover, ...)",
+}
+_EVIDENCE = re.compile(r"^(?:(?P<port>[a-z_]+)\.(?P<op>[a-z_]+)|(?P<prefix>ledger|checkpoint|finish):(?P<state>[A-Z_]+)"
+                       r"|(?P<kind>[a-z_]+))$")
 
 
 # --------------------------------------------------------------------------- YAML with lines
 class _LineLoader(yaml.SafeLoader):
-    pass
+    """SafeLoader that keeps line numbers and reads 10:02 as a string (not base-60 602)."""
+
+
+_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_DROPPED = (_INT, _FLOAT, "tag:yaml.org,2002:timestamp")  # dates stay strings too
+_LineLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _DROPPED]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_LineLoader.add_implicit_resolver(
+    _INT, re.compile(r"^(?:[-+]?(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+|0o[0-7_]+)$"), list("-+0123456789"))
+_LineLoader.add_implicit_resolver(
+    _FLOAT, re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?"
+                       r"|\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+0123456789."))
 
 
 class _LDict(dict):
+    """A mapping that remembers its own line and the line of each value."""
+
     __slots__ = ("lines", "line")
 
 
 class _LList(list):
-    __slots__ = ("line",)
+    __slots__ = ("lines", "line")
+
+
+class _YamlProblem(Exception):
+    """Raised while constructing a node; load_text turns it into an InvalidScenario."""
+
+    def __init__(self, message: str, line: int, field: str) -> None:
+        super().__init__(message)
+        self.message, self.line, self.field = message, line, field
 
 
 def _construct_map(loader, node):
@@ -181,11 +291,12 @@ def _construct_map(loader, node):
     out.line = node.start_mark.line + 1
     for k_node, v_node in node.value:
         key = loader.construct_object(k_node, deep=True)
+        line = k_node.start_mark.line + 1
         if not isinstance(key, str):
-            raise InvalidScenario(f"mapping keys must be strings, got {key!r}",
-                                  line=k_node.start_mark.line + 1)
+            raise _YamlProblem(f"mapping keys must be strings, got {key!r}; quote the key", line, str(key))
         if key in out:
-            raise InvalidScenario(f"duplicate key '{key}'", line=k_node.start_mark.line + 1, field=key)
+            raise _YamlProblem(f"duplicate key '{key}' (first given on line {out.lines[key]}); "
+                               "keep only one of them", line, key)
         out[key] = loader.construct_object(v_node, deep=True)
         out.lines[key] = v_node.start_mark.line + 1
     return out
@@ -194,6 +305,7 @@ def _construct_map(loader, node):
 def _construct_seq(loader, node):
     out = _LList(loader.construct_object(n, deep=True) for n in node.value)
     out.line = node.start_mark.line + 1
+    out.lines = [n.start_mark.line + 1 for n in node.value]
     return out
 
 
@@ -201,234 +313,149 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_seq)
 
 
-class _Ctx:
-    """Carries the file name for errors; ``fail`` names the field and its line."""
+# --------------------------------------------------------------------------- reading helpers
+_REQUIRED = object()
+
+
+def _line(container: Any, key: Any = None) -> int | None:
+    if isinstance(container, _LDict):
+        return container.lines.get(key, container.line)
+    if isinstance(container, _LList):
+        if isinstance(key, int) and 0 <= key < len(container.lines):
+            return container.lines[key]
+        return container.line
+    return None
+
+
+def _join(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def _type_name(value: Any) -> str:
+    for kind, name in ((bool, "true/false"), (dict, "a mapping"), (list, "a list"), (str, "a string"),
+                       (int, "an integer"), (float, "a number"), (type(None), "nothing (null)")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+class _Reader:
+    """Reads one document; ``fail`` raises InvalidScenario naming file, line and field."""
 
     def __init__(self, file: str | None) -> None:
         self.file = file
 
     def fail(self, container: Any, key: Any, path: str, message: str):
-        line = None
-        if isinstance(container, _LDict):
-            line = container.lines.get(key, container.line)
-        elif isinstance(container, _LList):
-            line = container.line
-        raise InvalidScenario(message, file=self.file, line=line, field=path)
+        raise InvalidScenario(message, file=self.file, line=_line(container, key), field=path or None)
+
+    def mapping(self, parent: Any, key: Any, path: str, allowed: frozenset | set, *,
+                hint: str = "", nullable: bool = False) -> dict:
+        """The value ``parent[key]`` as a mapping holding only ``allowed`` fields."""
+        value = parent[key]
+        if value is None and nullable:
+            value = _LDict()
+            value.lines, value.line = {}, _line(parent, key)
+        if not isinstance(value, dict):
+            self.fail(parent, key, path, f"expected a mapping of fields, got {_type_name(value)} {value!r}"
+                      + ("; give its fields or remove the line" if value is None else ""))
+        for name in value:
+            if name not in allowed:
+                near = difflib.get_close_matches(str(name), sorted(allowed), n=1)
+                did = f"did you mean '{near[0]}'? " if near else ""
+                self.fail(value, name, _join(path, name),
+                          f"unknown field; {did}expected one of: {', '.join(sorted(allowed)) or '(none)'}"
+                          + (f"; {hint}" if hint else ""))
+        return value
+
+    def items(self, parent: Any, key: Any, path: str) -> list:
+        """The list ``parent[key]`` (an absent key is an empty list)."""
+        if key not in parent:
+            return []
+        value = parent[key]
+        if not isinstance(value, list):
+            self.fail(parent, key, path, f"expected a list, got {_type_name(value)}; write one '- ' "
+                      "item per entry, or remove the line")
+        return value
+
+    def get(self, d: Mapping | list, key: Any, path: str, check: Callable[[Any], Any],
+            default: Any = _REQUIRED, *, nullable: bool = False):
+        """``check(d[key])``, converted; a ValueError from check becomes an InvalidScenario.
+        An absent field takes ``default``; null is refused unless ``nullable``."""
+        full = _join(path, key)
+        present = 0 <= key < len(d) if isinstance(d, list) else key in d
+        if not present:
+            if default is _REQUIRED:
+                self.fail(d, key, full, "required field is missing; add it")
+            return default
+        if d[key] is None:
+            if nullable:
+                return None
+            self.fail(d, key, full, "the value is empty (null); give a value or remove the line")
+        try:
+            return check(d[key])
+        except (ValueError, TypeError) as exc:
+            self.fail(d, key, full, str(exc))
 
 
-def _known(ctx, d, allowed, path):
-    if not isinstance(d, dict):
-        ctx.fail(None, None, path, f"expected a mapping, got {type(d).__name__}")
-    for key in d:
-        if key not in allowed:
-            ctx.fail(d, key, f"{path}.{key}" if path else key,
-                     f"unknown field; expected one of: {', '.join(sorted(allowed))}")
-
-
-def _req(ctx, d, key, path, types, default=...):
-    if key not in d:
-        if default is ...:
-            ctx.fail(d, key, f"{path}.{key}" if path else key, "required field is missing")
-        return default
-    value = d[key]
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,))):
-        names = "/".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
-        ctx.fail(d, key, f"{path}.{key}" if path else key,
-                 f"expected {names}, got {type(value).__name__} {value!r}")
+# value checkers: each returns the converted value or raises ValueError with what to do
+def _string(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected a non-empty string, got {_type_name(value)} {value!r}")
     return value
 
 
-def _conv(ctx, d, key, path, fn, default=...):
-    if key not in d:
-        if default is ...:
-            ctx.fail(d, key, f"{path}.{key}" if path else key, "required field is missing")
-        return default
-    try:
-        return fn(d[key])
-    except (ValueError, TypeError) as exc:
-        ctx.fail(d, key, f"{path}.{key}" if path else key, str(exc))
+def _pattern(regex: str, what: str) -> Callable[[Any], str]:
+    compiled = re.compile(regex)
+
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or not compiled.match(value):
+            raise ValueError(f"{value!r} is not a valid {what}")
+        return value
+    return check
 
 
-TOP_FIELDS = {"id", "title", "tags", "card", "seed", "clock", "services", "runs", "events",
-              "faults", "crashes", "pauses", "expect", "env", "description"}
+def _integer(low: int | None = None) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"expected an integer, got {_type_name(value)} {value!r}")
+        if low is not None and value < low:
+            raise ValueError(f"must be at least {low}, got {value}")
+        return value
+    return check
 
 
-def from_dict(doc: Any, *, file: str | None = None) -> Scenario:
-    ctx = _Ctx(file)
-    if not isinstance(doc, dict):
-        raise InvalidScenario("a scenario must be a YAML mapping at the top level", file=file, line=1)
-    _known(ctx, doc, TOP_FIELDS, "")
-    sid = _req(ctx, doc, "id", "", str)
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,79}", sid):
-        ctx.fail(doc, "id", "id", "must be lower-case letters, digits, '.', '_' or '-' (at most 80), "
-                 "starting with a letter or digit")
-    title = _req(ctx, doc, "title", "", str)
-    tags = _req(ctx, doc, "tags", "", list, [])
-    for i, tag in enumerate(tags):
-        if not isinstance(tag, str):
-            ctx.fail(tags, i, f"tags[{i}]", "tags must be strings")
-    card = _req(ctx, doc, "card", "", dict, {})
-    _known(ctx, card, set(CARD_FIELDS), "card")
-    seed = _req(ctx, doc, "seed", "", int, 1)
-    clock = _req(ctx, doc, "clock", "", dict, {})
-    _known(ctx, clock, {"origin", "horizon"}, "clock")
-    origin = _conv(ctx, clock, "origin", "clock",
-                   lambda v: _must(clock_ms(str(v)), f"expected a clock time like '10:00', got {v!r}"),
-                   0)
-    horizon = _conv(ctx, clock, "horizon", "clock", lambda v: parse_time(v, origin), 3_600_000)
-    at = lambda v: parse_time(v, origin)  # noqa: E731
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {_type_name(value)} {value!r}")
+    return value
 
-    services_doc = _req(ctx, doc, "services", "", dict, {"reservation": {}})
-    services: dict[str, dict] = {}
-    for name, prof in services_doc.items():
-        path = f"services.{name}"
-        if name not in PROFILE_DEFAULTS:
-            ctx.fail(services_doc, name, path, f"unknown service; expected one of: "
-                     f"{', '.join(sorted(PROFILE_DEFAULTS))}")
-        prof = prof or {}
-        defaults = PROFILE_DEFAULTS[name]
-        allowed = {k[:-3] if k.endswith("_ms") else k for k in defaults} | set(defaults)
-        _known(ctx, prof, allowed, path)
-        merged = dict(defaults)
-        for key, value in prof.items():
-            target = key if key in defaults else key + "_ms"
-            if target.endswith("_ms"):
-                if value is None and defaults[target] is None:
-                    merged[target] = None
-                    continue
-                merged[target] = _conv(ctx, prof, key, path, parse_duration)
-            else:
-                choices = PROFILE_CHOICES.get(key)
-                if choices and value not in choices:
-                    ctx.fail(prof, key, f"{path}.{key}", f"{value!r} is not one of {sorted(choices)}")
-                if type(defaults[key]) is not type(value) and not (defaults[key] is None):
-                    ctx.fail(prof, key, f"{path}.{key}",
-                             f"expected {type(defaults[key]).__name__}, got {type(value).__name__}")
-                merged[key] = value
-        services[name] = merged
 
-    runs_doc = _req(ctx, doc, "runs", "", list)
-    if not runs_doc:
-        ctx.fail(doc, "runs", "runs", "a scenario needs at least one run")
-    runs = []
-    for i, r in enumerate(runs_doc):
-        path = f"runs[{i}]"
-        _known(ctx, r, {"id", "intent", "service", "operation", "start", "deadline", "approval",
-                        "compensation_authority", "notify"}, path)
-        service = _req(ctx, r, "service", path, str, "reservation")
-        if service not in services:
-            ctx.fail(r, "service", f"{path}.service", f"service {service!r} is not declared under services")
-        operation = _req(ctx, r, "operation", path, str, sorted(EFFECT_OPS[service])[-1]
-                         if service != "reservation" else "reserve")
-        if operation not in EFFECT_OPS[service]:
-            ctx.fail(r, "operation", f"{path}.operation",
-                     f"{operation!r} is not an effect of {service}; expected one of "
-                     f"{sorted(EFFECT_OPS[service])}")
-        approval = _req(ctx, r, "approval", path, dict, {"mode": "auto"})
-        _known(ctx, approval, {"mode", "delay", "expires_after"}, f"{path}.approval")
-        mode = approval.get("mode", "auto")
-        if mode not in ("auto", "manual", "none"):
-            ctx.fail(approval, "mode", f"{path}.approval.mode", "expected auto, manual or none")
-        comp = _req(ctx, r, "compensation_authority", path, str, "granted")
-        if comp not in ("granted", "denied"):
-            ctx.fail(r, "compensation_authority", f"{path}.compensation_authority",
-                     "expected granted or denied")
-        runs.append(RunSpec(
-            id=_req(ctx, r, "id", path, str, "run-1" if i == 0 else f"run-{i + 1}"),
-            intent=_req(ctx, r, "intent", path, dict), service=service, operation=operation,
-            start_ms=_conv(ctx, r, "start", path, at, 0),
-            deadline_ms=_conv(ctx, r, "deadline", path, at, None),
-            approval={"mode": mode,
-                      "delay_ms": _conv(ctx, approval, "delay", f"{path}.approval", parse_duration, 60_000),
-                      "expires_after_ms": _conv(ctx, approval, "expires_after", f"{path}.approval",
-                                                parse_duration, 3_600_000)},
-            compensation_authority=comp, notify=_req(ctx, r, "notify", path, bool, False)))
-    run_ids = [r.id for r in runs]
-    if len(set(run_ids)) != len(run_ids):
-        ctx.fail(doc, "runs", "runs", "run ids must be unique")
+def _choice(choices, what: str = "value") -> Callable[[Any], str]:
+    options = sorted(choices)
 
-    events = []
-    for i, e in enumerate(_req(ctx, doc, "events", "", list, [])):
-        path = f"events[{i}]"
-        if not isinstance(e, dict):
-            ctx.fail(doc["events"], i, path, "each event is a mapping with at least 'at' and 'type'")
-        etype = _req(ctx, e, "type", path, str)
-        if etype not in EVENT_TYPES:
-            ctx.fail(e, "type", f"{path}.type", f"unknown event type {etype!r}; expected one of: "
-                     f"{', '.join(sorted(EVENT_TYPES))}")
-        run = _req(ctx, e, "run", path, str, run_ids[0] if etype not in ("deploy", "other_actor") else None)
-        if run is not None and run not in run_ids:
-            ctx.fail(e, "run", f"{path}.run", f"no run {run!r}; runs are: {', '.join(run_ids)}")
-        data = {k: v for k, v in e.items() if k not in ("at", "type", "run")}
-        if etype == "deploy":
-            _known(ctx, data, set(DEFAULT_ENV), path)
-        for dkey in ("delay", "duplicate_after"):
-            if dkey in data:
-                data[dkey + "_ms"] = _conv(ctx, e, dkey, path, parse_duration)
-                del data[dkey]
-        events.append(WorldEvent(at_ms=_conv(ctx, e, "at", path, at), type=etype, run=run,
-                                 data=data, line=getattr(e, "line", None)))
-    events.sort(key=lambda ev: ev.at_ms)
+    def check(value: Any) -> str:
+        if value not in choices:
+            near = difflib.get_close_matches(str(value), options, n=1)
+            raise ValueError(f"unknown {what}: {value!r}; {'did you mean ' + repr(near[0]) + '? ' if near else ''}"
+                             f"expected one of: {', '.join(options)}")
+        return value
+    return check
 
-    rules = []
-    for section, action in (("faults", "fault"), ("crashes", "crash"), ("pauses", "pause")):
-        for i, r in enumerate(_req(ctx, doc, section, "", list, [])):
-            path = f"{section}[{i}]"
-            _known(ctx, r, {"match", "fault", "code", "boundary", "restart_after", "resume_after",
-                            "delay", "times"}, path)
-            m = _req(ctx, r, "match", path, dict)
-            _known(ctx, m, {"port", "op", "nth", "worker", "run", "from", "until", "knowledge"},
-                   f"{path}.match")
-            port = _req(ctx, m, "port", f"{path}.match", str, None)
-            op = _req(ctx, m, "op", f"{path}.match", str, None)
-            all_ports = {**PLATFORM_PORTS, **{s: SERVICE_OPS[s] for s in services}}
-            if port is not None and port not in all_ports:
-                ctx.fail(m, "port", f"{path}.match.port", f"unknown port {port!r}; expected one of: "
-                         f"{', '.join(sorted(all_ports))}")
-            if op is not None:
-                ops = all_ports[port] if port else set().union(*all_ports.values())
-                if op not in ops:
-                    ctx.fail(m, "op", f"{path}.match.op", f"unknown operation {op!r}"
-                             f"{' for port ' + port if port else ''}; expected one of: {', '.join(sorted(ops))}")
-            run = _req(ctx, m, "run", f"{path}.match", str, None)
-            if run is not None and run not in run_ids:
-                ctx.fail(m, "run", f"{path}.match.run", f"no run {run!r}")
-            match = Match(port=port, op=op, nth=_req(ctx, m, "nth", f"{path}.match", int, None),
-                          worker=_req(ctx, m, "worker", f"{path}.match", int, None), run=run,
-                          from_ms=_conv(ctx, m, "from", f"{path}.match", at, None),
-                          until_ms=_conv(ctx, m, "until", f"{path}.match", at, None),
-                          knowledge=_req(ctx, m, "knowledge", f"{path}.match", str, None))
-            fault = None
-            if action == "fault":
-                fault = _req(ctx, r, "fault", path, str)
-                if fault not in FAULTS:
-                    ctx.fail(r, "fault", f"{path}.fault", f"unknown fault {fault!r}; expected one of: "
-                             f"{', '.join(sorted(FAULTS))}")
-            boundary = _req(ctx, r, "boundary", path, str, "before")
-            if boundary not in ("before", "after"):
-                ctx.fail(r, "boundary", f"{path}.boundary", "expected before or after")
-            rules.append(Rule(
-                action=action, match=match, fault=fault, code=_req(ctx, r, "code", path, str, None),
-                boundary=boundary,
-                restart_after_ms=_conv(ctx, r, "restart_after", path, parse_duration, 1000),
-                resume_after_ms=_conv(ctx, r, "resume_after", path, parse_duration, 0),
-                delay_ms=_conv(ctx, r, "delay", path, parse_duration, None),
-                times=_req(ctx, r, "times", path, int, 1), line=getattr(r, "line", None)))
 
-    expect = _req(ctx, doc, "expect", "", dict, {})
-    _known(ctx, expect, {"dispositions", "remote_effects", "evidence", "violations", "verdict"}, "expect")
-    for i, d in enumerate(expect.get("dispositions", [])):
-        if d not in DISPOSITIONS:
-            ctx.fail(expect["dispositions"], i, f"expect.dispositions[{i}]",
-                     f"unknown disposition {d!r}; expected one of: {', '.join(sorted(DISPOSITIONS))}")
-    env = dict(DEFAULT_ENV)
-    env_doc = _req(ctx, doc, "env", "", dict, {})
-    _known(ctx, env_doc, set(DEFAULT_ENV), "env")
-    env.update(env_doc)
-    return Scenario(id=sid, title=title, tags=tuple(tags), card=dict(card), seed=seed,
-                    origin_ms=origin, horizon_ms=horizon, services=services, runs=tuple(runs),
-                    events=tuple(events), rules=tuple(rules), expect=dict(expect), env=env,
-                    source=file, raw=_plain(doc))
+def _plain_mapping(value: Any) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a mapping, got {_type_name(value)} {value!r}")
+    return _plain(value)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _must(value, message):
@@ -437,37 +464,354 @@ def _must(value, message):
     return value
 
 
-def _plain(value):
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
+# --------------------------------------------------------------------------- the loader
+def from_dict(doc: Any, *, file: str | None = None) -> Scenario:
+    """Validate and compile a scenario document (a dict as YAML would give it)."""
+    rd = _Reader(file)
+    if not isinstance(doc, dict):
+        raise InvalidScenario("a scenario must be a YAML mapping at the top level (id, title, runs, ...)"
+                              if doc is not None else "the scenario file is empty; start with id, title and runs",
+                              file=file, line=1)
+    root = {"": doc}
+    rd.mapping(root, "", "", TOP_FIELDS)
+    sid = rd.get(doc, "id", "", _pattern(ID_PATTERN, "id: use lower-case letters, digits, '.', '_' or '-' "
+                                         "(at most 80), starting with a letter or digit"))
+    title = rd.get(doc, "title", "", _string)
+    rd.get(doc, "description", "", _string, None)
+    tags_doc = rd.items(doc, "tags", "tags")
+    tags = tuple(rd.get(tags_doc, i, "tags", _pattern(TAG_PATTERN, "tag: write one line of text"))
+                 for i in range(len(tags_doc)))
+    if len(set(tags)) != len(tags):
+        rd.fail(doc, "tags", "tags", "a tag is listed twice; list each tag once")
+    card = {}
+    if "card" in doc:
+        card_doc = rd.mapping(doc, "card", "card", frozenset(CARD_FIELDS))
+        card = {k: rd.get(card_doc, k, "card", _string) for k in CARD_FIELDS if k in card_doc}
+    seed = rd.get(doc, "seed", "", _integer(0), 1)
+
+    clock = rd.mapping(doc, "clock", "clock", frozenset({"origin", "horizon"})) if "clock" in doc else {}
+    origin = rd.get(clock, "origin", "clock", lambda v: _must(
+        clock_ms(v) if isinstance(v, str) else None, f"expected a clock time, got {v!r}; {CLOCK_HINT}"),
+        DEFAULT_ORIGIN_MS)
+    at = lambda v: parse_time(v, origin)  # noqa: E731
+    horizon = rd.get(clock, "horizon", "clock", at, DEFAULT_HORIZON_MS)
+    if horizon <= 0:
+        rd.fail(clock, "horizon", "clock.horizon", "the horizon must come after the origin")
+
+    services = _read_services(rd, doc)
+    runs = _read_runs(rd, doc, services, at, origin, horizon)
+    run_ids = [r.id for r in runs]
+    events = _read_events(rd, doc, services, run_ids, at, origin, horizon)
+    rules = _read_rules(rd, doc, services, run_ids, at)
+    expect = _read_expect(rd, doc, services, run_ids)
+    env = dict(DEFAULT_ENV)
+    if "env" in doc:
+        env_doc = rd.mapping(doc, "env", "env", frozenset(DEFAULT_ENV))
+        env.update({k: rd.get(env_doc, k, "env", _integer(1)) for k in env_doc})
+    return Scenario(id=sid, title=title, tags=tags, card=card, seed=seed, origin_ms=origin,
+                    horizon_ms=horizon, services=services, runs=runs, events=events, rules=rules,
+                    expect=expect, env=env, source=file, raw=_plain(doc))
+
+
+def _read_services(rd: _Reader, doc: dict) -> dict[str, dict]:
+    if "services" not in doc:
+        return {"reservation": dict(PROFILE_DEFAULTS["reservation"])}
+    services_doc = rd.mapping(doc, "services", "services", frozenset(PROFILE_DEFAULTS),
+                              hint="each key is a service kind")
+    if not services_doc:
+        rd.fail(doc, "services", "services", "declare at least one service (reservation, notification, registry)")
+    services: dict[str, dict] = {}
+    for name in services_doc:
+        path = f"services.{name}"
+        defaults = PROFILE_DEFAULTS[name]
+        # knobs ending in _ms are written without the suffix (retention: 30m)
+        spelled = {k[:-3] if k.endswith("_ms") else k: k for k in defaults}
+        prof = rd.mapping(services_doc, name, path, frozenset(spelled) | frozenset(defaults), nullable=True)
+        merged = dict(defaults)
+        for key in prof:
+            target = spelled.get(key, key)
+            if target != key and target in prof:
+                rd.fail(prof, key, _join(path, key), f"'{key}' and '{target}' are the same knob; keep one")
+            default = defaults[target]
+            if target.endswith("_ms"):
+                merged[target] = rd.get(prof, key, path, parse_duration, nullable=default is None)
+            elif key in PROFILE_CHOICES[name]:
+                merged[target] = rd.get(prof, key, path, _choice(PROFILE_CHOICES[name][key], key))
+            elif isinstance(default, bool):
+                merged[target] = rd.get(prof, key, path, _boolean)
+            elif isinstance(default, int):
+                merged[target] = rd.get(prof, key, path, _integer(0))
+            elif isinstance(default, list):
+                merged[target] = rd.get(prof, key, path, _string_list)
+            else:
+                merged[target] = rd.get(prof, key, path, _string)
+        if merged.get("consistency") == "strong" and merged.get("lag_ms"):
+            rd.fail(prof, "lag", f"{path}.lag", "a lag needs consistency: eventual; set it or drop the lag")
+        services[name] = merged
+    return services
+
+
+def _string_list(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"expected a list of strings, got {value!r}")
+    return list(value)
+
+
+def _read_runs(rd: _Reader, doc: dict, services: dict, at, origin: int, horizon: int) -> tuple[RunSpec, ...]:
+    runs_doc = rd.get(doc, "runs", "", lambda v: v)
+    if not isinstance(runs_doc, list) or not runs_doc:
+        rd.fail(doc, "runs", "runs", "a scenario needs a list of at least one run (id, intent)")
+    runs: list[RunSpec] = []
+    for i in range(len(runs_doc)):
+        path = f"runs[{i}]"
+        r = rd.mapping(runs_doc, i, path, RUN_FIELDS)
+        rid = rd.get(r, "id", path, _pattern(ID_PATTERN, "run id"), f"run-{i + 1}")
+        if rid in [x.id for x in runs]:
+            rd.fail(r, "id", f"{path}.id", f"run id {rid!r} is used twice; give each run its own id")
+        service = rd.get(r, "service", path, _choice(sorted(services), "service (declare it under services)"),
+                         "reservation" if "reservation" in services else sorted(services)[0])
+        operation = rd.get(r, "operation", path, _choice({PRIMARY_OPERATION[service]},
+                                                         f"effect for a {service} run"),
+                           PRIMARY_OPERATION[service])
+        intent = rd.get(r, "intent", path, _plain_mapping)
+        if not intent:
+            rd.fail(r, "intent", f"{path}.intent", "the intent is empty; give the business fields "
+                    "(tenant, incident, part, slot, technician, quantity, principal)")
+        start = rd.get(r, "start", path, at, 0)
+        if start >= horizon:
+            rd.fail(r, "start", f"{path}.start", "the run starts at or after the horizon "
+                    f"{format_time(horizon, origin)}; start it earlier or extend clock.horizon")
+        deadline = rd.get(r, "deadline", path, at, None)
+        if deadline is not None and deadline <= start:
+            rd.fail(r, "deadline", f"{path}.deadline", "the deadline must come after the run's start")
+        approval = {"mode": "auto", "delay_ms": 60_000, "expires_after_ms": 3_600_000}
+        if "approval" in r:
+            ap = rd.mapping(r, "approval", f"{path}.approval", frozenset({"mode", "delay", "expires_after"}))
+            approval = {"mode": rd.get(ap, "mode", f"{path}.approval", _choice(APPROVAL_MODES, "approval mode"),
+                                       "auto"),
+                        "delay_ms": rd.get(ap, "delay", f"{path}.approval", parse_duration, 60_000),
+                        "expires_after_ms": rd.get(ap, "expires_after", f"{path}.approval",
+                                                   parse_duration, 3_600_000)}
+        notify = rd.get(r, "notify", path, _boolean, False)
+        if notify and "notification" not in services:
+            rd.fail(r, "notify", f"{path}.notify", "notify: true needs a notification service; "
+                    "add 'notification: {}' under services")
+        runs.append(RunSpec(
+            id=rid, intent=intent, service=service, operation=operation, start_ms=start,
+            deadline_ms=deadline, approval=approval,
+            compensation_authority=rd.get(r, "compensation_authority", path,
+                                          _choice(COMPENSATION_AUTHORITY, "compensation authority"), "granted"),
+            notify=notify))
+    return tuple(runs)
+
+
+def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at, origin: int,
+                 horizon: int) -> tuple[WorldEvent, ...]:
+    events: list[WorldEvent] = []
+    events_doc = rd.items(doc, "events", "events")
+    for i in range(len(events_doc)):
+        path = f"events[{i}]"
+        raw = events_doc[i]
+        if not isinstance(raw, dict):
+            rd.fail(events_doc, i, path, "each event is a mapping with at least 'at' and 'type'")
+        etype = rd.get(raw, "type", path, _choice(EVENT_TYPES, "event type"))
+        allowed = EVENT_FIELDS[etype] | {"at", "type"} | (set() if etype in RUNLESS_EVENTS else {"run"})
+        e = rd.mapping(events_doc, i, path, frozenset(allowed),
+                       hint="put free-form content under 'payload'" if "payload" in allowed else "")
+        t = rd.get(e, "at", path, at)
+        if t >= horizon:
+            rd.fail(e, "at", f"{path}.at", f"{format_time(t, origin)} is at or past the horizon "
+                    f"{format_time(horizon, origin)}, so it would never happen; move it earlier or "
+                    "extend clock.horizon")
+        run = None
+        if etype not in RUNLESS_EVENTS:
+            run = rd.get(e, "run", path, _choice(run_ids, "run"), run_ids[0])
+        data: dict[str, Any] = {}
+        if etype == "deploy":
+            if not e.keys() - {"at", "type"}:
+                rd.fail(e, "type", path, "a deploy names the versions it changes, e.g. "
+                        "canonicalization_version: 2")
+            data = {k: rd.get(e, k, path, _integer(1)) for k in e if k in DEFAULT_ENV}
+        elif etype == "other_actor":
+            svc = rd.get(e, "service", path, _choice(sorted(services), "service (declare it under services)"),
+                         "reservation" if "reservation" in services else sorted(services)[0])
+            op = rd.get(e, "op", path, _choice(EFFECT_OPS[svc], f"{svc} effect"), PRIMARY_OPERATION[svc])
+            data = {"service": svc, "op": op, "args": rd.get(e, "args", path, _plain_mapping, {})}
+        else:
+            payload = rd.get(e, "payload", path, _plain_mapping, {})
+            clash = sorted(RESERVED_PAYLOAD_KEYS & set(payload))
+            if clash:
+                rd.fail(e, "payload", f"{path}.payload", f"{', '.join(clash)} controls delivery; "
+                        "write it beside 'payload', not inside it")
+            if "reason" in e:
+                if "reason" in payload:
+                    rd.fail(e, "reason", f"{path}.reason", "reason is given twice (also in payload); keep one")
+                payload["reason"] = rd.get(e, "reason", path, _string)
+            data = payload
+            if etype == "event":
+                data["kind"] = rd.get(e, "kind", path, _pattern(r"^[a-z][a-z0-9_]*$", "event kind "
+                                                                "(lower-case, e.g. intake)"))
+            if "duplicates" in e:
+                data["duplicates"] = rd.get(e, "duplicates", path, _integer(0))
+            if "duplicate_after" in e:
+                data["duplicate_after_ms"] = rd.get(e, "duplicate_after", path, parse_duration)
+            if "event_id" in e:
+                data["event_id"] = rd.get(e, "event_id", path, _string)
+            if "producer_seq" in e:
+                data["producer_seq"] = rd.get(e, "producer_seq", path, _integer(0))
+            if "producer" in e:
+                data["producer"] = rd.get(e, "producer", path, _string)
+        events.append(WorldEvent(at_ms=t, type=etype, run=run, data=data, line=_line(events_doc, i)))
+    events.sort(key=lambda ev: ev.at_ms)
+    return tuple(events)
+
+
+def _read_rules(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at) -> tuple[Rule, ...]:
+    ports = {**PLATFORM_PORTS, **{s: SERVICE_OPS[s] for s in services}}
+    rules: list[Rule] = []
+    for section in ("faults", "crashes", "pauses"):
+        rules_doc = rd.items(doc, section, section)
+        for i in range(len(rules_doc)):
+            path = f"{section}[{i}]"
+            r = rd.mapping(rules_doc, i, path, RULE_FIELDS[section])
+            if "match" not in r:
+                rd.fail(r, "match", f"{path}.match", "required field is missing; say which call it "
+                        "applies to, e.g. match: {port: reservation, op: reserve, nth: 1}")
+            mpath = f"{path}.match"
+            m = rd.mapping(r, "match", mpath, MATCH_FIELDS)
+            if not m:
+                rd.fail(r, "match", mpath, "an empty match fires on the run's first port call; "
+                        "name a port, op, nth, worker, run or time window")
+            port = rd.get(m, "port", mpath, _choice(sorted(ports), "port"), None)
+            ops = ports[port] if port else frozenset().union(*ports.values())
+            op = rd.get(m, "op", mpath, _choice(ops, f"operation{' of ' + port if port else ''}"), None)
+            start = rd.get(m, "from", mpath, at, None)
+            until = rd.get(m, "until", mpath, at, None)
+            if start is not None and until is not None and until <= start:
+                rd.fail(m, "until", f"{mpath}.until", "the window is empty: 'until' must come after 'from'")
+            match = Match(port=port, op=op, nth=rd.get(m, "nth", mpath, _integer(1), None),
+                          worker=rd.get(m, "worker", mpath, _integer(1), None),
+                          run=rd.get(m, "run", mpath, _choice(run_ids, "run"), None),
+                          from_ms=start, until_ms=until,
+                          knowledge=rd.get(m, "knowledge", mpath, _choice(KNOWLEDGE, "knowledge state"), None))
+            action = RULE_ACTION[section]
+            fault = code = None
+            if action == "fault":
+                fault = rd.get(r, "fault", path, _choice(FAULTS, "fault"))
+                if fault in TRANSPORT_FAULTS and port not in services:
+                    rd.fail(r, "fault", f"{path}.fault", f"{fault} is a transport fault of a service call; "
+                            f"set match.port to a service ({', '.join(sorted(services))}) or use "
+                            "fault: unavailable / error for a platform port")
+                code = rd.get(r, "code", path, _choice(ERROR_CODES, "error code"), None)
+                if fault == "error" and code is None:
+                    rd.fail(r, "fault", f"{path}.code", "fault: error needs a code, e.g. code: permission_denied")
+                if code is not None and fault not in ("error", "unavailable"):
+                    rd.fail(r, "code", f"{path}.code", f"a code applies to fault: error or unavailable, not {fault}")
+            rules.append(Rule(
+                action=action, match=match, fault=fault, code=code,
+                boundary=rd.get(r, "boundary", path, _choice(BOUNDARIES, "boundary"), "before"),
+                restart_after_ms=rd.get(r, "restart_after", path, parse_duration, 1000),
+                resume_after_ms=rd.get(r, "resume_after", path, parse_duration, 0),
+                delay_ms=rd.get(r, "delay", path, parse_duration, None),
+                times=rd.get(r, "times", path, _integer(0), 1), line=_line(rules_doc, i)))
+    return tuple(rules)
+
+
+def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str]) -> dict:
+    if "expect" not in doc:
+        return {}
+    e = rd.mapping(doc, "expect", "expect", EXPECT_FIELDS)
+    out: dict[str, Any] = {}
+    if "dispositions" in e:
+        items = rd.items(e, "dispositions", "expect.dispositions")
+        if not items:
+            rd.fail(e, "dispositions", "expect.dispositions", "list at least one allowed disposition, "
+                    "or drop the field")
+        out["dispositions"] = [rd.get(items, i, "expect.dispositions", _choice(DISPOSITIONS, "disposition"))
+                               for i in range(len(items))]
+    if "remote_effects" in e:
+        out["remote_effects"] = rd.get(e, "remote_effects", "expect", _remote_effects(run_ids))
+    if "evidence" in e:
+        items = rd.items(e, "evidence", "expect.evidence")
+        out["evidence"] = [rd.get(items, i, "expect.evidence", lambda v: _evidence(v, services))
+                           for i in range(len(items))]
+    if "violations" in e:
+        items = rd.items(e, "violations", "expect.violations")
+        out["violations"] = [rd.get(items, i, "expect.violations",
+                                    _pattern(INVARIANT_PATTERN, "invariant id")) for i in range(len(items))]
+    if "verdict" in e:
+        out["verdict"] = rd.get(e, "verdict", "expect", _choice(VERDICTS, "verdict"))
+    return out
+
+
+def _evidence(value: Any, services: dict) -> str:
+    m = _EVIDENCE.match(value) if isinstance(value, str) else None
+    if m is None:
+        raise ValueError(f"{value!r} is not an evidence item; use one of: {', '.join(EVIDENCE_FORMS)}")
+    if m["port"]:
+        ports = {**PLATFORM_PORTS, **{s: SERVICE_OPS[s] for s in services}}
+        _choice(ports, "port in an evidence item")(m["port"])
+        _choice(ports[m["port"]], f"operation of {m['port']} in an evidence item")(m["op"])
+    elif m["prefix"]:
+        states = {"ledger": KNOWLEDGE, "checkpoint": DISPOSITIONS, "finish": DISPOSITIONS}[m["prefix"]]
+        _choice(states, f"state after '{m['prefix']}:'")(m["state"])
+    else:
+        _choice(TRACE_KINDS, "trace event kind")(m["kind"])
     return value
 
 
-def load_text(text: str, *, file: str | None = None) -> Scenario:
+def _remote_effects(run_ids: list[str]) -> Callable[[Any], Any]:
+    """An exact total (int), bounds {min, max}, or a count per run {run id: n}."""
+    def check(value: Any) -> Any:
+        if isinstance(value, dict):
+            if not value:
+                raise ValueError("an empty mapping; give an integer, {min, max} or {run id: count}")
+            out = {}
+            for key, n in value.items():
+                _choice(set(run_ids) | {"min", "max"}, "key (min, max or a run id)")(key)
+                out[key] = _integer(0)(n)
+            if out.get("min", 0) > out.get("max", out.get("min", 0)):
+                raise ValueError("min is larger than max")
+            return out
+        try:
+            return _integer(0)(value)
+        except ValueError:
+            raise ValueError(f"expected a count, {{min, max}} or {{run id: count}}, got {value!r}") from None
+    return check
+
+
+# --------------------------------------------------------------------------- files and library
+def _parse(text: str, file: str | None) -> Any:
     try:
-        doc = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
-    except InvalidScenario as exc:
-        raise InvalidScenario(exc.message.split(": ", 1)[-1] if exc.file is None else exc.message,
-                              file=file, line=exc.line, field=exc.field) from None
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+    except _YamlProblem as exc:
+        raise InvalidScenario(exc.message, file=file, line=exc.line, field=exc.field) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
-        raise InvalidScenario(f"not valid YAML: {problem}", file=file,
-                              line=mark.line + 1 if mark else None) from None
-    return from_dict(doc, file=file)
+        context = getattr(exc, "context", None)
+        raise InvalidScenario(f"not valid YAML: {problem}" + (f" ({context})" if context else "")
+                              + "; check indentation, colons and quoting",
+                              file=file, line=mark.line + 1 if mark else None) from None
+
+
+def load_text(text: str, *, file: str | None = None) -> Scenario:
+    return from_dict(_parse(text, file), file=file)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidScenario("no such scenario file; check the path, or give a library id "
+                              "(`crashlab list`)", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidScenario(f"cannot read: {exc}", file=str(path)) from None
 
 
 def load_file(path: str | Path) -> Scenario:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidScenario("no such scenario file", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidScenario(f"cannot read: {exc}", file=str(path)) from None
-    return load_text(text, file=str(path))
+    return load_text(_read(path), file=str(path))
 
 
 def library_dir() -> Path:
@@ -480,8 +824,15 @@ def library_dir() -> Path:
 
 
 def library() -> list[Scenario]:
-    """Every scenario of the shipped library, sorted by id."""
-    out = [load_file(p) for p in sorted(library_dir().glob("*.yaml"))]
+    """Every scenario of the shipped library, sorted by id. A file is named after its id."""
+    out = []
+    for p in sorted(library_dir().glob("*.yaml")):
+        doc = _parse(_read(p), str(p))
+        sc = from_dict(doc, file=str(p))
+        if sc.id != p.stem:
+            raise InvalidScenario(f"the id does not match the file name; rename the file to {sc.id}.yaml "
+                                  "or change the id", file=str(p), line=_line(doc, "id"), field="id")
+        out.append(sc)
     return sorted(out, key=lambda s: s.id)
 
 
@@ -490,11 +841,182 @@ def resolve(name_or_path: str) -> Scenario:
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or p.exists():
         return load_file(p)
-    for candidate in library_dir().glob("*.yaml"):
-        if candidate.stem == name_or_path:
-            return load_file(candidate)
-    ids = sorted(c.stem for c in library_dir().glob("*.yaml"))
-    near = [i for i in ids if name_or_path in i][:5]
+    folder = library_dir()
+    candidate = folder / f"{name_or_path}.yaml"
+    if candidate.is_file():
+        return load_file(candidate)
+    ids = sorted(c.stem for c in folder.glob("*.yaml"))
+    near = difflib.get_close_matches(name_or_path, ids, n=3, cutoff=0.5) \
+        or [i for i in ids if name_or_path in i][:3]
     raise InvalidScenario(f"unknown scenario id {name_or_path!r}"
                           + (f"; did you mean: {', '.join(near)}" if near else "")
-                          + "; `crashlab list` shows every id")
+                          + "; `crashlab list` shows every id", file=str(folder), field="id")
+
+
+# --------------------------------------------------------------------------- JSON Schema
+SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "scenario.schema.json"
+
+
+def schema_document() -> dict:
+    """The scenario format as a JSON Schema (draft 2020-12), built from the loader's own tables.
+
+    It covers names, types, enumerations and patterns, so an editor can complete and check
+    a file as it is typed. Rules that relate fields to each other (a run named by an event
+    exists, a deadline comes after the start, an event fires before the horizon) are the
+    loader's alone."""
+    ports = {**PLATFORM_PORTS, **SERVICE_OPS}
+    all_ops = sorted(frozenset().union(*ports.values()))
+    duration = {"oneOf": [{"type": "integer", "minimum": 0},
+                          {"type": "string", "pattern": r"^(?:\d+|(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+)$"}],
+                "description": "milliseconds, or '1500ms', '90s', '2m', '1m30s', '24h', '7d'"}
+    clock = {"type": "string", "pattern": _CLOCK.pattern, "description": "a clock time: '10:02', '10:02:30.250'"}
+    time = {"oneOf": [clock, duration], "description": "a clock time ('10:02') or a duration after the origin"}
+    text = {"type": "string", "minLength": 1, "pattern": r"\S"}
+    ident = {"type": "string", "pattern": ID_PATTERN}
+
+    def obj(properties: dict, required: tuple = (), **extra) -> dict:
+        return {"type": "object", "properties": properties, "required": sorted(required),
+                "additionalProperties": False, **extra}
+
+    def knob(kind: str, name: str, default: Any) -> dict:
+        if name.endswith("_ms"):
+            return {"oneOf": [duration, {"type": "null"}]} if default is None else duration
+        if name in PROFILE_CHOICES[kind]:
+            return {"enum": list(PROFILE_CHOICES[kind][name])}
+        if isinstance(default, bool):
+            return {"type": "boolean"}
+        if isinstance(default, int):
+            return {"type": "integer", "minimum": 0}
+        if isinstance(default, list):
+            return {"type": "array", "items": text}
+        return text
+
+    services = {}
+    for kind, defaults in PROFILE_DEFAULTS.items():
+        props = {}
+        for name, default in defaults.items():
+            props[name] = knob(kind, name, default)
+            if name.endswith("_ms"):
+                props[name[:-3]] = props[name]
+        services[kind] = {"oneOf": [obj(props), {"type": "null"}]}
+
+    approval = obj({"mode": {"enum": list(APPROVAL_MODES)}, "delay": duration, "expires_after": duration})
+    run = obj({"id": ident, "intent": {"type": "object", "minProperties": 1},
+               "service": {"enum": sorted(PROFILE_DEFAULTS)},
+               "operation": {"enum": sorted(set(PRIMARY_OPERATION.values()))},
+               "start": time, "deadline": time, "approval": approval,
+               "compensation_authority": {"enum": list(COMPENSATION_AUTHORITY)},
+               "notify": {"type": "boolean"}}, ("intent",))
+
+    event_props = {"at": time, "type": {"enum": sorted(EVENT_TYPES)}, "run": ident, "reason": text,
+                   "payload": {"type": "object", "propertyNames": {"not": {"enum": sorted(RESERVED_PAYLOAD_KEYS)}}},
+                   "duplicates": {"type": "integer", "minimum": 0}, "duplicate_after": duration,
+                   "event_id": text, "producer_seq": {"type": "integer", "minimum": 0}, "producer": text,
+                   "kind": {"type": "string", "pattern": r"^[a-z][a-z0-9_]*$"},
+                   "service": {"enum": sorted(PROFILE_DEFAULTS)},
+                   "op": {"enum": sorted(frozenset().union(*EFFECT_OPS.values()))},
+                   "args": {"type": "object"},
+                   **{k: {"type": "integer", "minimum": 1} for k in DEFAULT_ENV}}
+    per_type = []
+    for etype in sorted(EVENT_TYPES):
+        names = sorted(EVENT_FIELDS[etype] | {"at", "type"} | (set() if etype in RUNLESS_EVENTS else {"run"}))
+        then: dict = {"propertyNames": {"enum": names}}
+        if etype == "event":
+            then["required"] = ["kind"]
+        if etype == "deploy":
+            then["minProperties"] = 3
+        per_type.append({"if": {"properties": {"type": {"const": etype}}, "required": ["type"]},
+                         "then": then})
+    event = {"type": "object", "properties": event_props, "required": ["at", "type"],
+             "additionalProperties": False, "allOf": per_type}
+
+    match = obj({"port": {"enum": sorted(ports)}, "op": {"enum": all_ops},
+                 "nth": {"type": "integer", "minimum": 1}, "worker": {"type": "integer", "minimum": 1},
+                 "run": ident, "from": time, "until": time, "knowledge": {"enum": sorted(KNOWLEDGE)}},
+                minProperties=1)
+    rule_props = {"match": match, "fault": {"enum": sorted(FAULTS)}, "code": {"enum": sorted(ERROR_CODES)},
+                  "delay": duration, "times": {"type": "integer", "minimum": 0},
+                  "boundary": {"enum": list(BOUNDARIES)}, "restart_after": duration, "resume_after": duration}
+
+    def rules(section: str) -> dict:
+        item = obj({k: rule_props[k] for k in sorted(RULE_FIELDS[section])},
+                   ("match", "fault") if section == "faults" else ("match",))
+        if section == "faults":
+            item["allOf"] = [{"if": {"properties": {"fault": {"const": "error"}}, "required": ["fault"]},
+                              "then": {"required": ["code"]}},
+                             {"if": {"required": ["code"]},
+                              "then": {"properties": {"fault": {"enum": ["error", "unavailable"]}}}}]
+        return {"type": "array", "items": item}
+
+    calls = [f"{p}.{o}" for p in sorted(ports) for o in sorted(ports[p])]
+    evidence = {"enum": sorted(calls + [f"ledger:{k}" for k in KNOWLEDGE]
+                               + [f"{p}:{d}" for p in ("checkpoint", "finish") for d in DISPOSITIONS]
+                               + list(TRACE_KINDS))}
+    count = {"type": "integer", "minimum": 0}
+    remote_effects = {"oneOf": [count, {"type": "object", "minProperties": 1,
+                                        "propertyNames": {"pattern": ID_PATTERN},
+                                        "additionalProperties": count}],
+                      "description": "an exact total, {min, max}, or a count per run id"}
+    expect = obj({"dispositions": {"type": "array", "minItems": 1, "items": {"enum": sorted(DISPOSITIONS)}},
+                  "remote_effects": remote_effects,
+                  "evidence": {"type": "array", "items": evidence},
+                  "violations": {"type": "array", "items": {"type": "string", "pattern": INVARIANT_PATTERN}},
+                  "verdict": {"enum": list(VERDICTS)}})
+    top = {
+        "id": ident, "title": text, "description": text,
+        "tags": {"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": TAG_PATTERN}},
+        "card": obj({k: text for k in CARD_FIELDS}),
+        "seed": {"type": "integer", "minimum": 0},
+        "clock": obj({"origin": clock, "horizon": time}),
+        "services": obj(services, minProperties=1),
+        "runs": {"type": "array", "minItems": 1, "items": run},
+        "events": {"type": "array", "items": event},
+        "faults": rules("faults"), "crashes": rules("crashes"), "pauses": rules("pauses"),
+        "expect": expect,
+        "env": obj({k: {"type": "integer", "minimum": 1} for k in DEFAULT_ENV}),
+    }
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "crashlab scenario",
+            "description": "A crashlab scenario file (docs/scenarios.md). Generated by "
+                           "harness.scenario.schema_document(); do not edit by hand.",
+            **obj(top, ("id", "title", "runs"))}
+
+
+def schema_text() -> str:
+    return json.dumps(schema_document(), indent=2, sort_keys=True) + "\n"
+
+
+def write_schema(path: str | Path = SCHEMA_PATH) -> Path:
+    """Regenerate harness/data/scenario.schema.json from the loader's tables."""
+    target = Path(path)
+    target.write_text(schema_text(), encoding="utf-8")
+    return target
+
+
+# --------------------------------------------------------------------------- library table
+DOCS_PATH = Path(__file__).resolve().parent.parent / "docs" / "scenarios.md"
+TABLE_BEGIN, TABLE_END = "<!-- library:begin -->", "<!-- library:end -->"
+
+
+def library_table(scenarios: list[Scenario] | None = None) -> str:
+    """The Markdown table of the library (id, title, tags) that docs/scenarios.md embeds."""
+    rows = ["| id | title | tags |", "|---|---|---|"]
+    for sc in library() if scenarios is None else scenarios:
+        title = sc.title.replace("|", "\\|")
+        rows.append(f"| `{sc.id}` | {title} | {', '.join(sc.tags)} |")
+    return "\n".join(rows) + "\n"
+
+
+def write_library_table(path: str | Path = DOCS_PATH) -> Path:
+    """Replace the table between the library markers of docs/scenarios.md."""
+    target = Path(path)
+    text = target.read_text(encoding="utf-8")
+    head, rest = text.split(TABLE_BEGIN, 1)
+    _, tail = rest.split(TABLE_END, 1)
+    target.write_text(f"{head}{TABLE_BEGIN}\n{library_table()}{TABLE_END}{tail}", encoding="utf-8")
+    return target
+
+
+if __name__ == "__main__":  # python -m harness.scenario: regenerate the schema and the docs table
+    print(write_schema())
+    print(write_library_table())
