@@ -7,6 +7,20 @@ from typing import Any
 VERDICTS = ("pass", "fail", "unknown")
 
 
+def _field(data: Any, name: str, types: type | tuple, default: Any = ..., where: str = "") -> Any:
+    """Read one field of a results-JSON object; ValueError names the field when it is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where or 'value'}: expected an object, got {type(data).__name__}")
+    if name not in data:
+        if default is ...:
+            raise ValueError(f"{where}{'.' if where else ''}{name}: missing")
+        return default
+    value = data[name]
+    if not isinstance(value, types) or (isinstance(value, bool) and types is int):
+        raise ValueError(f"{where}{'.' if where else ''}{name}: unexpected {type(value).__name__}")
+    return value
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Violation:
     """One invariant that failed, with the trace events (sequence numbers) it cites."""
@@ -21,6 +35,16 @@ class Violation:
     def to_json(self) -> dict[str, Any]:
         return {"invariant": self.invariant, "message": self.message, "events": list(self.events),
                 "run": self.run, "category": self.category, "auto_fail": self.auto_fail}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "violation") -> "Violation":
+        opt = (str, type(None))
+        return cls(invariant=_field(data, "invariant", str, where=where),
+                   message=_field(data, "message", str, "", where),
+                   events=tuple(int(e) for e in _field(data, "events", list, [], where)),
+                   run=_field(data, "run", opt, None, where),
+                   category=_field(data, "category", opt, None, where),
+                   auto_fail=_field(data, "auto_fail", opt, None, where))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +71,22 @@ class ScenarioResult:
                 "violations": [v.to_json() for v in self.violations], "notes": list(self.notes),
                 "seed": self.seed, "repro": self.repro, "trace": self.trace, "tags": list(self.tags)}
 
+    @classmethod
+    def from_json(cls, data: Any, where: str = "scenario") -> "ScenarioResult":
+        verdict = _field(data, "verdict", str, where=where)
+        if verdict not in VERDICTS:
+            raise ValueError(f"{where}.verdict: {verdict!r} is not one of {', '.join(VERDICTS)}")
+        dispositions = _field(data, "dispositions", dict, {}, where)
+        return cls(id=_field(data, "id", str, where=where), title=_field(data, "title", str, "", where),
+                   verdict=verdict,
+                   dispositions={str(k): (None if v is None else str(v)) for k, v in dispositions.items()},
+                   violations=tuple(Violation.from_json(v, f"{where}.violations[{i}]")
+                                    for i, v in enumerate(_field(data, "violations", list, [], where))),
+                   notes=tuple(str(n) for n in _field(data, "notes", list, [], where)),
+                   seed=_field(data, "seed", int, 0, where), repro=_field(data, "repro", str, "", where),
+                   trace=_field(data, "trace", (str, type(None)), None, where),
+                   tags=tuple(str(t) for t in _field(data, "tags", list, [], where)))
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LostPoint:
@@ -61,6 +101,15 @@ class LostPoint:
         d = asdict(self)
         d["events"] = list(self.events)
         return d
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "lost") -> "LostPoint":
+        return cls(category=_field(data, "category", str, where=where),
+                   point=_field(data, "point", str, where=where),
+                   scenario=_field(data, "scenario", str, where=where),
+                   invariant=_field(data, "invariant", str, "", where),
+                   events=tuple(int(e) for e in _field(data, "events", list, [], where)),
+                   message=_field(data, "message", str, "", where))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,3 +130,25 @@ class Scorecard:
                 "score": {"total": self.total, "max": self.max, "categories": self.categories},
                 "auto_fail": list(self.auto_fail), "lost": [p.to_json() for p in self.lost],
                 "scenarios": [s.to_json() for s in self.scenarios], **self.extra}
+
+    @classmethod
+    def from_json(cls, data: Any) -> "Scorecard":
+        """The inverse of to_json (docs/results.md); ValueError names the first bad field."""
+        score = _field(data, "score", dict)
+        categories = _field(score, "categories", dict, {}, "score")
+        for name, cat in categories.items():
+            _field(cat, "score", int, where=f"score.categories.{name}")
+            _field(cat, "max", int, where=f"score.categories.{name}")
+        verdict = _field(data, "verdict", str, "pass")
+        if verdict not in VERDICTS:
+            raise ValueError(f"verdict: {verdict!r} is not one of {', '.join(VERDICTS)}")
+        known = {"adapter", "seed", "verdict", "score", "auto_fail", "lost", "scenarios"}
+        return cls(adapter=_field(data, "adapter", str, ""), seed=_field(data, "seed", (int, type(None)), None),
+                   total=_field(score, "total", int, where="score"), max=_field(score, "max", int, where="score"),
+                   categories={str(k): {"score": v["score"], "max": v["max"]} for k, v in categories.items()},
+                   auto_fail=tuple(str(a) for a in _field(data, "auto_fail", list, [])),
+                   lost=tuple(LostPoint.from_json(p, f"lost[{i}]")
+                              for i, p in enumerate(_field(data, "lost", list, []))),
+                   scenarios=tuple(ScenarioResult.from_json(s, f"scenarios[{i}]")
+                                   for i, s in enumerate(_field(data, "scenarios", list))),
+                   verdict=verdict, extra={k: v for k, v in data.items() if k not in known})

@@ -1,0 +1,215 @@
+"""Reports: the timeline figures, the HTML page and the Markdown summary (docs/reports.md).
+
+Three entry points, all writing into ``out_dir`` and returning the path of ``index.html``:
+
+* :func:`render_results` - scenario results whose traces were saved (``crashlab run --report``);
+* :func:`render_scorecard` - a scored suite (``crashlab conformance --report``);
+* :func:`render_inputs` - saved files only (``crashlab report PATH...``): traces, folders of
+  traces and/or a results JSON, re-rendered without re-running anything.
+
+Output: ``index.html`` (self-contained), ``summary.md`` (for a CI job summary) and
+``figures/<scenario>.png`` + ``.svg`` (one figure per scenario). matplotlib is the optional
+``report`` extra and is imported only here, lazily.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from ..conformance import safe_name
+from ..errors import UsageError
+from ..results import Scorecard, ScenarioResult
+from ..trace import read_jsonl
+
+__all__ = ["render_results", "render_scorecard", "render_inputs"]
+
+INPUT_HINT = ("give trace files (.jsonl, written by `crashlab run`), folders of traces, or a results JSON "
+              "written by `crashlab conformance --json PATH`")
+
+
+def render_results(results: list[ScenarioResult], out_dir: Path) -> Path:
+    """Render scenario results; each result's ``trace`` names its saved JSONL trace."""
+    results = list(results)
+    return _render(results, [_trace_of(r, []) for r in results], None, Path(out_dir),
+                   adapter=_common_adapter(results), notes=[])
+
+
+def render_scorecard(card: Scorecard, out_dir: Path) -> Path:
+    """Render a scored suite: the score, where points were lost, and every scenario."""
+    scenarios = list(card.scenarios)
+    return _render(scenarios, [_trace_of(r, []) for r in scenarios], card, Path(out_dir),
+                   adapter=card.adapter, notes=[])
+
+
+def render_inputs(paths: list[Path], out_dir: Path) -> Path:
+    """Re-render from saved files. With a results JSON, its scores and verdicts are shown as
+    saved, and each scenario's trace is found among the given traces or at the path the JSON
+    names. With traces only, each is checked again (harness.checks) and, when they all come
+    from one adapter, scored."""
+    if not paths:
+        raise UsageError("nothing to render", hint=INPUT_HINT)
+    traces, results_json = _classify([Path(p) for p in paths])
+    loaded = {p: read_jsonl(p) for p in traces}
+    if results_json is not None:
+        card = _read_results(results_json)
+        by_key: dict[tuple, Path] = {}
+        for p, events in loaded.items():
+            head = events[0]
+            by_key.setdefault((head.get("scenario"), head.get("seed")), p)
+        events_list, used = [], set()
+        for r in card.scenarios:
+            p = by_key.get((r.id, r.seed))
+            if p is not None:
+                used.add(p)
+                events_list.append(loaded[p])
+            else:
+                events_list.append(_trace_of(r, [results_json.parent], source=results_json))
+        unused = len(loaded) - len(used)
+        notes = [f"{unused} given trace(s) are not in {results_json} and were not rendered."] if unused else []
+        return _render(list(card.scenarios), events_list, card, Path(out_dir), adapter=card.adapter,
+                       notes=[f"Rendered from {results_json} without re-running."] + notes)
+    results = [_recheck(events, p) for p, events in loaded.items()]
+    card = _score(results, loaded)
+    if card is not None:
+        events_for = {str(p): ev for p, ev in loaded.items()}
+        ordered = list(card.scenarios)
+        return _render(ordered, [events_for.get(r.trace or "") for r in ordered], card, Path(out_dir),
+                       adapter=card.adapter, notes=["Traces checked again from saved files."])
+    return _render(results, list(loaded.values()), None, Path(out_dir), adapter=_common_adapter(results, loaded),
+                   notes=["Traces checked again from saved files."])
+
+
+# --------------------------------------------------------------------------- inputs
+def _classify(paths: list[Path]) -> tuple[list[Path], Path | None]:
+    traces: list[Path] = []
+    results_json: Path | None = None
+    for p in paths:
+        if not p.exists():
+            raise UsageError(f"{p}: no such file or folder", hint=INPUT_HINT)
+        if p.is_dir():
+            found = sorted(p.glob("*.jsonl"))
+            if not found:
+                raise UsageError(f"{p}: no .jsonl trace in this folder", hint=INPUT_HINT)
+            traces.extend(found)
+        elif p.suffix == ".json" or (p.suffix != ".jsonl" and _looks_like_results(p)):
+            if results_json is not None:
+                raise UsageError(f"{p}: a second results JSON (already have {results_json})",
+                                 hint="render one results JSON at a time")
+            results_json = p
+        else:
+            traces.append(p)
+    return list(dict.fromkeys(traces)), results_json
+
+
+def _looks_like_results(p: Path) -> bool:
+    try:
+        head = p.read_text(encoding="utf-8")[:4096].lstrip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return head.startswith("{") and '"scenarios"' in head and '"seq"' not in head.split("\n", 1)[0]
+
+
+def _read_results(p: Path) -> Scorecard:
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{p}: cannot read: {exc}", hint=INPUT_HINT) from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg})", hint=INPUT_HINT) from None
+    try:
+        return Scorecard.from_json(data)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise UsageError(f"{p}: not a crashlab results JSON: {exc}",
+                         hint="the schema is docs/results.md; write one with `crashlab conformance --json PATH`") \
+            from None
+
+
+def _trace_of(r: ScenarioResult, bases: list[Path], source: Path | None = None) -> list[dict] | None:
+    """The events of a result's saved trace (None when it saved none)."""
+    if not r.trace:
+        return None
+    given = Path(r.trace)
+    candidates = [given] + [b / given for b in bases if not given.is_absolute()] + [b / given.name for b in bases]
+    path = next((c for c in candidates if c.is_file()), None)
+    if path is None:
+        where = f"{source}: " if source else ""
+        raise UsageError(f"{where}the trace of scenario {r.id} ({r.trace}) does not exist",
+                         hint="pass the folder of traces too, e.g. `crashlab report results.json crashlab-out/`")
+    events = read_jsonl(path)
+    if events[0].get("scenario") != r.id:
+        raise UsageError(f"{path}: this trace is of scenario {events[0].get('scenario')!r}, not {r.id!r}",
+                         hint="the results and the traces come from different runs")
+    return events
+
+
+def _recheck(events: list[dict], path: Path) -> ScenarioResult:
+    from ..checks import check_trace  # local: the checks import networkx
+
+    head = events[0]
+    result = check_trace(events, trace_path=str(path))
+    return replace(result, seed=head.get("seed", 0),
+                   repro=f"crashlab run {head.get('source') or head.get('scenario')} "
+                         f"--adapter {head.get('adapter')} --seed {head.get('seed')}")
+
+
+def _score(results: list[ScenarioResult], loaded: dict[Path, list[dict]]) -> Scorecard | None:
+    adapters = {events[0].get("adapter") for events in loaded.values()}
+    if len(adapters) != 1:
+        return None
+    try:
+        from ..checks.rubric import score
+    except ImportError:
+        return None
+    return score(results, adapter=str(adapters.pop()), seed=None)
+
+
+def _common_adapter(results: list[ScenarioResult], loaded: dict | None = None) -> str | None:
+    adapters = set()
+    for r in results:
+        head = None
+        if loaded is not None:
+            head = next((ev[0] for p, ev in loaded.items() if str(p) == r.trace), None)
+        if head is not None:
+            adapters.add(head.get("adapter"))
+        elif "--adapter " in r.repro:
+            adapters.add(r.repro.split("--adapter ", 1)[1].split(" ", 1)[0])
+    return adapters.pop() if len(adapters) == 1 else None
+
+
+# --------------------------------------------------------------------------- rendering
+def _names(results: list[ScenarioResult]) -> list[str]:
+    names, seen = [], set()
+    for r in results:
+        base = safe_name(r.id)
+        name, n = base, 1
+        while name in seen:
+            n += 1
+            name = f"{base}-{n}"
+        seen.add(name)
+        names.append(name)
+    return names
+
+
+def _render(results: list[ScenarioResult], events: list[list[dict] | None], card: Scorecard | None,
+            out_dir: Path, *, adapter: str | None, notes: list[str]) -> Path:
+    from . import html, markdown
+    from .figure import matplotlib, render_figure
+    from .lanes import lanes as extract_lanes
+    from .view import Item
+
+    matplotlib()  # fail before writing anything when the extra is missing
+    figures = out_dir / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    items = []
+    for result, evs, name in zip(results, events, _names(results)):
+        data = extract_lanes(evs) if evs else None
+        png = None
+        if evs:
+            png_path, _ = render_figure(evs, result, figures / name, data=data)
+            png = png_path.read_bytes()
+        items.append(Item(result=result, events=evs, name=name, lanes=data, png=png))
+    index = out_dir / "index.html"
+    index.write_text(html.page(items, card, adapter=adapter, notes=notes), encoding="utf-8")
+    (out_dir / "summary.md").write_text(markdown.summary(items, card, adapter), encoding="utf-8")
+    return index

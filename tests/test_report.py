@@ -1,0 +1,294 @@
+"""The report: figures, the self-contained HTML page, the Markdown summary, re-rendering from
+saved files, escaping of hostile strings and bad inputs."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from harness.checks import check_trace
+from harness.errors import UsageError
+from harness.report import render_inputs, render_results, render_scorecard
+from harness.report.figure import TimeAxis
+from harness.report.machines import layout, svg
+from harness.results import LostPoint, Scorecard
+from harness.runner import run_scenario
+from harness.scenario import load_file
+from harness.trace import write_jsonl
+
+DATA = Path(__file__).parent / "data" / "report"
+sys.path.insert(0, str(DATA))
+
+#: scenario file -> adapter class in report_adapters.py
+SCENARIOS = {"commit_crash": "Careful", "pressure": "Careful", "blind_retry": "Sloppy",
+             "cancel_after_commit": "Careful", "hostile": "Hostile"}
+HOSTILE_MARKUP = ("<script", "<img src=x", "<iframe", "<svg onload", "<b>k</b>", "<b>tag", "<T>")
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Every report scenario run once; traces saved; results checked."""
+    root = tmp_path_factory.mktemp("saved")
+    traces = root / "traces"
+    results = []
+    for name, cls in SCENARIOS.items():
+        run = run_scenario(load_file(DATA / f"{name}.yaml"), f"report_adapters:{cls}")
+        path = traces / f"{run.scenario.id}.seed{run.seed}.jsonl"
+        write_jsonl(run.events, path)
+        results.append(replace(check_trace(run.events, trace_path=str(path)), seed=run.seed, repro=run.repro))
+    return root, traces, results
+
+
+def card_of(results) -> Scorecard:
+    lost = tuple(LostPoint(category=v.category or "effect_correctness", point="p", scenario=r.id,
+                           invariant=v.invariant, events=v.events, message=v.message)
+                 for r in results for v in r.violations[:1])
+    return Scorecard(adapter="report_adapters:Careful", seed=None, total=20 - len(lost), max=20,
+                     categories={"classification": {"score": 5, "max": 5}, "ownership": {"score": 4, "max": 4},
+                                 "effect_correctness": {"score": 6 - len(lost), "max": 6},
+                                 "disposition": {"score": 5, "max": 5}},
+                     lost=lost, scenarios=tuple(results), verdict="fail")
+
+
+@pytest.fixture(scope="module")
+def rendered(saved, tmp_path_factory):
+    _, _, results = saved
+    out = tmp_path_factory.mktemp("report")
+    return render_scorecard(card_of(results), out), results
+
+
+class Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def section(text: str, scenario: str) -> str:
+    start = text.index(f'<section class="scenario" id="s-{scenario}"')
+    return text[start:text.index("</section>", start)]
+
+
+def tags_of(text: str) -> list[tuple[str, dict]]:
+    parser = Tags()
+    parser.feed(text)
+    return parser.tags
+
+
+# --------------------------------------------------------------------------- figures
+def test_every_scenario_gets_a_png_and_an_svg_figure(rendered):
+    index, results = rendered
+    figures = index.parent / "figures"
+    assert sorted(p.name for p in figures.iterdir()) == sorted(
+        f"{r.id}.{ext}" for r in results for ext in ("png", "svg"))
+    for r in results:
+        png = (figures / f"{r.id}.png").read_bytes()
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+        root = ET.fromstring((figures / f"{r.id}.svg").read_bytes())
+        assert root.tag.endswith("svg")
+        assert len(root.findall(".//{http://www.w3.org/2000/svg}path")) > 20
+
+
+def test_rendering_is_deterministic(saved, tmp_path):
+    _, _, results = saved
+    one = render_results(results[:2], tmp_path / "one")
+    two = render_results(results[:2], tmp_path / "two")
+    for rel in ["index.html", "summary.md"] + [f"figures/{r.id}.{x}" for r in results[:2] for x in ("png", "svg")]:
+        assert (one.parent / rel).read_bytes() == (two.parent / rel).read_bytes(), rel
+
+
+def test_time_axis_is_monotonic_and_bounded():
+    times = [0, 1, 2, 3, 40, 3_000, 3_001, 60_000, 600_000]
+    axis = TimeAxis(times, 0, 600_000)
+    xs = [axis.x(t) for t in range(0, 600_001, 997)] + [axis.x(t) for t in times]
+    assert min(xs) == 0.0 and max(xs) == pytest.approx(100.0)
+    grid = sorted(set(range(0, 600_001, 997)) | set(times))
+    positions = [axis.x(t) for t in grid]
+    assert all(a < b for a, b in zip(positions, positions[1:]))
+    # a burst of millisecond events is widened: 4 ms take more room than 1 % of the span would
+    assert axis.x(3) - axis.x(0) > 5
+
+
+# --------------------------------------------------------------------------- HTML
+def test_html_is_self_contained(rendered):
+    index, results = rendered
+    text = index.read_text(encoding="utf-8")
+    tags = tags_of(text)
+    for tag, attrs in tags:
+        for name in ("src", "href", "xlink:href", "action"):
+            value = attrs.get(name) or ""
+            assert not re.match(r"\s*(https?:)?//", value), (tag, name, value)
+        assert tag not in ("script", "link", "iframe", "object", "embed")
+    assert not re.search(r"url\(\s*['\"]?(https?:)?//", text)
+    images = [a for t, a in tags if t == "img"]
+    assert len(images) == len(results) and all(a["src"].startswith("data:image/png;base64,") for a in images)
+    assert "Content-Security-Policy" in text
+
+
+def test_html_shows_score_lost_points_evidence_cards_packets_and_machines(rendered):
+    index, results = rendered
+    text = index.read_text(encoding="utf-8")
+    assert "Where points were lost" in text
+    for r in results:
+        assert f'id="s-{r.id}"' in text
+    blind = next(r for r in results if r.id == "report-blind-retry")
+    eff = next(v for v in blind.violations if v.invariant == "EFF-01")
+    # the cited events are shown with their one-line summaries
+    for seq in eff.events:
+        assert re.search(rf"#{seq} 09:00:\S* run-7 reservation committed R-\d", text)
+    assert "Authoritative query" in text and "reservation.lookup(key), unavailable until 10:20" in text
+    # the unresolved pressure run escalated: its packet's panels are shown
+    pressure = section(text, "report-pressure")
+    for panel in ("header", "effects", "authority", "compatibility", "budget", "recommended", "alternatives"):
+        assert f"<h4>{panel}</h4>" in pressure
+    assert "missing from the packet" not in pressure and "CANCELLED_EFFECT_UNKNOWN" in pressure
+    # state machines with the taken transitions highlighted
+    assert pressure.count('<svg class="machine"') == 2
+    assert "EFFECT_PREPARED → EFFECT_IN_FLIGHT: step" in pressure
+
+
+def test_hostile_strings_are_escaped(rendered):
+    index, _ = rendered
+    text = index.read_text(encoding="utf-8")
+    hostile = section(text, "report-hostile")
+    for markup in HOSTILE_MARKUP:
+        assert markup not in hostile
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; friends" in hostile      # scenario title
+    assert "&lt;script&gt;alert(&#x27;pwn&#x27;)&lt;/script&gt;" in hostile      # packet goal and query
+    assert "&lt;iframe src=&#x27;javascript:alert(3)&#x27;&gt;" in hostile        # recommended action
+    assert "&lt;svg onload=alert(4)&gt;" in hostile                               # a packet key
+    assert "&lt;img src=x onerror=alert(&#x27;card&#x27;)&gt;" in hostile        # teaching card
+    assert "$\\alpha$ &lt;/td&gt;&lt;/tr&gt;&lt;/table&gt;" in hostile
+    assert "&lt;/table&gt;&lt;script&gt;alert(5)&lt;/script&gt;" in hostile       # packet next_owner
+    for tag, attrs in tags_of(text):
+        assert not any(name.startswith("on") for name in attrs), (tag, attrs)
+    summary = (index.parent / "summary.md").read_text(encoding="utf-8")
+    assert "<script" not in summary and "&lt;script&gt;alert(1)&lt;/script&gt;" in summary
+
+
+def test_output_names_cannot_escape_the_output_folder(saved, tmp_path):
+    _, traces, results = saved
+    evil_id = "../../escaped/x"
+    events = [json.loads(line) for line in next(traces.glob("report-commit-crash*")).read_text().splitlines()]
+    events[0]["scenario"] = evil_id
+    path = tmp_path / "evil.jsonl"
+    write_jsonl(events, path)
+    result = replace(results[0], id=evil_id, trace=str(path))
+    out = tmp_path / "deep" / "out"
+    index = render_results([result], out)
+    assert index == out / "index.html"
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p != path]
+    assert written and all(out in p.parents for p in written)
+    assert (out / "figures" / "escaped_x.png").is_file()
+
+
+# --------------------------------------------------------------------------- Markdown
+def test_markdown_summary_lists_every_scenario_and_the_score(rendered):
+    index, results = rendered
+    summary = (index.parent / "summary.md").read_text(encoding="utf-8")
+    rows = [line for line in summary.splitlines() if line.startswith("| ") and not line.startswith("| scenario")]
+    assert len(rows) == len(results)
+    for r, row in zip(results, rows):
+        assert row.startswith(f"| {r.id} — ") and r.verdict in row and len(row.split(" | ")) == 4
+    assert re.search(r"\*\*Score \d+/20\*\*", summary)
+    assert "### Points lost" in summary
+
+
+# --------------------------------------------------------------------------- re-rendering
+def test_rerender_from_results_json_and_traces(saved, rendered, tmp_path, monkeypatch):
+    root, traces, results = saved
+    card = card_of(results)
+    data = card.to_json()
+    for s in data["scenarios"]:          # relative paths, as `crashlab conformance --json` writes them
+        s["trace"] = f"crashlab-out/{Path(s['trace']).name}"
+    results_json = tmp_path / "results.json"
+    results_json.write_text(json.dumps(data), encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(UsageError, match="pass the folder of traces too"):
+        render_inputs([results_json], tmp_path / "a")
+    index = render_inputs([results_json, traces], tmp_path / "b")
+    original, _ = rendered
+    for r in results:  # the same figures as the direct rendering, byte for byte
+        for ext in ("png", "svg"):
+            rel = f"figures/{r.id}.{ext}"
+            assert (index.parent / rel).read_bytes() == (original.parent / rel).read_bytes()
+    assert f"Score {card.total}/{card.max}" in index.read_text(encoding="utf-8")
+    # the traces also resolve relative to the JSON's own folder
+    (tmp_path / "crashlab-out").mkdir()
+    for p in traces.iterdir():
+        (tmp_path / "crashlab-out" / p.name).write_bytes(p.read_bytes())
+    assert render_inputs([results_json], tmp_path / "c").is_file()
+
+
+def test_rerender_from_traces_only_checks_them_again(saved, tmp_path):
+    _, traces, results = saved
+    index = render_inputs([traces], tmp_path / "out")
+    summary = (index.parent / "summary.md").read_text(encoding="utf-8")
+    for r in results:
+        row = next(line for line in summary.splitlines() if line.startswith(f"| {r.id} "))
+        assert r.verdict in row
+        for inv in {v.invariant for v in r.violations}:
+            assert inv in row
+    assert "Traces checked again from saved files." in index.read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- bad inputs
+def test_bad_inputs_raise_usage_errors_naming_the_file(saved, tmp_path):
+    out = tmp_path / "out"
+    missing = tmp_path / "nope.jsonl"
+    with pytest.raises(UsageError, match="nope.jsonl: no such file"):
+        render_inputs([missing], out)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UsageError, match="no .jsonl trace in this folder"):
+        render_inputs([empty], out)
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    with pytest.raises(UsageError, match="notes.txt:1: not a JSON object"):
+        render_inputs([text], out)
+    not_trace = tmp_path / "x.jsonl"
+    not_trace.write_text('{"a": 1}\n')
+    with pytest.raises(UsageError, match="x.jsonl:1: not a crashlab trace event"):
+        render_inputs([not_trace], out)
+    broken = tmp_path / "results.json"
+    broken.write_text('{"score": ')
+    with pytest.raises(UsageError, match="results.json:1: not valid JSON"):
+        render_inputs([broken], out)
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"score": {"total": 1, "max": 20}, "scenarios": [{"id": "x", "verdict": "maybe"}]}')
+    with pytest.raises(UsageError, match=r"wrong.json: not a crashlab results JSON: scenarios\[0\].verdict"):
+        render_inputs([wrong], out)
+    _, _, results = saved
+    gone = replace(results[0], trace=str(tmp_path / "gone.jsonl"))
+    with pytest.raises(UsageError, match="trace of scenario report-commit-crash"):
+        render_results([gone], out)
+    assert not (out / "index.html").exists()
+
+
+def test_missing_matplotlib_names_the_extra(saved, tmp_path, monkeypatch):
+    _, _, results = saved
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(UsageError, match=r"pip install 'crashlab\[report\]'"):
+        render_results(results[:1], tmp_path)
+
+
+# --------------------------------------------------------------------------- state machines
+def test_state_machine_layout_covers_every_state_and_flags_illegal_steps():
+    from harness.model import RunState
+
+    assert set(layout("run").boxes) == {s.value for s in RunState}
+    drawing = svg("run", [(None, "VALIDATED"), ("VALIDATED", "PROPOSED"), ("PROPOSED", "SUCCEEDED")], "t")
+    assert "INTAKE → VALIDATED: step 1" in drawing
+    assert "VALIDATED → PROPOSED: step 2" in drawing
+    assert "PROPOSED → SUCCEEDED: step 3 (not in the transition table)" in drawing
+    ET.fromstring(drawing)
