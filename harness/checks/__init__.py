@@ -1,0 +1,13 @@
+"""Checks: the three timelines, the invariants, the verdict and the twenty-point rubric.
+
+``check_trace(events)`` judges one trace; ``timelines(events)`` extracts the three lanes;
+``INVARIANTS`` lists every invariant (docs/invariants.md); ``rubric.score(results)`` turns
+scenario verdicts into the twenty-point scorecard (docs/rubric.md).
+"""
+from __future__ import annotations
+
+from .invariants import EXPECTATIONS, INVARIANTS, Invariant
+from .timelines import Timelines, timelines
+from .verdict import check_trace
+
+__all__ = ["EXPECTATIONS", "INVARIANTS", "Invariant", "Timelines", "check_trace", "timelines"]

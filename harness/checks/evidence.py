@@ -1,0 +1,281 @@
+"""What a worker could know about one dispatch: the warrant rules of the checks.
+
+AR-08 "Evidence interpretation drill": a timeout proves only that the caller stopped
+waiting; a refused connection proves nothing about earlier attempts; a read proves
+absence only when it is authoritative for that identity, fresh enough and within the
+provider's key retention. :func:`resolve` applies these rules to one dispatch, from the
+point of view of one worker, just before one sequence number, and says what the worker
+could honestly conclude and from which events.
+
+Strengths, strongest first:
+
+* ``definite``: the worker saw the dispatch's own answer (an accepted response, or an
+  error that certainly did not take effect);
+* ``authoritative``: the worker saw an identifying read (lookup by key, search compared on
+  every intent field, version read, job status) that settles it;
+* ``durable``: the ledger recorded a resolution after the dispatch (its own warrant is
+  checked where it was appended);
+* ``weak``: only a read that cannot settle it (eventually consistent and too early, past
+  the key-retention horizon, on a service without a key index, a record whose intent
+  differs, a job still running, an ``already_exists`` answer);
+* ``callback``: only a completion callback (evidence for reconciliation, never a warrant);
+* ``none``: nothing at all.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .index import Dispatch, Read, RunIndex, TraceIndex, matches
+
+SETTLED = frozenset({"definite", "authoritative", "durable"})
+ABSENT_KNOWLEDGE = frozenset({"PROPOSED", "REJECTED"})
+PRESENT_KNOWLEDGE = frozenset({"CONFIRMED", "COMPENSATION_PROPOSED", "COMPENSATED"})
+DEDUP_MODES = frozenset({"semantic", "key_only", "natural_key"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    state: str                  # absent | present | unknown
+    strength: str               # definite | authoritative | durable | weak | callback | none
+    cites: tuple[int, ...] = ()
+    why: str = ""
+
+    @property
+    def settled(self) -> bool:
+        return self.strength in SETTLED
+
+
+NOTHING = Finding(state="unknown", strength="none")
+
+
+def required_as_of(ix: TraceIndex, d: Dispatch, before: int, mode: str) -> int:
+    """How fresh a negative read must be to prove that ``d`` had no effect.
+
+    ``redispatch``: fresh enough to see anything ``d`` committed before its answer came
+    back; a late arrival is then collapsed by the key (services that deduplicate).
+    ``claim`` (and redispatch on a service without deduplication): also past the provider's
+    documented bound on late delivery (``max_delivery_delay_ms``) after ``d`` was sent."""
+    r = d.result
+    horizon = r["t"] if r is not None and r["seq"] < before else d.t
+    profile = ix.profile(d.service)
+    if mode == "claim" or profile.get("idempotency") not in DEDUP_MODES:
+        horizon = max(horizon, d.t + int(profile.get("max_delivery_delay_ms") or 0))
+    return horizon
+
+
+def _read_about(ix: TraceIndex, run: RunIndex, read: Read, d: Dispatch, need: int) -> Finding | None:
+    """What one read says about ``d``; None when it is not about ``d``'s identity."""
+    v, a, op = read.value, read.args, read.op
+    profile = ix.profile(d.service)
+    if read.service != d.service:
+        return None
+    if d.role == "compensation":
+        if op == "lookup":
+            records = [v.get("record")] if v.get("found") else []
+        elif op == "search":
+            records = list(v.get("records") or ())
+        else:
+            records = []
+        for rec in records:
+            if isinstance(rec, dict) and rec.get("ref") == d.target:
+                if rec.get("status") == "released":
+                    return Finding(state="present", strength="authoritative", cites=(read.seq,),
+                                   why=f"{op} shows {d.target} released")
+                if v.get("as_of", read.t) >= need:
+                    return Finding(state="absent", strength="authoritative", cites=(read.seq,),
+                                   why=f"{op} shows {d.target} still active")
+                return Finding(state="absent", strength="weak", cites=(read.seq,),
+                               why=f"{op} as_of {v.get('as_of')} is older than the release")
+        return None
+    intent = d.intent or run.intent
+    if op == "lookup":
+        if a.get("key") != d.key:
+            return None
+        if v.get("found"):
+            rec = v.get("record") or {}
+            if matches(rec.get("intent"), intent):
+                return Finding(state="present", strength="authoritative", cites=(read.seq,),
+                               why=f"lookup found {rec.get('ref')}")
+            return Finding(state="present", strength="weak", cites=(read.seq,),
+                           why=f"lookup found {rec.get('ref')} but its intent differs")
+        if v.get("in_flight"):
+            return Finding(state="unknown", strength="weak", cites=(read.seq,),
+                           why="lookup says the key is still in flight")
+        if profile.get("idempotency") not in ("semantic", "key_only") or profile.get("lookup") != "by_key":
+            return Finding(state="absent", strength="weak", cites=(read.seq,),
+                           why="a lookup on a service without a key index proves nothing")
+        retention = profile.get("retention_ms")
+        if isinstance(retention, int) and read.call_t - d.t >= retention:
+            return Finding(state="absent", strength="weak", cites=(read.seq,),
+                           why="the provider's key retention had expired")
+        if v.get("as_of", read.t) < need:
+            return Finding(state="absent", strength="weak", cites=(read.seq,),
+                           why=f"negative lookup as_of {ix.fmt(v.get('as_of', read.t))} is too early "
+                               f"(needs {ix.fmt(need)})")
+        return Finding(state="absent", strength="authoritative", cites=(read.seq,),
+                       why="authoritative negative lookup")
+    if op == "search":
+        if a.get("incident") != intent.get("incident") or a.get("slot") != intent.get("slot"):
+            return None
+        records = [r for r in v.get("records") or () if isinstance(r, dict)]
+        for rec in records:
+            if matches(rec.get("intent"), intent):
+                return Finding(state="present", strength="authoritative", cites=(read.seq,),
+                               why=f"search found matching {rec.get('ref')}")
+        for rec in records:
+            if d.key is not None and rec.get("key") == d.key:
+                return Finding(state="present", strength="weak", cites=(read.seq,),
+                               why=f"search found {rec.get('ref')} under the key with another intent")
+        if v.get("as_of", read.t) < need:
+            return Finding(state="absent", strength="weak", cites=(read.seq,),
+                           why=f"negative search as_of {ix.fmt(v.get('as_of', read.t))} is too early "
+                               f"(needs {ix.fmt(need)})")
+        return Finding(state="absent", strength="authoritative", cites=(read.seq,),
+                       why="negative search compared on every intent field")
+    if op == "get_version":
+        if a.get("package") != intent.get("package") or a.get("version") != intent.get("version"):
+            return None
+        if v.get("found"):
+            rec = v.get("record") or {}
+            if matches(rec.get("intent"), intent):
+                return Finding(state="present", strength="authoritative", cites=(read.seq,),
+                               why=f"version read found {rec.get('ref')}")
+            return Finding(state="present", strength="weak", cites=(read.seq,),
+                           why="the version exists with another intent")
+        if v.get("in_flight"):
+            return Finding(state="unknown", strength="weak", cites=(read.seq,),
+                           why="the version is still being published")
+        if v.get("as_of", read.t) < need:
+            return Finding(state="absent", strength="weak", cites=(read.seq,),
+                           why="negative version read is too early")
+        return Finding(state="absent", strength="authoritative", cites=(read.seq,),
+                       why="authoritative negative version read")
+    if op == "wait_job":
+        jobs = _job_ids(run, d)
+        if a.get("job_id") not in jobs:
+            return None
+        if v.get("status") == "succeeded":
+            return Finding(state="present", strength="authoritative", cites=(read.seq,),
+                           why=f"job {a.get('job_id')} succeeded")
+        return Finding(state="unknown", strength="weak", cites=(read.seq,),
+                       why=f"job {a.get('job_id')} still {v.get('status')}")
+    return None
+
+
+def _job_ids(run: RunIndex, d: Dispatch) -> set:
+    out = set()
+    for other in run.dispatches:
+        r = other.result
+        if other.key == d.key and r is not None and r["ok"] and isinstance(r.get("value"), dict):
+            job = r["value"].get("job_id")
+            if job is not None:
+                out.add(job)
+    return out
+
+
+def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int,
+            mode: str = "redispatch") -> Finding:
+    """What ``worker`` could know, just before seq ``before``, of what became of ``d``."""
+    r = d.seen_by(worker, before)
+    if r is not None:
+        if r["ok"]:
+            value = r.get("value") or {}
+            rec_intent = value.get("intent") if isinstance(value, dict) else None
+            if rec_intent is not None and d.role != "compensation" and not matches(rec_intent, d.intent):
+                return Finding(state="present", strength="weak", cites=(r["seq"],),
+                               why="the response names a record with another intent")
+            return Finding(state="present", strength="definite", cites=(r["seq"],),
+                           why="accepted response")
+        err = r.get("error") or {}
+        if err.get("definite"):
+            code = err.get("code")
+            if code == "already_exists":
+                return Finding(state="present", strength="weak", cites=(r["seq"],),
+                               why="already_exists does not say whose record exists")
+            return Finding(state="absent", strength="definite", cites=(r["seq"],),
+                           why=f"definite error {code}")
+    own = r["seq"] if r is not None else (d.result["seq"] if d.result is not None
+                                          and d.result["seq"] < before else d.seq)
+    need = required_as_of(ix, d, before, mode)
+    best_auth = best_weak = None
+    w = run.workers.get(worker)
+    if w is not None:
+        for read in w.reads:
+            if read.seq >= before:
+                break
+            if read.call_seq <= own:
+                continue
+            f = _read_about(ix, run, read, d, need)
+            if f is None:
+                continue
+            if f.strength == "authoritative":
+                best_auth = f
+            else:
+                best_weak = f
+    if best_auth is not None:
+        return best_auth
+    durable = None
+    if d.key is not None:
+        for e in run.ledger_by_key.get(d.key, ()):
+            s = e["seq"]
+            if s >= before:
+                break
+            if s > d.seq:
+                k = e["knowledge"]
+                if k in ABSENT_KNOWLEDGE:
+                    durable = Finding(state="absent", strength="durable", cites=(s,),
+                                      why=f"the ledger recorded {k}")
+                elif k in PRESENT_KNOWLEDGE:
+                    durable = Finding(state="present", strength="durable", cites=(s,),
+                                      why=f"the ledger recorded {k}")
+    if durable is not None:
+        return durable
+    if best_weak is not None:
+        return best_weak
+    if w is not None and d.key is not None:
+        for s, key in w.callbacks:
+            if s >= before:
+                break
+            if key == d.key and s > d.seq:
+                return Finding(state="present", strength="callback", cites=(s,),
+                               why="only a completion callback")
+    return NOTHING
+
+
+def presence(ix: TraceIndex, run: RunIndex, key, worker: str, before: int) -> Finding:
+    """The best evidence ``worker`` had before ``before`` that an effect under ``key`` exists."""
+    best = NOTHING
+    for d in run.dispatches:
+        if d.seq >= before:
+            break
+        if d.key != key:
+            continue
+        f = resolve(ix, run, d, worker, before, "claim")
+        if f.state == "present" and _rank(f) > _rank(best):
+            best = f
+        elif f.state != "present" and f.strength in ("weak", "callback") and best.strength == "none":
+            best = Finding(state="unknown", strength=f.strength, cites=f.cites, why=f.why)
+    return best
+
+
+def absence(ix: TraceIndex, run: RunIndex, key, worker: str, before: int,
+            mode: str = "claim") -> tuple[bool, Finding | None]:
+    """Whether every dispatch under ``key`` before ``before`` is settled as absent for
+    ``worker``; when not, the finding for the first that is not."""
+    for d in run.dispatches:
+        if d.seq >= before:
+            break
+        if d.key != key:
+            continue
+        f = resolve(ix, run, d, worker, before, mode)
+        if not (f.state == "absent" and f.settled):
+            return False, Finding(state=f.state, strength=f.strength, cites=(d.seq, *f.cites),
+                                  why=f.why or "no evidence")
+    return True, None
+
+
+_RANKS = {"definite": 5, "authoritative": 4, "durable": 3, "weak": 2, "callback": 1, "none": 0}
+
+
+def _rank(f: Finding) -> int:
+    return _RANKS[f.strength]

@@ -1,0 +1,450 @@
+"""One pass over a trace: the indexes every invariant reads.
+
+The checks run on every generated run, so nothing here rescans the trace: events are
+filed once, per run and per worker, in sequence order. Three kinds of record matter:
+
+* what the adapter **asserted**: ledger appends (knowledge lane), accepted checkpoints
+  and finishes (run lane);
+* what it **observed**: port results with ``delivered: true``, filed under the worker that
+  saw them (a result with ``delivered: false`` was never seen by anyone);
+* what really **happened**: the remote lane (ground truth).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import EFFECT_OPS, canonical_json
+
+#: Effect operations that correct an earlier effect (compensation), per service.
+COMPENSATION_OPS: dict[str, frozenset[str]] = {"reservation": frozenset({"release"})}
+#: Service reads that can identify one effect (aggregate reads never can).
+IDENTIFYING_READS = frozenset({"lookup", "search", "get_version", "wait_job"})
+#: Error codes that tell a worker it no longer owns the run.
+STALE_CODES = frozenset({"stale_epoch", "lease_held", "fenced"})
+#: Adapter faults decided by a wall-clock guard: they depend on the host's speed, so the
+#: run cannot be judged deterministically (verdict unknown, never a violation).
+WALL_CLOCK_FAULTS = frozenset({"step_timeout", "no_reply"})
+#: Adapter faults recorded while the worker keeps running (a rejected record).
+RECORD_FAULTS = frozenset({"invalid_checkpoint", "invalid_effect_entry"})
+
+
+def business(intent: Any) -> dict:
+    """The meaning-bearing fields of an intent: everything but the proposal hash."""
+    if not isinstance(intent, dict):
+        return {}
+    return {k: v for k, v in intent.items() if k != "proposal_hash"}
+
+
+def matches(intent: Any, reference: Any) -> bool:
+    """True when ``intent`` carries every business field of ``reference`` with the same value."""
+    if not isinstance(intent, dict) or not isinstance(reference, dict):
+        return False
+    for k, v in reference.items():
+        if k != "proposal_hash" and intent.get(k, _ABSENT) != v:
+            return False
+    return True
+
+
+_ABSENT = object()
+
+
+def identity(intent: Any) -> str:
+    """A hashable business identity (canonical JSON of the business fields)."""
+    return canonical_json(business(intent))
+
+
+def effect_keys(items: Any) -> list[str]:
+    """The semantic keys named by a checkpoint's or a finish's ``effects`` list."""
+    keys = []
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, str):
+                keys.append(item)
+            elif isinstance(item, dict):
+                k = item.get("semantic_key", item.get("key"))
+                if isinstance(k, str):
+                    keys.append(k)
+    return keys
+
+
+@dataclass(slots=True)
+class Dispatch:
+    """One effect call (harness.model.is_dispatch) and its result, if any."""
+
+    seq: int
+    t: int
+    worker: str
+    service: str
+    op: str
+    key: Any
+    intent: dict
+    args: dict
+    role: str                       # primary | compensation | secondary
+    target: Any = None              # compensation: the ref it corrects
+    result: dict | None = None      # the result event (delivered or not); None: never executed
+
+    @property
+    def executed(self) -> bool:
+        return self.result is not None
+
+    def seen_by(self, worker: str, before: int) -> dict | None:
+        """The result, if ``worker`` saw it before seq ``before``."""
+        r = self.result
+        if r is not None and r["delivered"] and r["worker"] == worker and r["seq"] < before:
+            return r
+        return None
+
+
+@dataclass(slots=True)
+class Read:
+    """A delivered, successful service read."""
+
+    call_seq: int
+    seq: int
+    t: int
+    call_t: int
+    worker: str
+    service: str
+    op: str
+    args: dict
+    value: dict
+
+
+@dataclass(slots=True)
+class WorkerInfo:
+    name: str
+    run: str
+    start_seq: int
+    env: dict
+    acquires: list = field(default_factory=list)      # (lease event seq, epoch)
+    stale: list = field(default_factory=list)         # seqs of observed evidence of lost ownership
+    reads: list = field(default_factory=list)         # Read
+    callbacks: list = field(default_factory=list)     # (seq, key)
+    sleeps: list = field(default_factory=list)        # (call seq, ms, reason)
+    appends: list = field(default_factory=list)       # ledger append call seqs
+    known_expiry: int | None = None
+
+    def epoch_at(self, seq: int) -> tuple[int | None, int]:
+        """(epoch, acquire seq) of the latest lease this worker acquired before ``seq``."""
+        epoch, at = None, -1
+        for s, e in self.acquires:
+            if s >= seq:
+                break
+            epoch, at = e, s
+        return epoch, at
+
+    def stale_evidence(self, seq: int) -> int | None:
+        """The first evidence of lost ownership this worker observed since its latest
+        acquisition and before ``seq`` (a seq), or None."""
+        _, since = self.epoch_at(seq)
+        for s in self.stale:
+            if since < s < seq:
+                return s
+        return None
+
+
+@dataclass(slots=True)
+class RunIndex:
+    id: str
+    spec: dict
+    intent: dict
+    service: str
+    operation: str
+    deadline: int | None
+    approval: str
+    compensation_authority: str
+    intents: list = field(default_factory=list)
+    calls: dict = field(default_factory=dict)          # seq -> port call event
+    dispatches: list = field(default_factory=list)     # Dispatch, seq order
+    dispatch_at: dict = field(default_factory=dict)    # call seq -> Dispatch
+    ledger: list = field(default_factory=list)
+    ledger_by_key: dict = field(default_factory=dict)
+    checkpoints: list = field(default_factory=list)    # accepted checkpoint events
+    finishes: list = field(default_factory=list)
+    escalations: list = field(default_factory=list)
+    leases: list = field(default_factory=list)
+    lease_seqs: list = field(default_factory=list)
+    effects: list = field(default_factory=list)        # remote effect events caused by this run
+    released: list = field(default_factory=list)
+    proxy_retries: list = field(default_factory=list)
+    remote: list = field(default_factory=list)         # every remote-lane event of this run
+    faults: list = field(default_factory=list)         # worker adapter_fault events
+    workers: dict = field(default_factory=dict)
+    inbox: list = field(default_factory=list)          # deliver events
+    cancels_seen: list = field(default_factory=list)   # (seq, worker) of polls that showed a cancel
+    approvals: list = field(default_factory=list)      # approval_granted events
+    revokes: list = field(default_factory=list)        # seqs
+    capability_changes: list = field(default_factory=list)
+    budget_exhausted: dict | None = None
+    end: dict | None = None
+
+    # ---------------------------------------------------------------- small queries
+    def knowledge_before(self, key: Any, seq: int) -> str | None:
+        """The ledger's latest knowledge for ``key`` before ``seq``."""
+        last = None
+        for e in self.ledger_by_key.get(key, ()):
+            if e["seq"] >= seq:
+                break
+            last = e["knowledge"]
+        return last
+
+    def ledger_keys_before(self, seq: int) -> list[str]:
+        return [k for k, entries in self.ledger_by_key.items() if entries[0]["seq"] < seq]
+
+    def entry_kind(self, key: Any) -> str | None:
+        for e in self.ledger_by_key.get(key, ()):
+            entry = e.get("entry") or {}
+            return entry.get("kind")
+        return None
+
+    def primary_keys(self, before: int) -> list:
+        """Keys of the run's own business effect: primary dispatches and effect entries of
+        the run's operation."""
+        keys: list = []
+        for d in self.dispatches:
+            if d.seq < before and d.role == "primary" and d.key not in keys:
+                keys.append(d.key)
+        for k, entries in self.ledger_by_key.items():
+            entry = entries[0].get("entry") or {}
+            if entries[0]["seq"] < before and entry.get("kind") == "effect" \
+                    and entry.get("operation") == self.operation and k not in keys:
+                keys.append(k)
+        return keys
+
+    def disposition(self) -> str | None:
+        if self.end is not None:
+            return self.end.get("finished") or self.end.get("waiting")
+        last = None
+        for f in self.finishes:
+            if f.get("accepted"):
+                last = f["disposition"]
+        return last
+
+    def cancel_known(self, worker: str, seq: int) -> int | None:
+        """Seq of the evidence that ``worker`` knew of a cancellation before ``seq``: a poll it
+        saw, or a cancel already in the durable inbox when it started. None otherwise."""
+        w = self.workers.get(worker)
+        for s, who in self.cancels_seen:
+            if s < seq and who == worker:
+                return s
+        if w is not None:
+            for ev in self.inbox:
+                if ev["seq"] >= w.start_seq:
+                    break
+                if ev["event"].get("type") == "cancel":
+                    return ev["seq"]
+        return None
+
+    def cancel_delivered(self, seq: int) -> int | None:
+        for ev in self.inbox:
+            if ev["seq"] >= seq:
+                break
+            if ev["event"].get("type") == "cancel":
+                return ev["seq"]
+        return None
+
+
+@dataclass(slots=True)
+class TraceIndex:
+    header: dict
+    events: list
+    runs: dict                                          # run id -> RunIndex
+    end: dict | None = None
+    effects_by_ref: dict = field(default_factory=dict)  # every committed record, any cause
+    released_refs: dict = field(default_factory=dict)   # ref -> first released event
+    other_actor: list = field(default_factory=list)     # remote events of other actors
+    deploys: list = field(default_factory=list)
+    memo: dict = field(default_factory=dict)            # results shared between checks
+
+    def profile(self, service: str) -> dict:
+        return (self.header.get("services") or {}).get(service) or {}
+
+    def fmt(self, t: int) -> str:
+        origin = self.header.get("origin_ms") or 0
+        total = origin + t
+        h, rem = divmod(total, 3_600_000)
+        m, rem = divmod(rem, 60_000)
+        s, ms = divmod(rem, 1000)
+        out = f"{h:02d}:{m:02d}:{s:02d}"
+        return out + (f".{ms:03d}" if ms else "")
+
+
+def build(events: list[dict]) -> TraceIndex:
+    """File every event once. ``events[0]`` must be the header."""
+    header = events[0] if events and events[0].get("kind") == "header" else {}
+    runs: dict[str, RunIndex] = {}
+    for spec in header.get("runs") or ():
+        intent = spec.get("intent") or {}
+        ri = RunIndex(id=spec["id"], spec=spec, intent=intent,
+                      service=spec.get("service", "reservation"),
+                      operation=spec.get("operation", "reserve"), deadline=spec.get("deadline"),
+                      approval=spec.get("approval", "auto"),
+                      compensation_authority=spec.get("compensation_authority", "granted"))
+        ri.intents.append(intent)
+        runs[ri.id] = ri
+    ix = TraceIndex(header=header, events=events, runs=runs)
+    compensation_ops = COMPENSATION_OPS
+    for ev in events:
+        lane = ev["lane"]
+        kind = ev["kind"]
+        run = runs.get(ev.get("run"))
+        if lane == "port":
+            if run is None:
+                continue
+            if kind == "call":
+                _call(run, ev, compensation_ops)
+            else:
+                _result(run, ev)
+        elif lane == "knowledge":
+            if run is not None:
+                run.ledger.append(ev)
+                run.ledger_by_key.setdefault(ev["key"], []).append(ev)
+                w = run.workers.get(ev["worker"])
+                if w is not None:
+                    w.appends.append(ev["seq"])
+        elif lane == "remote":
+            if kind == "effect":
+                ix.effects_by_ref.setdefault(ev["ref"], ev)
+            elif kind == "released":
+                ix.released_refs.setdefault(ev["ref"], ev)
+            if run is None:
+                ix.other_actor.append(ev)
+                continue
+            run.remote.append(ev)
+            if kind == "effect":
+                if ev.get("cause") != "other_actor":
+                    run.effects.append(ev)
+            elif kind == "released":
+                run.released.append(ev)
+            elif kind == "proxy_retry":
+                run.proxy_retries.append(ev)
+        elif lane == "run":
+            if run is None:
+                continue
+            if kind == "checkpoint":
+                run.checkpoints.append(ev)
+            elif kind == "finish":
+                run.finishes.append(ev)
+            elif kind == "lease":
+                run.leases.append(ev)
+                run.lease_seqs.append(ev["seq"])
+                w = run.workers.get(ev["worker"])
+                if w is not None and ev.get("op") == "acquire":
+                    w.acquires.append((ev["seq"], ev["epoch"]))
+            elif kind == "escalation":
+                run.escalations.append(ev)
+        elif lane == "world":
+            if kind == "deploy":
+                ix.deploys.append(ev)
+            if run is None:
+                continue
+            if kind == "deliver":
+                run.inbox.append(ev)
+                payload = ev["event"].get("payload")
+                if isinstance(payload, dict) and isinstance(payload.get("intent"), dict) \
+                        and payload["intent"] not in run.intents:
+                    run.intents.append(payload["intent"])
+            elif kind == "approval_granted":
+                run.approvals.append(ev)
+            elif kind == "revoke":
+                run.revokes.append(ev["seq"])
+            elif kind == "capability_change":
+                run.capability_changes.append(ev["seq"])
+        elif lane == "worker":
+            if run is None:
+                continue
+            if kind == "start":
+                run.workers[ev["worker"]] = WorkerInfo(name=ev["worker"], run=run.id,
+                                                       start_seq=ev["seq"], env=ev.get("env") or {})
+            elif kind == "adapter_fault":
+                run.faults.append(ev)
+            elif kind == "restart_budget_exhausted":
+                run.budget_exhausted = ev
+        elif kind == "end":
+            ix.end = ev
+            for rid, info in (ev.get("runs") or {}).items():
+                if rid in runs:
+                    runs[rid].end = info
+    return ix
+
+
+def _call(run: RunIndex, ev: dict, compensation_ops) -> None:
+    run.calls[ev["seq"]] = ev
+    port, op = ev["port"], ev["op"]
+    if op in EFFECT_OPS.get(port, ()):
+        args = ev.get("args") or {}
+        intent = args.get("intent")
+        if op in compensation_ops.get(port, ()):
+            role = "compensation"
+        elif port == run.service and op == run.operation:
+            role = "primary"
+        else:
+            role = "secondary"
+        key = args.get("key")
+        if key is not None and not isinstance(key, str):
+            key = repr(key)
+        d = Dispatch(seq=ev["seq"], t=ev["t"], worker=ev["worker"], service=port, op=op,
+                     key=key, intent=intent if isinstance(intent, dict) else {},
+                     args=args, role=role, target=args.get("ref"))
+        run.dispatches.append(d)
+        run.dispatch_at[d.seq] = d
+    elif port == "clock" and op == "sleep":
+        w = run.workers.get(ev["worker"])
+        if w is not None:
+            args = ev.get("args") or {}
+            reason = args.get("reason")
+            w.sleeps.append((ev["seq"], args.get("ms"), reason if isinstance(reason, str) else ""))
+
+
+def _result(run: RunIndex, ev: dict) -> None:
+    call = run.calls.get(ev["call"])
+    if call is None:
+        return
+    d = run.dispatch_at.get(ev["call"])
+    if d is not None:
+        d.result = ev
+    if not ev["delivered"]:
+        return
+    w = run.workers.get(ev["worker"])
+    if w is None:
+        return
+    port, op = call["port"], call["op"]
+    if not ev["ok"]:
+        err = ev.get("error") or {}
+        if err.get("code") in STALE_CODES:
+            w.stale.append(ev["seq"])
+        return
+    value = ev.get("value")
+    if not isinstance(value, dict):
+        return
+    if port == "lease":
+        if op in ("acquire", "renew"):
+            w.known_expiry = value.get("expires_at")
+        elif op == "read":
+            epoch, _ = w.epoch_at(ev["seq"])
+            if epoch is not None and (value.get("epoch") != epoch or value.get("owner") != w.name):
+                w.stale.append(ev["seq"])
+    elif port == "clock":
+        now = value.get("now")
+        if w.known_expiry is not None and isinstance(now, int) and now >= w.known_expiry:
+            w.stale.append(ev["seq"])
+    elif port == "checkpoints" and op == "load":
+        cp = value.get("checkpoint")
+        epoch, _ = w.epoch_at(ev["seq"])
+        if epoch is not None and isinstance(cp, dict):
+            seen = (cp.get("control") or {}).get("lease_epoch")
+            if isinstance(seen, int) and seen > epoch:
+                w.stale.append(ev["seq"])
+    elif port == "inbox" and op == "poll":
+        for item in value.get("events") or ():
+            etype = item.get("type")
+            if etype == "cancel":
+                run.cancels_seen.append((ev["seq"], w.name))
+            elif etype == "callback":
+                payload = item.get("payload") or {}
+                w.callbacks.append((ev["seq"], payload.get("key")))
+    elif op in IDENTIFYING_READS and port not in ("run", "ledger", "checkpoints"):
+        w.reads.append(Read(call_seq=call["seq"], seq=ev["seq"], t=ev["t"], call_t=call["t"],
+                            worker=w.name, service=port, op=op, args=call.get("args") or {},
+                            value=value))

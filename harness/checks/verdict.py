@@ -1,0 +1,67 @@
+"""The verdict of one trace: every invariant and expectation, then pass / fail / unknown.
+
+* **fail**: at least one violation;
+* **unknown** (inconclusive): no violation, but some run could not be judged: it was still
+  active at the horizon, a wall-clock guard decided an adapter fault, the adapter command
+  could not start, the trace has no end event, or a check could not be evaluated;
+* **pass**: otherwise.
+"""
+from __future__ import annotations
+
+from ..results import ScenarioResult, Violation
+from .index import WALL_CLOCK_FAULTS, build
+from .invariants import EXPECTATIONS, INVARIANTS, _blocking_faults
+
+#: At most this many violations of one invariant are listed per run; the rest are counted.
+MAX_PER_INVARIANT = 10
+
+
+def check_trace(events: list[dict], *, trace_path: str | None = None) -> ScenarioResult:
+    """Check one trace (a list of event dicts, header first) and return its verdict."""
+    ix = build(events)
+    header = ix.header
+    violations: list[Violation] = []
+    notes: list[str] = []
+    counts: dict = {}
+    for inv in INVARIANTS + EXPECTATIONS:
+        try:
+            findings = list(inv.check(ix))
+        except Exception as exc:  # noqa: BLE001 - a check must never crash the harness
+            notes.append(f"{inv.id} could not be evaluated on this trace ({type(exc).__name__}: {exc}); "
+                         "please report it with the trace")
+            continue
+        for run, message, cites, auto in findings:
+            n = counts[(inv.id, run)] = counts.get((inv.id, run), 0) + 1
+            if n > MAX_PER_INVARIANT:
+                continue
+            violations.append(Violation(invariant=inv.id, message=message,
+                                        events=tuple(sorted(set(c for c in cites if isinstance(c, int)))),
+                                        run=run, category=inv.category,
+                                        auto_fail=inv.auto_fail if auto else None))
+    for (inv_id, run), n in counts.items():
+        if n > MAX_PER_INVARIANT:
+            notes.append(f"{inv_id}: {n - MAX_PER_INVARIANT} more violation(s) in {run or 'the scenario'} "
+                         "not listed")
+    unknown = any(n.endswith("please report it with the trace") for n in notes)
+    if ix.end is None:
+        notes.append("the trace has no end event (truncated?): runs cannot be judged to the horizon")
+        unknown = True
+    for run in ix.runs.values():
+        for f in run.faults:
+            if f.get("fault") in WALL_CLOCK_FAULTS or \
+                    str(f.get("message", "")).startswith("cannot start adapter command"):
+                notes.append(f"{run.id}: {f.get('fault')} at #{f['seq']} depends on the host, not the seed; "
+                             "re-run with a larger guard")
+                unknown = True
+        if run.disposition() is None and ix.end is not None and run.budget_exhausted is None \
+                and not _blocking_faults(run):
+            notes.append(f"{run.id} was still active at the horizon with no disposition")
+            unknown = True
+    verdict = "fail" if violations else ("unknown" if unknown else "pass")
+    source = header.get("source") or header.get("scenario")
+    return ScenarioResult(
+        id=str(header.get("scenario", "?")), title=str(header.get("title", "")), verdict=verdict,
+        dispositions={rid: run.disposition() for rid, run in ix.runs.items()},
+        violations=tuple(violations), notes=tuple(notes), seed=header.get("seed") or 0,
+        repro=f"crashlab run {source} --adapter {header.get('adapter')} --seed {header.get('seed')}",
+        trace=trace_path, tags=tuple(header.get("tags") or ()))
