@@ -497,3 +497,28 @@ def test_timelines_are_frozen_values():
         tl.runs = ()
     assert tl == timelines(TraceBuilder().clean())
     assert SENT["proposal_hash"] == "ph-1"
+
+
+def test_a_corrupt_trace_is_invalid_input_not_a_crash():
+    from harness.errors import UsageError
+    events = TraceBuilder().clean()
+    del events[3]["worker"]
+    with pytest.raises(UsageError, match="not a well-formed crashlab trace"):
+        check_trace(events)
+
+
+def test_strange_values_from_an_adapter_are_findings_not_crashes():
+    b = TraceBuilder()
+    b.start(W1)
+    b.acquire(W1, 1)
+    b.io(W1, "reservation", "reserve", key=["k"], intent=[1], ref={"x": 1})
+    b.io(W1, "reservation", "release", key=5, ref=[1], intent="x")
+    b.io(W1, "reservation", "lookup", key={"a": 1}, value={"found": False, "as_of": 0, "in_flight": False})
+    b.emit("run", "escalation", worker=W1, ticket="OP-1", packet={"header": 1})
+    fin = b.emit("run", "finish", worker=W1, disposition="FAILED_EFFECT_UNKNOWN",
+                 effects=[1, "x", {"semantic_key": ["a"], "knowledge": 5}, {"key": "k", "knowledge": []}],
+                 next_owner=["x"], reason="", packet=None, accepted=True, stale=False)
+    res = check_trace(b.end(finished="FAILED_EFFECT_UNKNOWN"))
+    assert res.verdict == "fail" and not res.notes
+    assert {"PREP-01", "OWN-04"} <= {v.invariant for v in res.violations}
+    assert fin in only(res, "OWN-04").events

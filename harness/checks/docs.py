@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..model import KNOWLEDGE_EVIDENCE, KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS
+from ..model import KNOWLEDGE_EVIDENCE, KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, RunState
 from .invariants import EXPECTATIONS, INVARIANTS, Invariant
 from .rubric import AUTO_FAIL_REASONS, CATEGORY_MAX, RUBRIC, _BY_INVARIANT
 
@@ -68,8 +68,10 @@ def invariants_markdown() -> str:
                    f"{', '.join(sorted(d.value for d in dsts))} |")
     out += ["", "Legal run-state transitions between consecutive checkpoints (harness.model.RUN_TRANSITIONS; "
             "every non-terminal state may also be rewritten to itself):", "", "| from | to |", "|---|---|"]
-    for src, dsts in RUN_TRANSITIONS.items():
-        out.append(f"| {src.value} | {', '.join(sorted(d.value for d in dsts)) or '(terminal)'} |")
+    for src in RunState:                 # declaration order: the table's own order depends on hashing
+        if src in RUN_TRANSITIONS:
+            dsts = RUN_TRANSITIONS[src]
+            out.append(f"| {src.value} | {', '.join(sorted(d.value for d in dsts)) or '(terminal)'} |")
     out += ["", "## Decisions", "",
             "- **Stale workers.** A worker paused between its last ownership check and an action has "
             "observed nothing and is not blamed (OWN-01, CANCEL-01); only a service with fencing tokens "

@@ -152,7 +152,7 @@ def _read_about(ix: TraceIndex, run: RunIndex, read: Read, d: Dispatch, need: in
                        why="authoritative negative version read")
     if op == "wait_job":
         jobs = _job_ids(run, d)
-        if a.get("job_id") not in jobs:
+        if not any(a.get("job_id") == j for j in jobs):
             return None
         if v.get("status") == "succeeded":
             return Finding(state="present", strength="authoritative", cites=(read.seq,),
@@ -168,7 +168,7 @@ def _job_ids(run: RunIndex, d: Dispatch) -> set:
         r = other.result
         if other.key == d.key and r is not None and r["ok"] and isinstance(r.get("value"), dict):
             job = r["value"].get("job_id")
-            if job is not None:
+            if isinstance(job, str):
                 out.add(job)
     return out
 

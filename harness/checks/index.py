@@ -68,6 +68,39 @@ def effect_keys(items: Any) -> list[str]:
     return keys
 
 
+def dig(value: Any, *path: str) -> Any:
+    """``value[path[0]][path[1]]...`` or None when a level is missing or not an object
+    (adapter-written records are read defensively: a strange value is a finding, never a crash)."""
+    for part in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def obj(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def hashable(value: Any) -> Any:
+    """Keys, refs and ids as sent by an adapter, usable as dict keys."""
+    return value if value is None or isinstance(value, (str, int, float)) else repr(value)
+
+
+def effect_items(items: Any) -> list[tuple[str, str | None]]:
+    """(semantic key, knowledge) of each well-formed item of a finish's or checkpoint's
+    ``effects`` list; knowledge is None when it is not a string."""
+    out = []
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, dict):
+                k = item.get("semantic_key", item.get("key"))
+                if isinstance(k, str):
+                    knowledge = item.get("knowledge")
+                    out.append((k, knowledge if isinstance(knowledge, str) else None))
+    return out
+
+
 @dataclass(slots=True)
 class Dispatch:
     """One effect call (harness.model.is_dispatch) and its result, if any."""
@@ -192,11 +225,6 @@ class RunIndex:
     def ledger_keys_before(self, seq: int) -> list[str]:
         return [k for k, entries in self.ledger_by_key.items() if entries[0]["seq"] < seq]
 
-    def entry_kind(self, key: Any) -> str | None:
-        for e in self.ledger_by_key.get(key, ()):
-            entry = e.get("entry") or {}
-            return entry.get("kind")
-        return None
 
     def primary_keys(self, before: int) -> list:
         """Keys of the run's own business effect: primary dispatches and effect entries of
@@ -206,7 +234,7 @@ class RunIndex:
             if d.seq < before and d.role == "primary" and d.key not in keys:
                 keys.append(d.key)
         for k, entries in self.ledger_by_key.items():
-            entry = entries[0].get("entry") or {}
+            entry = obj(entries[0].get("entry"))
             if entries[0]["seq"] < before and entry.get("kind") == "effect" \
                     and entry.get("operation") == self.operation and k not in keys:
                 keys.append(k)
@@ -373,7 +401,7 @@ def _call(run: RunIndex, ev: dict, compensation_ops) -> None:
     run.calls[ev["seq"]] = ev
     port, op = ev["port"], ev["op"]
     if op in EFFECT_OPS.get(port, ()):
-        args = ev.get("args") or {}
+        args = obj(ev.get("args"))
         intent = args.get("intent")
         if op in compensation_ops.get(port, ()):
             role = "compensation"
@@ -384,15 +412,16 @@ def _call(run: RunIndex, ev: dict, compensation_ops) -> None:
         key = args.get("key")
         if key is not None and not isinstance(key, str):
             key = repr(key)
+        target = hashable(args.get("ref"))
         d = Dispatch(seq=ev["seq"], t=ev["t"], worker=ev["worker"], service=port, op=op,
                      key=key, intent=intent if isinstance(intent, dict) else {},
-                     args=args, role=role, target=args.get("ref"))
+                     args=args, role=role, target=target)
         run.dispatches.append(d)
         run.dispatch_at[d.seq] = d
     elif port == "clock" and op == "sleep":
         w = run.workers.get(ev["worker"])
         if w is not None:
-            args = ev.get("args") or {}
+            args = obj(ev.get("args"))
             reason = args.get("reason")
             w.sleeps.append((ev["seq"], args.get("ms"), reason if isinstance(reason, str) else ""))
 
@@ -433,7 +462,7 @@ def _result(run: RunIndex, ev: dict) -> None:
         cp = value.get("checkpoint")
         epoch, _ = w.epoch_at(ev["seq"])
         if epoch is not None and isinstance(cp, dict):
-            seen = (cp.get("control") or {}).get("lease_epoch")
+            seen = dig(cp, "control", "lease_epoch")
             if isinstance(seen, int) and seen > epoch:
                 w.stale.append(ev["seq"])
     elif port == "inbox" and op == "poll":
@@ -442,9 +471,8 @@ def _result(run: RunIndex, ev: dict) -> None:
             if etype == "cancel":
                 run.cancels_seen.append((ev["seq"], w.name))
             elif etype == "callback":
-                payload = item.get("payload") or {}
-                w.callbacks.append((ev["seq"], payload.get("key")))
+                w.callbacks.append((ev["seq"], hashable(dig(item, "payload", "key"))))
     elif op in IDENTIFYING_READS and port not in ("run", "ledger", "checkpoints"):
         w.reads.append(Read(call_seq=call["seq"], seq=ev["seq"], t=ev["t"], call_t=call["t"],
-                            worker=w.name, service=port, op=op, args=call.get("args") or {},
+                            worker=w.name, service=port, op=op, args=obj(call.get("args")),
                             value=value))

@@ -19,8 +19,8 @@ import networkx as nx
 from ..model import (DISPOSITION_EFFECT_CLAIM, KNOWLEDGE_EVIDENCE, KNOWLEDGE_TRANSITIONS,
                      RUN_TRANSITIONS, TERMINAL_STATES, UNRESOLVED_KNOWLEDGE, RunState)
 from .evidence import PRESENT_KNOWLEDGE, absence, presence, resolve
-from .index import (COMPENSATION_OPS, IDENTIFYING_READS, RECORD_FAULTS, WALL_CLOCK_FAULTS,
-                    Dispatch, RunIndex, TraceIndex, business, effect_keys, identity, matches)
+from .index import (COMPENSATION_OPS, RECORD_FAULTS, WALL_CLOCK_FAULTS, Dispatch, RunIndex, TraceIndex,
+                    dig, effect_items, effect_keys, hashable, identity, matches, obj)
 
 Finding = tuple  # (run id | None, message, events tuple, auto_fail bool)
 
@@ -175,7 +175,7 @@ def _truth(ix: TraceIndex) -> Iterator[Finding]:
             if k == prev or k not in ("CONFIRMED", "REJECTED", "COMPENSATED") or (e["key"], k) in seen:
                 continue
             seen.add((e["key"], k))
-            false = _claim_false(ix, run, e["key"], k, e.get("entry") or {})
+            false = _claim_false(ix, run, e["key"], k, obj(e.get("entry")))
             if false:
                 yield run.id, f"ledger says {e['key']} {k} at #{e['seq']}, but {false}", \
                     (e["seq"], *_truth_cites(ix, run, e["key"])), False
@@ -194,15 +194,12 @@ def _truth(ix: TraceIndex) -> Iterator[Finding]:
             entries = {}
             for e in run.ledger:
                 if e["seq"] < f["seq"]:
-                    entries[e["key"]] = e.get("entry") or {}
-            for item in f.get("effects") or ():
-                if not isinstance(item, dict):
-                    continue
-                key, k = item.get("semantic_key", item.get("key")), item.get("knowledge")
+                    entries[e["key"]] = obj(e.get("entry"))
+            for key, k in effect_items(f.get("effects")):
                 if k not in ("CONFIRMED", "REJECTED", "COMPENSATED") or (key, k) in seen:
                     continue
                 seen.add((key, k))
-                false = _claim_false(ix, run, key, k, entries.get(key) or {})
+                false = _claim_false(ix, run, key, k, obj(entries.get(key)))
                 if false:
                     yield run.id, f"finish at #{f['seq']} lists {key} {k}, but {false}", (f["seq"],), False
 
@@ -261,7 +258,7 @@ def _evid_01(ix: TraceIndex) -> Iterator[Finding]:
             k = e["knowledge"]
             if k == e.get("previous") or k not in ("CONFIRMED", "REJECTED", "COMPENSATED"):
                 continue
-            entry = e.get("entry") or {}
+            entry = obj(e.get("entry"))
             named = any(isinstance(entry.get(f), list) and entry.get(f)
                         for f in ("evidence", "reconciliation", "observations"))
             missing = [] if named else ["the evidence it rests on"]
@@ -370,7 +367,7 @@ def _mig_01(ix: TraceIndex) -> Iterator[Finding]:
         for i, cp in enumerate(cps):
             if cp["state"] != "MIGRATING":
                 continue
-            record = (cp.get("checkpoint") or {}).get("migration")
+            record = dig(cp, "checkpoint", "migration")
             if not (isinstance(record, dict) and "from" in record and "to" in record):
                 bad[cp["seq"]] = (run.id, f"MIGRATING checkpoint v{cp['version']} (#{cp['seq']}) has no "
                                           f"migration record (from, to, changes)", (cp["seq"],), False)
@@ -388,7 +385,7 @@ def _mig_01(ix: TraceIndex) -> Iterator[Finding]:
                 base = cp
             if base is None:
                 continue
-            contract = (base.get("checkpoint") or {}).get("contract") or {}
+            contract = obj(dig(base, "checkpoint", "contract"))
             changed = [f for f in _CONTRACT_FIELDS if f in w.env and contract.get(f) != w.env.get(f)]
             if not changed:
                 continue
@@ -420,12 +417,12 @@ def _ledger_moves(ix: TraceIndex) -> Iterator[tuple[str, Finding]]:
     for run in ix.runs.values():
         comp_by_orig: dict = {}
         for key, entries in run.ledger_by_key.items():
-            entry = entries[0].get("entry") or {}
+            entry = obj(entries[0].get("entry"))
             if entry.get("kind") == "compensation":
-                comp_by_orig.setdefault(entry.get("compensates"), []).append(key)
+                comp_by_orig.setdefault(hashable(entry.get("compensates")), []).append(key)
         for e in run.ledger:
             prev, k, key = e.get("previous"), e["knowledge"], e["key"]
-            entry = e.get("entry") or {}
+            entry = obj(e.get("entry"))
             u = _NONE if prev is None else prev
             before = e.get("call") if isinstance(e.get("call"), int) else e["seq"]
             if not KNOWLEDGE_GRAPH.has_edge(u, k):
@@ -548,7 +545,7 @@ def _own_03(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():
         last_sv = None
         for cp in run.checkpoints:
-            control = (cp.get("checkpoint") or {}).get("control") or {}
+            control = obj(dig(cp, "checkpoint", "control"))
             if control.get("lease_epoch") != cp.get("epoch"):
                 yield run.id, f"checkpoint v{cp['version']} (#{cp['seq']}) names lease epoch " \
                               f"{control.get('lease_epoch')} but was written under epoch {cp.get('epoch')}", \
@@ -643,7 +640,7 @@ def _ceiling(run: RunIndex, d: Dispatch):
     for cp in reversed(run.checkpoints):
         if cp["seq"] > d.seq:
             continue
-        budgets = ((cp.get("checkpoint") or {}).get("control") or {}).get("budgets") or {}
+        budgets = (obj(dig(cp, "checkpoint", "control"))).get("budgets") or {}
         c = budgets.get("attempt_ceiling") if isinstance(budgets, dict) else None
         if isinstance(c, dict):
             c = c.get(d.key)
@@ -658,7 +655,7 @@ def _own_04(ix: TraceIndex) -> Iterator[Finding]:
             if not f.get("accepted"):
                 continue
             disp = f["disposition"]
-            listed = [i.get("knowledge") for i in f.get("effects") or () if isinstance(i, dict)]
+            listed = [k for _, k in effect_items(f.get("effects"))]
             why = None
             if _CLAIM.get(disp) == "unknown" or disp == "WAITING_OPERATOR":
                 why = disp
@@ -731,7 +728,7 @@ def _key_02(ix: TraceIndex) -> Iterator[Finding]:
                     (first[1].seq, d.seq), False
                 sent[(d.service, d.key)] = (full, d, run.id)
         for e in run.ledger:
-            entry = e.get("entry") or {}
+            entry = obj(e.get("entry"))
             b = identity(entry.get("intent"))
             first = recorded.setdefault(e["key"], (b, e, run.id))
             if first[0] != b:
@@ -797,9 +794,9 @@ def _evt_01(ix: TraceIndex) -> Iterator[Finding]:
                     tuple(keys.values()), False
         comp: dict = {}
         for key, entries in run.ledger_by_key.items():
-            entry = entries[0].get("entry") or {}
+            entry = obj(entries[0].get("entry"))
             if entry.get("kind") == "compensation":
-                comp.setdefault(entry.get("compensates"), []).append((key, entries[0]["seq"]))
+                comp.setdefault(hashable(entry.get("compensates")), []).append((key, entries[0]["seq"]))
         for orig, keys in comp.items():
             if len(keys) > 1 and not keys_by_target:
                 yield run.id, f"{len(keys)} compensation entries for {orig}: " \
@@ -868,32 +865,29 @@ def _auth_01(ix: TraceIndex) -> Iterator[Finding]:
 def _comp_01(ix: TraceIndex) -> Iterator[Finding]:
     yield from _moves("COMP-01")(ix)
     for run in ix.runs.values():
-        originals = {k for k, es in run.ledger_by_key.items() if (es[0].get("entry") or {}).get("kind") == "effect"}
+        originals = {k for k, es in run.ledger_by_key.items() if dig(es[0], "entry", "kind") == "effect"}
         originals |= {d.key for d in run.dispatches if d.role != "compensation" and d.key is not None}
         for d in run.dispatches:
             if d.role == "compensation" and (d.key is None or d.key in originals):
                 yield run.id, f"release #{d.seq} reuses the original effect's key {d.key}: compensation " \
                               f"is a separate effect with its own key", (d.seq,), True
         for key, entries in run.ledger_by_key.items():
-            entry = entries[0].get("entry") or {}
-            if entry.get("kind") == "compensation" and entry.get("compensates") not in run.ledger_by_key:
+            entry = obj(entries[0].get("entry"))
+            if entry.get("kind") == "compensation" and hashable(entry.get("compensates")) not in run.ledger_by_key:
                 yield run.id, f"compensation entry {key} (#{entries[0]['seq']}) does not link the effect it " \
                               f"compensates", (entries[0]["seq"],), False
-        records = [(cp["seq"], (cp.get("checkpoint") or {}).get("effects"), f"checkpoint v{cp['version']}")
+        records = [(cp["seq"], dig(cp, "checkpoint", "effects"), f"checkpoint v{cp['version']}")
                    for cp in run.checkpoints]
         records += [(f["seq"], f.get("effects"), f"finish {f['disposition']}")
                     for f in run.finishes if f.get("accepted")]
         for seq, items, what in records:
-            for item in items or ():
-                if not isinstance(item, dict) or "knowledge" not in item:
-                    continue
-                key = item.get("semantic_key", item.get("key"))
+            for key, k in effect_items(items):
                 if key not in run.ledger_by_key:
                     continue
                 known = run.knowledge_before(key, seq)
-                if known in PRESENT_KNOWLEDGE and item["knowledge"] not in _KEPT_AFTER_CONFIRM:
-                    yield run.id, f"{what} (#{seq}) reports the effect {key} as {item['knowledge']} although " \
-                                  f"the ledger has it {known}", (seq,), True
+                if known in PRESENT_KNOWLEDGE and k not in _KEPT_AFTER_CONFIRM:
+                    yield run.id, f"{what} (#{seq}) reports the effect {key} as {k} although the ledger " \
+                                  f"has it {known}", (seq,), True
 
 
 def _hist_01(ix: TraceIndex) -> Iterator[Finding]:
@@ -904,9 +898,9 @@ def _hist_01(ix: TraceIndex) -> Iterator[Finding]:
                 yield run.id, f"effect entry rejected by the schema at #{f['seq']}: {text}", (f["seq"],), False
         prev = None
         for cp in run.checkpoints:
-            keys = set(effect_keys((cp.get("checkpoint") or {}).get("effects")))
+            keys = set(effect_keys(dig(cp, "checkpoint", "effects")))
             if prev is not None:
-                for key in effect_keys((prev.get("checkpoint") or {}).get("effects")):
+                for key in effect_keys(dig(prev, "checkpoint", "effects")):
                     if key not in keys and run.knowledge_before(key, cp["seq"]) in _UNRESOLVED:
                         yield run.id, f"checkpoint v{cp['version']} (#{cp['seq']}) dropped the unresolved " \
                                       f"effect {key} that v{prev['version']} carried", (prev["seq"], cp["seq"]), False
@@ -974,10 +968,7 @@ def _disp_02(ix: TraceIndex) -> Iterator[Finding]:
         for f in run.finishes:
             if not f.get("accepted") or f["disposition"] not in _TERMINAL:
                 continue
-            listed = {}
-            for item in f.get("effects") or ():
-                if isinstance(item, dict):
-                    listed[item.get("semantic_key", item.get("key"))] = item.get("knowledge")
+            listed = dict(effect_items(f.get("effects")))
             problems = []
             for key in run.ledger_keys_before(f["seq"]):
                 known = run.knowledge_before(key, f["seq"])

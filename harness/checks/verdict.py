@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+from ..errors import UsageError
 from ..results import ScenarioResult, Violation
 from .index import WALL_CLOCK_FAULTS, build
 from .invariants import EXPECTATIONS, INVARIANTS, _blocking_faults
@@ -18,7 +19,11 @@ MAX_PER_INVARIANT = 10
 
 def check_trace(events: list[dict], *, trace_path: str | None = None) -> ScenarioResult:
     """Check one trace (a list of event dicts, header first) and return its verdict."""
-    ix = build(events)
+    try:
+        ix = build(events)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise UsageError(f"not a well-formed crashlab trace ({type(exc).__name__}: {exc})",
+                         hint="check a trace exactly as crashlab wrote it") from None
     header = ix.header
     violations: list[Violation] = []
     notes: list[str] = []

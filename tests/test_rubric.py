@@ -1,0 +1,116 @@
+"""The twenty-point rubric: mapping, scoring, automatic failure, verdicts and the docs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.checks.docs import invariants_markdown, rubric_markdown
+from harness.checks.invariants import BY_ID, INVARIANTS
+from harness.checks.rubric import AUTO_FAIL_REASONS, CATEGORY_MAX, RUBRIC, point_for, render, score
+from harness.results import ScenarioResult, Violation
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def result(id_, *violations, verdict=None, tags=()):
+    vs = tuple(violations)
+    return ScenarioResult(id=id_, title=id_, verdict=verdict or ("fail" if vs else "pass"),
+                          dispositions={"run-82": "SUCCEEDED"}, violations=vs, tags=tuple(tags))
+
+
+def violation(inv, events=(3, 7), auto=False):
+    return Violation(invariant=inv, message=f"{inv} broke", events=events, run="run-82",
+                     category=BY_ID[inv].category, auto_fail=BY_ID[inv].auto_fail if auto else None)
+
+
+def test_twenty_points_in_four_categories():
+    assert CATEGORY_MAX == {"classification": 5, "ownership": 4, "effect_correctness": 6, "disposition": 5}
+    assert len(RUBRIC) == 20
+    for name, maximum in CATEGORY_MAX.items():
+        assert sum(1 for p in RUBRIC if p.category == name) == maximum
+
+
+def test_every_invariant_takes_exactly_one_point_of_its_own_category():
+    mapped = [inv for p in RUBRIC for inv in p.invariants]
+    assert sorted(mapped) == sorted(BY_ID)
+    for p in RUBRIC:
+        for inv in p.invariants:
+            assert BY_ID[inv].category == p.category
+
+
+def test_a_clean_suite_scores_twenty():
+    card = score([result("a"), result("b")], adapter="x:Y", seed=None)
+    assert (card.total, card.max, card.verdict, card.auto_fail, card.lost) == (20, 20, "pass", (), ())
+    assert card.categories["effect_correctness"] == {"score": 6, "max": 6}
+    assert card.to_json()["rubric"][0]["id"] == "C1"
+
+
+def test_a_lost_point_names_scenario_invariant_and_evidence():
+    card = score([result("t2", violation("EFF-01", (45, 58))), result("t3", violation("EFF-02"))],
+                 adapter="x:Y", seed=7)
+    assert card.total == 19 and card.verdict == "fail" and card.seed == 7
+    assert card.categories["effect_correctness"]["score"] == 5
+    assert [(lp.point, lp.scenario, lp.invariant, lp.events) for lp in card.lost] == [
+        ("E2 same-intent deduplication", "t2", "EFF-01", (45, 58)),
+        ("E2 same-intent deduplication", "t3", "EFF-02", (3, 7))]
+
+
+def test_a_point_is_lost_once_however_often_it_fails():
+    card = score([result(f"s{i}", violation("OWN-01"), violation("OWN-01", (9,))) for i in range(3)],
+                 adapter="x:Y", seed=None)
+    assert card.total == 19 and card.categories["ownership"]["score"] == 3
+    assert len(card.lost) == 3                       # one line per scenario, the first evidence each
+
+
+def test_automatic_failure_zeroes_the_total():
+    for inv in INVARIANTS:
+        if not inv.auto_fail:
+            continue
+        card = score([result("s", violation(inv.id, auto=True))], adapter="x:Y", seed=None)
+        assert card.total == 0 and card.auto_fail == (inv.auto_fail,) and card.verdict == "fail"
+        assert sum(c["score"] for c in card.categories.values()) == 19
+
+
+def test_auto_fail_reasons_are_listed_in_rubric_order():
+    card = score([result("s", violation("RETRY-03", auto=True), violation("RETRY-01", auto=True))],
+                 adapter="x:Y", seed=None)
+    assert card.auto_fail == ("blind ambiguous retry", "two retry owners")
+    assert set(card.auto_fail) <= set(AUTO_FAIL_REASONS)
+
+
+def test_unknown_when_nothing_failed_but_something_was_inconclusive():
+    card = score([result("a"), result("b", verdict="unknown")], adapter="x:Y", seed=None)
+    assert card.total == 20 and card.verdict == "unknown"
+
+
+def test_expectation_misses_follow_the_scenario_tags():
+    miss = violation("EXP-DISPOSITION")
+    assert point_for(miss, ("cancellation", "combined")).id == "D2"
+    assert point_for(miss, ("compensation",)).id == "E5"
+    assert point_for(miss, ()).id == "D1"
+    assert point_for(violation("EFF-01"), ("cancellation",)).id == "E2"   # invariants keep their point
+    card = score([result("c", miss, tags=("cancellation",))], adapter="x:Y", seed=None)
+    assert [lp.point.split()[0] for lp in card.lost] == ["D2"]
+
+
+def test_render_prints_the_mapping_with_the_score():
+    card = score([result("t2", violation("EFF-01", (45, 58)))], adapter="x:Y", seed=None)
+    text = render(card)
+    assert "[lost] E2 same-intent deduplication" in text
+    assert "t2: EFF-01 [#45, #58] EFF-01 broke" in text
+    assert "[kept] C1" in text and text.rstrip().endswith("total 19/20")
+
+
+def test_docs_are_generated_from_the_code():
+    assert (DOCS / "invariants.md").read_text(encoding="utf-8") == invariants_markdown(), \
+        "docs/invariants.md is stale: run python -m harness.checks.docs"
+    assert (DOCS / "rubric.md").read_text(encoding="utf-8") == rubric_markdown(), \
+        "docs/rubric.md is stale: run python -m harness.checks.docs"
+
+
+def test_docs_name_every_invariant_and_point():
+    inv_doc, rub_doc = invariants_markdown(), rubric_markdown()
+    for inv_id, inv in BY_ID.items():
+        assert f"### {inv_id}: {inv.statement}" in inv_doc
+        assert inv_id in rub_doc
+    for p in RUBRIC:
+        assert f"| {p.id} | {p.name} |" in rub_doc
