@@ -274,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("crashlab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `crashlab list | head`: the reader went away; not an error
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
         err = InternalError(f"{type(exc).__name__}: {exc}",
                             hint="this is a bug in crashlab; please report it with the command you ran "

@@ -58,6 +58,7 @@ class Limits:
 class Runner:
     def __init__(self, scenario: Scenario, adapter: AdapterSpec, seed: int | None, limits: Limits) -> None:
         self.world = World(scenario, seed)
+        self.seen_inbox: dict[str, int] = {}   # run id -> inbox length at the last delivered poll
         self.adapter = adapter
         self.limits = limits
         self.scenario = scenario
@@ -104,14 +105,16 @@ class Runner:
             if run.waiting == "PINNED":
                 pinned_env = {**run.env, **self._pinned_versions(run)}
                 continue
-            delivered = len(run.inbox)
+            # Sleep until the inbox holds something the finished worker had not seen (an event
+            # delivered between its last poll and its finish wakes the run at once).
+            delivered = self.seen_inbox.get(run.spec.id, 0)
+            if len(run.inbox) > delivered:
+                continue
             run.wake = env.event()
             waits = [run.wake]
             if run.wake_at is not None and run.wake_at > env.now:
                 waits.append(env.timeout(run.wake_at - int(env.now)))
             yield env.any_of(waits)
-            if len(run.inbox) == delivered and run.wake_at is None:
-                continue
 
     def _pinned_versions(self, run: RunWorld) -> dict:
         for ev in reversed(self.world.trace.events):
@@ -169,6 +172,8 @@ class Runner:
                     yield from self._pause(run, ws, pause, seq)
                 world.emit("port", "result", worker=name, run=rid, call=seq, ok=error is None,
                            value=value, error=error.to_json() if error else None, delivered=True)
+                if call.port == "inbox" and call.op == "poll" and error is None:
+                    self.seen_inbox[rid] = len(run.inbox)
                 if call.port == "run" and call.op == "finish" and error is None:
                     if hasattr(channel, "close_after_finish"):
                         channel.close_after_finish()
