@@ -194,22 +194,48 @@ def _names(results: list[ScenarioResult]) -> list[str]:
 def _render(results: list[ScenarioResult], events: list[list[dict] | None], card: Scorecard | None,
             out_dir: Path, *, adapter: str | None, notes: list[str]) -> Path:
     from . import html, markdown
-    from .figure import matplotlib, render_figure
+    from .figure import matplotlib
     from .lanes import lanes as extract_lanes
     from .view import Item
 
     matplotlib()  # fail before writing anything when the extra is missing
     figures = out_dir / "figures"
     figures.mkdir(parents=True, exist_ok=True)
-    items = []
-    for result, evs, name in zip(results, events, _names(results)):
-        data = extract_lanes(evs) if evs else None
-        png = None
-        if evs:
-            png_path, _ = render_figure(evs, result, figures / name, data=data)
-            png = png_path.read_bytes()
-        items.append(Item(result=result, events=evs, name=name, lanes=data, png=png))
+    names = _names(results)
+    data = [extract_lanes(evs) if evs else None for evs in events]
+    jobs = [(evs, r, d, figures / name) for r, evs, d, name in zip(results, events, data, names) if evs]
+    pngs = iter(_figures(jobs))
+    items = [Item(result=r, events=evs, name=name, lanes=d, png=next(pngs) if evs else None)
+             for r, evs, d, name in zip(results, events, data, names)]
     index = out_dir / "index.html"
     index.write_text(html.page(items, card, adapter=adapter, notes=notes), encoding="utf-8")
     (out_dir / "summary.md").write_text(markdown.summary(items, card, adapter), encoding="utf-8")
     return index
+
+
+#: Below this many figures, forking workers costs more than it saves.
+PARALLEL_MIN = 8
+
+
+def _figure(job) -> bytes:
+    from .figure import render_figure
+
+    events, result, data, base = job
+    png, _ = render_figure(events, result, base, data=data)
+    return png.read_bytes()
+
+
+def _figures(jobs: list) -> list[bytes]:
+    """Render every figure; on a multi-core Linux host, in forked worker processes (the
+    output is the same bytes either way)."""
+    import multiprocessing as mp
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if len(jobs) < PARALLEL_MIN or cpus < 2 or "fork" not in mp.get_all_start_methods() \
+            or mp.current_process().daemon:
+        return [_figure(job) for job in jobs]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=min(cpus, 4), mp_context=mp.get_context("fork")) as pool:
+        return list(pool.map(_figure, jobs, chunksize=max(1, len(jobs) // (4 * min(cpus, 4)))))

@@ -27,8 +27,9 @@ from .lanes import Lanes, lanes as extract_lanes
 
 WIDTH_IN = 13.0
 DPI = 120
-LEFT_IN, RIGHT_IN = 1.9, 2.55        # room for row labels and the legend
+LEFT_IN, RIGHT_IN = 2.05, 2.55        # room for row labels and the legend
 FONT = 7.5
+ROW_LABEL = 30                       # characters of a row label
 
 
 def matplotlib():
@@ -74,19 +75,24 @@ class TimeAxis:
         linpart = (t - self.start) / (self.end - self.start)
         return 100.0 * (self.LINEAR * linpart + (1 - self.LINEAR) * min(1.0, logpart))
 
-    def ticks(self, origin_ms: int, important: list[int], others: list[int],
-              min_gap: float) -> tuple[list[float], list[str]]:
-        """Tick positions and labels: the start, the important moments, round times, then other
-        event times, skipping any that would crowd an earlier choice."""
+    def ticks(self, origin_ms: int, important: list[int], min_gap: float) -> tuple[list[float], list[str]]:
+        """Tick positions and labels: the start, the important moments, round times of a step
+        that gives about eight ticks, then rounder-than-needed times inside the widened bursts
+        (the first multiple of each finer step after each event), skipping any that would crowd
+        an earlier choice."""
         span = self.end - self.start
         steps = [1, 5, 10, 50, 100, 500, 1000, 5000, 10_000, 30_000, 60_000, 300_000, 600_000,
                  1_800_000, 3_600_000, 6 * 3_600_000, 86_400_000]
-        step = next((s for s in steps if span / s <= 8), steps[-1])
-        first = -(-(self.start + origin_ms) // step) * step - origin_ms
-        candidates = [self.start] + important + list(range(first, self.end + 1, step)) + others
+        primary = next((s for s in steps if span / s <= 8), steps[-1])
+        first = -(-(self.start + origin_ms) // primary) * primary - origin_ms
+        candidates = [self.start] + list(important) + list(range(first, self.end + 1, primary))
+        for step in reversed([s for s in steps if s < primary]):
+            candidates += [-(-(t + origin_ms) // step) * step - origin_ms for t in self.ts]
         chosen: list[float] = []
         labels: list[str] = []
         for t in candidates:
+            if not self.start <= t <= self.end:
+                continue
             x = self.x(t)
             if all(abs(x - c) >= min_gap for c in chosen):
                 chosen.append(x)
@@ -178,21 +184,19 @@ class _Figure:
         self.worker_rows: dict[str, float] = {}
         self.state_rows: dict[str, float] = {}
         for r in d.runs:
-            self.state_rows[r.id] = run_p.add(f"{r.id} checkpoint")
+            self.state_rows[r.id] = run_p.add(style.shorten(f"{r.id} checkpoint", ROW_LABEL))
             subrows = _pack([(w.start, w.end) for w in r.workers], self.axis.end)
             ys: dict[int, float] = {}
             for i in range(max(subrows, default=-1) + 1):
-                ys[i] = run_p.add(f"{r.id} workers" + (f" ({i + 1})" if i else ""))
+                ys[i] = run_p.add(style.shorten(f"{r.id} workers" + (f" ({i + 1})" if i else ""), ROW_LABEL))
             for w, sub in zip(r.workers, subrows):
                 self.worker_rows[w.name] = ys[sub]
         self.effect_rows: dict[tuple[str, str], float] = {}
         own = [e for e in d.effects if e.cause != "other_actor"]
         shown = own[:10]
         for e in shown:
-            label = f"{e.service} {e.ref}"
-            if e.compensates:
-                label += f" (release of {e.compensates})"
-            self.effect_rows[(e.service, e.ref)] = remote_p.add(label)
+            label = f"{e.service} {e.ref}" + (f" (release of {e.compensates})" if e.compensates else "")
+            self.effect_rows[(e.service, e.ref)] = remote_p.add(style.shorten(label, ROW_LABEL))
         self.more_effects_row = remote_p.add(f"{len(own) - len(shown)} more effects") \
             if len(own) > len(shown) else None
         self.transport_row = remote_p.add("transport") if d.transport else None
@@ -200,7 +204,8 @@ class _Figure:
         self.other_row = remote_p.add("other actors") if others else None
         self.key_rows: dict[str, float] = {}
         for k in d.knowledge[:14]:
-            label = style.shorten(k.key, 24) + (" (comp.)" if k.kind == "compensation" else "")
+            label = style.shorten(k.key, ROW_LABEL - 8) + " (comp.)" if k.kind == "compensation" \
+                else style.shorten(k.key, ROW_LABEL)
             self.key_rows[k.key] = know_p.add(label)
         self.more_keys = max(0, len(d.knowledge) - 14)
         return run_p, remote_p, know_p
@@ -212,13 +217,15 @@ class _Figure:
             ax.broken_barh([(a, max(b - a, 0.12)) for a, b in spans], (y - height / 2, height),
                            facecolors=colors, edgecolor="#ffffff", linewidth=0.6, **kw)
 
-    def _label_in(self, ax, x0: float, x1: float, y: float, texts: list[str], color: str):
+    def _label_in(self, ax, x0: float, x1: float, y: float, texts: list[str], color: str,
+                  boxed: bool = False):
         """Write the longest text that fits between x0 and x1 (data units)."""
         width_in = (x1 - x0) / 100.0 * self.plot_w_in
         for text in texts:
             if len(text) * FONT * 0.7 / 72 <= width_in - 0.06:
+                box = dict(boxstyle="round,pad=0.15", fc=color, ec="none", alpha=0.9) if boxed else None
                 ax.text((x0 + x1) / 2, y, text, ha="center", va="center", fontsize=FONT - 0.5,
-                        color=style.text_color(color), clip_on=True)
+                        color=style.text_color(color), clip_on=True, bbox=box)
                 return
 
     def _glyphs(self, ax, points: dict[tuple[str, str], list[tuple[float, float]]], table: dict,
@@ -256,7 +263,8 @@ class _Figure:
                     ax.plot([X(l0)], [wy - 0.36], marker="|", color=shade, markersize=6)
                 epochs = "→".join(f"e{e}" for e in dict.fromkeys(e for _, _, e in w.leases))
                 short = w.name.rsplit("/", 1)[-1]
-                self._label_in(ax, a, b, wy, [f"{short} {epochs}".strip(), short], style.WORKER_COLOR)
+                self._label_in(ax, a, b, wy, [f"{short} {epochs}".strip(), short], style.WORKER_COLOR,
+                               boxed=bool(w.pauses))
                 self.loc[w.seq] = ("run", wy)
                 if w.end_kind in ("crash", "adapter_fault"):
                     points.setdefault((w.end_kind, w.name), []).append((b, wy))
@@ -540,7 +548,7 @@ class _Figure:
                                       "knowledge": axes[2]})
         key = ("deadline", "cancel", "deploy", "crash")
         xs, labels = self.axis.ticks(self.origin, [m.t for m in self.data.markers if m.kind in key],
-                                     [m.t for m in self.data.markers if m.kind not in key], min_gap=8.5)
+                                     min_gap=8.5)
         axes[2].tick_params(axis="x", labelbottom=True, length=3, labelsize=FONT)
         axes[2].set_xticks(xs, labels)
         axes[2].set_xlabel("simulated time, scenario clock (bursts of activity are widened)",

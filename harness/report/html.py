@@ -101,6 +101,7 @@ def packet_html(packet: Any) -> str:
 # --------------------------------------------------------------------------- sections
 def scorecard_html(card: Scorecard, items: list[Item]) -> str:
     names = {i.result.id: anchor(i) for i in items}
+    by_id = {i.result.id: i for i in items}
     rows = "".join(f"<tr><td>{e(name)}</td><td>{c['score']}/{c['max']}</td></tr>"
                    for name, c in card.categories.items())
     out = [f'<section id="score"><h2>Score {card.total}/{card.max} {badge(card.verdict)}</h2>',
@@ -111,19 +112,23 @@ def scorecard_html(card: Scorecard, items: list[Item]) -> str:
                    + "; ".join(e(a) for a in card.auto_fail) + "</p>")
     if card.lost:
         out.append("<h3>Where points were lost</h3><table><tr><th>category</th><th>point</th>"
-                   "<th>scenario</th><th>invariant</th><th>evidence</th><th>why</th></tr>")
+                   "<th>scenario</th><th>invariant</th><th>why</th><th>evidence events</th></tr>")
         for p in card.lost:
             scen = (f'<a href="#{e(names[p.scenario])}">{e(p.scenario)}</a>' if p.scenario in names
                     else e(p.scenario))
-            ev = ", ".join(f"#{int(s)}" for s in p.events[:10]) + (" …" if len(p.events) > 10 else "")
+            item = by_id.get(p.scenario)
+            if item is not None and item.events:
+                origin = int(item.events[0].get("origin_ms") or 0)
+                ev = _evidence(p.events, {x.get("seq"): x for x in item.events}, origin, limit=3)
+            else:
+                ev = e(", ".join(f"#{int(s)}" for s in p.events)) or '<span class="muted">none</span>'
             out.append(f"<tr><td>{e(p.category)}</td><td>{e(p.point)}</td><td>{scen}</td>"
-                       f"<td><code>{e(p.invariant)}</code></td><td class='mono'>{e(ev)}</td>"
-                       f"<td>{e(p.message)}</td></tr>")
+                       f"<td><code>{e(p.invariant)}</code></td><td>{e(p.message)}</td><td>{ev}</td></tr>")
         out.append("</table>")
     else:
         out.append('<p class="muted">No point was lost.</p>')
     for key, value in card.extra.items():
-        out.append(f"<h3>{e(key)}</h3>{value_html(value)}")
+        out.append(f"<details><summary>{e(key)}</summary>{value_html(value)}</details>")
     out.append("</section>")
     return "".join(out)
 
@@ -141,14 +146,14 @@ def index_html(items: list[Item]) -> str:
             + "</table></section>")
 
 
-def _evidence(seqs: tuple[int, ...], by_seq: dict, origin: int) -> str:
+def _evidence(seqs: tuple[int, ...], by_seq: dict, origin: int, limit: int = 12) -> str:
     if not seqs:
         return '<span class="muted">no events cited</span>'
     items = []
-    for s in seqs[:12]:
+    for s in seqs[:limit]:
         ev = by_seq.get(s)
         items.append(f"<li>{e(style.summarize(ev, origin)) if ev else e(f'#{s} (not in the trace)')}</li>")
-    more = f"<li>… {len(seqs) - 12} more</li>" if len(seqs) > 12 else ""
+    more = f"<li>… {len(seqs) - limit} more</li>" if len(seqs) > limit else ""
     return f'<ul class="ev">{"".join(items)}{more}</ul>'
 
 
