@@ -101,6 +101,9 @@ class Match:
     from_ms: int | None = None
     until_ms: int | None = None
     knowledge: str | None = None      # latest ledger knowledge of the call's key
+    state: str | None = None          # checkpoints.write: the state the new checkpoint declares
+    appends: str | None = None        # ledger.append: the knowledge of the entry being appended
+    disposition: str | None = None    # run.finish: the disposition being reported
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,6 +198,7 @@ CARD_FIELDS = ("known_before_failure", "survived", "recovery_owner", "authoritat
                "terminal_state")
 DISPOSITIONS = frozenset(s.value for s in RunState) - {"INTAKE"}
 KNOWLEDGE = frozenset(k.value for k in Knowledge)
+RUN_STATES = frozenset(s.value for s in RunState if s is not RunState.INTAKE)
 VERDICTS = ("pass", "fail", "unknown")
 #: The effect a run causes, per service kind (compensation is not a run operation).
 PRIMARY_OPERATION = {"reservation": "reserve", "notification": "send", "registry": "publish"}
@@ -222,7 +226,8 @@ RULE_FIELDS: Mapping[str, frozenset[str]] = {
     "pauses": frozenset({"match", "boundary", "resume_after", "restart_after", "times"}),
 }
 RULE_ACTION = {"faults": "fault", "crashes": "crash", "pauses": "pause"}
-MATCH_FIELDS = frozenset({"port", "op", "nth", "worker", "run", "from", "until", "knowledge"})
+MATCH_FIELDS = frozenset({"port", "op", "nth", "worker", "run", "from", "until", "knowledge", "state",
+                          "appends", "disposition"})
 EXPECT_FIELDS = frozenset({"dispositions", "remote_effects", "evidence", "violations", "verdict"})
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,79}$"
 TAG_PATTERN = r"^[^\s](?:[^\n]{0,58}[^\s])?$"
@@ -693,7 +698,11 @@ def _read_rules(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at) 
                           worker=rd.get(m, "worker", mpath, _integer(1), None),
                           run=rd.get(m, "run", mpath, _choice(run_ids, "run"), None),
                           from_ms=start, until_ms=until,
-                          knowledge=rd.get(m, "knowledge", mpath, _choice(KNOWLEDGE, "knowledge state"), None))
+                          knowledge=rd.get(m, "knowledge", mpath, _choice(KNOWLEDGE, "knowledge state"), None),
+                          state=rd.get(m, "state", mpath, _choice(RUN_STATES, "run state"), None),
+                          appends=rd.get(m, "appends", mpath, _choice(KNOWLEDGE, "knowledge state"), None),
+                          disposition=rd.get(m, "disposition", mpath, _choice(RUN_STATES, "disposition"),
+                                             None))
             action = RULE_ACTION[section]
             fault = code = None
             if action == "fault":
@@ -932,7 +941,9 @@ def schema_document() -> dict:
 
     match = obj({"port": {"enum": sorted(ports)}, "op": {"enum": all_ops},
                  "nth": {"type": "integer", "minimum": 1}, "worker": {"type": "integer", "minimum": 1},
-                 "run": ident, "from": time, "until": time, "knowledge": {"enum": sorted(KNOWLEDGE)}},
+                 "run": ident, "from": time, "until": time, "knowledge": {"enum": sorted(KNOWLEDGE)},
+                 "state": {"enum": sorted(RUN_STATES)}, "appends": {"enum": sorted(KNOWLEDGE)},
+                 "disposition": {"enum": sorted(RUN_STATES)}},
                 minProperties=1)
     rule_props = {"match": match, "fault": {"enum": sorted(FAULTS)}, "code": {"enum": sorted(ERROR_CODES)},
                   "delay": duration, "times": {"type": "integer", "minimum": 0},

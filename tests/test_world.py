@@ -197,3 +197,31 @@ def test_time_window_and_knowledge_rule_matching():
     assert not kinds(run(sc), "fault", lane="fault")
     sc = scenario(faults=[{"match": {"port": "reservation", "until": "10:05"}, "fault": "refused"}])
     assert kinds(run(sc), "fault", lane="fault")
+
+
+def test_rules_match_on_what_the_call_writes():
+    from support import checkpoint
+
+    class Writes:
+        async def run(self, p):
+            info = await p.run.info()
+            lease = await p.lease.acquire(500)  # expires before the 1 s restart delay
+            loaded = await p.checkpoints.load()
+            version = loaded["version"]
+            for state in ("VALIDATED", "PROPOSED"):
+                if version and state == "VALIDATED":
+                    continue
+                await p.checkpoints.write(checkpoint(info, lease, version + 1, state), version, lease["epoch"])
+                version += 1
+            await p.run.finish("FAILED_NO_EFFECT")
+
+    import support
+    support.Writes = Writes
+    sc = scenario(crashes=[{"match": {"port": "checkpoints", "op": "write", "state": "PROPOSED"},
+                            "boundary": "before"}])
+    result = run(sc, "support:Writes")
+    crash = kinds(result, "crash")[0]
+    written = [c["state"] for c in kinds(result, "checkpoint")]
+    assert written == ["VALIDATED", "PROPOSED"]
+    assert crash["t"] < kinds(result, "checkpoint")[1]["t"]
+    assert [f["disposition"] for f in kinds(result, "finish")] == ["FAILED_NO_EFFECT"]
