@@ -284,6 +284,23 @@ class TraceIndex:
     other_actor: list = field(default_factory=list)     # remote events of other actors
     deploys: list = field(default_factory=list)
     memo: dict = field(default_factory=dict)            # results shared between checks
+    calls: dict = field(default_factory=dict)           # every port call, by seq
+    effects: list = field(default_factory=list)         # commits caused by any run (not other actors)
+
+    def origin(self, ev: dict) -> tuple[str | None, str | None]:
+        """(port, op) of the call that caused a remote event."""
+        call = self.calls.get(ev.get("call"))
+        return (call["port"], call["op"]) if call is not None else (None, None)
+
+    def forward_effects(self, service: str, operation: str, intents: list) -> list[dict]:
+        """Commits of ``service.operation`` by any run whose intent matches one of ``intents``
+        on every business field: the effects that belong to that business intent."""
+        out = []
+        for ev in self.effects:
+            port, op = self.origin(ev)
+            if port == service and op == operation and any(matches(ev.get("intent"), i) for i in intents):
+                out.append(ev)
+        return out
 
     def profile(self, service: str) -> dict:
         return (self.header.get("services") or {}).get(service) or {}
@@ -321,6 +338,7 @@ def build(events: list[dict]) -> TraceIndex:
             if run is None:
                 continue
             if kind == "call":
+                ix.calls[ev["seq"]] = ev
                 _call(run, ev, compensation_ops)
             else:
                 _result(run, ev)
@@ -343,6 +361,7 @@ def build(events: list[dict]) -> TraceIndex:
             if kind == "effect":
                 if ev.get("cause") != "other_actor":
                     run.effects.append(ev)
+                    ix.effects.append(ev)
             elif kind == "released":
                 run.released.append(ev)
             elif kind == "proxy_retry":
