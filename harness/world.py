@@ -23,6 +23,14 @@ from .trace import Trace
 PLATFORM_LATENCY_MS = (1, 4)   # each store call takes a few simulated ms, drawn per call
 
 
+def _dig(value: Any, *path: str) -> Any:
+    for part in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
 class Streams:
     """Independent named random streams derived from one seed."""
 
@@ -164,6 +172,12 @@ class World:
                 continue
             if m.knowledge is not None and \
                     self.key_knowledge(run, call.args.get("key")) != m.knowledge:
+                continue
+            if m.state is not None and m.state != _dig(call.args, "checkpoint", "control", "state"):
+                continue
+            if m.appends is not None and m.appends != _dig(call.args, "entry", "knowledge"):
+                continue
+            if m.disposition is not None and m.disposition != call.args.get("disposition"):
                 continue
             hits = self.rule_hits.get(index, 0)
             if rule.times and hits >= rule.times:
@@ -551,7 +565,14 @@ class World:
                 pass
 
     def _late(self, svc, call, args, rid, call_seq, delay):
+        # the request is executing at the service until it lands: a lookup reports it
+        # in flight and a same-key request meets a 409
+        key = args.get("key")
+        if key is not None:
+            svc.in_flight[key] = svc.in_flight.get(key, 0) + 1
         yield self.env.timeout(delay)
+        if key is not None:
+            svc.in_flight[key] -= 1
         self.emit("remote", "late_arrival", run=rid, service=svc.name, op=call.op, call=call_seq,
                   delay_ms=delay)
         try:
@@ -583,7 +604,7 @@ class World:
         yield self.env.timeout(run.spec.start_ms)
         self.deliver(run, "intake", {"intent": dict(run.spec.intent), "service": run.spec.service,
                                      "operation": run.spec.operation,
-                                     "deadline": run.spec.deadline_ms},
+                                     "deadline": run.spec.deadline_ms, "notify": run.spec.notify},
                      producer="intake", event_id=f"intake-{run.spec.id}", producer_seq=1)
 
     def _world_event(self, ev):
