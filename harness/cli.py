@@ -99,9 +99,10 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _print_result(res, out=sys.stdout) -> None:
+def _print_result(res, out=None) -> None:
     from .conformance import failure_message
 
+    out = out or sys.stdout
     print(f"{res.id}: {res.verdict.upper()}  disposition: {res.disposition}", file=out)
     if res.verdict != "pass":
         print(failure_message(res), file=out)

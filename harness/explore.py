@@ -59,7 +59,7 @@ def to_yaml(doc: dict) -> str:
 
 
 def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] | None,
-            save: str | None, out=sys.stdout) -> int:
+            save: str | None, out=None) -> int:
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
@@ -67,6 +67,7 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     from .strategies import schedules
     from hypothesis import strategies as st
 
+    out = out or sys.stdout
     spec = load_adapter(adapter)
     pool = library()
     if bases:

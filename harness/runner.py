@@ -7,6 +7,7 @@ durable state only, and returns the recorded trace.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version as pkg_version
 from typing import Any
@@ -16,7 +17,7 @@ from .drivers import (DEFAULT_REPLY_TIMEOUT_S, DEFAULT_STEP_BUDGET, DEFAULT_WALL
 from .errors import InternalError
 from .model import TRACE_FORMAT, PortCall
 from .ports import PortError
-from .scenario import Scenario
+from .scenario import Scenario, library_dir
 from .world import Crash, RunWorld, WorkerState, World
 
 MAX_WORKERS_PER_RUN = 40
@@ -43,8 +44,18 @@ class RunResult:
 
     @property
     def repro(self) -> str:
-        src = self.scenario.source or self.scenario.id
+        src = portable_source(self.scenario) or self.scenario.id
         return f"crashlab run {src} --adapter {self.adapter} --seed {self.seed}"
+
+
+def portable_source(scenario: Scenario) -> str | None:
+    """The scenario file as the trace records it: None for a library scenario (its id
+    names it on any machine), else the path as it was given."""
+    if scenario.source is None:
+        return None
+    if Path(scenario.source).resolve().parent == library_dir().resolve():
+        return None
+    return scenario.source
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -234,7 +245,7 @@ class Runner:
                           "operation": r.operation, "deadline": r.deadline_ms,
                           "start": r.start_ms, "approval": r.approval.get("mode", "auto"),
                           "compensation_authority": r.compensation_authority} for r in sc.runs],
-                   source=sc.source, card=dict(sc.card), tags=list(sc.tags),
+                   source=portable_source(sc), card=dict(sc.card), tags=list(sc.tags),
                    expect=dict(sc.expect))
         world.schedule_events()
         for run in world.runs.values():
