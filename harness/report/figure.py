@@ -196,6 +196,8 @@ class _Figure:
         shown = own[:10]
         for e in shown:
             label = f"{e.service} {e.ref}" + (f" (release of {e.compensates})" if e.compensates else "")
+            if len(d.runs) > 1 and e.run:
+                label = f"{e.run}: {label}"
             self.effect_rows[(e.service, e.ref)] = remote_p.add(style.shorten(label, ROW_LABEL))
         self.more_effects_row = remote_p.add(f"{len(own) - len(shown)} more effects") \
             if len(own) > len(shown) else None
@@ -204,8 +206,9 @@ class _Figure:
         self.other_row = remote_p.add("other actors") if others else None
         self.key_rows: dict[str, float] = {}
         for k in d.knowledge[:14]:
-            label = style.shorten(k.key, ROW_LABEL - 8) + " (comp.)" if k.kind == "compensation" \
-                else style.shorten(k.key, ROW_LABEL)
+            prefix = f"{k.run}: " if len(d.runs) > 1 and k.run else ""
+            suffix = " (comp.)" if k.kind == "compensation" else ""
+            label = prefix + style.shorten(k.key, max(8, ROW_LABEL - len(prefix) - len(suffix))) + suffix
             self.key_rows[k.key] = know_p.add(label)
         self.more_keys = max(0, len(d.knowledge) - 14)
         return run_p, remote_p, know_p

@@ -33,7 +33,8 @@ th{background:#f5f5f5;font-weight:600}code,.mono{font-family:ui-monospace,Menlo,
 .pass{background:#2e7d32}.fail{background:#c62828}.unknown{background:#ef6c00}.auto{background:#6a1b9a}
 .muted{color:#757575}.warn{color:#b71c1c;font-weight:600}
 dl.card{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:6px 0}dl.card dt{font-weight:600;color:#455a64}dl.card dd{margin:0}
-dl.kv{margin:0}dl.kv dt{font-weight:600;color:#546e7a;font-size:12px}dl.kv dd{margin:0 0 4px 10px}
+dl.kv{margin:0;display:grid;grid-template-columns:max-content 1fr;gap:1px 10px}dl.kv dt{font-weight:600;color:#546e7a;font-size:12px}dl.kv dd{margin:0}
+td.id{white-space:nowrap}
 figure{margin:10px 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 .packet{display:grid;grid-template-columns:repeat(auto-fill,minmax(280px,1fr));gap:10px;margin:8px 0}
 .panel{border:1px solid #e0e0e0;border-radius:5px;padding:8px 10px;background:#fcfcfc;overflow-wrap:anywhere}
@@ -138,7 +139,7 @@ def index_html(items: list[Item]) -> str:
     for item in items:
         r = item.result
         inv = ", ".join(sorted({v.invariant for v in r.violations}))
-        rows.append(f'<tr><td><a href="#{e(anchor(item))}">{e(r.id)}</a></td><td>{e(r.title)}</td>'
+        rows.append(f'<tr><td class="id"><a href="#{e(anchor(item))}">{e(r.id)}</a></td><td>{e(r.title)}</td>'
                     f"<td>{badge(r.verdict)}</td><td>{e(r.disposition)}</td>"
                     f"<td><code>{e(inv) if inv else ''}</code></td></tr>")
     return ('<section id="scenarios"><h2>Scenarios</h2><table><tr><th>scenario</th><th>title</th>'

@@ -65,6 +65,7 @@ class Effect:
     service: str
     key: str | None
     cause: str
+    run: str | None          # None: another actor's
     start: int
     seq: int
     released: int | None = None
@@ -157,6 +158,7 @@ def lanes(events: list[dict]) -> Lanes:
             markers.append(Mark(t=t, seq=seq, kind=kind if kind in ("cancel", "deploy") else "world",
                                 label=label))
     runs, effects, transport, knowledge = [], [], [], []
+    owner = {p.seq: r.run for r in tl.runs for p in r.remote}
     remote_points = [p for r in tl.runs for p in r.remote] + list(tl.other_actors)
     released = {(p.service, p.key): p for p in remote_points if p.kind == "released"}
     released_ref = {(p.service, p.ref): p for p in remote_points if p.kind == "released"}
@@ -165,7 +167,7 @@ def lanes(events: list[dict]) -> Lanes:
             rel = released_ref.get((p.service, p.ref))
             corrects = released.get((p.service, p.key)) if p.key is not None else None
             effects.append(Effect(ref=str(p.ref), service=str(p.service or ""), key=p.key,
-                                  cause=p.cause or "adapter", start=p.t, seq=p.seq,
+                                  cause=p.cause or "adapter", run=owner.get(p.seq), start=p.t, seq=p.seq,
                                   released=rel.t if rel else None, released_seq=rel.seq if rel else None,
                                   compensates=corrects.ref if corrects is not None and corrects.ref != p.ref
                                   else None))
