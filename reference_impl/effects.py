@@ -469,25 +469,32 @@ async def _verify_release(s: Session, compensation: dict, row: matrix.Row, note:
 
 
 async def compensate(s: Session) -> matrix.Row | None:
-    """Cancellation after commit: prepare a separate, separately authorized release.
+    """Cancellation after commit: prepare a separate, separately authorized release, and
+    link it to the original (CONFIRMED -> COMPENSATION_PROPOSED). Resumable: a worker that
+    died after preparing the release finds the entry and completes the link.
     -> the matrix row that stops it (no release capability, authority not live), or None."""
     rec, original = s.record, entry_of(s, Role.PRIMARY)
     profile = await s.describe(original["service"])
     if not profile.get("compensation", False):
         return classify("compensation", "not_supported")
-    version = rec.contract["canonicalization_version"]
-    proposal = {"tenant": rec.tenant, "principal": rec.principal,
-                "compensates": original["semantic_key"], "ref": original["remote_ref"]}
-    phash = canonical.proposal_hash("release", proposal, version)
-    await s.call("platform", s.ports.authority.request(phash, "release", {"compensates": original["semantic_key"],
-                                                                       "ref": original["remote_ref"]}))
+    entry = entry_of(s, Role.COMPENSATION)
+    if entry is None:
+        version = rec.contract["canonicalization_version"]
+        proposal = {"tenant": rec.tenant, "principal": rec.principal,
+                    "compensates": original["semantic_key"], "ref": original["remote_ref"]}
+        intent = {**proposal, "proposal_hash": canonical.proposal_hash("release", proposal, version)}
+        entry = new_entry(s, kind="compensation", service=original["service"], operation="release",
+                          intent=intent, version=version, compensates=original["semantic_key"])
+    phash = entry["proposal_hash"]
     answer = await s.call("platform", s.ports.authority.check(phash, "release"))
+    if not answer["live"]:
+        await s.call("platform", s.ports.authority.request(
+            phash, "release", {"compensates": original["semantic_key"], "ref": original["remote_ref"]}))
+        answer = await s.call("platform", s.ports.authority.check(phash, "release"))
     if not answer["live"]:        # corrective authority is never inferred from the original's
         return ROW["compensation_denied"]
-    entry = new_entry(s, kind="compensation", service=original["service"], operation="release",
-                      intent={**proposal, "proposal_hash": phash}, version=version,
-                      compensates=original["semantic_key"])
-    await s.append(entry)
+    if entry["semantic_key"] not in s.ledger:
+        await s.append(entry)
     await s.append(evolve(s, original, _K.COMPENSATION_PROPOSED, f"compensation {entry['semantic_key']} proposed",
                           compensated_by=entry["semantic_key"]))
     await commit(s, RunState.COMPENSATING)

@@ -88,7 +88,8 @@ TABLE: tuple[Transition, ...] = (
                row=lambda f: f.primary.verdict),
     Transition(name="cancel_after_commit", section="Compensation as forward recovery",
                when=lambda f: (f.cancelled and f.primary.knowledge is _K.CONFIRMED
-                               and f.compensation is None), action="compensate"),
+                               and (f.compensation is None or f.compensation.knowledge is _K.PROPOSED)),
+               action="compensate"),
     Transition(name="compensation_exhausted", section="Keep retry budgets end to end",
                when=lambda f: _exhausted(f.compensation, f), action="finish",
                row=lambda f: "deadline_passed" if f.deadline_passed else "retry_budget_exhausted"),
@@ -98,7 +99,8 @@ TABLE: tuple[Transition, ...] = (
                section="Handoff rehearsal (third run): reconcile the corrective effect separately",
                when=lambda f: _unresolved(f.compensation) or (
                    f.compensation is not None and f.compensation.knowledge is _K.CONFIRMED
-                   and f.primary.knowledge is _K.COMPENSATION_PROPOSED and f.compensation.verdict is None),
+                   and f.primary.knowledge is _K.COMPENSATION_PROPOSED
+                   and f.compensation.verdict != "contradictory_evidence"),
                action="reconcile_compensation"),
     Transition(name="cancel_settled", section="Cancellation races: the terminal says whether effects remain",
                when=lambda f: f.cancelled, action="finish", row=_row("cancellation")),
