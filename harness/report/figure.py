@@ -521,14 +521,17 @@ class _Figure:
                               left=LEFT_IN / WIDTH_IN, right=1 - RIGHT_IN / WIDTH_IN,
                               top=1 - top_in / height, bottom=bottom_in / height, hspace=0.12)
         strip = fig.add_subplot(gs[0])
-        axes = [fig.add_subplot(gs[i + 1], sharex=strip) for i in range(3)]
+        axes = [fig.add_subplot(gs[i + 1]) for i in range(3)]   # x is already warped: no sharing
+        key = ("deadline", "cancel", "deploy", "crash")
+        xs, labels = self.axis.ticks(self.origin, [m.t for m in self.data.markers if m.kind in key],
+                                     min_gap=8.5)
         strip.set_ylim(0, 1)
         strip.set_yticks([0.5], ["faults & events"])
         for ax, p in zip(axes, panels):
             ax.set_ylim(-p.height + 0.4, 0.6)
             ax.set_yticks([r.y for r in p.rows], [r.label for r in p.rows])
-            ax.grid(axis="x", color="#eeeeee", linewidth=0.6, zorder=0)
-            ax.set_axisbelow(True)
+            ax.vlines(xs, 0, 1, transform=ax.get_xaxis_transform(), colors="#eeeeee", linewidths=0.6,
+                      zorder=0)
             ax.tick_params(axis="y", length=0, labelsize=FONT)
             ax.text(-0.005, 1.0, p.name.upper(), transform=ax.transAxes, ha="right", va="bottom",
                     fontsize=FONT, fontweight="bold", color="#37474f")
@@ -539,21 +542,18 @@ class _Figure:
         for ax in [strip] + axes:
             for side in ("top", "right"):
                 ax.spines[side].set_visible(False)
-            ax.tick_params(axis="x", labelbottom=False, length=0)
+            ax.set_xlim(0, 100)
+            ax.set_xticks([])
         strip.spines["left"].set_visible(False)
         strip.tick_params(axis="y", length=0)
-        strip.set_xlim(0, 100)
         self.draw_run(axes[0])
         self.draw_remote(axes[1])
         self.draw_knowledge(axes[2])
         self.draw_markers(axes, strip)
         notes = self.draw_violations({"strip": strip, "run": axes[0], "remote": axes[1],
                                       "knowledge": axes[2]})
-        key = ("deadline", "cancel", "deploy", "crash")
-        xs, labels = self.axis.ticks(self.origin, [m.t for m in self.data.markers if m.kind in key],
-                                     min_gap=8.5)
-        axes[2].tick_params(axis="x", labelbottom=True, length=3, labelsize=FONT)
         axes[2].set_xticks(xs, labels)
+        axes[2].tick_params(axis="x", length=3, labelsize=FONT)
         axes[2].set_xlabel("simulated time, scenario clock (bursts of activity are widened)",
                            fontsize=FONT, color="#616161")
         h = self.header
