@@ -243,6 +243,18 @@ def test_rerender_from_traces_only_checks_them_again(saved, tmp_path):
         for inv in {v.invariant for v in r.violations}:
             assert inv in row
     assert "Traces checked again from saved files." in index.read_text(encoding="utf-8")
+    assert "**Score" not in summary          # three adapters: no common score
+
+
+def test_traces_of_one_adapter_are_scored_with_the_rubric(saved, tmp_path):
+    _, traces, _ = saved
+    careful = [p for p in traces.iterdir() if '"adapter":"report_adapters:Careful"' in p.read_text()]
+    assert len(careful) == 3
+    index = render_inputs(careful, tmp_path / "out")
+    summary = (index.parent / "summary.md").read_text(encoding="utf-8")
+    assert re.search(r"\*\*Score \d+/20\*\*", summary)
+    assert "Where points were lost" in index.read_text(encoding="utf-8") or "No point was lost" in \
+        index.read_text(encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- bad inputs

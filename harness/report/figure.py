@@ -562,7 +562,7 @@ class _Figure:
         fig.text(0.01, 1 - 0.18 / height, style.shorten(f"{h.get('scenario')} — {h.get('title')}", 120),
                  fontsize=FONT + 4, fontweight="bold", va="top")
         fig.text(0.01, 1 - 0.48 / height,
-                 style.shorten(f"{verdict}   {disp}   seed {h.get('seed')}   adapter {h.get('adapter')}", 190),
+                 style.shorten(f"{verdict} · {disp} · seed {h.get('seed')} · adapter {h.get('adapter')}", 190),
                  fontsize=FONT + 1, va="top",
                  color={"PASS": "#1b5e20", "FAIL": "#b71c1c"}.get(verdict, "#e65100"))
         legend_h = height - top_in - 0.25
