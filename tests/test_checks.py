@@ -522,3 +522,47 @@ def test_strange_values_from_an_adapter_are_findings_not_crashes():
     assert res.verdict == "fail" and not res.notes
     assert {"PREP-01", "OWN-04"} <= {v.invariant for v in res.violations}
     assert fin in only(res, "OWN-04").events
+
+
+def _takeover_trace(zombie_confirms: bool):
+    """w1 prepares and stalls; w2 takes over, proves absence and reports no effect; then w1's
+    send lands. With ``zombie_confirms`` w1 had confirmed its lease right before the send and
+    stalled in it (only a fencing service could have stopped it); without, it sent later,
+    after a read, without confirming."""
+    b = TraceBuilder()
+    b.clean_prefix()                                 # ends with a checkpoint write: a confirmation
+    c = None
+    if zombie_confirms:
+        c = b.call(W1, "reservation", "reserve", key="k-1", intent=dict(SENT), retry_owner="caller")
+        b.emit("fault", "pause", worker=W1, call=c, boundary="before", resume_after_ms=200_000)
+    b.start(W2)
+    b.t = 60_100                                     # w1's lease (60 s) has expired
+    b.acquire(W2, 2, ttl=600_000)
+    b.io(W2, "reservation", "lookup", key="k-1",
+         value={"found": False, "record": None, "as_of": 61_000, "consistency": "strong", "in_flight": False})
+    rejected = b.append(W2, "k-1", "REJECTED", "SENT_UNKNOWN", 2)
+    claim = b.finish(W2, "FAILED_NO_EFFECT", effects=[("k-1", "REJECTED")])
+    if zombie_confirms:
+        b.emit("fault", "resume", worker=W1, call=c)
+    else:
+        b.io(W1, "ledger", "read", semantic_key="k-1", value={"entries": []})
+        c = b.call(W1, "reservation", "reserve", key="k-1", intent=dict(SENT), retry_owner="caller")
+    effect = b.emit("remote", "effect", service="reservation", op="commit", ref="R-9", key="k-1",
+                    intent=dict(SENT), fingerprint="f", cause="adapter", call=c)
+    b.result(c, value={"ref": "R-9", "intent": dict(SENT)})
+    return b, check_trace(b.end(finished="FAILED_NO_EFFECT")), c, (rejected, claim, effect)
+
+
+def test_a_stalled_send_that_only_fencing_could_stop_is_not_held_against_the_new_owner():
+    _, res, _, _ = _takeover_trace(zombie_confirms=True)
+    assert res.verdict == "pass", [(v.invariant, v.message) for v in res.violations]
+    assert any("only a service with fencing can stop that" in n for n in res.notes)
+
+
+def test_a_stale_send_without_confirming_ownership_is_the_zombies_fault():
+    b, res, c, (rejected, claim, effect) = _takeover_trace(zombie_confirms=False)
+    v = only(res, "OWN-01")
+    assert [describe(b.events, s) for s in v.events] == ["call:ledger.read", "call:reservation.reserve"]
+    assert v.events[1] == c and "without confirming ownership" in v.message
+    truth = sorted(v.events for v in res.violations if v.invariant == "TRUTH-01")
+    assert truth == [(rejected, effect), (claim, effect)]

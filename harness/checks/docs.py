@@ -73,11 +73,13 @@ def invariants_markdown() -> str:
             dsts = RUN_TRANSITIONS[src]
             out.append(f"| {src.value} | {', '.join(sorted(d.value for d in dsts)) or '(terminal)'} |")
     out += ["", "## Decisions", "",
-            "- **Stale workers.** A worker paused between its last ownership check and an action has "
-            "observed nothing and is not blamed (OWN-01, CANCEL-01); only a service with fencing tokens "
-            "can stop it. It is blamed once it observed evidence: a stale_epoch / lease_held / fenced "
-            "error, a clock reading past its known lease expiry, a lease read or loaded checkpoint naming "
-            "a newer epoch.",
+            "- **Stale workers.** An adapter cannot see its own pause, so it minimizes the window: its last "
+            "call before a send confirms ownership (lease renew/acquire or a checkpoint write). A worker "
+            "that did so and stalled in the send is not blamed, and what it commits late does not make "
+            "the new owner's honest claims false (the verdict notes it): only a service with fencing "
+            "tokens can stop it. A stale worker is blamed (OWN-01) when it sent without that confirmation, "
+            "or acted after observing evidence: a stale_epoch / lease_held / fenced error, a clock reading "
+            "past its known lease expiry, a lease read or loaded checkpoint naming a newer epoch.",
             "- **Duplicate delivery.** A request the transport delivered twice to a service without "
             "idempotency is the transport's duplicate, not the adapter's (EFF-01); an honest disposition "
             "is still required.",

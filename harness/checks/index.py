@@ -22,6 +22,8 @@ COMPENSATION_OPS: dict[str, frozenset[str]] = {"reservation": frozenset({"releas
 IDENTIFYING_READS = frozenset({"lookup", "search", "get_version", "wait_job"})
 #: Error codes that tell a worker it no longer owns the run.
 STALE_CODES = frozenset({"stale_epoch", "lease_held", "fenced"})
+#: Calls whose successful answer confirms the caller still owns the run.
+_CONFIRMATIONS = frozenset({("lease", "acquire"), ("lease", "renew"), ("checkpoints", "write")})
 #: Adapter faults decided by a wall-clock guard: they depend on the host's speed, so the
 #: run cannot be judged deterministically (verdict unknown, never a violation).
 WALL_CLOCK_FAULTS = frozenset({"step_timeout", "no_reply"})
@@ -156,6 +158,7 @@ class WorkerInfo:
     callbacks: list = field(default_factory=list)     # (seq, key)
     sleeps: list = field(default_factory=list)        # (call seq, ms, reason)
     appends: list = field(default_factory=list)       # ledger append call seqs
+    calls: list = field(default_factory=list)         # every port call seq, in order
     known_expiry: int | None = None
 
     def epoch_at(self, seq: int) -> tuple[int | None, int]:
@@ -211,6 +214,8 @@ class RunIndex:
     capability_changes: list = field(default_factory=list)
     budget_exhausted: dict | None = None
     end: dict | None = None
+    paused_calls: set = field(default_factory=set)     # call seqs a worker stalled in front of
+    confirmed: set = field(default_factory=set)        # call seqs that confirmed ownership (seen ok)
 
     # ---------------------------------------------------------------- small queries
     def knowledge_before(self, key: Any, seq: int) -> str | None:
@@ -381,6 +386,9 @@ def build(events: list[dict]) -> TraceIndex:
                     w.acquires.append((ev["seq"], ev["epoch"]))
             elif kind == "escalation":
                 run.escalations.append(ev)
+        elif lane == "fault":
+            if kind == "pause" and run is not None and ev.get("boundary") == "before":
+                run.paused_calls.add(ev.get("call"))
         elif lane == "world":
             if kind == "deploy":
                 ix.deploys.append(ev)
@@ -418,6 +426,9 @@ def build(events: list[dict]) -> TraceIndex:
 
 def _call(run: RunIndex, ev: dict, compensation_ops) -> None:
     run.calls[ev["seq"]] = ev
+    w = run.workers.get(ev["worker"])
+    if w is not None:
+        w.calls.append(ev["seq"])
     port, op = ev["port"], ev["op"]
     if op in EFFECT_OPS.get(port, ()):
         args = obj(ev.get("args"))
@@ -438,7 +449,6 @@ def _call(run: RunIndex, ev: dict, compensation_ops) -> None:
         run.dispatches.append(d)
         run.dispatch_at[d.seq] = d
     elif port == "clock" and op == "sleep":
-        w = run.workers.get(ev["worker"])
         if w is not None:
             args = obj(ev.get("args"))
             reason = args.get("reason")
@@ -463,6 +473,8 @@ def _result(run: RunIndex, ev: dict) -> None:
         if err.get("code") in STALE_CODES:
             w.stale.append(ev["seq"])
         return
+    if (port, op) in _CONFIRMATIONS:
+        run.confirmed.add(call["seq"])
     value = ev.get("value")
     if not isinstance(value, dict):
         return

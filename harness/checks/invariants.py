@@ -87,9 +87,48 @@ def _is_compensation(port, op) -> bool:
     return op in COMPENSATION_OPS.get(port, ())
 
 
-def _primary_effects(ix: TraceIndex, run: RunIndex) -> list[dict]:
-    """The commits that belong to the run's business intent, whichever run caused them."""
-    return ix.forward_effects(run.service, run.operation, run.intents)
+def _unfenced(ix: TraceIndex) -> dict[int, str]:
+    """Commits by a stale worker that had observed nothing (seq -> worker): a zombie that
+    stalled between its last ownership check and the send, or sent without knowing it had
+    been replaced. Only a service with fencing tokens can stop those, so they do not make
+    the new owner's honest claims false (a note records them); OWN-01 blames the zombie
+    when it had evidence."""
+    found = ix.memo.get("unfenced")
+    if found is not None:
+        return found
+    found = {}
+    for ev in ix.effects:
+        call = ix.calls.get(ev.get("call"))
+        run = ix.runs.get(call.get("run")) if call is not None else None
+        w = run.workers.get(call["worker"]) if run is not None else None
+        if w is None:
+            continue
+        epoch = w.epoch_at(call["seq"])[0]
+        if epoch is None or w.stale_evidence(call["seq"]) is not None:
+            continue
+        stale_call = not _live(run, epoch, call["seq"], call["t"])
+        stalled = call["seq"] in run.paused_calls and not _live(run, epoch, ev["seq"], ev["t"])
+        if (stale_call and _confirmed_just_before(run, w, call["seq"])) or (stalled and not stale_call):
+            found[ev["seq"]] = w.name
+            ix.memo.setdefault("notes", []).append(
+                f"{ev.get('ref')} (#{ev['seq']}) was committed by {w.name}, a stale worker that had observed "
+                "nothing: only a service with fencing can stop that; it is not held against later claims")
+    ix.memo["unfenced"] = found
+    return found
+
+
+def _own_effects(ix: TraceIndex, run: RunIndex) -> list[dict]:
+    """Commits of the run's operation caused by the run itself (late arrivals and proxy
+    retries included): what an absence claim is about."""
+    return [ev for ev in run.effects if ix.origin(ev) == (run.service, run.operation)]
+
+
+def _held_effects(ix: TraceIndex, run: RunIndex) -> list[dict]:
+    """Commits a presence claim may rest on: the run's own, or a commit of its intent under a
+    key the run sent (the service answered the run's request with an earlier record)."""
+    keys = {d.key for d in run.dispatches if d.role == "primary"}
+    return [ev for ev in ix.forward_effects(run.service, run.operation, run.intents)
+            if ev.get("run") == run.id or ev.get("key") in keys]
 
 
 def _lease_at(run: RunIndex, seq: int) -> dict | None:
@@ -170,12 +209,15 @@ def _truth(ix: TraceIndex) -> Iterator[Finding]:
             if false:
                 yield run.id, f"ledger says {e['key']} {k} at #{e['seq']}, but {false}", \
                     (e["seq"], *_truth_cites(ix, run, e["key"])), False
-        active = [ev for ev in _primary_effects(ix, run) if ev["ref"] not in ix.released_refs]
+        zombie = _unfenced(ix)
+        held = [ev for ev in _held_effects(ix, run) if ev["ref"] not in ix.released_refs]
+        active = [ev for ev in _own_effects(ix, run) if ev["ref"] not in ix.released_refs
+                  and ev["seq"] not in zombie]
         for f in run.finishes:
             if not f.get("accepted"):
                 continue
             claim = _CLAIM.get(f["disposition"])
-            if claim == "present" and not active:
+            if claim == "present" and not held:
                 yield run.id, f"{f['disposition']} at #{f['seq']} claims the effect remains, but no " \
                               f"effect of this run remains at the horizon", (f["seq"],), False
             elif claim == "absent" and active:
@@ -196,9 +238,10 @@ def _truth(ix: TraceIndex) -> Iterator[Finding]:
 
 
 def _key_effects(ix: TraceIndex, run: RunIndex, key) -> list[dict]:
-    """Commits under ``key`` of an intent of this run (a colliding key of another intent is not it)."""
+    """Commits under ``key`` that are this run's: caused by it, or of its intent (the service
+    answered the run with an earlier record); a colliding key of another intent is not it."""
     return [ev for ev in ix.effects if ev.get("key") == key and not _is_compensation(*ix.origin(ev))
-            and any(matches(ev.get("intent"), i) for i in run.intents)]
+            and (ev.get("run") == run.id or any(matches(ev.get("intent"), i) for i in run.intents))]
 
 
 def _truth_cites(ix: TraceIndex, run: RunIndex, key) -> tuple[int, ...]:
@@ -228,6 +271,8 @@ def _claim_false(ix: TraceIndex, run: RunIndex, key, k: str, entry: dict) -> str
             return ""
         return "" if effects else "no effect under that key ever took effect"
     if k == "REJECTED":
+        zombie = _unfenced(ix)
+        effects = [ev for ev in effects if ev["seq"] not in zombie and ev.get("run") == run.id]
         if effects:
             return f"{effects[0]['ref']} took effect under that key"
         return ""
@@ -504,6 +549,24 @@ def _own_01(ix: TraceIndex) -> Iterator[Finding]:
             if ev is not None:
                 yield run.id, f"{worker} (epoch {epoch}) {what} at #{cite} after #{ev} showed it no longer " \
                               f"owns the run", (ev, cite), False
+            elif seq in run.dispatch_at and not _confirmed_just_before(run, w, seq):
+                prev = _previous_call(w, seq)
+                yield run.id, f"{worker} (epoch {epoch}) {what} at #{cite} after its lease was lost, without " \
+                              f"confirming ownership right before the send", \
+                    tuple(s for s in (prev, cite) if s is not None), False
+
+
+def _previous_call(w, seq: int) -> int | None:
+    i = bisect_left(w.calls, seq)
+    return w.calls[i - 1] if i else None
+
+
+def _confirmed_just_before(run: RunIndex, w, seq: int) -> bool:
+    """The worker's call right before ``seq`` confirmed its ownership (a lease grant or renewal,
+    or a checkpoint compare-and-set under its epoch): the only window left is one a stall can
+    hit, which only a fencing service closes."""
+    prev = _previous_call(w, seq)
+    return prev is not None and prev in run.confirmed
 
 
 def _writes(run: RunIndex):
@@ -731,9 +794,10 @@ def _key_02(ix: TraceIndex) -> Iterator[Finding]:
 
 def _eff_01(ix: TraceIndex) -> Iterator[Finding]:
     groups: dict = {}
+    zombie = _unfenced(ix)
     for ev in ix.effects:                       # across runs: a second run is no excuse
         port, op = ix.origin(ev)
-        if _is_compensation(port, op):
+        if _is_compensation(port, op) or ev["seq"] in zombie:
             continue
         service = ev.get("service")
         if ev.get("cause") == "duplicate_delivery" and ix.profile(service).get("idempotency") == "none":
@@ -1111,1089 +1175,6 @@ def _exp_evidence(ix: TraceIndex) -> Iterator[Finding]:
             yield None, f"the scenario requires evidence {item!r}, which the trace does not contain", (), False
 
 
-# --------------------------------------------------------------------------- the tables as graphs
-_NONE = "(none)"
-
-
-def _graph(table, none_label: str | None = None, self_loops: Iterable = ()) -> nx.DiGraph:
-    g = nx.DiGraph()
-    for src, dsts in table.items():
-        u = none_label if src is None else getattr(src, "value", src)
-        g.add_node(u)
-        for dst in dsts:
-            g.add_edge(u, getattr(dst, "value", dst))
-    for s in self_loops:
-        g.add_edge(s, s)
-    return g
-
-
-#: RUN_TRANSITIONS as a graph; every non-terminal state may be rewritten to itself.
-RUN_GRAPH = _graph(RUN_TRANSITIONS, self_loops=[s.value for s in RunState if s not in TERMINAL_STATES])
-#: KNOWLEDGE_TRANSITIONS as a graph; ``(none)`` is "no entry yet".
-KNOWLEDGE_GRAPH = _graph(KNOWLEDGE_TRANSITIONS, none_label=_NONE)
-_TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
-_UNRESOLVED = frozenset(k.value for k in UNRESOLVED_KNOWLEDGE)
-_CLAIM = {s.value: c for s, c in DISPOSITION_EFFECT_CLAIM.items()}
-_NEEDS = {(getattr(a, "value", a), b.value): text for (a, b), text in KNOWLEDGE_EVIDENCE.items()}
-_KEPT_AFTER_CONFIRM = frozenset({"CONFIRMED", "COMPENSATION_PROPOSED", "COMPENSATED", "SENT_UNKNOWN"})
-_NON_RETRYABLE = frozenset({"validation_failed", "permission_denied", "intent_mismatch", "already_exists"})
-_PACKET_SECTIONS = ("header", "effects", "authority", "compatibility", "budget", "recommended")
-_STOP_STATES = frozenset({"MIGRATING", "PINNED", "WAITING_OPERATOR"}) | _TERMINAL
-_CONTRACT_FIELDS = ("schema_version", "canonicalization_version")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Invariant:
-    """One check: a stable id, a one-line statement, its rubric category, whether it is a
-    safety property (a correct design never fails it), the automatic-failure reason it can
-    raise, and the function that computes it."""
-
-    id: str
-    statement: str
-    category: str
-    safety: bool
-    auto_fail: str | None
-    check: Callable[[TraceIndex], Iterable[Finding]]
-    computed: str = ""      # how it is computed, for docs/invariants.md
-    evidence: str = ""      # what a violation cites
-
-    def __post_init__(self) -> None:
-        if self.category not in CATEGORIES:
-            raise ValueError(f"{self.id}: unknown category {self.category!r}")
-
-
-# --------------------------------------------------------------------------- helpers
-def _finish_call(f: dict) -> int:
-    """The seq of the finish call: evidence must precede it."""
-    return f.get("call") if isinstance(f.get("call"), int) else f["seq"]
-
-
-def _is_compensation(port, op) -> bool:
-    return op in COMPENSATION_OPS.get(port, ())
-
-
-def _primary_effects(ix: TraceIndex, run: RunIndex) -> list[dict]:
-    """The commits that belong to the run's business intent, whichever run caused them."""
-    return ix.forward_effects(run.service, run.operation, run.intents)
-
-
-def _lease_at(run: RunIndex, seq: int) -> dict | None:
-    i = bisect_left(run.lease_seqs, seq)
-    return run.leases[i - 1] if i else None
-
-
-def _live(run: RunIndex, epoch, seq: int, t: int) -> bool:
-    lease = _lease_at(run, seq)
-    return lease is not None and lease["epoch"] == epoch and lease["expires_at"] > t
-
-
-def _streams(run: RunIndex) -> list[list[Dispatch]]:
-    """Dispatches that repeat one effect: the same target (compensation) or the same key or
-    business intent (everything else), in seq order."""
-    groups: list[list[Dispatch]] = []
-    index: dict = {}
-    for d in run.dispatches:
-        if d.role == "compensation":
-            ids = [("target", d.service, d.target)]
-        else:
-            ids = [("intent", d.service, d.op, identity(d.intent))]
-            if d.key is not None:
-                ids.append(("key", d.service, d.op, d.key))
-        found = next((index[i] for i in ids if i in index), None)
-        if found is None:
-            found = len(groups)
-            groups.append([])
-        groups[found].append(d)
-        for i in ids:
-            index.setdefault(i, found)
-    return groups
-
-
-def _same_worker_pairs(run: RunIndex):
-    """Consecutive dispatches of one stream by one worker: (previous, next)."""
-    for stream in _streams(run):
-        last: dict[str, Dispatch] = {}
-        for d in stream:
-            prev = last.get(d.worker)
-            if prev is not None:
-                yield prev, d
-            last[d.worker] = d
-
-
-def _between(seqs, lo: int, hi: int) -> bool:
-    return any(lo < s < hi for s in seqs)
-
-
-def _backoff_between(run: RunIndex, worker: str, lo: int, hi: int) -> bool:
-    w = run.workers.get(worker)
-    return w is not None and any(lo < s < hi and reason.startswith("backoff") for s, _, reason in w.sleeps)
-
-
-def _read_between(run: RunIndex, worker: str, lo: int, hi: int) -> bool:
-    w = run.workers.get(worker)
-    return w is not None and any(lo < r.call_seq < hi for r in w.reads)
-
-
-def _append_between(run: RunIndex, worker: str, key, lo: int, hi: int) -> bool:
-    for e in run.ledger_by_key.get(key, ()):
-        if lo < e["seq"] < hi and e["worker"] == worker:
-            return True
-    return False
-
-
-# --------------------------------------------------------------------------- classification
-def _truth(ix: TraceIndex) -> Iterator[Finding]:
-    """TRUTH-01: claims against ground truth at the horizon."""
-    for run in ix.runs.values():
-        seen: set = set()
-        for e in run.ledger:
-            k, prev = e["knowledge"], e.get("previous")
-            if k == prev or k not in ("CONFIRMED", "REJECTED", "COMPENSATED") or (e["key"], k) in seen:
-                continue
-            seen.add((e["key"], k))
-            false = _claim_false(ix, run, e["key"], k, obj(e.get("entry")))
-            if false:
-                yield run.id, f"ledger says {e['key']} {k} at #{e['seq']}, but {false}", \
-                    (e["seq"], *_truth_cites(ix, run, e["key"])), False
-        active = [ev for ev in _primary_effects(ix, run) if ev["ref"] not in ix.released_refs]
-        for f in run.finishes:
-            if not f.get("accepted"):
-                continue
-            claim = _CLAIM.get(f["disposition"])
-            if claim == "present" and not active:
-                yield run.id, f"{f['disposition']} at #{f['seq']} claims the effect remains, but no " \
-                              f"effect of this run remains at the horizon", (f["seq"],), False
-            elif claim == "absent" and active:
-                refs = ", ".join(ev["ref"] for ev in active)
-                yield run.id, f"{f['disposition']} at #{f['seq']} claims no effect, but {refs} " \
-                              f"exists at the horizon", (f["seq"], *(ev["seq"] for ev in active)), False
-            entries = {}
-            for e in run.ledger:
-                if e["seq"] < f["seq"]:
-                    entries[e["key"]] = obj(e.get("entry"))
-            for key, k in effect_items(f.get("effects")):
-                if k not in ("CONFIRMED", "REJECTED", "COMPENSATED") or (key, k) in seen:
-                    continue
-                seen.add((key, k))
-                false = _claim_false(ix, run, key, k, obj(entries.get(key)))
-                if false:
-                    yield run.id, f"finish at #{f['seq']} lists {key} {k}, but {false}", (f["seq"],), False
-
-
-def _key_effects(ix: TraceIndex, run: RunIndex, key) -> list[dict]:
-    """Commits under ``key`` of an intent of this run (a colliding key of another intent is not it)."""
-    return [ev for ev in ix.effects if ev.get("key") == key and not _is_compensation(*ix.origin(ev))
-            and any(matches(ev.get("intent"), i) for i in run.intents)]
-
-
-def _truth_cites(ix: TraceIndex, run: RunIndex, key) -> tuple[int, ...]:
-    return tuple(ev["seq"] for ev in _key_effects(ix, run, key))[:3]
-
-
-def _claim_false(ix: TraceIndex, run: RunIndex, key, k: str, entry: dict) -> str:
-    """Why the claim ``key`` is ``k`` is false at the horizon ('' when it is true)."""
-    if entry.get("kind") == "compensation":
-        done = [ev for ev in run.released if ev.get("key") == key]
-        if k == "CONFIRMED" and not done:
-            return "no release under that key ever took effect"
-        if k == "REJECTED" and done:
-            return f"the release {done[0].get('release_ref')} took effect"
-        return ""
-    effects = _key_effects(ix, run, key)
-    ref = entry.get("remote_ref")
-    if k == "CONFIRMED":
-        if isinstance(ref, str) and ref:
-            rec = ix.effects_by_ref.get(ref)
-            if rec is None:
-                return f"no record {ref} exists"
-            reference = run.intent if entry.get("operation", run.operation) == run.operation \
-                else entry.get("intent")
-            if not matches(rec.get("intent"), reference):
-                return f"{ref} is a record of another intent ({_diff(rec.get('intent'), reference)})"
-            return ""
-        return "" if effects else "no effect under that key ever took effect"
-    if k == "REJECTED":
-        if effects:
-            return f"{effects[0]['ref']} took effect under that key"
-        return ""
-    if k == "COMPENSATED":
-        if not any(ev["ref"] in ix.released_refs for ev in effects):
-            return "the original effect was never released"
-    return ""
-
-
-def _diff(a, b) -> str:
-    if not isinstance(a, dict) or not isinstance(b, dict):
-        return "no intent"
-    fields = [f"{k}={a.get(k)!r}, not {v!r}" for k, v in b.items() if k != "proposal_hash" and a.get(k) != v]
-    return "; ".join(fields[:3])
-
-
-def _evid_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for e in run.ledger:
-            k = e["knowledge"]
-            if k == e.get("previous") or k not in ("CONFIRMED", "REJECTED", "COMPENSATED"):
-                continue
-            entry = obj(e.get("entry"))
-            named = any(isinstance(entry.get(f), list) and entry.get(f)
-                        for f in ("evidence", "reconciliation", "observations"))
-            missing = [] if named else ["the evidence it rests on"]
-            if k == "CONFIRMED" and entry.get("kind") == "effect" and not entry.get("remote_ref"):
-                missing.append("the remote reference")
-            if missing:
-                yield run.id, f"{e['key']} {k} at #{e['seq']} does not name {' or '.join(missing)}", \
-                    (e["seq"],), False
-
-
-def _retry_01(ix: TraceIndex) -> Iterator[Finding]:
-    """RETRY-01 (no evidence at all) and REC-01 (only a non-authoritative read) for redispatch."""
-    yield from _redispatch(ix, want="blind")
-
-
-def _redispatch(ix: TraceIndex, want: str) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for stream in _streams(run):
-            for i, d in enumerate(stream):
-                for prev in stream[:i]:
-                    f = resolve(ix, run, prev, d.worker, d.seq, "redispatch")
-                    if f.state == "present" and f.settled:
-                        break                       # EFF-02's business
-                    if f.state == "absent" and f.settled:
-                        continue
-                    kind = "weak" if f.strength == "weak" else "blind"
-                    if kind == want:
-                        outcome = _outcome(prev, d.worker, d.seq)
-                        if kind == "blind":
-                            yield run.id, f"{d.service}.{d.op} #{d.seq} by {d.worker} repeats #{prev.seq} " \
-                                          f"({outcome}) without an authoritative read showing absence", \
-                                (prev.seq, d.seq, *f.cites), True
-                        else:
-                            yield run.id, f"{d.service}.{d.op} #{d.seq} repeats #{prev.seq} ({outcome}) on " \
-                                          f"evidence that cannot prove absence: {f.why}", \
-                                (prev.seq, *f.cites, d.seq), False
-                    break
-
-
-def _outcome(d: Dispatch, worker: str, before: int) -> str:
-    r = d.result
-    if r is None:
-        return "never answered"
-    if r["seq"] > before:
-        return "still in flight"
-    if not r["delivered"]:
-        return "answer lost in a crash"
-    if r["ok"]:
-        return "accepted" if r["worker"] == worker else f"accepted, seen only by {r['worker']}"
-    err = r.get("error") or {}
-    tail = "" if r["worker"] == worker else f", seen only by {r['worker']}"
-    return f"{err.get('code')}, {'definite' if err.get('definite') else 'indefinite'}{tail}"
-
-
-def _cls_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for i, d in enumerate(run.dispatches):
-            r = d.result
-            if r is None or not r["delivered"] or r["ok"]:
-                continue
-            code = (r.get("error") or {}).get("code")
-            if code not in _NON_RETRYABLE:
-                continue
-            again = next((x for x in run.dispatches[i + 1:] if x.key == d.key and x.service == d.service
-                          and x.op == d.op), None)
-            if again is not None:
-                yield run.id, f"{code} at #{r['seq']} is not transient, yet {d.key} was sent again at " \
-                              f"#{again.seq}", (r["seq"], again.seq), False
-
-
-def _cls_02(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for i, d in enumerate(run.dispatches):
-            r = d.result
-            if r is None or not r["delivered"] or r["ok"]:
-                continue
-            err = r.get("error") or {}
-            if err.get("code") != "throttled":
-                continue
-            after = (err.get("details") or {}).get("retry_after_ms") or 0
-            nxt = next((x for x in run.dispatches[i + 1:] if x.key == d.key and x.op == d.op), None)
-            if nxt is not None and nxt.t < r["t"] + after:
-                yield run.id, f"throttled at #{r['seq']} asked to wait {after} ms; {d.key} was re-sent " \
-                              f"after {nxt.t - r['t']} ms (#{nxt.seq})", (r["seq"], nxt.seq), False
-
-
-def _auth_02(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        principal = run.intent.get("principal")
-        if principal is None:
-            continue
-        for d in run.dispatches:
-            if d.role == "secondary":
-                continue
-            p = d.intent.get("principal")
-            if p is not None and p != principal:
-                yield run.id, f"{d.service}.{d.op} #{d.seq} acts as {p!r}, not the run's principal " \
-                              f"{principal!r}", (d.seq,), False
-
-
-def _mig_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        cps = run.checkpoints
-        bad: dict[int, Finding] = {}
-        # Migration issues no effect: nothing is dispatched while a MIGRATING checkpoint is latest.
-        for i, cp in enumerate(cps):
-            if cp["state"] != "MIGRATING":
-                continue
-            record = dig(cp, "checkpoint", "migration")
-            if not (isinstance(record, dict) and "from" in record and "to" in record):
-                bad[cp["seq"]] = (run.id, f"MIGRATING checkpoint v{cp['version']} (#{cp['seq']}) has no "
-                                          f"migration record (from, to, changes)", (cp["seq"],), False)
-            done = next((c["seq"] for c in cps[i + 1:] if c["state"] != "MIGRATING"), None)
-            for d in run.dispatches:
-                if d.seq > cp["seq"] and (done is None or d.seq < done):
-                    bad[d.seq] = (run.id, f"{d.service}.{d.op} #{d.seq} dispatched during the migration "
-                                          f"started at #{cp['seq']}", (cp["seq"], d.seq), False)
-        # A worker whose code differs from the checkpoint's contract migrates, pins or stops first.
-        for w in run.workers.values():
-            base = None
-            for cp in cps:
-                if cp["seq"] > w.start_seq:
-                    break
-                base = cp
-            if base is None:
-                continue
-            contract = obj(dig(base, "checkpoint", "contract"))
-            changed = [f for f in _CONTRACT_FIELDS if f in w.env and contract.get(f) != w.env.get(f)]
-            if not changed:
-                continue
-            what = ", ".join(f"{f} {contract.get(f)} -> {w.env.get(f)}" for f in changed)
-            own = [cp for cp in cps if cp["worker"] == w.name]
-            migrated = next((cp["seq"] for cp in own if cp["state"] == "MIGRATING"), None)
-            completed = None if migrated is None else next(
-                (cp["seq"] for cp in cps if cp["seq"] > migrated and cp["state"] != "MIGRATING"), None)
-            for cp in own:
-                if migrated is not None and cp["seq"] >= migrated:
-                    break
-                if cp["state"] not in _STOP_STATES:
-                    bad.setdefault(cp["seq"], (run.id, f"{w.name} runs incompatible code ({what}) and wrote "
-                                                       f"{cp['state']} at #{cp['seq']} without migrating, pinning or "
-                                                       f"stopping", (base["seq"], cp["seq"]), False))
-                    break
-            for d in run.dispatches:
-                if d.worker == w.name and (completed is None or d.seq < completed):
-                    bad.setdefault(d.seq, (run.id, f"{w.name} runs incompatible code ({what}) and dispatched "
-                                                   f"#{d.seq} before a completed migration", (base["seq"], d.seq),
-                                           False))
-        for seq in sorted(bad):
-            yield bad[seq]
-
-
-# --------------------------------------------------------------------------- knowledge
-def _ledger_moves(ix: TraceIndex) -> Iterator[tuple[str, Finding]]:
-    """Every ledger append judged once: (invariant id, finding)."""
-    for run in ix.runs.values():
-        comp_by_orig: dict = {}
-        for key, entries in run.ledger_by_key.items():
-            entry = obj(entries[0].get("entry"))
-            if entry.get("kind") == "compensation":
-                comp_by_orig.setdefault(hashable(entry.get("compensates")), []).append(key)
-        for e in run.ledger:
-            prev, k, key = e.get("previous"), e["knowledge"], e["key"]
-            entry = obj(e.get("entry"))
-            u = _NONE if prev is None else prev
-            before = e.get("call") if isinstance(e.get("call"), int) else e["seq"]
-            if not KNOWLEDGE_GRAPH.has_edge(u, k):
-                if prev in PRESENT_KNOWLEDGE and entry.get("kind") != "compensation":
-                    yield "COMP-01", (run.id, f"the original effect {key} was rewritten {prev} -> {k} at "
-                                              f"#{e['seq']}", (e["seq"],), True)
-                else:
-                    yield "KNOW-01", (run.id, f"{key}: {u} -> {k} at #{e['seq']} is not a legal knowledge "
-                                              f"transition", (e["seq"],), False)
-                continue
-            need = _NEEDS.get((prev, k))
-            if need is None:
-                if k == "COMPENSATION_PROPOSED" and prev != k and not comp_by_orig.get(key):
-                    yield "COMP-01", (run.id, f"{key} moved to COMPENSATION_PROPOSED at #{e['seq']} but no "
-                                              f"compensation entry (kind compensation, compensates {key}) exists",
-                                      (e["seq"],), False)
-                continue
-            w = e["worker"]
-            if prev == "COMPENSATION_PROPOSED":
-                want = "CONFIRMED" if k == "COMPENSATED" else "REJECTED"
-                ok = any(run.knowledge_before(c, e["seq"]) == want for c in comp_by_orig.get(key, ()))
-                if not ok:
-                    yield "KNOW-02", (run.id, f"{key} {prev} -> {k} at #{e['seq']} needs {need}",
-                                      (e["seq"],), False)
-                continue
-            if k == "CONFIRMED":
-                f = presence(ix, run, key, w, before)
-                if f.state == "present" and f.settled:
-                    if f.strength == "authoritative" or f.strength == "definite" or f.strength == "durable":
-                        continue
-                inv, auto = _unwarranted_inv(f)
-                yield inv, (run.id, f"{key} {prev} -> CONFIRMED at #{e['seq']} without {need}"
-                                    + (f": {f.why}" if f.why else " (no response, no read)"),
-                            (e["seq"], *f.cites), auto and inv == "KNOW-02")
-                continue
-            mode = "claim" if k == "REJECTED" else "redispatch"
-            ok, f = absence(ix, run, key, w, before, mode)
-            if ok:
-                continue
-            inv, _ = _unwarranted_inv(f)
-            hint = " (a deadline passing is not evidence)" if prev == "SENT_UNKNOWN" and inv == "KNOW-02" else ""
-            yield inv, (run.id, f"{key} {prev} -> {k} at #{e['seq']} without {need}: dispatch "
-                                f"#{f.cites[0]} {f.why or 'has no such evidence'}{hint}",
-                        (e["seq"], *f.cites), False)
-
-
-def _unwarranted_inv(f) -> tuple[str, bool]:
-    if f.strength == "weak":
-        return "REC-01", False
-    if f.strength == "callback":
-        return "LATE-01", False
-    return "KNOW-02", True
-
-
-def _moves(inv_id: str):
-    def check(ix: TraceIndex) -> Iterator[Finding]:
-        for inv, finding in _ledger_moves_cached(ix):
-            if inv == inv_id:
-                yield finding
-    check.__name__ = f"_moves_{inv_id}"
-    return check
-
-
-def _ledger_moves_cached(ix: TraceIndex) -> list:
-    moves = ix.memo.get("moves")
-    if moves is None:
-        moves = ix.memo["moves"] = list(_ledger_moves(ix))
-    return moves
-
-
-def _rec_01(ix: TraceIndex) -> Iterator[Finding]:
-    yield from _moves("REC-01")(ix)
-    yield from _redispatch(ix, want="weak")
-
-
-# --------------------------------------------------------------------------- ownership
-def _own_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for seq, cite, t, worker, what in _writes(run):
-            w = run.workers.get(worker)
-            if w is None:
-                continue
-            epoch, _ = w.epoch_at(seq)
-            if epoch is None or _live(run, epoch, seq, t):
-                continue
-            ev = w.stale_evidence(seq)
-            if ev is not None:
-                yield run.id, f"{worker} (epoch {epoch}) {what} at #{cite} after #{ev} showed it no longer " \
-                              f"owns the run", (ev, cite), False
-
-
-def _writes(run: RunIndex):
-    """Every effect-bearing action: dispatches and knowledge-changing ledger appends, as
-    (seq of the call, seq to cite, t, worker, what)."""
-    out = [(d.seq, d.seq, d.t, d.worker, f"dispatched {d.service}.{d.op}") for d in run.dispatches]
-    for e in run.ledger:
-        if e["knowledge"] != e.get("previous"):
-            call = e.get("call") if isinstance(e.get("call"), int) else e["seq"]
-            out.append((call, e["seq"], e["t"], e["worker"], f"moved {e['key']} to {e['knowledge']}"))
-    out.sort()
-    return out
-
-
-def _own_02(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        actions = list(_writes(run))
-        actions += [(_finish_call(f), f["seq"], f["t"], f["worker"], f"finished {f['disposition']}")
-                    for f in run.finishes if f.get("accepted")]
-        reported: set = set()
-        for seq, cite, _t, worker, what in sorted(actions):
-            w = run.workers.get(worker)
-            if w is None or worker in reported:
-                continue
-            if w.epoch_at(seq)[0] is None:
-                reported.add(worker)
-                yield run.id, f"{worker} {what} at #{cite} without ever acquiring the lease", (cite,), False
-
-
-def _own_03(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        last_sv = None
-        for cp in run.checkpoints:
-            control = obj(dig(cp, "checkpoint", "control"))
-            if control.get("lease_epoch") != cp.get("epoch"):
-                yield run.id, f"checkpoint v{cp['version']} (#{cp['seq']}) names lease epoch " \
-                              f"{control.get('lease_epoch')} but was written under epoch {cp.get('epoch')}", \
-                    (cp["seq"],), False
-            if not _live(run, cp.get("epoch"), cp["seq"], cp["t"]):
-                yield run.id, f"the store accepted checkpoint v{cp['version']} (#{cp['seq']}) from epoch " \
-                              f"{cp.get('epoch')}, which was not the live lease", (cp["seq"],), False
-            sv = cp.get("state_version")
-            if isinstance(last_sv, int) and isinstance(sv, int) and sv <= last_sv:
-                yield run.id, f"checkpoint v{cp['version']} (#{cp['seq']}) has state_version {sv}, not above " \
-                              f"the previous {last_sv}", (cp["seq"],), False
-            last_sv = sv if isinstance(sv, int) else last_sv
-        for e in run.ledger:
-            w = run.workers.get(e["worker"])
-            if w is None:
-                continue
-            epoch, _ = w.epoch_at(e["seq"])
-            if epoch is not None and e.get("epoch") != epoch:
-                yield run.id, f"ledger entry {e['key']} (#{e['seq']}) names lease epoch {e.get('epoch')} but " \
-                              f"{w.name} holds epoch {epoch}", (e["seq"],), False
-
-
-def _ckpt_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for f in run.faults:
-            if f.get("fault") != "invalid_checkpoint":
-                continue
-            problems = [p for p in f.get("problems") or () if isinstance(p, str)]
-            core = [p for p in problems if p.startswith(("control.state_version", "control.owner",
-                                                         "control:", "record:"))]
-            text = "; ".join(core or problems)[:200]
-            if core:
-                yield run.id, f"checkpoint without version or owner at #{f['seq']}: {text}", (f["seq"],), True
-            else:
-                yield run.id, f"checkpoint rejected by the schema at #{f['seq']}: {text}", (f["seq"],), False
-
-
-def _retry_03(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        by_call: dict = {}
-        for ev in run.proxy_retries:
-            by_call.setdefault(ev.get("call"), []).append(ev["seq"])
-        for call, seqs in by_call.items():
-            yield run.id, f"a proxy re-sent call #{call} {len(seqs)} time(s): the call did not declare " \
-                          f"retry_owner='caller'", (call, *seqs), True
-        for prev, d in _same_worker_pairs(run):
-            if prev.key != d.key:
-                continue
-            if _append_between(run, d.worker, d.key, prev.seq, d.seq) or \
-                    _backoff_between(run, d.worker, prev.seq, d.seq) or \
-                    _read_between(run, d.worker, prev.seq, d.seq):
-                continue
-            yield run.id, f"{d.worker} re-sent {d.key} at #{d.seq} right after #{prev.seq} with no ledger " \
-                          f"record, backoff or read in between: an inner retry loop", (prev.seq, d.seq), True
-
-
-def _retry_02(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        counts: dict = {}
-        reported: set = set()
-        for d in run.dispatches:
-            if d.role == "compensation" and d.key is None:
-                continue
-            n = counts[d.key] = counts.get(d.key, 0) + 1
-            if run.deadline is not None and d.role != "compensation" and d.t >= run.deadline:
-                yield run.id, f"{d.service}.{d.op} #{d.seq} at {ix.fmt(d.t)} is past the run's deadline " \
-                              f"{ix.fmt(run.deadline)}", (d.seq,), False
-            if n < 2 or d.key in reported:
-                continue
-            ceiling, cp_seq = _ceiling(run, d)
-            if ceiling is None:
-                reported.add(d.key)
-                yield run.id, f"{d.key} was sent {n} times (#{d.seq}) but no checkpoint declared " \
-                              f"control.budgets.attempt_ceiling", (d.seq,), False
-            elif n > ceiling:
-                reported.add(d.key)
-                yield run.id, f"attempt {n} of {d.key} (#{d.seq}) exceeds the declared ceiling {ceiling}", \
-                    (cp_seq, d.seq), False
-        for prev, d in _same_worker_pairs(run):
-            if prev.key != d.key:
-                continue
-            if _backoff_between(run, d.worker, prev.seq, d.seq) or \
-                    _read_between(run, d.worker, prev.seq, d.seq):
-                continue
-            if not _append_between(run, d.worker, d.key, prev.seq, d.seq):
-                continue                         # RETRY-03 reports it as an inner retry
-            yield run.id, f"{d.worker} re-sent {d.key} at #{d.seq} after #{prev.seq} without a recorded " \
-                          f"backoff (clock.sleep reason 'backoff ...')", (prev.seq, d.seq), False
-
-
-def _ceiling(run: RunIndex, d: Dispatch):
-    for cp in reversed(run.checkpoints):
-        if cp["seq"] > d.seq:
-            continue
-        budgets = (obj(dig(cp, "checkpoint", "control"))).get("budgets") or {}
-        c = budgets.get("attempt_ceiling") if isinstance(budgets, dict) else None
-        if isinstance(c, dict):
-            c = c.get(d.key)
-        if isinstance(c, int) and not isinstance(c, bool):
-            return c, cp["seq"]
-    return None, None
-
-
-def _own_04(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for f in run.finishes:
-            if not f.get("accepted"):
-                continue
-            disp = f["disposition"]
-            listed = [k for _, k in effect_items(f.get("effects"))]
-            why = None
-            if _CLAIM.get(disp) == "unknown" or disp == "WAITING_OPERATOR":
-                why = disp
-            elif any(k in _UNRESOLVED for k in listed):
-                why = "an unresolved effect in its list"
-            elif disp in _TERMINAL:
-                open_keys = [k for k in run.ledger_keys_before(f["seq"])
-                             if run.knowledge_before(k, f["seq"]) in _UNRESOLVED]
-                if open_keys:
-                    why = f"{open_keys[0]} unresolved in the ledger"
-            if why is None:
-                continue
-            owner = f.get("next_owner")
-            if not (isinstance(owner, str) and owner.strip()):
-                yield run.id, f"finish {disp} at #{f['seq']} ({why}) names no next_owner", (f["seq"],), False
-            esc = [e for e in run.escalations if e["seq"] < f["seq"]]
-            if not esc:
-                yield run.id, f"finish {disp} at #{f['seq']} ({why}) was not escalated with a decision packet", \
-                    (f["seq"],), False
-                continue
-            packet = esc[-1].get("packet") or {}
-            missing = [s for s in _PACKET_SECTIONS if not isinstance(packet, dict) or s not in packet]
-            if missing:
-                yield run.id, f"the decision packet at #{esc[-1]['seq']} lacks {', '.join(missing)}", \
-                    (esc[-1]["seq"], f["seq"]), False
-
-
-# --------------------------------------------------------------------------- effect correctness
-def _prep_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for d in run.dispatches:
-            if d.key is None:
-                yield run.id, f"{d.service}.{d.op} #{d.seq} carries no semantic key", (d.seq,), False
-                continue
-            entries = run.ledger_by_key.get(d.key)
-            if not entries or entries[0]["seq"] > d.seq:
-                yield run.id, f"{d.service}.{d.op} #{d.seq} under {d.key} was sent before any ledger entry " \
-                              f"for that key", (d.seq,), False
-
-
-def _key_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        groups: dict = {}
-        for d in run.dispatches:
-            if d.role == "compensation":
-                continue
-            groups.setdefault((d.service, d.op, identity(d.intent)), []).append(d)
-        for ds in groups.values():
-            firsts: dict = {}
-            for d in ds:
-                firsts.setdefault(d.key, d)
-            if len(firsts) > 1:
-                keys = ", ".join(str(k) for k in firsts)
-                yield run.id, f"one {ds[0].op} intent was sent under {len(firsts)} keys ({keys})", \
-                    tuple(d.seq for d in firsts.values()), False
-
-
-def _key_02(ix: TraceIndex) -> Iterator[Finding]:
-    sent: dict = {}
-    recorded: dict = {}
-    for run in ix.runs.values():
-        for d in run.dispatches:
-            if d.key is None:
-                continue
-            full = identity({**d.intent, "_ph": d.intent.get("proposal_hash")})
-            first = sent.setdefault((d.service, d.key), (full, d, run.id))
-            if first[0] != full:
-                yield run.id, f"key {d.key} was sent with a changed intent at #{d.seq} (first with another " \
-                              f"intent at #{first[1].seq}{'' if first[2] == run.id else ' in ' + first[2]})", \
-                    (first[1].seq, d.seq), False
-                sent[(d.service, d.key)] = (full, d, run.id)
-        for e in run.ledger:
-            entry = obj(e.get("entry"))
-            b = identity(entry.get("intent"))
-            first = recorded.setdefault(e["key"], (b, e, run.id))
-            if first[0] != b:
-                yield run.id, f"ledger key {e['key']} recorded with a changed intent at #{e['seq']} (first at " \
-                              f"#{first[1]['seq']})", (first[1]["seq"], e["seq"]), False
-                recorded[e["key"]] = (b, e, run.id)
-
-
-def _eff_01(ix: TraceIndex) -> Iterator[Finding]:
-    groups: dict = {}
-    for ev in ix.effects:                       # across runs: a second run is no excuse
-        port, op = ix.origin(ev)
-        if _is_compensation(port, op):
-            continue
-        service = ev.get("service")
-        if ev.get("cause") == "duplicate_delivery" and ix.profile(service).get("idempotency") == "none":
-            continue                            # the transport's duplicate; no client can prevent it
-        groups.setdefault((service, op, identity(ev.get("intent"))), []).append(ev)
-    for evs in groups.values():
-        if len(evs) > 1:
-            refs = ", ".join(f"{e['ref']} ({e.get('cause')}, {e.get('run')})" for e in evs)
-            yield evs[1].get("run"), f"{len(evs)} effects for one business intent: {refs}", \
-                tuple(e["seq"] for e in evs), False
-
-
-def _eff_02(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for stream in _streams(run):
-            for i, d in enumerate(stream):
-                known = run.knowledge_before(d.key, d.seq) if d.key is not None else None
-                if known in PRESENT_KNOWLEDGE:
-                    e = next(x for x in run.ledger_by_key[d.key] if x["knowledge"] == known)
-                    yield run.id, f"{d.key} was {known} in the ledger (#{e['seq']}), yet sent again at " \
-                                  f"#{d.seq}", (e["seq"], d.seq), False
-                    continue
-                for prev in stream[:i]:
-                    f = resolve(ix, run, prev, d.worker, d.seq, "redispatch")
-                    if f.state == "present" and f.settled:
-                        yield run.id, f"{d.worker} knew #{prev.seq} took effect ({f.why}), yet sent it again " \
-                                      f"at #{d.seq}", (prev.seq, *f.cites, d.seq), False
-                        break
-
-
-def _evt_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        releases: dict = {}
-        for ev in run.released:
-            releases.setdefault(ev.get("ref"), []).append(ev["seq"])
-        reported = set()
-        for ref, seqs in releases.items():
-            if len(seqs) > 1:
-                reported.add(ref)
-                yield run.id, f"{ref} was released {len(seqs)} times: one cancellation, several compensations", \
-                    tuple(seqs), False
-        keys_by_target: dict = {}
-        for d in run.dispatches:
-            if d.role == "compensation" and d.target not in reported:
-                keys_by_target.setdefault(d.target, {}).setdefault(d.key, d.seq)
-        for target, keys in keys_by_target.items():
-            if len(keys) > 1:
-                yield run.id, f"{len(keys)} compensation keys for {target} ({', '.join(map(str, keys))})", \
-                    tuple(keys.values()), False
-        comp: dict = {}
-        for key, entries in run.ledger_by_key.items():
-            entry = obj(entries[0].get("entry"))
-            if entry.get("kind") == "compensation":
-                comp.setdefault(hashable(entry.get("compensates")), []).append((key, entries[0]["seq"]))
-        for orig, keys in comp.items():
-            if len(keys) > 1 and not keys_by_target:
-                yield run.id, f"{len(keys)} compensation entries for {orig}: " \
-                              f"{', '.join(k for k, _ in keys)}", tuple(s for _, s in keys), False
-        yield from _retry_admissions(run)
-
-
-def _retry_admissions(run: RunIndex) -> Iterator[Finding]:
-    waits = [f["seq"] for f in run.finishes if f.get("accepted") and f["disposition"] == "WAITING_RETRY"]
-    if not waits:
-        return
-    primary = [d for d in run.dispatches if d.role == "primary"]
-    for k, start in enumerate(waits):
-        stop = waits[k + 1] if k + 1 < len(waits) else None
-        period = [d for d in primary if d.seq > start and (stop is None or d.seq < stop)]
-        if not period:
-            continue
-        first = period[0]
-        ids = []
-        for ev in run.inbox:
-            if ev["seq"] > first.seq:
-                break
-            event = ev["event"]
-            if event.get("type") == "retry" and event.get("event_id") not in ids:
-                ids.append(event.get("event_id"))
-        if len(ids) < k + 1:
-            yield run.id, f"attempt #{first.seq} after WAITING_RETRY #{start} has no retry request of its own " \
-                          f"({len(ids)} distinct retry event(s) for {k + 1} admission(s))", (start, first.seq), False
-        for a, b in zip(period, period[1:]):
-            r = a.result
-            if r is not None and r["delivered"] and not r["ok"] and (r.get("error") or {}).get("definite"):
-                yield run.id, f"one retry request admitted two attempts (#{a.seq} failed definitely, #{b.seq} " \
-                              f"tried again)", (a.seq, b.seq), False
-                break
-
-
-def _auth_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for d in run.dispatches:
-            if d.role == "secondary" or (d.role == "primary" and run.approval == "none"):
-                continue
-            phash = d.intent.get("proposal_hash", d.args.get("proposal_hash"))
-            bound = [a for a in run.approvals if a["seq"] < d.seq and a.get("proposal_hash") == phash
-                     and a.get("action") == d.op]
-            if not bound:
-                yield run.id, f"{d.service}.{d.op} #{d.seq} has no approval bound to proposal hash {phash!r}", \
-                    (d.seq,), False
-                continue
-            reasons = []
-            for a in reversed(bound):
-                if a.get("expires_at", 0) <= d.t:
-                    reasons.append((a["seq"], f"approval {a.get('approval_id')} expired at {ix.fmt(a['expires_at'])}"))
-                elif _between(run.revokes, a["seq"], d.seq):
-                    reasons.append((a["seq"], f"approval {a.get('approval_id')} was revoked"))
-                elif _between(run.capability_changes, a["seq"], d.seq):
-                    reasons.append((a["seq"], f"the capability version changed after approval "
-                                              f"{a.get('approval_id')}"))
-                else:
-                    reasons = []
-                    break
-            if reasons:
-                seq, why = reasons[0]
-                yield run.id, f"{d.service}.{d.op} #{d.seq} without a live approval: {why}", (seq, d.seq), False
-
-
-def _comp_01(ix: TraceIndex) -> Iterator[Finding]:
-    yield from _moves("COMP-01")(ix)
-    for run in ix.runs.values():
-        originals = {k for k, es in run.ledger_by_key.items() if dig(es[0], "entry", "kind") == "effect"}
-        originals |= {d.key for d in run.dispatches if d.role != "compensation" and d.key is not None}
-        for d in run.dispatches:
-            if d.role == "compensation" and (d.key is None or d.key in originals):
-                yield run.id, f"release #{d.seq} reuses the original effect's key {d.key}: compensation " \
-                              f"is a separate effect with its own key", (d.seq,), True
-        for key, entries in run.ledger_by_key.items():
-            entry = obj(entries[0].get("entry"))
-            if entry.get("kind") == "compensation" and hashable(entry.get("compensates")) not in run.ledger_by_key:
-                yield run.id, f"compensation entry {key} (#{entries[0]['seq']}) does not link the effect it " \
-                              f"compensates", (entries[0]["seq"],), False
-        records = [(cp["seq"], dig(cp, "checkpoint", "effects"), f"checkpoint v{cp['version']}")
-                   for cp in run.checkpoints]
-        records += [(f["seq"], f.get("effects"), f"finish {f['disposition']}")
-                    for f in run.finishes if f.get("accepted")]
-        for seq, items, what in records:
-            for key, k in effect_items(items):
-                if key not in run.ledger_by_key:
-                    continue
-                known = run.knowledge_before(key, seq)
-                if known in PRESENT_KNOWLEDGE and k not in _KEPT_AFTER_CONFIRM:
-                    yield run.id, f"{what} (#{seq}) reports the effect {key} as {k} although the ledger " \
-                                  f"has it {known}", (seq,), True
-
-
-def _hist_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for f in run.faults:
-            if f.get("fault") == "invalid_effect_entry":
-                text = "; ".join(p for p in f.get("problems") or () if isinstance(p, str))[:200]
-                yield run.id, f"effect entry rejected by the schema at #{f['seq']}: {text}", (f["seq"],), False
-        prev = None
-        for cp in run.checkpoints:
-            keys = set(effect_keys(dig(cp, "checkpoint", "effects")))
-            if prev is not None:
-                for key in effect_keys(dig(prev, "checkpoint", "effects")):
-                    if key not in keys and run.knowledge_before(key, cp["seq"]) in _UNRESOLVED:
-                        yield run.id, f"checkpoint v{cp['version']} (#{cp['seq']}) dropped the unresolved " \
-                                      f"effect {key} that v{prev['version']} carried", (prev["seq"], cp["seq"]), False
-            prev = cp
-
-
-# --------------------------------------------------------------------------- disposition
-def _disp_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        if run.disposition() is None and run.budget_exhausted is not None and not _blocking_faults(run):
-            yield run.id, f"the platform gave up restarting after {run.budget_exhausted.get('workers')} workers " \
-                          f"without a terminal or waiting disposition", (run.budget_exhausted["seq"],), False
-
-
-def _blocking_faults(run: RunIndex) -> list[dict]:
-    return [f for f in run.faults if f.get("fault") not in RECORD_FAULTS and not _unjudgeable(f)]
-
-
-def _unjudgeable(fault: dict) -> bool:
-    return fault.get("fault") in WALL_CLOCK_FAULTS or \
-        str(fault.get("message", "")).startswith("cannot start adapter command")
-
-
-def _adapter_fault(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for f in _blocking_faults(run):
-            yield run.id, f"{f.get('worker')}: {f.get('fault')}: {str(f.get('message', ''))[:160]}", \
-                (f["seq"],), False
-
-
-def _cancel_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for d in run.dispatches:
-            if d.role != "primary":
-                continue
-            seen = run.cancel_known(d.worker, d.seq)
-            if seen is not None:
-                yield run.id, f"{d.service}.{d.op} #{d.seq} is new work after the cancellation known at #{seen}", \
-                    (seen, d.seq), False
-
-
-def _cancel_02(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        terminal = next((cp["seq"] for cp in run.checkpoints if cp["state"] in _TERMINAL), None)
-        for f in run.finishes:
-            disp = f["disposition"]
-            if not f.get("accepted") or disp not in _TERMINAL:
-                continue
-            call = _finish_call(f)
-            if disp.startswith("CANCELLED_"):
-                if run.cancel_delivered(call) is None:
-                    yield run.id, f"{disp} at #{f['seq']} but no cancellation was ever received", (f["seq"],), False
-            else:
-                seen = run.cancel_known(f["worker"], call)
-                first = run.cancel_delivered(call)
-                if terminal is not None and first is not None and first > terminal:
-                    continue                    # cancelled after the run was already terminal
-                if seen is not None:
-                    yield run.id, f"{disp} at #{f['seq']} hides the cancellation known at #{seen}", \
-                        (seen, f["seq"]), False
-
-
-def _disp_02(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for f in run.finishes:
-            if not f.get("accepted") or f["disposition"] not in _TERMINAL:
-                continue
-            listed = dict(effect_items(f.get("effects")))
-            problems = []
-            for key in run.ledger_keys_before(f["seq"]):
-                known = run.knowledge_before(key, f["seq"])
-                if key not in listed:
-                    problems.append(f"{key} ({known}) is missing")
-                elif listed[key] != known:
-                    problems.append(f"{key} is listed {listed[key]}, the ledger says {known}")
-            if problems:
-                yield run.id, f"finish {f['disposition']} at #{f['seq']}: {'; '.join(problems[:3])}", \
-                    (f["seq"],), False
-
-
-def _truth_02(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        for f in run.finishes:
-            disp = f["disposition"]
-            claim = _CLAIM.get(disp)
-            if not f.get("accepted") or claim in (None, "unknown"):
-                continue
-            w, call = f["worker"], _finish_call(f)
-            keys = run.primary_keys(call)
-            if claim == "present":
-                if any(run.knowledge_before(k, call) in ("CONFIRMED", "COMPENSATION_PROPOSED") for k in keys):
-                    continue
-                best = None
-                for k in keys:
-                    p = presence(ix, run, k, w, call)
-                    if p.state == "present" and p.settled:
-                        best = p
-                        break
-                if best is None:
-                    yield run.id, f"{disp} at #{f['seq']} claims the effect exists without a confirmed ledger " \
-                                  f"entry or an authoritative observation: an exactly-once claim", (f["seq"],), True
-                continue
-            for k in keys:
-                if run.knowledge_before(k, call) in ("REJECTED", "COMPENSATED"):
-                    continue
-                ok, why = absence(ix, run, k, w, call, "claim")
-                if not ok:
-                    yield run.id, f"{disp} at #{f['seq']} claims no effect, but dispatch #{why.cites[0]} of {k} " \
-                                  f"is unresolved ({why.why or 'no evidence of absence'})", \
-                        (why.cites[0], f["seq"]), False
-                    break
-
-
-def _term_01(ix: TraceIndex) -> Iterator[Finding]:
-    for run in ix.runs.values():
-        prev = "INTAKE"
-        terminal_at = None
-        terminal_state = None
-        for cp in run.checkpoints:
-            state = cp["state"]
-            if terminal_at is not None:
-                yield run.id, f"checkpoint {state} at #{cp['seq']} after the terminal record at #{terminal_at}", \
-                    (terminal_at, cp["seq"]), False
-                break
-            if not RUN_GRAPH.has_edge(prev, state):
-                yield run.id, f"checkpoint v{cp['version']} (#{cp['seq']}): {prev} -> {state} is not a legal " \
-                              f"run-state transition", (cp["seq"],), False
-            prev = state
-            if state in _TERMINAL:
-                terminal_at, terminal_state = cp["seq"], state
-        for f in run.finishes:
-            if not f.get("accepted"):
-                continue
-            if terminal_state is not None and f["seq"] > terminal_at and f["disposition"] != terminal_state:
-                yield run.id, f"finish {f['disposition']} at #{f['seq']} contradicts the terminal checkpoint " \
-                              f"{terminal_state} at #{terminal_at}", (terminal_at, f["seq"]), False
-            if f["disposition"] in _TERMINAL and (terminal_at is None or f["seq"] < terminal_at):
-                terminal_at = f["seq"]
-        if terminal_at is None:
-            continue
-        for e in run.ledger:
-            if e["seq"] <= terminal_at or e["knowledge"] == e.get("previous"):
-                continue
-            w = run.workers.get(e["worker"])
-            epoch = w.epoch_at(e["seq"])[0] if w else None
-            if (epoch is not None and _live(run, epoch, e["seq"], e["t"])) or \
-                    (w is not None and w.stale_evidence(e["seq"]) is not None):
-                yield run.id, f"{e['key']} moved to {e['knowledge']} at #{e['seq']} after the run was terminal " \
-                              f"(#{terminal_at})", (terminal_at, e["seq"]), False
-                break
-
-
-# --------------------------------------------------------------------------- expectations
-def _exp_disposition(ix: TraceIndex) -> Iterator[Finding]:
-    allowed = (ix.header.get("expect") or {}).get("dispositions")
-    if not allowed:
-        return
-    for run in ix.runs.values():
-        disp = run.disposition()
-        if disp is not None and disp not in allowed:
-            last = [f["seq"] for f in run.finishes if f.get("accepted")]
-            yield run.id, f"disposition {disp} is not one the scenario allows ({', '.join(allowed)})", \
-                tuple(last[-1:]), False
-
-
-def _exp_effects(ix: TraceIndex) -> Iterator[Finding]:
-    want = (ix.header.get("expect") or {}).get("remote_effects")
-    if want is None:
-        return
-    forward = {(run.service, run.operation) for run in ix.runs.values()}
-    per_run: dict = {rid: [] for rid in ix.runs}
-    total = []
-    for ev in ix.effects:
-        if ix.origin(ev) in forward:
-            total.append(ev["seq"])
-            per_run.setdefault(ev.get("run"), []).append(ev["seq"])
-    if isinstance(want, bool):
-        return
-    if isinstance(want, int):
-        if len(total) != want:
-            yield None, f"{len(total)} remote effect(s) committed; the scenario expects {want}", tuple(total), False
-    elif isinstance(want, dict):
-        lo, hi = want.get("min"), want.get("max")
-        if lo is not None or hi is not None:
-            if (lo is not None and len(total) < lo) or (hi is not None and len(total) > hi):
-                yield None, f"{len(total)} remote effect(s) committed; the scenario expects between " \
-                            f"{lo if lo is not None else 0} and {hi if hi is not None else 'any'}", tuple(total), False
-        for rid, n in want.items():
-            if rid in per_run and isinstance(n, int) and len(per_run[rid]) != n:
-                yield rid, f"{len(per_run[rid])} remote effect(s) committed by {rid}; the scenario expects {n}", \
-                    tuple(per_run[rid]), False
-
-
-def _exp_evidence(ix: TraceIndex) -> Iterator[Finding]:
-    wanted = (ix.header.get("expect") or {}).get("evidence")
-    if not wanted:
-        return
-    have: set = set()
-    calls = {seq: call for run in ix.runs.values() for seq, call in run.calls.items()}
-    for ev in ix.events:
-        kind = ev["kind"]
-        have.add(kind)
-        if kind == "result" and ev.get("delivered"):
-            call = calls.get(ev.get("call"))
-            if call is not None:
-                have.add(f"{call['port']}.{call['op']}")
-        elif kind == "ledger":
-            have.add(f"ledger:{ev['knowledge']}")
-        elif kind == "checkpoint":
-            have.add(f"checkpoint:{ev['state']}")
-        elif kind == "finish" and ev.get("accepted"):
-            have.add(f"finish:{ev['disposition']}")
-    for item in wanted:
-        if isinstance(item, str) and item not in have:
-            yield None, f"the scenario requires evidence {item!r}, which the trace does not contain", (), False
-
-
 # --------------------------------------------------------------------------- the tables
 def _inv(id, statement, category, safety, auto_fail, check, computed, evidence) -> Invariant:
     return Invariant(id=id, statement=statement, category=category, safety=safety, auto_fail=auto_fail,
@@ -2209,9 +1190,9 @@ INVARIANTS: tuple[Invariant, ...] = (
          "its effects list is compared with the remote lane at the end of the trace: CONFIRMED needs a "
          "commit under the key (or the named remote_ref, whose intent must match the run's on every "
          "business field); REJECTED needs no commit under the key, ever, late arrivals included; "
-         "COMPENSATED needs a release of the original; present/absent is whether an effect of the run's "
-         "operation whose intent matches the run's on every business field remains unreleased (whichever "
-         "run caused it; other actors never count).",
+         "COMPENSATED needs a release of the original; an absence claim is false when an effect of the "
+         "run's operation caused by the run remains unreleased, a presence claim when none of its own or of "
+         "its intent under a key it sent remains (other actors never count).",
          "the claim (ledger or finish event) and the remote commits that contradict it"),
     _inv("EVID-01", "A resolved ledger entry names its evidence, and a confirmation its remote reference.",
          "classification", False, None, _evid_01,
@@ -2292,8 +1273,10 @@ INVARIANTS: tuple[Invariant, ...] = (
          "A dispatch or knowledge-changing ledger append by a worker whose epoch is not the live lease, after "
          "that worker had observed evidence of losing it since its last acquisition (a stale_epoch, "
          "lease_held or fenced error; a clock reading past its known lease expiry; a lease read or a loaded "
-         "checkpoint naming a newer epoch). A zombie paused between its last check and the action observed "
-         "nothing and is not counted: only a service with fencing can stop it.",
+         "checkpoint naming a newer epoch); and a dispatch by such a worker whose call right before the send "
+         "was not a successful ownership confirmation (lease acquire/renew, checkpoint write). A worker that "
+         "confirmed ownership and stalled in the send itself is not counted, and its commit is not held "
+         "against the new owner's claims (a note records it): only a service with fencing can stop it.",
          "the evidence of lost ownership, the action"),
     _inv("RETRY-03", "One retry owner: no inner client retry, no proxy retry.", "ownership", True,
          "two retry owners", _retry_03,

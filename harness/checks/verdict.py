@@ -47,6 +47,7 @@ def check_trace(events: list[dict], *, trace_path: str | None = None) -> Scenari
         if n > MAX_PER_INVARIANT:
             notes.append(f"{inv_id}: {n - MAX_PER_INVARIANT} more violation(s) in {run or 'the scenario'} "
                          "not listed")
+    notes.extend(ix.memo.get("notes", ()))
     unknown = any(n.endswith("please report it with the trace") for n in notes)
     if ix.end is None:
         notes.append("the trace has no end event (truncated?): runs cannot be judged to the horizon")
