@@ -18,7 +18,7 @@ from .effects import Role, entry_of, fact_of, role_of
 from .inbox import absorb, retry_intents
 from .matrix import ROW, classify
 from .packet import build
-from .session import FencedOut, Session, StoreDown
+from .session import FencedOut, Session, StaleView, StoreDown
 from .transitions import Facts, Transition, choose
 
 _K, _S = Knowledge, RunState
@@ -26,26 +26,36 @@ _K, _S = Knowledge, RunState
 
 class ReferenceAdapter:
     async def run(self, ports) -> None:
-        s = Session(ports)
-        try:
-            if await bootstrap(s):
-                while not s.finished:
-                    facts = await observe(s)
-                    transition = choose(facts)
-                    await ACTIONS[transition.action](s, facts, transition)
-        except FencedOut as fenced:
-            # lease loss / stale checkpoint: another owner exists. Write nothing, dispatch
-            # nothing; the finish is recorded by the platform as stale (not accepted).
-            await s.finish(_S.WAITING_OPERATOR, next_owner="the current lease owner",
-                           reason=f"{fenced.row.name}: {fenced.error.message}")
-        except StoreDown as down:
-            await _store_down(s, down)
+        row = ROW["stale_checkpoint"]
+        rereads: tuple[str, ...] = ()
+        for _ in range(row.attempt_ceiling):
+            s = Session(ports, rereads)            # a reread starts from durable state only
+            try:
+                if await bootstrap(s):
+                    while not s.finished:
+                        facts = await observe(s)
+                        transition = choose(facts)
+                        await ACTIONS[transition.action](s, facts, transition)
+                return
+            except StaleView as stale:             # no other owner: reread and reclassify
+                rereads += (stale.row.name,)
+            except FencedOut as fenced:
+                # another owner exists. Write nothing, dispatch nothing; the finish is
+                # recorded by the platform as stale (not accepted).
+                await s.finish(_S.WAITING_OPERATOR, next_owner="the current lease owner",
+                               reason=f"{fenced.row.name}: {fenced.error.message}")
+                return
+            except StoreDown as down:
+                await _stop(s, down.row, f"{down.row.name}: {down.call.port}.{down.call.op} "
+                                         f"{down.error.code}")
+                return
+        await _stop(s, row, f"{row.name}: the checkpoint kept moving under this lease holder")
 
 
-async def _store_down(s: Session, down: StoreDown) -> None:
-    reason = f"{down.row.name}: {down.call.port}.{down.call.op} {down.error.code}"
+async def _stop(s: Session, row: matrix.Row, reason: str) -> None:
+    """The platform cannot support the run: escalate what is known and wait for an operator."""
     try:
-        packet = build(s, row=down.row, disposition=_S.WAITING_OPERATOR, next_owner="platform",
+        packet = build(s, row=row, disposition=_S.WAITING_OPERATOR, next_owner="platform",
                        reason=reason, now=await s.now()) if s.record else None
         if packet is not None:
             await s.escalate(packet)

@@ -79,9 +79,11 @@ async def bootstrap(s: Session) -> bool:
         await s.commit(RESUME.get(s.record.state, s.record.state))
 
     # 6. Restore budgets, deadline, and retry counters (declared ceilings are this code's).
-    s.record = s.record.evolve(budgets={**s.record.budgets,
-                                        "reconcile_read_ceiling": matrix.RECONCILE_READ_CEILING,
-                                        "approval_request_ceiling": matrix.APPROVAL_REQUEST_CEILING})
+    budgets = {**s.record.budgets, "reconcile_read_ceiling": matrix.RECONCILE_READ_CEILING,
+               "approval_request_ceiling": matrix.APPROVAL_REQUEST_CEILING}
+    if s.rereads:
+        budgets["rereads"] = [*budgets.get("rereads", []), *s.rereads]
+    s.record = s.record.evolve(budgets=budgets)
 
     # 7. Validate identity, delegation, capability, and approval references: the approval
     #    must be live and bound to the frozen proposal hash (a loaded approval is not authority).

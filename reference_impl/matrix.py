@@ -27,6 +27,7 @@ TRANSIENT_CEILING = 4           # consecutive tries of one platform call
 RECONCILE_READ_CEILING = 40     # reconciliation reads per run
 APPROVAL_REQUEST_CEILING = 2    # approval requests per proposal (the first and one re-request)
 LEASE_WAIT_CEILING = 3          # waits for another owner's lease to expire
+REREAD_CEILING = 3              # rereads of a checkpoint that moved under a lease holder
 LEASE_TTL_MS = 60_000
 BACKOFF_BASE_MS = 1_000         # backoff = base * 2^(n-1) + seeded jitter
 BACKOFF_CAP_MS = 30_000
@@ -48,6 +49,8 @@ class Action(str, Enum):
     WAIT_LEASE = "sleep until the other owner's lease expires, then acquire again"
     STOP = "no further effect; finish with the disposition the evidence supports"
     FENCE_OUT = "another owner exists: write nothing, dispatch nothing, stop this worker"
+    REREAD = "still the lease holder: reread durable state and reclassify (bootstrap again)"
+    REACQUIRE = "the lease lapsed and nobody took over: acquire a new epoch and reread"
     MIGRATE_PIN_OR_STOP = "migrate with a tested migration, else pin, else stop"
     BLOCK_NEW_WORK = "no new effect; reconcile in-flight effects; consider compensation"
     RECORD_DUPLICATE = "record the duplicate disposition; no second transition"
@@ -155,12 +158,22 @@ ROWS: tuple[Row, ...] = (
         reconciliation_read="the newer owner reconciles", action=Action.FENCE_OUT, escalation=None,
         terminal="none from this worker (its finish is recorded as stale)",
         matches=(("checkpoint", "stale_epoch"), ("lease", "stale_epoch"), ("dispatch", "fenced"))),
+    Row(name="lease_lapsed",
+        trigger="stale epoch, but the current epoch is still this worker's: it expired unnoticed "
+                "(a long pause) and no other worker acquired the run",
+        evidence="current_epoch in the error equals this worker's epoch",
+        retry_owner="worker", attempt_ceiling=REREAD_CEILING, deadline="immediate",
+        reconciliation_read="checkpoints.load, ledger.by_run (the bootstrap)", action=Action.REACQUIRE,
+        escalation="platform", terminal="none from this worker until it owns a new epoch",
+        matches=(("checkpoint", "lease_lapsed"), ("lease", "lease_lapsed"))),
     Row(name="stale_checkpoint",
         trigger="version conflict on a compare-and-set checkpoint write",
-        evidence="the latest version differs from the expected one",
-        retry_owner="the newer owner", attempt_ceiling=None, deadline="immediate",
-        reconciliation_read="the newer owner rereads", action=Action.FENCE_OUT, escalation=None,
-        terminal="none from this worker", matches=(("checkpoint", "version_conflict"),)),
+        evidence="the latest version differs from the expected one; a lease renewal says "
+                 "whether this worker still owns the run",
+        retry_owner="worker", attempt_ceiling=REREAD_CEILING, deadline="immediate",
+        reconciliation_read="checkpoints.load, ledger.by_run (the bootstrap)", action=Action.REREAD,
+        escalation="platform", terminal="none from this worker; lease_loss when the renewal fails",
+        matches=(("checkpoint", "version_conflict"),)),
     Row(name="lease_held",
         trigger="another owner's unexpired lease at acquisition",
         evidence="owner, epoch and expiry in the error",

@@ -56,7 +56,7 @@ def events_to_v1(events: Mapping[str, Mapping[str, Any]]) -> list[dict]:
                     "disposition": ev["disposition"], "detail": ev["detail"]})
         for dup in ev["duplicates"]:
             log.append({"event_id": event_id, "seq": dup, "type": ev["type"],
-                        "disposition": f"duplicate of seq {ev['seq']}: no transition",
+                        "disposition": f"duplicate_event: duplicate of seq {ev['seq']}, no transition",
                         "detail": {}})
     return sorted(log, key=lambda item: item["seq"])
 

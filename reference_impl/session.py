@@ -9,8 +9,10 @@ The session owns the two platform rules every other module relies on:
   retried here: their retries are new attempts in the ledger (effects.py).
 * **ownership before every write.** A checkpoint write is a compare-and-set on the
   expected version and the lease epoch; the ledger does not check epochs, so the session
-  renews the lease right before each append. A stale epoch or a version conflict raises
-  :class:`FencedOut`: another owner exists and this worker writes and dispatches nothing more.
+  renews the lease right before each append. A stale epoch raises :class:`FencedOut`:
+  another owner exists and this worker writes and dispatches nothing more. A version
+  conflict while the lease is still held, or a lease that lapsed with nobody taking over,
+  raises :class:`StaleView`: the worker bootstraps again (new epoch, fresh reads).
 """
 from __future__ import annotations
 
@@ -34,6 +36,16 @@ class FencedOut(Exception):
         self.error = error
 
 
+class StaleView(Exception):
+    """This worker's view is old but no other owner exists (the checkpoint moved under a
+    lease holder, or its own lease lapsed unnoticed): bootstrap again from durable state."""
+
+    def __init__(self, row: matrix.Row, error: PortError) -> None:
+        super().__init__(f"{row.name}: {error.code}")
+        self.row = row
+        self.error = error
+
+
 class StoreDown(Exception):
     """A platform store stayed unavailable through the transient_store ceiling."""
 
@@ -49,8 +61,9 @@ class IllegalTransition(Exception):
 
 
 class Session:
-    def __init__(self, ports) -> None:
+    def __init__(self, ports, rereads: tuple[str, ...] = ()) -> None:
         self.ports = ports
+        self.rereads = rereads                     # why earlier sessions of this worker reread
         self.run_id = ""
         self.worker = ""
         self.env: dict[str, Any] = {}
@@ -75,9 +88,14 @@ class Session:
             try:
                 return await request
             except PortError as error:
-                row = classify(phase, error.code)
+                lapsed = error.code == "stale_epoch" and error.details.get("current_epoch") == self.epoch
+                row = classify(phase, "lease_lapsed" if lapsed else error.code)
                 if row.action is Action.FENCE_OUT:
                     raise FencedOut(row, error) from None
+                if row.action is Action.REREAD:
+                    await self.hold_lease()          # FencedOut when another owner wrote
+                if row.action in (Action.REREAD, Action.REACQUIRE):
+                    raise StaleView(row, error) from None
                 if row.action is not Action.RETRY_CALL:
                     raise
                 if n >= row.attempt_ceiling:
@@ -146,6 +164,9 @@ class Session:
         record = record.evolve(effects=self.effect_summary(record.effects))
         current = self.record.state or RunState.INTAKE
         if state is not current and state not in RUN_TRANSITIONS[current]:
+            # the ledger ran ahead of this worker's checkpoint: only a newer owner can have
+            # done that, so prove ownership (FencedOut); holding the lease, it is a bug
+            await self.hold_lease()
             raise IllegalTransition(f"{current.value} -> {state.value}")
         checkpoint = encode(record, state=state, owner=self.worker, epoch=self.epoch,
                             state_version=self.version + 1)

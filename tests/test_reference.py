@@ -383,7 +383,7 @@ def test_cancellation_in_flight_reconciles_then_releases_as_a_separate_effect():
     # the duplicate cancel delivery is recorded and caused no second transition
     recorded = checkpoints(result)[-1]["checkpoint"]["evidence"]["events"]
     cancels = [e for e in recorded if e["type"] == "cancel"]
-    assert [c["disposition"].split(":")[0] for c in cancels] == ["accepted", "duplicate of seq 2"]
+    assert [c["disposition"].split(":")[0] for c in cancels] == ["accepted", "duplicate_event"]
 
 
 def test_cancellation_with_a_dropped_request_ends_without_effect_after_authoritative_absence():
@@ -507,7 +507,7 @@ def test_a_duplicated_cancel_causes_one_transition():
     recorded = checkpoints(result)[-1]["checkpoint"]["evidence"]["events"]
     cancels = [e for e in recorded if e["type"] == "cancel"]
     assert len(cancels) == 2 and len({c["event_id"] for c in cancels}) == 1
-    assert cancels[1]["disposition"].startswith("duplicate of seq")
+    assert cancels[1]["disposition"].startswith("duplicate_event: duplicate of seq")
     assert [f["disposition"] for f in finishes(result)] == ["WAITING_HUMAN", "CANCELLED_NO_EFFECT"]
 
 
@@ -587,3 +587,28 @@ def test_handoff_3_reconciles_the_corrective_effect_separately():
     assert knowledge_path(result, comp_key) == ["PROPOSED", "SENT_UNKNOWN", "CONFIRMED"]
     assert knowledge_path(result, primary_key(result))[-1] == "COMPENSATED"
     assert final(result)["disposition"] == "CANCELLED_NO_EFFECT"
+
+
+def test_a_lease_holder_with_an_old_view_rereads_instead_of_writing_over_newer_truth():
+    result = run("stale_view")
+    rejected = events(result, "run", "checkpoint_rejected")[0]
+    slow = rejected["worker"]
+    assert rejected["reason"] == "version_conflict"
+    later = [c for c in checkpoints(result) if c["worker"] == slow]
+    assert later and all(c["seq"] > rejected["seq"] for c in later)
+    assert later[-1]["checkpoint"]["control"]["budgets"]["rereads"] == ["stale_checkpoint"]
+    assert [c["checkpoint"]["control"]["state_version"] for c in checkpoints(result)] == \
+        list(range(1, len(checkpoints(result)) + 1)), "versions only advance"
+    assert final(result)["disposition"] == "SUCCEEDED" and len(effects(result)) == 1
+
+
+def test_a_lease_that_lapsed_with_nobody_taking_over_is_reacquired_not_abandoned():
+    result = run("lease_lapsed")
+    lapsed = [r for r in events(result, "port", "result")
+              if not r["ok"] and r["error"]["code"] == "stale_epoch"]
+    assert lapsed and lapsed[0]["error"]["details"]["current_epoch"] == 1
+    acquires = [e["epoch"] for e in events(result, "run", "lease") if e["op"] == "acquire"]
+    assert acquires == [1, 2]
+    assert checkpoints(result)[-1]["checkpoint"]["control"]["budgets"]["rereads"] == ["lease_lapsed"]
+    assert len(calls(result, "registry", "publish")) == 1
+    assert final(result)["disposition"] == "SUCCEEDED" and len(effects(result)) == 1
