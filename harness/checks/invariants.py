@@ -1268,7 +1268,8 @@ INVARIANTS: tuple[Invariant, ...] = (
          "Every invalid_checkpoint fault is a violation; one whose problems name control.state_version or "
          "control.owner (or no control group at all) is an automatic failure.",
          "the adapter_fault event"),
-    _inv("OWN-01", "A worker that observed the loss of its lease stops writing and dispatching.", "ownership",
+    _inv("OWN-01", "Stale workers are fenced: confirm ownership right before a send, stop on evidence of loss.",
+         "ownership",
          True, None, _own_01,
          "A dispatch or knowledge-changing ledger append by a worker whose epoch is not the live lease, after "
          "that worker had observed evidence of losing it since its last acquisition (a stale_epoch, "
