@@ -129,6 +129,10 @@ def _cmd_run(args) -> int:
 
 
 def format_scorecard(card) -> str:
+    """The per-scenario verdicts, then every rubric point kept or lost (with the scenario,
+    invariant and evidence that lost it), then the verdict."""
+    from .checks.rubric import render as render_rubric
+
     lines = [f"crashlab conformance  adapter: {card.adapter}  seed: "
              f"{card.seed if card.seed is not None else 'per scenario'}", ""]
     width = max((len(s.id) for s in card.scenarios), default=10)
@@ -137,17 +141,7 @@ def format_scorecard(card) -> str:
         bad = f"  {', '.join(sorted({v.invariant for v in s.violations}))}" if s.violations else ""
         lines.append(f"  {mark}  {s.id:<{width}}  {s.disposition}{bad}")
     lines.append("")
-    for name, cat in card.categories.items():
-        lines.append(f"  {name:<20} {cat['score']:>2}/{cat['max']}")
-    lines.append(f"  {'total':<20} {card.total:>2}/{card.max}")
-    if card.auto_fail:
-        lines.append(f"  automatic failure: {'; '.join(card.auto_fail)}")
-    if card.lost:
-        lines.append("")
-        lines.append("points lost:")
-        for lp in card.lost:
-            ev = ", ".join(f"#{e}" for e in lp.events[:6])
-            lines.append(f"  - {lp.category}/{lp.point}: {lp.scenario}: {lp.invariant} [{ev}] {lp.message}")
+    lines.append(render_rubric(card))
     lines.append("")
     lines.append(f"verdict: {card.verdict.upper()}")
     return "\n".join(lines)

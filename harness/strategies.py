@@ -85,7 +85,7 @@ def input_events(run_ids: Sequence[str], horizon_ms: int) -> st.SearchStrategy[d
     return st.builds(
         lambda run, at, dups, gap: {"at": f"{at}ms", "type": "cancel", "run": run, "duplicates": dups,
                                     "duplicate_after": f"{gap}ms"},
-        st.sampled_from(list(run_ids)), st.integers(0, max(1, horizon_ms // 2)), st.integers(0, 2),
+        st.sampled_from(list(run_ids)), st.integers(0, max(1, horizon_ms // 2 - 1)), st.integers(0, 2),
         st.integers(0, 30_000))
 
 
@@ -103,7 +103,9 @@ def schedules(draw, base: dict, calls: Sequence[Call] | None = None, *, max_cras
     if pauses_allowed:
         doc["pauses"] = list(doc.get("pauses") or []) + draw(st.lists(pauses(points), max_size=1))
     if events_allowed:
-        horizon = 1_800_000
+        from .scenario import from_dict  # the base's own clock decides where events may fall
+
+        horizon = from_dict(base).horizon_ms
         doc["events"] = list(doc.get("events") or []) + draw(
             st.lists(input_events(run_ids, horizon), max_size=1))
     doc["seed"] = draw(st.integers(min_value=0, max_value=2**31 - 1))

@@ -477,6 +477,9 @@ class World:
         if call.op not in SERVICE_OPS[svc.kind]:
             raise PortError("bad_request", f"service {call.port!r} has no operation {call.op!r}")
         args = dict(call.args)
+        if not isinstance(args.get("key"), (str, type(None))):
+            raise PortError("bad_request", f"{call.port}.{call.op}: 'key' must be a string, "
+                            f"got {type(args.get('key')).__name__}")
         jitter = self.streams.get("transport")
         latency = prof["latency_ms"]
         one_way = latency + jitter.randint(0, max(1, latency // 4))
