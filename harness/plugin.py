@@ -123,9 +123,11 @@ def pytest_collect_file(parent, file_path):
 def pytest_collection_modifyitems(session, config, items):
     if config.getoption("crashlab_adapter") is None:
         return
+    from .drivers import load_adapter
     from .errors import CrashlabError
 
     try:
+        load_adapter(_adapter(config))
         suite = ConformanceSuite.from_parent(session, name="crashlab")
         suite_items = list(suite.collect())
     except CrashlabError as exc:
