@@ -14,8 +14,8 @@ from harness.model import RUN_TRANSITIONS, Knowledge, RunState
 
 from . import canonical, effects, matrix
 from .bootstrap import bootstrap
-from .effects import Role, entry_of, fact_of, role_of
-from .inbox import absorb, retry_intents
+from .effects import Role, entry_of, fact_of
+from .inbox import absorb, answered_requests, retry_intents
 from .matrix import ROW, classify
 from .packet import build
 from .session import FencedOut, Session, StaleView, StoreDown
@@ -79,7 +79,7 @@ async def observe(s: Session) -> Facts:
     intake = rec.intake
     problems = ("no intake event",) if intake is None else canonical.validate(
         intake["operation"], intake["intent"])
-    facts = {role: (fact_of(entry, role) if (entry := entry_of(s, role)) else None)
+    facts = {role: (fact_of(entry) if (entry := entry_of(s, role)) else None)
              for role in Role} if intake is not None else dict.fromkeys(Role)
     primary = facts[Role.PRIMARY]
     claimed = primary.claimed_retries if primary else ()
@@ -89,6 +89,8 @@ async def observe(s: Session) -> Facts:
         authority_row=None if s.authority is None or s.authority["live"]
         else classify("authority", s.authority["reason"]).name,
         approval_requests=rec.approval.get("requests", 0),
+        approval_pending=bool(rec.approval.get("request_ids"))
+        and rec.approval["request_ids"][-1] not in answered_requests(rec),
         primary=primary, notification=facts[Role.NOTIFICATION], compensation=facts[Role.COMPENSATION],
         notify=bool(intake and intake["notify"] and "notification" in s.services
                     and intake["service"] != "notification"),
@@ -125,6 +127,8 @@ async def record_approval(s: Session, f: Facts, t: Transition) -> None:
 async def _enter_wait(s: Session, state: RunState, **changes) -> None:
     """Checkpoint a durable wait (through EFFECT_PREPARED when the current state cannot
     go there directly: nothing is in flight when the run waits)."""
+    if state is s.record.state and not changes:
+        return                                 # already recorded (the owner's bootstrap write)
     if state is not s.record.state and state not in RUN_TRANSITIONS[s.record.state]:
         await effects.commit(s, _S.EFFECT_PREPARED)
     await effects.commit(s, state, **changes)
@@ -224,7 +228,7 @@ def truthful_disposition(s: Session) -> RunState:
     """What the evidence supports ("Classify before retrying": the terminal column)."""
     cancelled = s.record.cancellation["requested"]
     entry = entry_of(s, Role.PRIMARY) if s.record.intake else None
-    primary = fact_of(entry, Role.PRIMARY) if entry else None
+    primary = fact_of(entry) if entry else None
     if primary is None or primary.nothing_landed or primary.knowledge is _K.COMPENSATED:
         return _S.CANCELLED_NO_EFFECT if cancelled else _S.FAILED_NO_EFFECT
     if primary.knowledge is _K.CONFIRMED:
@@ -236,7 +240,7 @@ async def finish_run(s: Session, row: matrix.Row) -> None:
     """Close what was never sent, then checkpoint and report the truthful terminal;
     escalate with the decision packet whenever something is unresolved or remains."""
     for entry in list(s.ledger.values()):
-        if fact_of(entry, role_of(entry, s.record.intake)).sendable:
+        if fact_of(entry).sendable:
             await effects.close_unsent(s, entry, row)
     disposition = truthful_disposition(s)
     unresolved = [e["semantic_key"] for e in s.ledger.values()

@@ -14,11 +14,16 @@ from . import matrix, migrations
 from .inbox import absorb
 from .packet import build
 from .record import RunRecord, decode
-from .session import Session
+from .session import Session, StaleView
 
-#: A durable wait is resumed in the state it waited in, except WAITING_RETRY, which
-#: resumes the prepared effect (a retry intent, or the deadline, is what woke the worker).
-RESUME = {RunState.WAITING_RETRY: RunState.EFFECT_PREPARED}
+def resumed_state(record: RunRecord) -> RunState:
+    """The state a new owner records first: the loaded one, except that WAITING_RETRY
+    resumes the prepared effect (a retry intent, or the deadline, woke the worker) and a
+    MIGRATING record whose writer died is completed by restoring the pre-migration state."""
+    state = record.state
+    if state is RunState.MIGRATING:
+        state = RunState(record.migration["previous_state"])
+    return RunState.EFFECT_PREPARED if state is RunState.WAITING_RETRY else state
 
 
 def provisional(s: Session, raw: dict | None) -> RunRecord:
@@ -64,26 +69,26 @@ async def bootstrap(s: Session) -> bool:
     elif compat.disposition in ("pin", "stop"):
         return await _pin_or_stop(s, raw, compat)
     elif raw is None:
-        s.record = absorb(provisional(s, None), events).record
+        # nothing to write yet: recheck by reading that no version appeared meanwhile
+        if (await s.call("platform", s.ports.checkpoints.load()))["version"] != 0:
+            raise StaleView(matrix.ROW["stale_checkpoint"], "a checkpoint appeared after the load")
+        s.record = _arrived(s, absorb(provisional(s, None), events).record)
     elif compat.disposition == "migrate":
         migrated = migrations.migrate(raw, previous_version=s.version, compat=compat,
                                       owner=s.worker, epoch=s.epoch)
         record = decode(migrated)
         await s.write_raw(migrated, record)
         # migration issues no effect and keeps the pre-migration state's meaning
-        s.record = absorb(record, events).record
-        previous = RunState(migrated["migration"]["previous_state"])
-        await s.commit(RESUME.get(previous, previous))
+        s.record = _arrived(s, absorb(record, events).record)
+        await s.commit(resumed_state(s.record))
     else:
-        s.record = absorb(decode(raw), events).record
-        await s.commit(RESUME.get(s.record.state, s.record.state))
+        s.record = _arrived(s, absorb(decode(raw), events).record)
+        await s.commit(resumed_state(s.record))
 
     # 6. Restore budgets, deadline, and retry counters (declared ceilings are this code's).
-    budgets = {**s.record.budgets, "reconcile_read_ceiling": matrix.RECONCILE_READ_CEILING,
-               "approval_request_ceiling": matrix.APPROVAL_REQUEST_CEILING}
-    if s.rereads:
-        budgets["rereads"] = [*budgets.get("rereads", []), *s.rereads]
-    s.record = s.record.evolve(budgets=budgets)
+    s.record = s.record.evolve(budgets={**s.record.budgets,
+                                        "reconcile_read_ceiling": matrix.RECONCILE_READ_CEILING,
+                                        "approval_request_ceiling": matrix.APPROVAL_REQUEST_CEILING})
 
     # 7. Validate identity, delegation, capability, and approval references: the approval
     #    must be live and bound to the frozen proposal hash (a loaded approval is not authority).
@@ -100,6 +105,14 @@ async def bootstrap(s: Session) -> bool:
     for entry in (await s.call("platform", s.ports.ledger.by_run()))["entries"]:
         s.ledger[entry["semantic_key"]] = entry
     return True
+
+
+def _arrived(s: Session, record: RunRecord) -> RunRecord:
+    """Record why this worker reread before owning the run (a retry counter of its own)."""
+    if not s.rereads:
+        return record
+    return record.evolve(budgets={**record.budgets,
+                                  "rereads": [*record.budgets.get("rereads", []), *s.rereads]})
 
 
 async def _pin_or_stop(s: Session, raw: dict | None, compat: migrations.Compatibility) -> bool:

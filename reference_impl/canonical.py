@@ -18,9 +18,6 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-VERSIONS = (1, 2)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IntentSchema:
     """The meaning-bearing fields of one operation, in canonical order."""

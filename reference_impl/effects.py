@@ -39,7 +39,6 @@ class Role(str, Enum):
 #: The checkpoint state written right before a send, per role.
 IN_FLIGHT_STATE = {Role.PRIMARY: RunState.EFFECT_IN_FLIGHT, Role.NOTIFICATION: RunState.NOTIFYING,
                    Role.COMPENSATION: RunState.COMPENSATING}
-PRESEND_ROWS = frozenset({"throttling", "timeout_before_send"})
 _K = Knowledge
 
 
@@ -72,7 +71,6 @@ class EffectFact:
     """What the ledger proves about one semantic key, for the decision table."""
 
     key: str
-    role: Role
     knowledge: Knowledge
     attempts: int
     claimed_retries: tuple[str, ...]
@@ -110,9 +108,9 @@ def last_verdict(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-def fact_of(entry: Mapping[str, Any], role: Role) -> EffectFact:
+def fact_of(entry: Mapping[str, Any]) -> EffectFact:
     verdict = last_verdict(entry)
-    return EffectFact(key=entry["semantic_key"], role=role, knowledge=Knowledge(entry["knowledge"]),
+    return EffectFact(key=entry["semantic_key"], knowledge=Knowledge(entry["knowledge"]),
                       attempts=len(entry["attempts"]),
                       claimed_retries=tuple(a["retry_id"] for a in entry["attempts"] if a["retry_id"]),
                       verdict=verdict["verdict"] if verdict else None, note=entry["note"])
@@ -237,7 +235,7 @@ def budgets(s: Session, base: Mapping[str, Any]) -> dict:
     """The declared budgets: the attempt ceiling of the run's effect (raised by one per
     claimed deliberate retry), the read and approval-request ceilings, and what is used."""
     primary = entry_of(s, Role.PRIMARY)
-    ceiling = fact_of(primary, Role.PRIMARY).ceiling if primary else matrix.ATTEMPT_CEILING
+    ceiling = fact_of(primary).ceiling if primary else matrix.ATTEMPT_CEILING
     return {"reconcile_reads_used": 0, **base, "attempt_ceiling": ceiling,
             "attempts_used": len(primary["attempts"]) if primary else 0,
             "reconcile_read_ceiling": matrix.RECONCILE_READ_CEILING,
@@ -326,7 +324,7 @@ async def dispatch(s: Session, key: str, retry_id: str | None = None) -> None:
                    "definite": error.definite if error else True,
                    "retry_after_ms": error.details.get("retry_after_ms") if error else None}
     await _record_dispatch(s, sent, role, row, observation, ref)
-    if row.action is Action.RETRY_SAME_KEY and n < fact_of(s.ledger[key], role).ceiling:
+    if row.action is Action.RETRY_SAME_KEY and n < fact_of(s.ledger[key]).ceiling:
         delay_floor = observation["retry_after_ms"] or 0
         if observation["at"] + max(delay_floor, matrix.BACKOFF_BASE_MS) < s.record.deadline:
             await s.backoff(n, f"{row.name} {entry['service']}.{entry['operation']}", delay_floor)
@@ -367,7 +365,7 @@ def _verdict(row: matrix.Row, attempts: int, note: Mapping[str, Any]) -> dict:
 def _resting_state(role: Role, entry: Mapping[str, Any]) -> RunState:
     if role is not Role.PRIMARY:
         return IN_FLIGHT_STATE[role]
-    fact = fact_of(entry, role)
+    fact = fact_of(entry)
     if fact.knowledge is _K.CONFIRMED:
         return RunState.EFFECT_CONFIRMED
     return RunState.EFFECT_PREPARED if fact.sendable else RunState.RECONCILING

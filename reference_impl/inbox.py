@@ -70,7 +70,8 @@ def _disposition(record: RunRecord, event: Mapping[str, Any]) -> tuple[str, dict
         return f"{row.name}: {row.action.value}", detail, record
     if etype == "approval":
         detail = {"approval_id": payload.get("approval_id"), "proposal_hash": payload.get("proposal_hash"),
-                  "action": payload.get("action"), "expires_at": payload.get("expires_at")}
+                  "action": payload.get("action"), "expires_at": payload.get("expires_at"),
+                  "request_id": payload.get("request_id")}
         if cancelled and payload.get("action") == (record.intake or {}).get("operation"):
             return "late: approval after cancellation; no new work", detail, record
         return "evidence: approval (authority.check decides)", detail, record
@@ -107,5 +108,6 @@ def retry_intents(record: RunRecord) -> list[str]:
     return [ev["detail"]["retry_id"] for ev in record.events.values() if ev["type"] == "retry"]
 
 
-def callbacks(record: RunRecord) -> list[dict]:
-    return [dict(ev["detail"], seq=ev["seq"]) for ev in record.events.values() if ev["type"] == "callback"]
+def answered_requests(record: RunRecord) -> set[str]:
+    """Approval request ids an approval event has answered."""
+    return {ev["detail"]["request_id"] for ev in record.events.values() if ev["type"] == "approval"}

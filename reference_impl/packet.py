@@ -77,7 +77,7 @@ def build(s: Session, *, row: matrix.Row, disposition: RunState, next_owner: str
     primary = entry_of(s, Role.PRIMARY) if rec.intake else None
     attempts_remaining = None
     if primary is not None:
-        fact = fact_of(primary, Role.PRIMARY)
+        fact = fact_of(primary)
         attempts_remaining = max(0, fact.ceiling - fact.attempts)
     authority = s.authority or {}
     recommended, alternatives = _recommendation(row, disposition, unresolved)

@@ -40,10 +40,9 @@ class StaleView(Exception):
     """This worker's view is old but no other owner exists (the checkpoint moved under a
     lease holder, or its own lease lapsed unnoticed): bootstrap again from durable state."""
 
-    def __init__(self, row: matrix.Row, error: PortError) -> None:
-        super().__init__(f"{row.name}: {error.code}")
+    def __init__(self, row: matrix.Row, detail: str) -> None:
+        super().__init__(f"{row.name}: {detail}")
         self.row = row
-        self.error = error
 
 
 class StoreDown(Exception):
@@ -95,7 +94,7 @@ class Session:
                 if row.action is Action.REREAD:
                     await self.hold_lease()          # FencedOut when another owner wrote
                 if row.action in (Action.REREAD, Action.REACQUIRE):
-                    raise StaleView(row, error) from None
+                    raise StaleView(row, error.message) from None
                 if row.action is not Action.RETRY_CALL:
                     raise
                 if n >= row.attempt_ceiling:

@@ -28,6 +28,7 @@ class Facts:
     proposal_frozen: bool
     authority_row: str | None             # None: approval live; else the matrix row of the answer
     approval_requests: int
+    approval_pending: bool                # the last approval request has no answer yet
     primary: EffectFact | None
     notification: EffectFact | None
     compensation: EffectFact | None
@@ -112,6 +113,9 @@ TABLE: tuple[Transition, ...] = (
     Transition(name="approval_live", section="Recovery bootstrap procedure (7): approval references",
                when=lambda f: (f.awaiting_authority and f.authority_row is None
                                and f.state in (_S.PROPOSED, _S.WAITING_HUMAN)), action="record_approval"),
+    Transition(name="approval_wait", section="Eight traces (4): restore WAITING_HUMAN; do not invent approval",
+               when=lambda f: (f.awaiting_authority and f.authority_row is not None and f.approval_pending
+                               and not f.deadline_passed), action="await_approval"),
     Transition(name="approval_request", section="Crash laboratory: crash while waiting preserves the human checkpoint",
                when=lambda f: (f.awaiting_authority and f.authority_row == "approval_pending"
                                and f.approval_requests == 0 and not f.deadline_passed),
@@ -120,12 +124,9 @@ TABLE: tuple[Transition, ...] = (
                when=lambda f: (f.awaiting_authority and f.authority_row == "approval_expired"
                                and f.approval_requests < matrix.APPROVAL_REQUEST_CEILING
                                and not f.deadline_passed), action="request_approval"),
-    Transition(name="approval_wait", section="Eight traces (4): restore WAITING_HUMAN; do not invent approval",
-               when=lambda f: (f.awaiting_authority and f.authority_row == "approval_pending"
-                               and not f.deadline_passed), action="await_approval"),
     Transition(name="authority_stop", section="A retry counter must never bridge an expired approval",
                when=lambda f: f.awaiting_authority and f.authority_row is not None, action="finish",
-               row=lambda f: "deadline_passed" if f.authority_row == "approval_pending" else f.authority_row),
+               row=lambda f: "deadline_passed" if f.deadline_passed else f.authority_row),
     # -- the run's effect (Six crash points in one reservation)
     Transition(name="prepare", section="Effect ledger: prepare with a stable key before dispatch",
                when=lambda f: f.state is _S.APPROVED, action="prepare_primary"),

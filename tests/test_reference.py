@@ -591,12 +591,15 @@ def test_handoff_3_reconciles_the_corrective_effect_separately():
 
 def test_a_lease_holder_with_an_old_view_rereads_instead_of_writing_over_newer_truth():
     result = run("stale_view")
-    rejected = events(result, "run", "checkpoint_rejected")[0]
-    slow = rejected["worker"]
-    assert rejected["reason"] == "version_conflict"
-    later = [c for c in checkpoints(result) if c["worker"] == slow]
-    assert later and all(c["seq"] > rejected["seq"] for c in later)
-    assert later[-1]["checkpoint"]["control"]["budgets"]["rereads"] == ["stale_checkpoint"]
+    slow = events(result, "fault", "pause")[0]["worker"]
+    newer = [c for c in checkpoints(result) if c["worker"] != slow]
+    mine = [c for c in checkpoints(result) if c["worker"] == slow]
+    before = [c for c in newer if c["seq"] < mine[0]["seq"]]
+    assert before and before[-1]["state"] == "WAITING_HUMAN"
+    assert mine[0]["checkpoint"]["control"]["budgets"]["rereads"] == ["stale_checkpoint"]
+    assert mine[0]["state"] == "WAITING_HUMAN", "it resumed from the newer truth, not from its old view"
+    epochs = [e["epoch"] for e in events(result, "run", "lease") if e["op"] == "acquire" and e["worker"] == slow]
+    assert len(epochs) == 2, "the reread acquires a new epoch"
     assert [c["checkpoint"]["control"]["state_version"] for c in checkpoints(result)] == \
         list(range(1, len(checkpoints(result)) + 1)), "versions only advance"
     assert final(result)["disposition"] == "SUCCEEDED" and len(effects(result)) == 1
