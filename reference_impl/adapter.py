@@ -245,7 +245,7 @@ async def finish_run(s: Session, row: matrix.Row) -> None:
     disposition = truthful_disposition(s)
     unresolved = [e["semantic_key"] for e in s.ledger.values()
                   if e["knowledge"] in (_K.SENT_UNKNOWN.value, _K.COMPENSATION_PROPOSED.value)]
-    remains = disposition in (_S.CANCELLED_EFFECT_REMAINS, _S.FAILED_EFFECT_REMAINS)
+    remains = disposition is _S.CANCELLED_EFFECT_REMAINS
     next_owner = row.escalation or ("operator" if unresolved or remains else None)
     reason = f"{row.name}: {row.trigger}" + (f"; unresolved: {', '.join(unresolved)}" if unresolved else "")
     packet = ticket = None

@@ -327,7 +327,8 @@ async def dispatch(s: Session, key: str, retry_id: str | None = None) -> None:
     if row.action is Action.RETRY_SAME_KEY and n < fact_of(s.ledger[key]).ceiling:
         delay_floor = observation["retry_after_ms"] or 0
         if observation["at"] + max(delay_floor, matrix.BACKOFF_BASE_MS) < s.record.deadline:
-            await s.backoff(n, f"{row.name} {entry['service']}.{entry['operation']}", delay_floor)
+            await s.backoff(n, f"{row.name} {entry['service']}.{entry['operation']}", delay_floor,
+                            s.record.deadline)
 
 
 async def _record_dispatch(s: Session, sent: dict, role: Role, row: matrix.Row, observation: dict,
