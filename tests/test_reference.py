@@ -615,3 +615,16 @@ def test_a_lease_that_lapsed_with_nobody_taking_over_is_reacquired_not_abandoned
     assert checkpoints(result)[-1]["checkpoint"]["control"]["budgets"]["rereads"] == ["lease_lapsed"]
     assert len(calls(result, "registry", "publish")) == 1
     assert final(result)["disposition"] == "SUCCEEDED" and len(effects(result)) == 1
+
+
+def test_cancellation_while_the_message_is_in_flight_releases_and_keeps_the_message_unknown():
+    result = run("cancel_during_notification")
+    notifying = states(result).index("NOTIFYING")
+    assert "COMPENSATING" in states(result)[notifying:]
+    assert events(result, "remote", "released")
+    end = final(result)
+    assert end["disposition"] == "CANCELLED_NO_EFFECT"
+    knowledge = {e["service"] + "/" + e["kind"]: e["knowledge"] for e in end["effects"]}
+    assert knowledge == {"reservation/effect": "COMPENSATED", "reservation/compensation": "CONFIRMED",
+                         "notification/effect": "SENT_UNKNOWN"}
+    assert end["next_owner"] == "operator" and len(calls(result, "notification", "send")) == 1
