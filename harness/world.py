@@ -367,6 +367,14 @@ class World:
                       fault="invalid_effect_entry", problems=problems, entry=entry,
                       message="effect entry failed the harness schema: " + "; ".join(problems))
             raise PortError("invalid", "; ".join(problems), details={"problems": problems})
+        epoch = entry["lease_epoch"]
+        if epoch != worker.epoch or not self._lease_ok(run, epoch):
+            # Fenced like a checkpoint write: only the current, live lease epoch appends.
+            self.emit("run", "ledger_rejected", worker=worker.name, run=run.spec.id, call=call_seq,
+                      reason="stale_epoch", epoch=epoch, current_epoch=run.lease.epoch,
+                      key=entry["semantic_key"])
+            raise PortError("stale_epoch", f"lease epoch {epoch!r} is not this worker's current, live "
+                            f"epoch (current {run.lease.epoch})", details={"current_epoch": run.lease.epoch})
         previous = self.key_knowledge(run, entry["semantic_key"])
         run.ledger.append(entry)
         self.emit("knowledge", "ledger", worker=worker.name, run=run.spec.id, call=call_seq,

@@ -115,7 +115,8 @@ MISTAKES = [
                                                 "boundary": "after"}]), None, ["result:inbox.poll", "ledger"]),
     ("EVID-01", "NoEvidence", {}, None, ["ledger"]),
     ("DISP-02", "PartialEffects", {}, None, ["finish"]),
-    ("OWN-01", "ShortLease", dict(faults=[fault("reserve", "drop_request")]), None, ["result:clock.sleep", "ledger"]),
+    ("OWN-01", "StaleSend", dict(faults=[fault("reserve", "throttled", delay="15s")]), None,
+     ["result:clock.sleep", "call:reservation.reserve"]),
     ("CANCEL-01", "IgnoreCancel", dict(crashes=[{"match": {"port": "checkpoints", "op": "write", "nth": 4},
                                                  "restart_after": "400s"}],
                                        events=[{"at": "10:00:10", "type": "cancel"}]), None,
@@ -566,3 +567,13 @@ def test_a_stale_send_without_confirming_ownership_is_the_zombies_fault():
     assert v.events[1] == c and "without confirming ownership" in v.message
     truth = sorted(v.events for v in res.violations if v.invariant == "TRUTH-01")
     assert truth == [(rejected, effect), (claim, effect)]
+
+
+def test_the_ledger_refuses_a_stale_epoch_like_the_checkpoint_store():
+    events, res = run("StaleSend", faults=[fault("reserve", "throttled", delay="15s")])
+    rejected = [e for e in events if e["kind"] == "ledger_rejected"]
+    assert rejected and rejected[0]["reason"] == "stale_epoch" and rejected[0]["lane"] == "run"
+    result = next(e for e in events if e["kind"] == "result" and e["call"] == rejected[0]["call"])
+    assert result["error"]["code"] == "stale_epoch" and result["error"]["definite"]
+    assert not [e for e in events if e["kind"] == "ledger" and e["seq"] > rejected[0]["seq"]
+                and e["worker"] == rejected[0]["worker"]]

@@ -1277,7 +1277,9 @@ INVARIANTS: tuple[Invariant, ...] = (
          "checkpoint naming a newer epoch); and a dispatch by such a worker whose call right before the send "
          "was not a successful ownership confirmation (lease acquire/renew, checkpoint write). A worker that "
          "confirmed ownership and stalled in the send itself is not counted, and its commit is not held "
-         "against the new owner's claims (a note records it): only a service with fencing can stop it.",
+         "against the new owner's claims (a note records it): only a service with fencing can stop it. "
+         "The ledger and the checkpoint store fence stale epochs themselves (ledger_rejected, "
+         "checkpoint_rejected), so in a crashlab trace what a stale worker can still do is send.",
          "the evidence of lost ownership, the action"),
     _inv("RETRY-03", "One retry owner: no inner client retry, no proxy retry.", "ownership", True,
          "two retry owners", _retry_03,

@@ -53,6 +53,7 @@ class Good:
     NO_EVIDENCE = False           # resolved ledger entries name no evidence
     PARTIAL_EFFECTS = False       # the terminal finish lists no effects
     RAISE = False                 # the adapter's code raises
+    IGNORE_LEASE_LOSS = False     # carry on (and send) after the ledger refused a stale epoch
 
     # ------------------------------------------------------------------ plumbing
     async def run(self, p):
@@ -160,7 +161,11 @@ class Good:
         entry.update(extra)
         if self.NO_EVIDENCE:
             entry.pop("evidence", None)
-        await self.p.ledger.append(entry)
+        try:
+            await self.p.ledger.append(entry)
+        except PortError as exc:
+            if not (self.IGNORE_LEASE_LOSS and exc.code == "stale_epoch"):
+                raise
         self.known = {**getattr(self, "known", {}), key: knowledge}
 
     async def finish(self, disposition, next_owner=None, escalate=False):
@@ -433,5 +438,5 @@ TrustCallback = mistake("TrustCallback", TRUST_CALLBACK=True)
 CancelTheater = mistake("CancelTheater", CANCEL_THEATER=True)
 NoEvidence = mistake("NoEvidence", NO_EVIDENCE=True)
 PartialEffects = mistake("PartialEffects", PARTIAL_EFFECTS=True)
-ShortLease = mistake("ShortLease", TTL=10_000)
+StaleSend = mistake("StaleSend", TTL=10_000, IGNORE_LEASE_LOSS=True)
 Raises = mistake("Raises", RAISE=True)
