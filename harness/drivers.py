@@ -85,6 +85,40 @@ class WallGuard:
             cls.active = False
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON value (dicts with string keys, lists, scalars). Tuples become
+    lists and str/int subclasses (enums) plain values, exactly as a JSON round trip would
+    make them; anything else raises TypeError."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                if not isinstance(key, str):
+                    raise TypeError(f"object keys must be strings, got {type(key).__name__} {key!r:.40}")
+                key = str(key)
+            out[key] = json_copy(item)
+        return out
+    if kind is list or kind is tuple:
+        return [json_copy(item) for item in value]
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict):
+        return json_copy(dict(value))
+    raise TypeError(f"{type(value).__name__} {value!r:.40} is not a JSON value")
+
+
 class InProcessChannel:
     def __init__(self, factory: Callable[[], Any], services: list[str],
                  wall_guard_s: float = DEFAULT_WALL_GUARD_S) -> None:
@@ -118,7 +152,14 @@ class InProcessChannel:
             self.kill()
             raise AdapterFault("not_a_port", f"adapter awaited {type(value).__name__} {value!r:.80}, "
                                "which is not a port call; adapters may await only ports")
-        return value
+        try:
+            # The call crosses the boundary by value, as over the wire: later mutation of the
+            # adapter's own objects cannot rewrite what it sent.
+            return PortCall(port=value.port, op=value.op, args=json_copy(value.args))
+        except TypeError as exc:
+            self.kill()
+            raise AdapterFault("not_json", f"{value.port}.{value.op}: arguments must be JSON values: "
+                               f"{exc}") from None
 
     def start(self) -> PortCall:
         try:
@@ -132,7 +173,8 @@ class InProcessChannel:
         return self._step(coro.send, None)
 
     def send(self, value: Any) -> PortCall:
-        return self._step(self.coro.send, value)
+        # results cross by value too: the adapter never holds a reference into the stores
+        return self._step(self.coro.send, json_copy(value))
 
     def throw(self, error: PortError) -> PortCall:
         return self._step(self.coro.throw, error)

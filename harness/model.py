@@ -270,13 +270,6 @@ class FieldSpec:
     required: bool = True
     enum: frozenset | None = None
 
-    @property
-    def parts(self) -> tuple[str, ...]:
-        return _PARTS.get(self.path) or _PARTS.setdefault(self.path, tuple(self.path.split(".")))
-
-
-_PARTS: dict[str, tuple[str, ...]] = {}
-
 
 def _spec(path, types, required=True, enum=None):
     return FieldSpec(path, types if isinstance(types, tuple) else (types,), required,
@@ -339,12 +332,14 @@ def validate(record: Any, fields: tuple[FieldSpec, ...]) -> list[str]:
     if type(record) is not dict:
         return [f"record: expected an object, got {type(record).__name__}"]
     problems = []
-    for spec in fields:
-        value = _get(record, spec.parts)
+    for spec, parts, exact in _compiled(fields):
+        value = _get(record, parts)
         if value is _MISSING:
             if spec.required:
                 problems.append(f"{spec.path}: missing")
             continue
+        if type(value) in exact and (spec.enum is None or value in spec.enum):
+            continue  # the common case: JSON values of exactly the declared type
         if isinstance(value, bool) and bool not in spec.types:
             problems.append(f"{spec.path}: expected {'/'.join(t.__name__ for t in spec.types)}, got bool")
         elif not isinstance(value, spec.types):
@@ -353,6 +348,17 @@ def validate(record: Any, fields: tuple[FieldSpec, ...]) -> list[str]:
         elif spec.enum is not None and value not in spec.enum:
             problems.append(f"{spec.path}: {value!r} is not one of {sorted(spec.enum)}")
     return problems
+
+
+_COMPILED: dict[int, tuple] = {}
+
+
+def _compiled(fields: tuple[FieldSpec, ...]) -> tuple:
+    compiled = _COMPILED.get(id(fields))
+    if compiled is None:
+        compiled = _COMPILED[id(fields)] = tuple(
+            (spec, tuple(spec.path.split(".")), frozenset(spec.types)) for spec in fields)
+    return compiled
 
 
 def validate_checkpoint(record: Any) -> list[str]:

@@ -55,3 +55,25 @@ class InvalidCheckpoint:
 class NotAsync:
     def run(self, p):
         return 42
+
+
+class SendsNonJson:
+    async def run(self, p):
+        await p.service("reservation").call("reserve", key="k", intent={"when": object()})
+
+
+class MutatesAfterSending:
+    """Mutates the checkpoint it wrote and the one it loaded: the store must not change."""
+
+    async def run(self, p):
+        info = await p.run.info()
+        lease = await p.lease.acquire(10_000)
+        from support import checkpoint
+        cp = checkpoint(info, lease, 1)
+        await p.checkpoints.write(cp, 0, lease["epoch"])
+        cp["control"]["state"] = "SUCCEEDED"
+        loaded = await p.checkpoints.load()
+        loaded["checkpoint"]["control"]["owner"] = "someone else"
+        again = await p.checkpoints.load()
+        await p.run.finish("FAILED_NO_EFFECT", reason=again["checkpoint"]["control"]["state"] + " "
+                           + again["checkpoint"]["control"]["owner"])

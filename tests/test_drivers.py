@@ -171,3 +171,15 @@ def test_durable_wait_wakes_on_an_inbox_event():
     finishes = kinds(result, "finish")
     assert [f["disposition"] for f in finishes] == ["WAITING_HUMAN", "CANCELLED_NO_EFFECT"]
     assert finishes[1]["t"] >= 7 * 60_000
+
+
+def test_arguments_must_be_json_values():
+    fault = fault_of(run(scenario(), "bad_adapters:SendsNonJson"))
+    assert fault["fault"] == "not_json" and "object" in fault["message"]
+
+
+def test_calls_and_results_cross_by_value():
+    result = run(scenario(), "bad_adapters:MutatesAfterSending")
+    [cp] = kinds(result, "checkpoint")
+    assert cp["state"] == "VALIDATED" and cp["checkpoint"]["control"]["state"] == "VALIDATED"
+    assert kinds(result, "finish")[0]["reason"] == "VALIDATED run-82/w1"
