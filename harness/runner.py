@@ -162,7 +162,7 @@ class Runner:
                 nth = run.ordinals.get(key, 0) + 1
                 run.ordinals[key] = nth
                 call_ev = world.emit("port", "call", worker=name, run=rid, port=call.port, op=call.op,
-                                     args=dict(call.args), nth=nth)
+                                     args=call.args, nth=nth)
                 seq = call_ev["seq"]
                 crash = world.match_rules("crash", run, ws, call, nth)
                 pause = world.match_rules("pause", run, ws, call, nth)
