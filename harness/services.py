@@ -34,6 +34,7 @@ PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
         "proxy_retries": 0,               # a proxy that re-sends on 5xx/timeout on its own
         "callback_delay_ms": None,        # send a completion callback to the run's inbox
         "denied_principals": [],          # principals without the reserve capability
+        "background_ms": None,            # other actors reserve the same parts about this often
     },
     "notification": {
         "idempotency": "none", "retention_ms": 0, "lookup": "none", "consistency": "strong",

@@ -614,6 +614,29 @@ class World:
             self.env.process(self._world_event(event))
         for run in self.runs.values():
             self.env.process(self._intake(run))
+        for svc in self.services.values():
+            if svc.profile.get("background_ms"):
+                self.env.process(self._background(svc))
+
+    def _background(self, svc: Service):
+        """Other actors' traffic on the same service, from its own seeded stream, so aggregate
+        reads are genuinely ambiguous: holds on the runs' parts under other incidents."""
+        stream = self.streams.get(f"background:{svc.name}")
+        parts = sorted({str(r.spec.intent.get("part")) for r in self.runs.values()
+                        if r.spec.service == svc.name and r.spec.intent.get("part")}) or ["P-1"]
+        mean = svc.profile["background_ms"]
+        n = 0
+        while True:
+            yield self.env.timeout(1 + stream.randint(mean // 2, mean + mean // 2))
+            n += 1
+            intent = {"tenant": "T-OTHER", "incident": f"I-BG-{n}", "part": stream.choice(parts),
+                      "slot": f"S-BG-{stream.randint(1, 99)}", "technician": "TECH-OTHER", "quantity": 1,
+                      "principal": "U-OTHER"}
+            try:
+                svc.execute("reserve", {"key": f"background-{n}", "intent": intent}, cause="other_actor",
+                            run=None, call=None)
+            except PortError as exc:
+                self.emit("remote", "other_actor_rejected", code=exc.code)
 
     def _intake(self, run: RunWorld):
         yield self.env.timeout(run.spec.start_ms)

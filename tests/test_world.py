@@ -225,3 +225,12 @@ def test_rules_match_on_what_the_call_writes():
     assert written == ["VALIDATED", "PROPOSED"]
     assert crash["t"] < kinds(result, "checkpoint")[1]["t"]
     assert [f["disposition"] for f in kinds(result, "finish")] == ["FAILED_NO_EFFECT"]
+
+
+def test_background_traffic_from_other_actors_is_seeded():
+    sc = scenario(services={"reservation": {"background": "2m"}})
+    first, again = run(sc, seed=3), run(sc, seed=3)
+    others = [e for e in effects(first) if e["cause"] == "other_actor"]
+    assert len(others) >= 5 and all(e["intent"]["part"] == "P-204" for e in others)
+    assert [e["intent"] for e in effects(again)] == [e["intent"] for e in effects(first)]
+    assert [e["t"] for e in effects(run(sc, seed=4))] != [e["t"] for e in effects(first)]
