@@ -13,10 +13,11 @@ from typing import Awaitable, Callable
 from harness.model import RUN_TRANSITIONS, Knowledge, RunState
 
 from . import canonical, effects, matrix
+from .behaviour import REFERENCE, Behaviour
 from .bootstrap import bootstrap
 from .effects import Role, entry_of, fact_of
 from .inbox import absorb, answered_requests, retry_intents
-from .matrix import ROW, classify
+from .matrix import ROW
 from .packet import build
 from .session import FencedOut, Session, StaleView, StoreDown
 from .transitions import Facts, Transition, choose
@@ -25,17 +26,22 @@ _K, _S = Knowledge, RunState
 
 
 class ReferenceAdapter:
+    #: Every decision at the reference's default (see behaviour.py for the seams).
+    behaviour: Behaviour = REFERENCE
+
     async def run(self, ports) -> None:
+        b = self.behaviour
         row = ROW["stale_checkpoint"]
         rereads: tuple[str, ...] = ()
         for _ in range(row.attempt_ceiling):
-            s = Session(ports, rereads)            # a reread starts from durable state only
+            s = (b.session or Session)(ports, rereads, b)   # a reread starts from durable state only
             try:
                 if await bootstrap(s):
                     while not s.finished:
                         facts = await observe(s)
-                        transition = choose(facts)
-                        await ACTIONS[transition.action](s, facts, transition)
+                        transition = choose(facts) if b.table is None else choose(facts, b.table)
+                        await (b.actions.get(transition.action) or ACTIONS[transition.action])(
+                            s, facts, transition)
                 return
             except StaleView as stale:             # no other owner: reread and reclassify
                 rereads += (stale.row.name,)
@@ -69,12 +75,11 @@ async def observe(s: Session) -> Facts:
     """Read the inbox (cancellation at every position), re-ask authority when an
     approval, revocation or capability event arrived, and gather the facts."""
     polled = await s.call("platform", s.ports.inbox.poll(s.record.event_sequence))
-    absorbed = absorb(s.record, polled["events"])
+    absorbed = (s.behaviour.absorb or absorb)(s.record, polled["events"])
     s.record = absorbed.record
     rec = s.record
     if rec.proposal is not None and (s.authority is None or absorbed.authority_changed):
-        s.authority = await s.call("platform", s.ports.authority.check(
-            rec.proposal["hash"], rec.intake["operation"]))
+        s.authority = await s.check_authority(rec.proposal["hash"], rec.intake["operation"])
     now = await s.now()
     intake = rec.intake
     problems = ("no intake event",) if intake is None else canonical.validate(
@@ -87,7 +92,7 @@ async def observe(s: Session) -> Facts:
         state=rec.state, intake_problems=problems, cancelled=rec.cancellation["requested"],
         proposal_frozen=rec.proposal is not None,
         authority_row=None if s.authority is None or s.authority["live"]
-        else classify("authority", s.authority["reason"]).name,
+        else s.classify("authority", s.authority["reason"]).name,
         approval_requests=rec.approval.get("requests", 0),
         approval_pending=bool(rec.approval.get("request_ids"))
         and rec.approval["request_ids"][-1] not in answered_requests(rec),
@@ -160,7 +165,7 @@ async def await_approval(s: Session, f: Facts, t: Transition) -> None:
 
 
 async def wait_retry(s: Session, f: Facts, t: Transition) -> None:
-    row = classify("budget", "attempts")
+    row = s.classify("budget", "attempts")
     await _enter_wait(s, _S.WAITING_RETRY)
     await _wait(s, _S.WAITING_RETRY, "operator",
                 f"{row.name}: {f.primary.attempts} attempts failed before send; "
@@ -242,7 +247,7 @@ async def finish_run(s: Session, row: matrix.Row) -> None:
     for entry in list(s.ledger.values()):
         if fact_of(entry).sendable:
             await effects.close_unsent(s, entry, row)
-    disposition = truthful_disposition(s)
+    disposition = (s.behaviour.disposition or truthful_disposition)(s)
     unresolved = [e["semantic_key"] for e in s.ledger.values()
                   if e["knowledge"] in (_K.SENT_UNKNOWN.value, _K.COMPENSATION_PROPOSED.value)]
     remains = disposition is _S.CANCELLED_EFFECT_REMAINS

@@ -48,7 +48,7 @@ async def bootstrap(s: Session) -> bool:
 
     # 2. Verify schema and contract versions before acquiring effect authority.
     terminal = raw is not None and RunState(raw["control"]["state"]) in TERMINAL_STATES
-    compat = migrations.decide(raw, s.env)
+    compat = (s.behaviour.compatibility or migrations.decide)(raw, s.env)
 
     # 3. Read terminal and cancellation state. A terminal run does not restart.
     after = raw["control"]["event_sequence"] if raw else 0
@@ -72,17 +72,17 @@ async def bootstrap(s: Session) -> bool:
         # nothing to write yet: recheck by reading that no version appeared meanwhile
         if (await s.call("platform", s.ports.checkpoints.load()))["version"] != 0:
             raise StaleView(matrix.ROW["stale_checkpoint"], "a checkpoint appeared after the load")
-        s.record = _arrived(s, absorb(provisional(s, None), events).record)
+        s.record = _arrived(s, _absorb(s, provisional(s, None), events))
     elif compat.disposition == "migrate":
-        migrated = migrations.migrate(raw, previous_version=s.version, compat=compat,
-                                      owner=s.worker, epoch=s.epoch)
+        migrated = (s.behaviour.migrate or migrations.migrate)(
+            raw, previous_version=s.version, compat=compat, owner=s.worker, epoch=s.epoch)
         record = decode(migrated)
         await s.write_raw(migrated, record)
         # migration issues no effect and keeps the pre-migration state's meaning
-        s.record = _arrived(s, absorb(record, events).record)
+        s.record = _arrived(s, _absorb(s, record, events))
         await s.commit(resumed_state(s.record))
     else:
-        s.record = _arrived(s, absorb(decode(raw), events).record)
+        s.record = _arrived(s, _absorb(s, decode(raw), events))
         await s.commit(resumed_state(s.record))
 
     # 6. Restore budgets, deadline, and retry counters (declared ceilings are this code's).
@@ -93,8 +93,7 @@ async def bootstrap(s: Session) -> bool:
     # 7. Validate identity, delegation, capability, and approval references: the approval
     #    must be live and bound to the frozen proposal hash (a loaded approval is not authority).
     if s.record.proposal is not None and not terminal:
-        s.authority = await s.call("platform", s.ports.authority.check(
-            s.record.proposal["hash"], s.record.intake["operation"]))
+        s.authority = await s.check_authority(s.record.proposal["hash"], s.record.intake["operation"])
 
     # 8. Revalidate volatile evidence required for the next transition: the capability
     #    profiles (lookup, key retention, consistency, delivery delay, fencing) of the services.
@@ -102,9 +101,17 @@ async def bootstrap(s: Session) -> bool:
         await s.describe(service)
 
     # 9. Inspect unresolved effect entries before planning or dispatch.
-    for entry in (await s.call("platform", s.ports.ledger.by_run()))["entries"]:
-        s.ledger[entry["semantic_key"]] = entry
+    entries = (await s.call("platform", s.ports.ledger.by_run()))["entries"]
+    if s.behaviour.recover_effects is not None:
+        s.ledger = s.behaviour.recover_effects(s, entries)
+    else:
+        for entry in entries:
+            s.ledger[entry["semantic_key"]] = entry
     return True
+
+
+def _absorb(s: Session, record: RunRecord, events: list) -> RunRecord:
+    return (s.behaviour.absorb or absorb)(record, events).record
 
 
 def _arrived(s: Session, record: RunRecord) -> RunRecord:
@@ -122,7 +129,7 @@ async def _pin_or_stop(s: Session, raw: dict | None, compat: migrations.Compatib
         await s.finish(RunState.PINNED, next_owner="platform", reason=compat.reason,
                        packet={"pinned_env": dict(compat.old), "from": dict(compat.new)})
         return False
-    row = matrix.classify("contract", "incompatible")
+    row = s.classify("contract", "incompatible")
     now = await s.now()
     packet = build(s, row=row, disposition=RunState.WAITING_OPERATOR, next_owner="operator",
                    reason=compat.reason, now=now)

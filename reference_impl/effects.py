@@ -26,7 +26,7 @@ from harness.model import Knowledge, RunState
 from harness.ports import PortError
 
 from . import canonical, matrix
-from .matrix import ROW, Action, classify
+from .matrix import ROW, Action
 from .session import FencedOut, Session
 
 
@@ -53,7 +53,8 @@ def role_of(entry: Mapping[str, Any], intake: Mapping[str, Any]) -> Role:
 
 def new_entry(s: Session, *, kind: str, service: str, operation: str, intent: dict, version: int,
               compensates: str | None = None) -> dict:
-    return {"semantic_key": canonical.semantic_key(operation, intent, version), "kind": kind,
+    key = (s.behaviour.semantic_key or canonical.semantic_key)(operation, intent, version)
+    return {"semantic_key": key, "kind": kind,
             "service": service, "operation": operation, "run_id": s.run_id, "intent": intent,
             "intent_fingerprint": canonical.fingerprint(operation, intent, version),
             "canonicalization_version": version, "knowledge": _K.PROPOSED.value, "attempts": [],
@@ -274,7 +275,7 @@ async def prepare_notification(s: Session) -> None:
 async def check_authority(s: Session, entry: Mapping[str, Any]) -> dict:
     role = role_of(entry, s.record.intake)
     action = "release" if role is Role.COMPENSATION else s.record.intake["operation"]
-    answer = await s.call("platform", s.ports.authority.check(entry["proposal_hash"], action))
+    answer = await s.check_authority(entry["proposal_hash"], action)
     if role is not Role.COMPENSATION:
         s.authority = answer
     return answer
@@ -301,7 +302,7 @@ async def dispatch(s: Session, key: str, retry_id: str | None = None) -> None:
         # no dispatch without live authority bound to the proposal hash; the run's own
         # effect is rerouted by the decision table (re-request or stop)
         if role is not Role.PRIMARY:
-            await close_unsent(s, entry, classify("authority", answer["reason"]))
+            await close_unsent(s, entry, s.classify("authority", answer["reason"]))
         return
     n = len(entry["attempts"]) + 1
     attempt = {"attempt": n, "at": await s.now(), "epoch": s.epoch, "worker": s.worker,
@@ -312,12 +313,12 @@ async def dispatch(s: Session, key: str, retry_id: str | None = None) -> None:
     await commit(s, IN_FLIGHT_STATE[role])          # the last lease-checked write before the send
     error: PortError | None = None
     try:
-        response = await s.ports.service(entry["service"]).call(
-            entry["operation"], **effect_request(sent, profile, s.epoch))
+        response = await s.send(entry["service"], entry["operation"],
+                                effect_request(sent, profile, s.epoch))
         code, ref = interpret_response(sent, response)
     except PortError as exc:
         error, (code, ref) = exc, (exc.code, None)
-    row = classify("dispatch", code)
+    row = s.classify("dispatch", code)
     if row.action is Action.FENCE_OUT:
         raise FencedOut(row, error)
     observation = {"attempt": n, "at": await s.now(), "code": code, "row": row.name,
@@ -396,8 +397,9 @@ async def reconcile(s: Session, key: str) -> None:
     now = await s.now()
     wait_ms = 0
     if code == "negative":
-        code, wait_ms = judge_negative(entry, profile, as_of, now, s.started_at)
-    row = classify("read", code)
+        code, wait_ms = (s.behaviour.judge_negative or judge_negative)(entry, profile, as_of, now,
+                                                                       s.started_at)
+    row = s.classify("read", code)
     s.reads.append(f"{read.label if read else 'no read'} -> {code} at {now}")
     n = len(entry["attempts"])
     note = {"at": now, "read": read.label if read else None, "code": code, "as_of": as_of, "ref": ref}
@@ -430,9 +432,8 @@ async def _wait_and_reread(s: Session, entry: dict, role: Role, row: matrix.Row,
         wait_ms = matrix.RECONCILE_POLL_MS
     wait_ms = min(wait_ms, s.record.deadline - now)
     if used >= matrix.RECONCILE_READ_CEILING or wait_ms <= 0:
-        final = ROW["reconciliation_service_down"] if row.action is Action.RETRY_CALL \
-            else classify("read", "unresolved")
-        await s.append(evolve(s, entry, _K.SENT_UNKNOWN, final.name,
+        final = s.classify("read", "down" if row.action is Action.RETRY_CALL else "unresolved")
+        await s.append(evolve(s, entry, final.knowledge or _K.SENT_UNKNOWN, final.name,
                               reconciliation=[*entry["reconciliation"],
                                               _verdict(final, len(entry["attempts"]), note)]))
         await commit(s, IN_FLIGHT_STATE[role] if role is not Role.PRIMARY else RunState.RECONCILING)
@@ -475,7 +476,7 @@ async def compensate(s: Session) -> matrix.Row | None:
     rec, original = s.record, entry_of(s, Role.PRIMARY)
     profile = await s.describe(original["service"])
     if not profile.get("compensation", False):
-        return classify("compensation", "not_supported")
+        return s.classify("compensation", "not_supported")
     entry = entry_of(s, Role.COMPENSATION)
     if entry is None:
         version = rec.contract["canonicalization_version"]
@@ -485,11 +486,11 @@ async def compensate(s: Session) -> matrix.Row | None:
         entry = new_entry(s, kind="compensation", service=original["service"], operation="release",
                           intent=intent, version=version, compensates=original["semantic_key"])
     phash = entry["proposal_hash"]
-    answer = await s.call("platform", s.ports.authority.check(phash, "release"))
+    answer = await s.check_authority(phash, "release")
     if not answer["live"]:
         await s.call("platform", s.ports.authority.request(
             phash, "release", {"compensates": original["semantic_key"], "ref": original["remote_ref"]}))
-        answer = await s.call("platform", s.ports.authority.check(phash, "release"))
+        answer = await s.check_authority(phash, "release")
     if not answer["live"]:        # corrective authority is never inferred from the original's
         return ROW["compensation_denied"]
     if entry["semantic_key"] not in s.ledger:

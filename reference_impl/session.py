@@ -23,6 +23,7 @@ from harness.model import RUN_TRANSITIONS, PortCall, RunState
 from harness.ports import PortError
 
 from . import matrix
+from .behaviour import REFERENCE, Behaviour
 from .matrix import Action, classify
 from .record import RunRecord, encode
 
@@ -60,8 +61,9 @@ class IllegalTransition(Exception):
 
 
 class Session:
-    def __init__(self, ports, rereads: tuple[str, ...] = ()) -> None:
+    def __init__(self, ports, rereads: tuple[str, ...] = (), behaviour: Behaviour = REFERENCE) -> None:
         self.ports = ports
+        self.behaviour = behaviour
         self.rereads = rereads                     # why earlier sessions of this worker reread
         self.run_id = ""
         self.worker = ""
@@ -80,6 +82,10 @@ class Session:
         self.finished = False
 
     # ------------------------------------------------------------------ calls
+    def classify(self, phase: str, code: str) -> matrix.Row:
+        """The recovery-matrix row of an observation (the behaviour may reclassify it)."""
+        return self.behaviour.matrix.get((phase, code)) or classify(phase, code)
+
     async def call(self, phase: str, request: PortCall) -> Any:
         """A platform call with the matrix's transient retry; raises FencedOut for a
         lease-loss or stale-checkpoint answer and PortError for rows the caller handles."""
@@ -88,7 +94,7 @@ class Session:
                 return await request
             except PortError as error:
                 lapsed = error.code == "stale_epoch" and error.details.get("current_epoch") == self.epoch
-                row = classify(phase, "lease_lapsed" if lapsed else error.code)
+                row = self.classify(phase, "lease_lapsed" if lapsed else error.code)
                 if row.action is Action.FENCE_OUT:
                     raise FencedOut(row, error) from None
                 if row.action is Action.REREAD:
@@ -120,6 +126,15 @@ class Session:
             0, matrix.JITTER_MAX_MS, f"jitter {what} #{n}")))["value"]
         await self.sleep(delay + jitter, f"backoff {what} #{n}", deadline)
 
+    async def send(self, service: str, op: str, args: dict) -> Any:
+        """One effect call: exactly one request, never retried here (its retries are new
+        attempts in the ledger, effects.py). PortError propagates to the caller."""
+        return await self.ports.service(service).call(op, **args)
+
+    async def check_authority(self, proposal_hash: str, action: str) -> dict:
+        """authority.check: live approval bound to the proposal hash (never a local record)."""
+        return await self.call("platform", self.ports.authority.check(proposal_hash, action))
+
     async def describe(self, service: str) -> dict:
         """A service's capability profile. A lease must outlive the slowest call the worker
         may wait on, so the lease TTL grows with the service's client timeout."""
@@ -132,7 +147,7 @@ class Session:
     # ------------------------------------------------------------------ lease
     async def acquire_lease(self) -> bool:
         """Acquire a new epoch, waiting out another owner's lease a bounded number of times."""
-        row = classify("lease", "lease_held")
+        row = self.classify("lease", "lease_held")
         for n in itertools.count(1):
             try:
                 lease = await self.call("lease", self.ports.lease.acquire(self.lease_ttl))
@@ -167,12 +182,16 @@ class Session:
             # done that, so prove ownership (FencedOut); holding the lease, it is a bug
             await self.hold_lease()
             raise IllegalTransition(f"{current.value} -> {state.value}")
-        checkpoint = encode(record, state=state, owner=self.worker, epoch=self.epoch,
-                            state_version=self.version + 1)
+        checkpoint = self.document(record, state)
         result = await self.call("checkpoint", self.ports.checkpoints.write(
             checkpoint, self.version, self.epoch))
         self.version = result["version"]
         self.record = record.evolve(state=state)
+
+    def document(self, record: RunRecord, state: RunState) -> dict:
+        """The checkpoint for the next version, owned by this worker's epoch."""
+        return encode(record, state=state, owner=self.worker, epoch=self.epoch,
+                      state_version=self.version + 1)
 
     async def write_raw(self, checkpoint: dict, record: RunRecord) -> None:
         """Write a checkpoint built elsewhere (a migration record) with the same CAS."""
