@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .index import Dispatch, Read, RunIndex, TraceIndex, matches
+from .index import Dispatch, Read, RunIndex, TraceIndex, matches, obj
 
 SETTLED = frozenset({"definite", "authoritative", "durable"})
 ABSENT_KNOWLEDGE = frozenset({"PROPOSED", "REJECTED"})
@@ -140,8 +140,10 @@ def _read_about(ix: TraceIndex, run: RunIndex, read: Read, d: Dispatch, need: in
             if matches(rec.get("intent"), intent):
                 return Finding(state="present", strength="authoritative", cites=(read.seq,),
                                why=f"version read found {rec.get('ref')}")
-            return Finding(state="present", strength="weak", cites=(read.seq,),
-                           why="the version exists with another intent")
+            # A natural key holds one record, and it is another intent's: this publish has
+            # no effect and never can (a late arrival meets already_exists).
+            return Finding(state="absent", strength="authoritative", cites=(read.seq,),
+                           why=f"the version is {rec.get('ref')} of another intent; a version holds one record")
         if v.get("in_flight"):
             return Finding(state="unknown", strength="weak", cites=(read.seq,),
                            why="the version is still being published")
@@ -177,6 +179,7 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
             mode: str = "redispatch") -> Finding:
     """What ``worker`` could know, just before seq ``before``, of what became of ``d``."""
     r = d.seen_by(worker, before)
+    answer = None                   # an answer that settles nothing until a read does
     if r is not None:
         if r["ok"]:
             value = r.get("value") or {}
@@ -189,11 +192,11 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
         err = r.get("error") or {}
         if err.get("definite"):
             code = err.get("code")
-            if code == "already_exists":
-                return Finding(state="present", strength="weak", cites=(r["seq"],),
-                               why="already_exists does not say whose record exists")
-            return Finding(state="absent", strength="definite", cites=(r["seq"],),
-                           why=f"definite error {code}")
+            if code != "already_exists":
+                return Finding(state="absent", strength="definite", cites=(r["seq"],),
+                               why=f"definite error {code}")
+            answer = Finding(state="present", strength="weak", cites=(r["seq"],),
+                             why="already_exists does not say whose record exists")
     own = r["seq"] if r is not None else (d.result["seq"] if d.result is not None
                                           and d.result["seq"] < before else d.seq)
     need = required_as_of(ix, d, before, mode)
@@ -232,6 +235,8 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
         return durable
     if best_weak is not None:
         return best_weak
+    if answer is not None:
+        return answer
     if w is not None and d.key is not None:
         for s, key in w.callbacks:
             if s >= before:
@@ -245,17 +250,38 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
 def presence(ix: TraceIndex, run: RunIndex, key, worker: str, before: int) -> Finding:
     """The best evidence ``worker`` had before ``before`` that an effect under ``key`` exists."""
     best = NOTHING
-    for d in run.dispatches:
-        if d.seq >= before:
-            break
-        if d.key != key:
-            continue
+    sent = [d for d in run.dispatches if d.seq < before and d.key == key]
+    if not sent:
+        # prepared (maybe SENT_UNKNOWN) but never sent by this run: an identifying read of its
+        # key can still find the effect of its intent (another run sent the same key)
+        prepared = _prepared(run, key, before)
+        sent = [prepared] if prepared is not None else []
+    for d in sent:
         f = resolve(ix, run, d, worker, before, "claim")
         if f.state == "present" and _rank(f) > _rank(best):
             best = f
         elif f.state != "present" and f.strength in ("weak", "callback") and best.strength == "none":
             best = Finding(state="unknown", strength=f.strength, cites=f.cites, why=f.why)
     return best
+
+
+def _prepared(run: RunIndex, key, before: int) -> Dispatch | None:
+    """The run's effect entry for ``key`` as if it were a dispatch at its first append: what a
+    read of the key is about when the run never sent it."""
+    entries = run.ledger_by_key.get(key)
+    if not entries or entries[0]["seq"] >= before:
+        return None
+    first = entries[0]
+    entry = obj(first.get("entry"))
+    if entry.get("kind") != "effect":
+        return None
+    intent = entry.get("intent")
+    service, op = entry.get("service"), entry.get("operation")
+    return Dispatch(seq=first["seq"], t=first["t"], worker=first["worker"],
+                    service=service if isinstance(service, str) else run.service,
+                    op=op if isinstance(op, str) else run.operation, key=key,
+                    intent=intent if isinstance(intent, dict) else dict(run.intent), args={},
+                    role="primary" if op == run.operation else "secondary")
 
 
 def absence(ix: TraceIndex, run: RunIndex, key, worker: str, before: int,

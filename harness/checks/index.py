@@ -159,6 +159,7 @@ class WorkerInfo:
     sleeps: list = field(default_factory=list)        # (call seq, ms, reason)
     appends: list = field(default_factory=list)       # ledger append call seqs
     calls: list = field(default_factory=list)         # every port call seq, in order
+    loads: list = field(default_factory=list)         # (seq, version, contract or None) of each load seen
     known_expiry: int | None = None
 
     def epoch_at(self, seq: int) -> tuple[int | None, int]:
@@ -491,6 +492,7 @@ def _result(run: RunIndex, ev: dict) -> None:
             w.stale.append(ev["seq"])
     elif port == "checkpoints" and op == "load":
         cp = value.get("checkpoint")
+        w.loads.append((ev["seq"], value.get("version"), obj(cp.get("contract")) if isinstance(cp, dict) else None))
         epoch, _ = w.epoch_at(ev["seq"])
         if epoch is not None and isinstance(cp, dict):
             seen = dig(cp, "control", "lease_epoch")

@@ -125,8 +125,9 @@ def _own_effects(ix: TraceIndex, run: RunIndex) -> list[dict]:
 
 def _held_effects(ix: TraceIndex, run: RunIndex) -> list[dict]:
     """Commits a presence claim may rest on: the run's own, or a commit of its intent under a
-    key the run sent (the service answered the run's request with an earlier record)."""
-    keys = {d.key for d in run.dispatches if d.role == "primary"}
+    key the run sent or prepared (the service holds one record for that key: another run's
+    identical intent may have sent it first)."""
+    keys = set(run.primary_keys(len(ix.events) + 1))
     return [ev for ev in ix.forward_effects(run.service, run.operation, run.intents)
             if ev.get("run") == run.id or ev.get("key") in keys]
 
@@ -359,11 +360,19 @@ def _cls_01(ix: TraceIndex) -> Iterator[Finding]:
             code = (r.get("error") or {}).get("code")
             if code not in _NON_RETRYABLE:
                 continue
+            # the refusal binds the worker that saw it, and every worker once that worker recorded the
+            # key in the ledger after it; a replacement that never learnt of it may reconcile and send
             again = next((x for x in run.dispatches[i + 1:] if x.key == d.key and x.service == d.service
-                          and x.op == d.op), None)
+                          and x.op == d.op and (x.worker == r["worker"]
+                                                or _recorded_between(run, d.key, r["worker"], r["seq"], x.seq))),
+                         None)
             if again is not None:
                 yield run.id, f"{code} at #{r['seq']} is not transient, yet {d.key} was sent again at " \
                               f"#{again.seq}", (r["seq"], again.seq), False
+
+
+def _recorded_between(run: RunIndex, key, worker: str, lo: int, hi: int) -> bool:
+    return any(lo < e["seq"] < hi and e["worker"] == worker for e in run.ledger_by_key.get(key, ()))
 
 
 def _cls_02(ix: TraceIndex) -> Iterator[Finding]:
@@ -376,7 +385,9 @@ def _cls_02(ix: TraceIndex) -> Iterator[Finding]:
             if err.get("code") != "throttled":
                 continue
             after = (err.get("details") or {}).get("retry_after_ms") or 0
-            nxt = next((x for x in run.dispatches[i + 1:] if x.key == d.key and x.op == d.op), None)
+            # the next send by the worker that saw the answer (one that never saw it cannot honour it)
+            nxt = next((x for x in run.dispatches[i + 1:] if x.key == d.key and x.op == d.op
+                        and x.seq > r["seq"] and x.worker == r["worker"]), None)
             if nxt is not None and nxt.t < r["t"] + after:
                 yield run.id, f"throttled at #{r['seq']} asked to wait {after} ms; {d.key} was re-sent " \
                               f"after {nxt.t - r['t']} ms (#{nxt.seq})", (r["seq"], nxt.seq), False
@@ -413,37 +424,47 @@ def _mig_01(ix: TraceIndex) -> Iterator[Finding]:
                 if d.seq > cp["seq"] and (done is None or d.seq < done):
                     bad[d.seq] = (run.id, f"{d.service}.{d.op} #{d.seq} dispatched during the migration "
                                           f"started at #{cp['seq']}", (cp["seq"], d.seq), False)
-        # A worker whose code differs from the checkpoint's contract migrates, pins or stops first.
+        by_version = {cp["version"]: cp["seq"] for cp in cps}
+        # A worker whose code differs from the contract of the checkpoint it works from (the
+        # latest at its start, or the latest it loaded since) migrates, pins or stops first.
         for w in run.workers.values():
             base = None
             for cp in cps:
                 if cp["seq"] > w.start_seq:
                     break
                 base = cp
-            if base is None:
-                continue
-            contract = obj(dig(base, "checkpoint", "contract"))
-            changed = [f for f in _CONTRACT_FIELDS if f in w.env and contract.get(f) != w.env.get(f)]
-            if not changed:
-                continue
-            what = ", ".join(f"{f} {contract.get(f)} -> {w.env.get(f)}" for f in changed)
-            own = [cp for cp in cps if cp["worker"] == w.name]
-            migrated = next((cp["seq"] for cp in own if cp["state"] == "MIGRATING"), None)
-            completed = None if migrated is None else next(
-                (cp["seq"] for cp in cps if cp["seq"] > migrated and cp["state"] != "MIGRATING"), None)
-            for cp in own:
-                if migrated is not None and cp["seq"] >= migrated:
-                    break
-                if cp["state"] not in _STOP_STATES:
-                    bad.setdefault(cp["seq"], (run.id, f"{w.name} runs incompatible code ({what}) and wrote "
-                                                       f"{cp['state']} at #{cp['seq']} without migrating, pinning or "
-                                                       f"stopping", (base["seq"], cp["seq"]), False))
-                    break
-            for d in run.dispatches:
-                if d.worker == w.name and (completed is None or d.seq < completed):
-                    bad.setdefault(d.seq, (run.id, f"{w.name} runs incompatible code ({what}) and dispatched "
-                                                   f"#{d.seq} before a completed migration", (base["seq"], d.seq),
-                                           False))
+            view = obj(dig(base, "checkpoint", "contract")) if base is not None else None
+            view_seq = base["seq"] if base is not None else None
+            steps = [(s, "load", (version, contract)) for s, version, contract in w.loads]
+            steps += [(cp["seq"], "checkpoint", cp) for cp in cps if cp["seq"] > w.start_seq]
+            steps += [(d.seq, "dispatch", d) for d in run.dispatches if d.worker == w.name]
+            steps.sort(key=lambda step: step[0])
+            migrating = completed = wrote = False
+            for seq, kind, item in steps:
+                if kind == "load":
+                    view, view_seq = item[1], by_version.get(hashable(item[0]), seq)
+                    continue
+                changed = [f for f in _CONTRACT_FIELDS if view is not None and f in w.env
+                           and view.get(f) != w.env.get(f)]
+                if kind == "checkpoint":
+                    if item["worker"] != w.name:
+                        if migrating and item["state"] != "MIGRATING":
+                            completed = True
+                        continue
+                    if item["state"] == "MIGRATING":
+                        migrating = True
+                    elif migrating:
+                        completed = True
+                    elif changed and not wrote and item["state"] not in _STOP_STATES:
+                        wrote = True
+                        what = ", ".join(f"{f} {view.get(f)} -> {w.env.get(f)}" for f in changed)
+                        bad.setdefault(seq, (run.id, f"{w.name} runs incompatible code ({what}) and wrote "
+                                                     f"{item['state']} at #{seq} without migrating, pinning or "
+                                                     f"stopping", (view_seq, seq), False))
+                elif changed and not completed:
+                    what = ", ".join(f"{f} {view.get(f)} -> {w.env.get(f)}" for f in changed)
+                    bad.setdefault(seq, (run.id, f"{w.name} runs incompatible code ({what}) and dispatched "
+                                                 f"#{seq} before a completed migration", (view_seq, seq), False))
         for seq in sorted(bad):
             yield bad[seq]
 
@@ -810,18 +831,35 @@ def _eff_01(ix: TraceIndex) -> Iterator[Finding]:
                 tuple(e["seq"] for e in evs), False
 
 
+def _stall_horizon(run: RunIndex, d: Dispatch) -> int:
+    """What the dispatching worker could know is what was there before ``d``, except for a
+    stale worker that confirmed its ownership right before the send and stalled in between
+    (observing nothing): what it knew is what was there before that confirmation."""
+    w = run.workers.get(d.worker)
+    if w is None:
+        return d.seq
+    epoch = w.epoch_at(d.seq)[0]
+    if epoch is None or _live(run, epoch, d.seq, d.t) or w.stale_evidence(d.seq) is not None:
+        return d.seq
+    prev = _previous_call(w, d.seq)
+    return prev if prev is not None and prev in run.confirmed else d.seq
+
+
 def _eff_02(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():
         for stream in _streams(run):
             for i, d in enumerate(stream):
-                known = run.knowledge_before(d.key, d.seq) if d.key is not None else None
+                horizon = _stall_horizon(run, d)
+                known = run.knowledge_before(d.key, horizon) if d.key is not None else None
                 if known in PRESENT_KNOWLEDGE:
                     e = next(x for x in run.ledger_by_key[d.key] if x["knowledge"] == known)
                     yield run.id, f"{d.key} was {known} in the ledger (#{e['seq']}), yet sent again at " \
                                   f"#{d.seq}", (e["seq"], d.seq), False
                     continue
                 for prev in stream[:i]:
-                    f = resolve(ix, run, prev, d.worker, d.seq, "redispatch")
+                    if prev.seq >= horizon:
+                        break
+                    f = resolve(ix, run, prev, d.worker, horizon, "redispatch")
                     if f.state == "present" and f.settled:
                         yield run.id, f"{d.worker} knew #{prev.seq} took effect ({f.why}), yet sent it again " \
                                       f"at #{d.seq}", (prev.seq, *f.cites, d.seq), False
@@ -864,11 +902,13 @@ def _retry_admissions(run: RunIndex) -> Iterator[Finding]:
     if not waits:
         return
     primary = [d for d in run.dispatches if d.role == "primary"]
+    admissions = 0
     for k, start in enumerate(waits):
         stop = waits[k + 1] if k + 1 < len(waits) else None
         period = [d for d in primary if d.seq > start and (stop is None or d.seq < stop)]
         if not period:
-            continue
+            continue                    # waiting again (a restarted worker) admits nothing
+        admissions += 1
         first = period[0]
         ids = []
         for ev in run.inbox:
@@ -877,9 +917,9 @@ def _retry_admissions(run: RunIndex) -> Iterator[Finding]:
             event = ev["event"]
             if event.get("type") == "retry" and event.get("event_id") not in ids:
                 ids.append(event.get("event_id"))
-        if len(ids) < k + 1:
+        if len(ids) < admissions:
             yield run.id, f"attempt #{first.seq} after WAITING_RETRY #{start} has no retry request of its own " \
-                          f"({len(ids)} distinct retry event(s) for {k + 1} admission(s))", (start, first.seq), False
+                          f"({len(ids)} distinct retry event(s) for {admissions} admission(s))", (start, first.seq), False
         for a, b in zip(period, period[1:]):
             r = a.result
             if r is not None and r["delivered"] and not r["ok"] and (r.get("error") or {}).get("definite"):
@@ -999,7 +1039,10 @@ def _cancel_01(ix: TraceIndex) -> Iterator[Finding]:
 
 def _cancel_02(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():
-        terminal = next((cp["seq"] for cp in run.checkpoints if cp["state"] in _TERMINAL), None)
+        # the run was terminal before its writer could know of any cancellation: a later
+        # cancellation records intent but does not rewrite history
+        terminal = next((cp for cp in run.checkpoints if cp["state"] in _TERMINAL), None)
+        settled = terminal is not None and run.cancel_known(terminal["worker"], terminal["seq"]) is None
         for f in run.finishes:
             disp = f["disposition"]
             if not f.get("accepted") or disp not in _TERMINAL:
@@ -1010,9 +1053,8 @@ def _cancel_02(ix: TraceIndex) -> Iterator[Finding]:
                     yield run.id, f"{disp} at #{f['seq']} but no cancellation was ever received", (f["seq"],), False
             else:
                 seen = run.cancel_known(f["worker"], call)
-                first = run.cancel_delivered(call)
-                if terminal is not None and first is not None and first > terminal:
-                    continue                    # cancelled after the run was already terminal
+                if settled and terminal["seq"] < call and terminal["state"] == disp:
+                    continue
                 if seen is not None:
                     yield run.id, f"{disp} at #{f['seq']} hides the cancellation known at #{seen}", \
                         (seen, f["seq"]), False
@@ -1192,7 +1234,7 @@ INVARIANTS: tuple[Invariant, ...] = (
          "business field); REJECTED needs no commit under the key, ever, late arrivals included; "
          "COMPENSATED needs a release of the original; an absence claim is false when an effect of the "
          "run's operation caused by the run remains unreleased, a presence claim when none of its own or of "
-         "its intent under a key it sent remains (other actors never count).",
+         "its intent under a key it sent or prepared remains (other actors never count).",
          "the claim (ledger or finish event) and the remote commits that contradict it"),
     _inv("EVID-01", "A resolved ledger entry names its evidence, and a confirmation its remote reference.",
          "classification", False, None, _evid_01,
@@ -1211,12 +1253,14 @@ INVARIANTS: tuple[Invariant, ...] = (
     _inv("CLS-01", "Validation, permission, changed-intent and already-exists refusals are not retried.",
          "classification", False, None, _cls_01,
          "After a delivered validation_failed, permission_denied, intent_mismatch or already_exists answer "
-         "to a dispatch, no later dispatch under the same key.",
+         "to a dispatch, no later dispatch under the same key by the worker that saw it, nor by any worker "
+         "once that worker recorded the key in the ledger after the refusal (a replacement that never "
+         "learnt of it may reconcile and send again).",
          "the refusal, the retry"),
     _inv("CLS-02", "Throttling is honoured: a throttled effect is retried only after its retry-after.",
          "classification", False, None, _cls_02,
-         "After a delivered throttled answer with retry_after_ms, the next dispatch under the key starts at "
-         "least that long after the answer.",
+         "After a delivered throttled answer with retry_after_ms, the next dispatch under the key by the "
+         "worker that saw it starts at least that long after the answer.",
          "the throttled answer, the early retry"),
     _inv("AUTH-02", "A permission denial is not answered with another credential.", "classification", True,
          None, _auth_02,
@@ -1226,9 +1270,11 @@ INVARIANTS: tuple[Invariant, ...] = (
     _inv("MIG-01", "An incompatible checkpoint is migrated, pinned or stopped before any effect; migration "
          "issues no effect.", "classification", True, None, _mig_01,
          "A worker whose env (schema_version, canonicalization_version) differs from the contract of the "
-         "latest checkpoint at its start may write only MIGRATING, PINNED, WAITING_OPERATOR or terminal "
-         "checkpoints until it wrote MIGRATING, and dispatches nothing before a non-MIGRATING checkpoint "
-         "follows its MIGRATING one (best-effort deserialization is a violation). No dispatch while a "
+         "checkpoint it works from (the latest at its start, or the latest it has loaded since: one that "
+         "another worker already migrated is compatible) may write only MIGRATING, PINNED, "
+         "WAITING_OPERATOR or terminal checkpoints until it wrote MIGRATING, and dispatches nothing before "
+         "a non-MIGRATING checkpoint follows its MIGRATING one (best-effort deserialization is a "
+         "violation). No dispatch while a "
          "MIGRATING checkpoint is the latest; a MIGRATING checkpoint carries a migration record (from, to).",
          "the checkpoint the worker started from, the offending checkpoint or dispatch"),
     _inv("KNOW-01", "Knowledge moves only along the ledger's transition table.", "classification", True, None,
@@ -1240,7 +1286,8 @@ INVARIANTS: tuple[Invariant, ...] = (
     _inv("KNOW-02", "Knowledge is never upgraded without the evidence the transition requires.",
          "classification", True, "exactly-once claim", _moves("KNOW-02"),
          "Each move named in KNOWLEDGE_EVIDENCE is checked against what the appending worker had observed "
-         "(or the durable ledger): CONFIRMED needs an accepted response or an authoritative positive read; "
+         "(or the durable ledger): CONFIRMED needs an accepted response or an authoritative positive read "
+         "(of a key the run prepared but never sent, too: another run of the same intent may have sent it); "
          "REJECTED needs every attempt settled absent (definite error, or an authoritative negative read "
          "fresh enough and past the documented late-delivery bound); SENT_UNKNOWN -> PROPOSED needs every "
          "attempt settled absent; COMPENSATED / back to CONFIRMED need the compensation entry CONFIRMED / "
@@ -1321,12 +1368,15 @@ INVARIANTS: tuple[Invariant, ...] = (
          _eff_02,
          "No dispatch under a key the ledger already holds CONFIRMED / COMPENSATION_PROPOSED / COMPENSATED, or "
          "after the dispatching worker saw an accepted response or a positive read for an earlier attempt "
-         "(a response is replayed from the ledger, never regenerated by repeating the effect).",
+         "(a response is replayed from the ledger, never regenerated by repeating the effect). A stale "
+         "worker that confirmed ownership right before the send and stalled is judged on what existed "
+         "before that confirmation.",
          "the evidence of the effect, the redispatch"),
     _inv("EVT-01", "A duplicate event causes one transition.", "effect_correctness", True, None, _evt_01,
          "One original is released at most once and gets at most one compensation key; after WAITING_RETRY, "
          "each admitted attempt needs its own retry request (distinct event id) and one request admits one "
-         "attempt.",
+         "attempt. An admission is a WAITING_RETRY followed by an attempt before the next WAITING_RETRY: "
+         "waiting again with no attempt in between (a restarted worker) admits nothing.",
          "the releases, compensation dispatches or retry admissions"),
     _inv("KEY-02", "A key never carries a changed intent.", "effect_correctness", True, None, _key_02,
          "No key is sent with two different intents (proposal hash included), in one run or across runs "
@@ -1375,8 +1425,9 @@ INVARIANTS: tuple[Invariant, ...] = (
          "the cancellation evidence, the dispatch"),
     _inv("CANCEL-02", "Cancellation is visible in the disposition.", "disposition", True, None, _cancel_02,
          "A CANCELLED_* finish needs a cancel event received before it; a terminal finish by a worker that "
-         "knew of a cancellation must be CANCELLED_*, unless every cancellation arrived after a terminal "
-         "checkpoint (a late cancellation records intent but does not rewrite history).",
+         "knew of a cancellation must be CANCELLED_*, unless it repeats a terminal checkpoint written by a "
+         "worker that did not know of any cancellation when it wrote it (a cancellation that reaches a "
+         "terminal run records intent but does not rewrite history).",
          "the cancellation evidence, the finish"),
     _inv("DISP-02", "A terminal finish lists every effect with its ledger knowledge.", "disposition", False,
          None, _disp_02,
