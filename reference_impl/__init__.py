@@ -13,6 +13,7 @@ Reading order (each module cites the chapter section it implements):
 * ``packet.py``      the decision packet handed to an operator
 * ``session.py``     one worker's ports, lease, checkpoint version and ledger mirror
 * ``adapter.py``     the worker loop and the actions, including the truthful terminal
+* ``behaviour.py``   the decisions a variant may replace (every default is the reference)
 """
 from .adapter import ReferenceAdapter
 

@@ -225,7 +225,7 @@ async def replay_terminal(s: Session, f: Facts, t: Transition) -> None:
 
 
 async def finish(s: Session, f: Facts, t: Transition) -> None:
-    await finish_run(s, ROW[t.row(f)])
+    await finish_run(s, s.row(t.row(f)))
 
 
 # --------------------------------------------------------------------------- the terminal

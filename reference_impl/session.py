@@ -86,6 +86,11 @@ class Session:
         """The recovery-matrix row of an observation (the behaviour may reclassify it)."""
         return self.behaviour.matrix.get((phase, code)) or classify(phase, code)
 
+    def row(self, name: str) -> matrix.Row:
+        """A recovery-matrix row by name (including rows the behaviour classifies into)."""
+        custom = {row.name: row for row in self.behaviour.matrix.values()}
+        return custom.get(name) or matrix.ROW[name]
+
     async def call(self, phase: str, request: PortCall) -> Any:
         """A platform call with the matrix's transient retry; raises FencedOut for a
         lease-loss or stale-checkpoint answer and PortError for rows the caller handles."""
