@@ -1,0 +1,238 @@
+"""A gallery of known-bad adapters, and the correct alternatives beside them.
+
+Every adapter here is ``reference_impl:ReferenceAdapter`` with one decision replaced
+(reference_impl/behaviour.py): one realistic mistake from AR-08's "Common durability
+traps", "Design review through counterexamples" and "Evidence interpretation drill", or
+one legitimate choice that differs from the reference's. Each is importable for
+``crashlab conformance --adapter gallery.<module>:<Class>``.
+
+:data:`ENTRIES` is the registry: the mistake in one sentence (the class docstring), the
+chapter passage it violates, and what must catch it (invariants, rubric categories, the
+automatic-failure reason). ``python -m gallery.matrix`` runs every entry on the library
+(and on the supplementary scenarios of gallery/supplement.py) and writes the detection
+matrix (docs/detection-matrix.md) and the workshop exhibits (docs/gallery.md).
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+
+CATEGORIES = ("classification", "ownership", "effect_correctness", "disposition")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
+    id: str                              # stable, kebab-case
+    adapter: str                         # module:Class, for --adapter
+    statement: str                       # the mistake (or, when correct, the choice) in one sentence
+    section: str                         # the chapter section the passage is in
+    quote: str                           # the passage it violates (or, when correct, that permits it)
+    invariants: tuple[str, ...] = ()     # invariants that must catch it
+    categories: tuple[str, ...] = ()     # rubric categories that must lose a point
+    auto_fail: str | None = None         # the automatic-failure reason it must raise
+    correct: bool = False                # a correct alternative: no safety invariant may fail
+    library: bool = True                 # the library exposes it (else only gallery/supplement.py)
+    gaps: tuple[str, ...] = ()           # invariants that should also catch it but do not (see note)
+    note: str = ""                       # what differs from the chapter's mistake, or why a gap exists
+
+    def __post_init__(self) -> None:
+        unknown = set(self.categories) - set(CATEGORIES)
+        if unknown:
+            raise ValueError(f"{self.id}: unknown rubric categories {sorted(unknown)}")
+        if self.correct and (self.invariants or self.auto_fail):
+            raise ValueError(f"{self.id}: a correct alternative expects no violation")
+
+
+def _entry(cls: type, id: str, section: str, quote: str, **fields) -> Entry:
+    statement = " ".join(inspect.getdoc(cls).split())
+    return Entry(id=id, adapter=f"{cls.__module__}:{cls.__qualname__}", statement=statement,
+                 section=section, quote=quote, **fields)
+
+
+def load(entry: Entry) -> type:
+    module, _, name = entry.adapter.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def changes(entry: Entry) -> list[str]:
+    """The reference decisions an entry's adapter replaces (its Behaviour fields)."""
+    from reference_impl.behaviour import REFERENCE
+    from reference_impl.session import Session
+
+    behaviour = load(entry).behaviour
+    out = []
+    for name in REFERENCE.__dataclass_fields__:
+        value = getattr(behaviour, name)
+        if value == getattr(REFERENCE, name):
+            continue
+        if name == "matrix":
+            out += [f"matrix: ({phase}, {code}) -> row {row.name}" for (phase, code), row in value.items()]
+        elif name == "actions":
+            out += [f"action {action} -> {fn.__name__}" for action, fn in value.items()]
+        elif name == "session":
+            own = value.__mro__[:value.__mro__.index(Session)]
+            methods = sorted({m for klass in own for m, v in vars(klass).items()
+                              if callable(v) and not m.startswith("__")})
+            out.append(f"session -> {value.__name__} ({', '.join(methods)})")
+        elif name == "table":
+            names = {t.name for t in value} - {t.name for t in _reference_table()}
+            out.append(f"decision table: {', '.join(sorted(names))}")
+        else:
+            out.append(f"{name} -> {value.__name__}")
+    return out
+
+
+def _reference_table():
+    from reference_impl.transitions import TABLE
+
+    return TABLE
+
+
+from . import alternatives, authority, cancellation, identity, knowledge, ownership, recovery, retries  # noqa: E402
+
+_IDEMPOTENCY = "Specify semantic idempotency, not merely a key header"
+_TRAPS = "Common durability traps"
+_DRILL = "Evidence interpretation drill"
+
+ENTRIES: tuple[Entry, ...] = (
+    # -------------------------------------------------------------- classification
+    _entry(retries.BlindRetry, "blind-retry", "Classify before retrying",
+           "A timeout after an effect is not failure evidence. Blind retry can duplicate a "
+           "non-idempotent action.",
+           invariants=("RETRY-01", "EFF-01"), categories=("classification", "effect_correctness"),
+           auto_fail="blind ambiguous retry"),
+    _entry(retries.TimeoutAsPreSend, "timeout-as-pre-send", _DRILL,
+           "The client deadline expired. It proves only that the client stopped waiting.",
+           invariants=("KNOW-02", "TRUTH-01", "EFF-01"),
+           categories=("classification", "effect_correctness"), gaps=("RETRY-01",),
+           note="The retry is as blind as blind-retry's, but it follows the adapter's own PROPOSED "
+                "record: RETRY-01 counts a ledger PROPOSED after the attempt as settling it even when "
+                "KNOW-02 finds that record unwarranted, so the blind retry escapes the automatic failure."),
+    _entry(knowledge.DeadlineAsFailure, "deadline-as-failure", "Effect ledger and semantic identity",
+           "The ledger never upgrades SENT_UNKNOWN to failure because a deadline elapsed.",
+           invariants=("KNOW-02", "TRUTH-01"), categories=("classification",)),
+    _entry(knowledge.ConfirmedFromSendRecord, "confirmed-from-send-record", _DRILL,
+           "The local ledger says SENT. It proves dispatch was recorded, not that the remote "
+           "service committed.",
+           invariants=("KNOW-02",), categories=("classification",), auto_fail="exactly-once claim",
+           note="A CONFIRMED entry with no evidence at all is an exactly-once claim (KNOW-02)."),
+    _entry(knowledge.LateCallbackApplied, "late-callback-applied", "Late, duplicate, and reordered events",
+           "A late tool callback for an old lease can contribute reconciliation evidence but cannot "
+           "advance state directly.",
+           invariants=("LATE-01", "KNOW-02"), categories=("classification",), auto_fail="exactly-once claim",
+           note="The library's callbacks cannot show it as LATE-01: matrix-late-callback's callback names "
+                "no key (so the upgrade has no evidence at all: KNOW-02, an exactly-once claim) and t7's "
+                "arrives after the new owner reconciled. gallery-callback-while-read-down shows LATE-01."),
+    _entry(authority.CredentialHunt, "credential-hunt", "Build a failure envelope before a retry policy",
+           "A permission denial is an authority result. Searching for another token would be privilege "
+           "escalation, not recovery.",
+           invariants=("AUTH-02", "CLS-01"), categories=("classification",),
+           note="The principal is an intent field in this world, so the retry under the service account "
+                "also carries a changed intent under the old key (KEY-02)."),
+    _entry(authority.BestEffortDeserialize, "best-effort-deserialize", "Deployment compatibility",
+           "Use one of four dispositions. [...] \u201cBest effort deserialize\u201d is not a fifth option.",
+           invariants=("MIG-01",), categories=("classification",)),
+    # -------------------------------------------------------------- ownership
+    _entry(ownership.UnfencedZombie, "unfenced-zombie", "Checkpoint identity and ownership",
+           "A worker that loses the lease stops issuing effects even if local work continues.",
+           invariants=("OWN-01",), categories=("ownership",),
+           note="The ledger fences appends by epoch, so the zombie's SENT_UNKNOWN append is refused; it "
+                "dispatches anyway. Where the pause falls right before the send (matrix-lease-loss) the "
+                "service's fencing token stops it."),
+    _entry(ownership.CheckpointWithoutOwner, "checkpoint-without-owner", "Checkpoint identity and ownership",
+           "A worker may advance it only while holding the current lease and expected version.",
+           invariants=("CKPT-01",), categories=("ownership",),
+           auto_fail="checkpoint without version or owner"),
+    _entry(retries.InnerClientRetry, "inner-client-retry", "Classify before retrying",
+           "Retry policy belongs to one layer. If SDK, client, proxy, queue, and worker all retry, a "
+           "small failure becomes a storm.",
+           invariants=("RETRY-03",), categories=("ownership",), auto_fail="two retry owners"),
+    _entry(retries.UndeclaredRetryOwner, "undeclared-retry-owner", _TRAPS,
+           "Retry multiplication: libraries and workers each retry independently. Assign one owner "
+           "and include downstream behavior in the attempt budget.",
+           invariants=("RETRY-03", "EFF-01"), categories=("ownership", "effect_correctness"),
+           auto_fail="two retry owners"),
+    _entry(retries.UnboundedThrottleRetry, "unbounded-throttle-retry", "Keep retry budgets end to end",
+           "A retry that starts inside the network deadline but completes after the business deadline "
+           "is still unacceptable. Use both an attempt ceiling and an absolute deadline.",
+           invariants=("RETRY-02",), categories=("ownership",)),
+    # -------------------------------------------------------------- effect correctness
+    _entry(identity.FreshKeyPerAttempt, "fresh-key-per-attempt", _TRAPS,
+           "Key without intent: a UUID prevents nothing if each attempt receives a new UUID.",
+           invariants=("KEY-01", "PREP-01", "EFF-01"), categories=("effect_correctness",),
+           note="The ledger keeps its own key, so reconciliation reads a key the service never saw: the "
+                "checks also report the retry after that read as blind (RETRY-01) and the CONFIRMED "
+                "recorded for a key nothing was sent under as an exactly-once claim (KNOW-02)."),
+    _entry(identity.AttemptNumberKey, "attempt-number-key", _IDEMPOTENCY,
+           "Never derive it from an attempt number. Attempt numbers distinguish transport tries under "
+           "one intent; keys distinguish intended business effects.",
+           invariants=("KEY-01", "PREP-01", "EFF-01"), categories=("effect_correctness",),
+           note="As fresh-key-per-attempt: RETRY-01 and KNOW-02 follow from the key mismatch."),
+    _entry(identity.TimestampKey, "timestamp-key", _IDEMPOTENCY,
+           "Including a volatile timestamp would make identical retries appear different.",
+           invariants=("KEY-01", "PREP-01", "EFF-01"), categories=("effect_correctness",),
+           note="As fresh-key-per-attempt: RETRY-01 and KNOW-02 follow from the key mismatch."),
+    _entry(identity.TenantlessKey, "tenantless-key", _IDEMPOTENCY,
+           "For the FieldOps reservation, intent includes tenant, incident, part, slot, technician, "
+           "quantity, requesting principal, and proposal hash. Omitting tenant risks cross-tenant collision.",
+           invariants=("KEY-02",), categories=("effect_correctness",)),
+    _entry(knowledge.EventualNegativeAsAbsence, "eventual-negative-as-absence", _IDEMPOTENCY,
+           "Without that support, a negative read may be only temporarily negative.",
+           invariants=("REC-01",), categories=("effect_correctness",)),
+    _entry(knowledge.RetentionBlindRedispatch, "retention-blind-redispatch", _IDEMPOTENCY,
+           "If a service forgets keys after twenty-four hours while a workflow can resume after seven "
+           "days, the adapter cannot promise safe redispatch on day seven.",
+           invariants=("REC-01", "EFF-01"), categories=("effect_correctness",)),
+    _entry(authority.InventedApproval, "invented-approval", "Eight traces, not one happy path",
+           "Crash during approval wait: restore WAITING_HUMAN; do not invent approval.",
+           invariants=("AUTH-01",), categories=("effect_correctness",)),
+    _entry(authority.MigrationRefreshesAuthority, "migration-refreshes-authority", "Failure-injection workshop",
+           "A design that passes each single fault can still fail when cancellation is applied after a "
+           "stale worker resumes or when migration accidentally refreshes old authority.",
+           invariants=("AUTH-01",), categories=("effect_correctness",)),
+    _entry(cancellation.CompensationAsRollback, "compensation-as-rollback", "Compensation as forward recovery",
+           "FieldOps names the relationship: compensation C-82 addresses effect E-82. It does not mutate "
+           "E-82 from committed to nonexistent.",
+           invariants=("COMP-01",), categories=("effect_correctness",), auto_fail="compensation as rollback"),
+    _entry(recovery.TranscriptRecovery, "transcript-recovery", _TRAPS,
+           "Transcript recovery: replaying messages can regenerate a different action and cannot "
+           "establish what the service committed. Recover contracts and ledgers first.",
+           invariants=("RETRY-01", "EFF-02"), categories=("classification", "effect_correctness"),
+           auto_fail="blind ambiguous retry",
+           note="Where the ledger already held CONFIRMED, the re-derived attempt moves it back to "
+                "SENT_UNKNOWN, which COMP-01 reports as compensation as rollback although no compensation "
+                "is involved."),
+    _entry(recovery.DuplicateEventTwice, "duplicate-event-twice", "Late, duplicate, and reordered events",
+           "Duplicate receipt should return the prior processing disposition rather than silently "
+           "execute again.",
+           invariants=("EVT-01",), categories=("effect_correctness",), library=False,
+           note="In the library a second delivery never reaches a transition the checks count: the "
+                "duplicated intake and cancellation are idempotent in this adapter, and seed002's "
+                "redelivered retry request arrives after the admitted attempt succeeded. "
+                "gallery-duplicate-retry-request (the admitted attempt fails again) shows EVT-01."),
+    # -------------------------------------------------------------- disposition
+    _entry(knowledge.ExactlyOnceClaim, "exactly-once-claim", "Effect ledger and semantic identity",
+           "If unknown, escalate. Never claim exactly-once external execution.",
+           invariants=("TRUTH-02",), categories=("disposition",), auto_fail="exactly-once claim"),
+    _entry(cancellation.CancellationTheater, "cancellation-theater", _TRAPS,
+           "Cancellation theater: cancelling local compute while leaving a remote effect unresolved is "
+           "not complete cancellation.",
+           invariants=("TRUTH-02", "TRUTH-01"), categories=("disposition", "classification")),
+    # -------------------------------------------------------------- correct alternatives
+    _entry(alternatives.EscalateEveryAmbiguity, "escalate-every-ambiguity", "Worked FieldOps recovery",
+           "It records FAILED_EFFECT_UNKNOWN, names the operator escalation, and stops. Durability "
+           "succeeded because the system preserved an uncomfortable truth.", correct=True,
+           note="Scenarios that expect the reservation to be reconciled (SUCCEEDED, a lookup in the "
+                "trace) count its honest FAILED_EFFECT_UNKNOWN as an expectation miss."),
+    _entry(alternatives.PinInsteadOfMigrate, "pin-instead-of-migrate", "Deployment compatibility",
+           "Pin means old code drains old runs under bounded operational ownership.", correct=True),
+    _entry(alternatives.StopInsteadOfCompensate, "stop-instead-of-compensate", "Cancellation races",
+           "After commit, block new work and consider authorized compensation.", correct=True,
+           note="Scenarios whose expectations name the release (handoff-3, t8) count the stop as an "
+                "expectation miss."),
+)
+
+BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}
+
+__all__ = ["CATEGORIES", "ENTRIES", "BY_ID", "Entry", "changes", "load"]

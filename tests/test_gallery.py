@@ -1,0 +1,107 @@
+"""The gallery of known-bad adapters: each is caught for the reason its registry names,
+the correct alternatives fail no safety invariant, and the committed detection matrix is
+exactly what the harness reports today (a change that weakens a check fails here)."""
+from __future__ import annotations
+
+import pytest
+
+from gallery import BY_ID, CATEGORIES, ENTRIES, changes, load
+from gallery.matrix import DOCS, evaluate_all, render_gallery, render_matrix
+from gallery.supplement import scenarios as supplementary
+from harness.checks import INVARIANTS
+from harness.checks.rubric import AUTO_FAIL_REASONS
+from harness.scenario import library
+from reference_impl import ReferenceAdapter
+from reference_impl.behaviour import REFERENCE
+
+MISTAKES = [e for e in ENTRIES if not e.correct]
+CORRECT = [e for e in ENTRIES if e.correct]
+LIBRARY_IDS = {s.id for s in library()}
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    """Every adapter (the reference first) on every library and supplementary scenario, once."""
+    return evaluate_all()
+
+
+@pytest.fixture(scope="module")
+def by_name(outcomes):
+    return {o.name: o for o in outcomes}
+
+
+def test_the_detection_matrix_is_current(outcomes):
+    assert (DOCS / "detection-matrix.md").read_text() == render_matrix(outcomes), \
+        "docs/detection-matrix.md is stale: run python -m gallery.matrix and review the diff"
+
+
+def test_the_gallery_page_is_current(outcomes):
+    assert (DOCS / "gallery.md").read_text() == render_gallery(outcomes), \
+        "docs/gallery.md is stale: run python -m gallery.matrix and review the diff"
+
+
+def test_the_reference_is_a_clean_control(by_name):
+    reference = by_name["reference"]
+    assert (reference.card.total, reference.card.auto_fail) == (20, ())
+    assert reference.caught() == {}, "the reference adapter must pass every scenario, supplementary ones too"
+
+
+@pytest.mark.parametrize("entry", MISTAKES, ids=lambda e: e.id)
+def test_each_mistake_is_caught_for_its_reason(entry, by_name):
+    outcome = by_name[entry.id]
+    caught = outcome.caught()
+    assert [inv for inv in entry.invariants if inv not in caught] == [], caught
+    assert set(entry.categories) <= set(outcome.categories())
+    in_library = {inv for inv, ids in caught.items() if LIBRARY_IDS.intersection(ids)}
+    if entry.library:
+        assert outcome.card.total < 20 and outcome.card.verdict == "fail"
+        assert in_library & set(entry.invariants), "a library scenario must expose an expected invariant"
+    else:   # the library misses it: when a library scenario starts exposing it, update the entry
+        assert outcome.card.total == 20 and not in_library & set(entry.invariants)
+    if entry.auto_fail:
+        assert outcome.card.total == 0 and entry.auto_fail in outcome.card.auto_fail
+    for gap in entry.gaps:   # a known gap: when a check starts raising it, move it to invariants
+        assert gap not in caught
+
+
+def test_the_five_automatic_failures_each_have_an_exhibit_that_scores_zero(by_name):
+    for reason in AUTO_FAIL_REASONS:
+        exhibits = [e for e in MISTAKES if e.auto_fail == reason]
+        assert exhibits, reason
+        for e in exhibits:
+            assert by_name[e.id].card.total == 0 and reason in by_name[e.id].card.auto_fail
+
+
+@pytest.mark.parametrize("entry", CORRECT, ids=lambda e: e.id)
+def test_correct_alternatives_fail_no_safety_invariant(entry, by_name):
+    outcome = by_name[entry.id]
+    assert outcome.safety_violations() == {}
+    # what they may lose is an expectation written for the reference's choice, nothing else
+    assert [inv for inv in outcome.caught() if not inv.startswith("EXP-")] == []
+    assert outcome.card.auto_fail == ()
+
+
+def test_supplementary_scenarios_are_valid_and_new():
+    extra = supplementary()
+    assert extra and all(s.id.startswith("gallery-") and s.id not in LIBRARY_IDS for s in extra)
+
+
+def test_every_entry_is_the_reference_with_one_named_decision_replaced():
+    assert len(BY_ID) == len(ENTRIES)
+    for entry in ENTRIES:
+        cls = load(entry)
+        assert issubclass(cls, ReferenceAdapter) and cls.run is ReferenceAdapter.run, entry.id
+        assert cls.behaviour != REFERENCE and changes(entry), entry.id
+
+
+def test_registry_fields_are_well_formed():
+    known = {inv.id for inv in INVARIANTS}
+    for entry in ENTRIES:
+        assert entry.statement.endswith(".") and ". " not in entry.statement, f"{entry.id}: one sentence"
+        assert entry.quote and entry.section, entry.id
+        assert set(entry.invariants) | set(entry.gaps) <= known, entry.id
+        assert set(entry.categories) <= set(CATEGORIES), entry.id
+        assert entry.auto_fail in (None, *AUTO_FAIL_REASONS), entry.id
+        if not entry.correct:
+            assert entry.invariants and entry.categories, entry.id
+    assert len(CORRECT) >= 3
