@@ -9,25 +9,19 @@ from reference_impl.behaviour import Behaviour
 from reference_impl.session import Session
 
 
-class _RequestKeySession(Session):
-    """Sends each attempt under a key made at send time. The adapter verifies the response
-    against the request it sent, so the service's echo of that key is accepted."""
+async def _send_under(session: Session, service: str, op: str, args: dict, key: str):
+    """Send under ``key`` made at send time. The adapter verifies the response against the
+    request it sent, so the service's echo of that key is accepted."""
+    response = await Session.send(session, service, op, {**args, "key": key})
+    if isinstance(response, dict) and response.get("key") == key:
+        response = {**response, "key": args["key"]}
+    return response
 
-    async def request_key(self, op: str, args: dict) -> str:
-        raise NotImplementedError
 
+class _FreshKeySession(Session):
     async def send(self, service, op, args):
-        key = await self.request_key(op, args)
-        response = await super().send(service, op, {**args, "key": key})
-        if isinstance(response, dict) and response.get("key") == key:
-            response = {**response, "key": args["key"]}
-        return response
-
-
-class _FreshKeySession(_RequestKeySession):
-    async def request_key(self, op, args):
         draw = await self.call("platform", self.ports.random.draw(0, 2**31 - 1, "request id"))
-        return f"req-{draw['value']:08x}"
+        return await _send_under(self, service, op, args, f"req-{draw['value']:08x}")
 
 
 class FreshKeyPerAttempt(ReferenceAdapter):
@@ -37,9 +31,10 @@ class FreshKeyPerAttempt(ReferenceAdapter):
     behaviour = Behaviour(session=_FreshKeySession)
 
 
-class _AttemptKeySession(_RequestKeySession):
-    async def request_key(self, op, args):
-        return f"{args['key']}-attempt-{len(self.ledger[args['key']]['attempts'])}"
+class _AttemptKeySession(Session):
+    async def send(self, service, op, args):
+        attempt = len(self.ledger[args["key"]]["attempts"])
+        return await _send_under(self, service, op, args, f"{args['key']}-attempt-{attempt}")
 
 
 class AttemptNumberKey(ReferenceAdapter):
@@ -49,10 +44,11 @@ class AttemptNumberKey(ReferenceAdapter):
     behaviour = Behaviour(session=_AttemptKeySession)
 
 
-class _TimestampKeySession(_RequestKeySession):
-    async def request_key(self, op, args):
+class _TimestampKeySession(Session):
+    async def send(self, service, op, args):
         body = canonical.canonical_form(op, args["intent"], 1) + f"@{await self.now()}"
-        return f"{op}-t-" + hashlib.sha256(body.encode()).hexdigest()[:24]
+        key = f"{op}-t-" + hashlib.sha256(body.encode()).hexdigest()[:24]
+        return await _send_under(self, service, op, args, key)
 
 
 class TimestampKey(ReferenceAdapter):
