@@ -279,9 +279,10 @@ def test_a_stale_send_without_an_ownership_check_is_still_caught():
 
 
 # --------------------------------------------------------------------------- a key another run sent
-def _same_intent_elsewhere(read: bool):
-    """run-82 prepares its key and stalls before sending; run-83, the same business intent
-    resubmitted, sends that key first; run-82 confirms the record under its key."""
+def _same_intent_elsewhere(read: bool, refused_send: bool = False):
+    """run-82 prepares its key and stalls before sending (or sends and meets a 409 while the
+    other request executes); run-83, the same business intent resubmitted, sends that key
+    first; run-82 confirms the record under its key."""
     runs = [{"id": rid, "intent": dict(INTENT), "service": "reservation", "operation": "reserve",
              "deadline": None, "start": 0, "approval": "none", "compensation_authority": "granted"}
             for rid in ("run-82", "run-83")]
@@ -300,6 +301,8 @@ def _same_intent_elsewhere(read: bool):
                args={"key": "k-1", "intent": dict(SENT), "retry_owner": "caller"}, nth=1)
     b.emit("remote", "effect", run="run-83", service="reservation", op="commit", ref="R-1", key="k-1",
            intent=dict(SENT), fingerprint="f", cause="adapter", call=s)
+    if refused_send:
+        b.reserve(W1, "k-1", commit=False, error={"code": "conflict_in_flight", "definite": True})
     if read:
         b.io(W1, "reservation", "lookup", key="k-1",
              value={"found": True, "record": {"ref": "R-1", "key": "k-1", "intent": dict(SENT), "status": "active"},
@@ -320,3 +323,30 @@ def test_confirming_a_prepared_key_without_any_read_is_an_exactly_once_claim():
     res, confirmed, _ = _same_intent_elsewhere(read=False)
     [v] = [v for v in hits(res, "KNOW-02") if v.run == "run-82"]
     assert v.events == (confirmed,) and v.auto_fail == "exactly-once claim"
+
+
+def test_a_read_after_an_own_send_refused_in_flight_confirms_the_other_runs_record():
+    res, _, _ = _same_intent_elsewhere(read=True, refused_send=True)
+    assert not [v for v in res.violations if v.run == "run-82"], [(v.invariant, v.message) for v in res.violations]
+
+
+def test_a_refusal_recorded_by_another_worker_does_not_bind_a_send_stalled_before_it():
+    """w1 confirms its ownership and stalls; w2 sends, meets permission_denied and records it;
+    w1 resumes and sends: it could not know of the refusal."""
+    b = TraceBuilder()
+    b.clean_prefix()
+    write = b.events[-1]["call"]
+    b.emit("fault", "pause", worker=W1, call=write, boundary="after", resume_after_ms=200_000)
+    b.start(W2)
+    b.t = 60_100
+    b.acquire(W2, 2, ttl=600_000)
+    negative_lookup(b, W2)
+    b.append(W2, "k-1", "PROPOSED", "SENT_UNKNOWN", 2)
+    b.append(W2, "k-1", "SENT_UNKNOWN", "PROPOSED", 2)
+    b.reserve(W2, "k-1", commit=False, error=DENIED)
+    b.append(W2, "k-1", "REJECTED", "SENT_UNKNOWN", 2)
+    b.finish(W2, "FAILED_NO_EFFECT", effects=[("k-1", "REJECTED")])
+    b.emit("fault", "resume", worker=W1, call=write)
+    b.reserve(W1, "k-1", commit=False, error=DENIED)
+    res = check_trace(b.end(finished="FAILED_NO_EFFECT"))
+    assert "CLS-01" not in ids(res), [(v.invariant, v.message) for v in res.violations]

@@ -251,12 +251,10 @@ def presence(ix: TraceIndex, run: RunIndex, key, worker: str, before: int) -> Fi
     """The best evidence ``worker`` had before ``before`` that an effect under ``key`` exists."""
     best = NOTHING
     sent = [d for d in run.dispatches if d.seq < before and d.key == key]
-    if not sent:
-        # prepared (maybe SENT_UNKNOWN) but never sent by this run: an identifying read of its
-        # key can still find the effect of its intent (another run sent the same key)
-        prepared = _prepared(run, key, before)
-        sent = [prepared] if prepared is not None else []
-    for d in sent:
+    # an identifying read of the prepared key finds the effect of its intent even when none of
+    # this run's own sends made it (another run of the same intent sent that key)
+    prepared = _prepared(run, key, before)
+    for d in sent + ([prepared] if prepared is not None else []):
         f = resolve(ix, run, d, worker, before, "claim")
         if f.state == "present" and _rank(f) > _rank(best):
             best = f

@@ -364,7 +364,8 @@ def _cls_01(ix: TraceIndex) -> Iterator[Finding]:
             # key in the ledger after it; a replacement that never learnt of it may reconcile and send
             again = next((x for x in run.dispatches[i + 1:] if x.key == d.key and x.service == d.service
                           and x.op == d.op and (x.worker == r["worker"]
-                                                or _recorded_between(run, d.key, r["worker"], r["seq"], x.seq))),
+                                                or _recorded_between(run, d.key, r["worker"], r["seq"],
+                                                                     _stall_horizon(run, x)))),
                          None)
             if again is not None:
                 yield run.id, f"{code} at #{r['seq']} is not transient, yet {d.key} was sent again at " \
