@@ -9,8 +9,7 @@ one legitimate choice that differs from the reference's. Each is importable for
 :data:`ENTRIES` is the registry: the mistake in one sentence (the class docstring), the
 chapter passage it violates, and what must catch it (invariants, rubric categories, the
 automatic-failure reason). ``python -m gallery.matrix`` runs every entry on the library
-(and on the supplementary scenarios of gallery/supplement.py) and writes the detection
-matrix (docs/detection-matrix.md) and the workshop exhibits (docs/gallery.md).
+and writes the detection matrix (docs/detection-matrix.md) and the workshop exhibits (docs/gallery.md).
 """
 from __future__ import annotations
 
@@ -32,7 +31,6 @@ class Entry:
     categories: tuple[str, ...] = ()     # rubric categories that must lose a point
     auto_fail: str | None = None         # the automatic-failure reason it must raise
     correct: bool = False                # a correct alternative: no safety invariant may fail
-    library: bool = True                 # the library exposes it (else only gallery/supplement.py)
     gaps: tuple[str, ...] = ()           # invariants that should also catch it but do not (see note)
     note: str = ""                       # what differs from the chapter's mistake, or why a gap exists
 
@@ -206,11 +204,10 @@ ENTRIES: tuple[Entry, ...] = (
     _entry(recovery.DuplicateEventTwice, "duplicate-event-twice", "Late, duplicate, and reordered events",
            "Duplicate receipt should return the prior processing disposition rather than silently "
            "execute again.",
-           invariants=("EVT-01",), categories=("effect_correctness",), library=False,
-           note="In the library a second delivery never reaches a transition the checks count: the "
-                "duplicated intake and cancellation are idempotent in this adapter, and seed002's "
-                "redelivered retry request arrives after the admitted attempt succeeded. "
-                "gallery-duplicate-retry-request (the admitted attempt fails again) shows EVT-01."),
+           invariants=("EVT-01",), categories=("effect_correctness",),
+           note="Most duplicated events (intake, cancellation) are idempotent in this adapter; "
+                "seed002-duplicate-retry-request, where the admitted attempt fails again and the "
+                "retry request is redelivered, shows the second admission."),
     # -------------------------------------------------------------- disposition
     _entry(knowledge.ExactlyOnceClaim, "exactly-once-claim", "Effect ledger and semantic identity",
            "If unknown, escalate. Never claim exactly-once external execution.",

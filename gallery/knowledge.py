@@ -7,8 +7,8 @@ from harness.model import RUN_TRANSITIONS, Knowledge, RunState
 from reference_impl import ReferenceAdapter, effects
 from reference_impl.adapter import finish_run, truthful_disposition
 from reference_impl.behaviour import Behaviour
-from reference_impl.effects import Role, entry_of, evolve
-from reference_impl.matrix import ROW, Action, Row
+from reference_impl.effects import evolve
+from reference_impl.matrix import Action, Row
 
 _K, _S = Knowledge, RunState
 

@@ -15,7 +15,7 @@ from typing import Any
 from .drivers import (DEFAULT_REPLY_TIMEOUT_S, DEFAULT_STEP_BUDGET, DEFAULT_WALL_GUARD_S,
                       AdapterFault, AdapterSpec, Finished, WallGuard, load_adapter)
 from .errors import InternalError
-from .model import TRACE_FORMAT, PortCall
+from .model import TRACE_FORMAT
 from .ports import PortError
 from .scenario import Scenario, library_dir
 from .world import Crash, RunWorld, WorkerState, World
@@ -136,7 +136,7 @@ class Runner:
 
     # -------------------------------------------------------------- one worker
     def worker(self, run: RunWorld, worker_env: dict):
-        world, env = self.world, self.world.env
+        world = self.world
         run.workers += 1
         number = run.workers
         name = f"{run.spec.id}/w{number}"

@@ -9,11 +9,11 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator
+from typing import Any, Generator
 
 import simpy
 
-from .model import (EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, Knowledge, PortCall, RunState,
+from .model import (EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, PortCall, RunState,
                     TERMINAL_STATES, WAITING_STATES, validate_checkpoint, validate_effect_entry)
 from .ports import PortError
 from .scenario import Rule, RunSpec, Scenario

@@ -22,11 +22,6 @@ ADAPTER = "reference_impl:ReferenceAdapter"
 INTENT = {"tenant": "T-1", "incident": "I-82", "part": "P-204", "slot": "S-19",
           "technician": "TECH-4", "quantity": 1, "principal": "U-7"}
 #: Where the reference adapter and the invariant checker disagree, with the argument.
-#: ref-registry-taken: get_version shows fieldops-agent@1.4.0 published by another
-#: principal; a natural key holds one record, so this run's publish cannot exist and
-#: the ledger records REJECTED / FAILED_NO_EFFECT. The checker counts "the version
-#: exists with another intent" as weak evidence of presence (REC-01).
-KNOWN_CHECKER_DISAGREEMENTS = {"ref-registry-taken": {"REC-01"}}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -107,7 +102,7 @@ SCENARIOS = sorted(p.stem for p in DATA.glob("*.yaml"))
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_every_trace_is_accepted_by_the_invariant_checker(name):
     result = run(name)
-    assert checker_violations(result) == KNOWN_CHECKER_DISAGREEMENTS.get(result.scenario.id, set())
+    assert checker_violations(result) == set()
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
