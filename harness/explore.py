@@ -1,9 +1,11 @@
 """Exploration: every crash point of a scenario, and generated fault schedules.
 
 ``crash_matrix`` enumerates a crash before and after every port call an adapter makes in
-a scenario (the chapter's crash laboratory, exhaustively). ``explore`` draws schedules
-with hypothesis (harness.strategies), checks each with the generic invariants, and when
-one fails shrinks it to a minimal schedule and prints it as a YAML scenario.
+a scenario (the chapter's crash laboratory, exhaustively), and with ``double=True`` a
+second crash while recovering from the first. ``explore`` draws schedules with hypothesis
+(harness.strategies), checks each with the generic invariants, and when one fails shrinks
+it to a minimal schedule and prints it as a YAML scenario. docs/exploration.md has the
+commands and what they cost.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Iterator
 import yaml
 
 from .drivers import AdapterSpec, load_adapter
+from .model import is_dispatch
 from .runner import run_scenario
 from .scenario import Scenario, from_dict, library
 
@@ -42,15 +45,72 @@ def crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[dict]:
             yield doc
 
 
-def crash_matrix(adapter: AdapterSpec | str | None = None, scenarios: list[Scenario] | None = None):
-    """Yield (document, ScenarioResult) for a crash at every port-call boundary."""
+#: Calls that change durable state or the world: where a second crash during recovery bites.
+DURABLE_CALLS = frozenset({("ledger", "append"), ("checkpoints", "write"), ("lease", "acquire"),
+                           ("run", "finish")})
+
+
+def double_crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[dict]:
+    """One document per durable call (ledger append, checkpoint write, lease grant, finish,
+    effect): a crash there, and a second crash at the next call of the same kind, the one
+    recovery makes when it redoes that step (both before, or both after it took effect)."""
+    base = copy.deepcopy(dict(scenario.raw))
+    base["expect"] = {}
+    for port, op, nth in calls:
+        if (port, op) not in DURABLE_CALLS and not is_dispatch(port, op):
+            continue
+        for boundary in ("before", "after"):
+            doc = copy.deepcopy(base)
+            doc["id"] = f"{scenario.id}.crash2-{port}-{op}-{nth}-{boundary}"[:80]
+            doc["crashes"] = list(doc.get("crashes") or []) + [
+                {"match": {"port": port, "op": op, "nth": n}, "boundary": boundary} for n in (nth, nth + 1)]
+            yield doc
+
+
+def matrix_documents(adapter: AdapterSpec | str | None = None, scenarios: list[Scenario] | None = None, *,
+                     double: bool = False) -> Iterator[tuple[dict, str | None]]:
+    """(document, source file) for every crash point of every scenario (default: the library)."""
+    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter)
+    make = double_crash_documents if double else crash_documents
+    for scenario in scenarios if scenarios is not None else library():
+        for doc in make(scenario, probe_calls(scenario, spec)):
+            yield doc, scenario.source
+
+
+def check_document(doc: dict, source: str | None, adapter: AdapterSpec | str | None):
+    """Run one scenario document and judge it with the generic invariants."""
     from .conformance import check_run
 
+    return check_run(run_scenario(from_dict(doc, file=source), adapter))
+
+
+_SPEC: list = []
+
+
+def _check_in_worker(item: tuple[dict, str | None]):
+    doc, source = item
+    return doc, check_document(doc, source, _SPEC[0])
+
+
+def _start_worker(adapter: str | None) -> None:
+    _SPEC[:] = [load_adapter(adapter)]
+
+
+def crash_matrix(adapter: AdapterSpec | str | None = None, scenarios: list[Scenario] | None = None, *,
+                 double: bool = False, processes: int = 1):
+    """Yield (document, ScenarioResult) for a crash at every port-call boundary (with
+    ``double``, for two crashes at every durable call), in a deterministic order; with
+    ``processes`` > 1 the runs are shared among that many worker processes."""
     spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter)
-    for scenario in scenarios if scenarios is not None else library():
-        for doc in crash_documents(scenario, probe_calls(scenario, spec)):
-            sc = from_dict(doc, file=scenario.source)
-            yield doc, check_run(run_scenario(sc, spec))
+    items = matrix_documents(spec, scenarios, double=double)
+    if processes <= 1:
+        for doc, source in items:
+            yield doc, check_document(doc, source, spec)
+        return
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(processes, _start_worker, (spec.text,)) as pool:
+        yield from pool.imap(_check_in_worker, items, chunksize=16)
 
 
 def to_yaml(doc: dict) -> str:
@@ -94,13 +154,14 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
         print(f"explored {tried} schedules over {len(pool)} base scenario(s) with {spec.text}: "
               "no invariant violated", file=out)
         return 0
-    verdict = check_run(run_scenario(from_dict(doc), spec))
     text = to_yaml(doc)
+    if save:
+        with open(save, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    verdict = check_run(run_scenario(from_dict(doc, file=save), spec))
     print(f"explored {tried} schedules; the minimal failing schedule:\n", file=out)
     print(text, file=out)
     print(failure_message(verdict), file=out)
     if save:
-        with open(save, "w", encoding="utf-8") as fh:
-            fh.write(text)
         print(f"saved: {save} (run it with: crashlab run {save} --adapter {spec.text})", file=out)
     return 1

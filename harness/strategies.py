@@ -65,13 +65,19 @@ def pauses(calls: Sequence[Call]) -> st.SearchStrategy[dict]:
         st.integers(min_value=1_000, max_value=600_000))
 
 
-def service_faults(services: Iterable[str]) -> st.SearchStrategy[dict]:
+def service_faults(services: Iterable[str], calls: Sequence[Call] = ()) -> st.SearchStrategy[dict]:
+    """A transport fault on a service call: one the adapter makes (or its next repetition,
+    the retry or the recovery's call), or any operation with an ordinal up to 3."""
     ops = [(svc, op) for svc in sorted(services) for op in sorted(SERVICE_OPS[svc]) if op != "describe"]
-    return st.builds(
-        lambda target, fault, nth, delay: {"match": {"port": target[0], "op": target[1], "nth": nth},
-                                           "fault": fault, "delay": f"{delay}ms"},
-        st.sampled_from(ops), st.sampled_from(SERVICE_FAULTS), st.integers(1, 3),
-        st.integers(min_value=1, max_value=90_000))
+    fault = lambda target, kind, delay: {"match": {"port": target[0], "op": target[1], "nth": target[2]},  # noqa: E731
+                                         "fault": kind, "delay": f"{delay}ms"}
+    delays = st.integers(min_value=1, max_value=90_000)
+    anywhere = st.builds(fault, st.tuples(st.sampled_from(ops), st.integers(1, 3)).map(lambda t: (*t[0], t[1])),
+                         st.sampled_from(SERVICE_FAULTS), delays)
+    made = sorted({(p, o, k) for p, o, n in calls if (p, o) in set(ops) for k in (n, n + 1)})
+    if not made:
+        return anywhere
+    return st.one_of(st.builds(fault, st.sampled_from(made), st.sampled_from(SERVICE_FAULTS), delays), anywhere)
 
 
 def store_faults() -> st.SearchStrategy[dict]:
@@ -80,13 +86,38 @@ def store_faults() -> st.SearchStrategy[dict]:
         st.sampled_from(STORE_FAULTS), st.integers(1, 4))
 
 
+#: Input events drawn on top of a base: a user's cancellation, an operator's deliberate retry
+#: (one fixed event id, so its copies are duplicates of one intent), a late manual approval.
+INPUT_EVENTS = ("cancel", "retry", "approve")
+#: Base events whose delivery can be duplicated (the same event id delivered again).
+DUPLICABLE = frozenset({"cancel", "callback", "operator_answer", "retry", "deny", "event"})
+
+
 def input_events(run_ids: Sequence[str], horizon_ms: int) -> st.SearchStrategy[dict]:
-    """Cancellations, duplicated and reordered: the same event id delivered more than once."""
-    return st.builds(
-        lambda run, at, dups, gap: {"at": f"{at}ms", "type": "cancel", "run": run, "duplicates": dups,
-                                    "duplicate_after": f"{gap}ms"},
-        st.sampled_from(list(run_ids)), st.integers(0, max(1, horizon_ms // 2 - 1)), st.integers(0, 2),
-        st.integers(0, 30_000))
+    """Input events, duplicated and reordered: the same event id delivered more than once, at a
+    time inside the first half of the base's clock (so recovery has time to react)."""
+    def event(kind, run, at, dups, gap):
+        ev = {"at": f"{at}ms", "type": kind, "run": run}
+        if kind == "retry":
+            ev.update(event_id="retry-generated", producer="operator")
+        if kind != "approve":
+            ev.update(duplicates=dups, duplicate_after=f"{gap}ms")
+        return ev
+
+    return st.builds(event, st.sampled_from(INPUT_EVENTS), st.sampled_from(list(run_ids)),
+                     st.integers(0, max(1, horizon_ms // 2 - 1)), st.integers(0, 2), st.integers(0, 30_000))
+
+
+@st.composite
+def duplicated(draw, events: list) -> list:
+    """The base's own events with one inbox event (if any) delivered again, later."""
+    events = copy.deepcopy(list(events))
+    eligible = [i for i, ev in enumerate(events) if isinstance(ev, dict) and ev.get("type") in DUPLICABLE]
+    if eligible and draw(st.booleans()):
+        ev = events[draw(st.sampled_from(eligible))]
+        ev["duplicates"] = int(ev.get("duplicates") or 0) + draw(st.integers(1, 2))
+        ev["duplicate_after"] = f"{draw(st.integers(0, 60_000))}ms"
+    return events
 
 
 @st.composite
@@ -99,14 +130,14 @@ def schedules(draw, base: dict, calls: Sequence[Call] | None = None, *, max_cras
     run_ids = [r.get("id", f"run-{i + 1}") for i, r in enumerate(doc.get("runs", []))] or ["run-1"]
     doc["crashes"] = list(doc.get("crashes") or []) + draw(st.lists(boundaries(points), max_size=max_crashes))
     doc["faults"] = list(doc.get("faults") or []) + draw(
-        st.lists(st.one_of(service_faults(services), store_faults()), max_size=max_faults))
+        st.lists(st.one_of(service_faults(services, points), store_faults()), max_size=max_faults))
     if pauses_allowed:
         doc["pauses"] = list(doc.get("pauses") or []) + draw(st.lists(pauses(points), max_size=1))
     if events_allowed:
         from .scenario import from_dict  # the base's own clock decides where events may fall
 
         horizon = from_dict(base).horizon_ms
-        doc["events"] = list(doc.get("events") or []) + draw(
+        doc["events"] = draw(duplicated(doc.get("events") or [])) + draw(
             st.lists(input_events(run_ids, horizon), max_size=1))
     doc["seed"] = draw(st.integers(min_value=0, max_value=2**31 - 1))
     doc["expect"] = {}  # a generated schedule is judged by the generic invariants alone

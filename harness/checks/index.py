@@ -22,8 +22,10 @@ COMPENSATION_OPS: dict[str, frozenset[str]] = {"reservation": frozenset({"releas
 IDENTIFYING_READS = frozenset({"lookup", "search", "get_version", "wait_job"})
 #: Error codes that tell a worker it no longer owns the run.
 STALE_CODES = frozenset({"stale_epoch", "lease_held", "fenced"})
-#: Calls whose successful answer confirms the caller still owns the run.
-_CONFIRMATIONS = frozenset({("lease", "acquire"), ("lease", "renew"), ("checkpoints", "write")})
+#: Calls whose successful answer confirms the caller still owns the run: the lease itself, and
+#: the two stores that fence by lease epoch (a checkpoint write, a ledger append).
+_CONFIRMATIONS = frozenset({("lease", "acquire"), ("lease", "renew"), ("checkpoints", "write"),
+                            ("ledger", "append")})
 #: Adapter faults decided by a wall-clock guard: they depend on the host's speed, so the
 #: run cannot be judged deterministically (verdict unknown, never a violation).
 WALL_CLOCK_FAULTS = frozenset({"step_timeout", "no_reply"})

@@ -585,8 +585,8 @@ def _previous_call(w, seq: int) -> int | None:
 
 def _confirmed_just_before(run: RunIndex, w, seq: int) -> bool:
     """The worker's call right before ``seq`` confirmed its ownership (a lease grant or renewal,
-    or a checkpoint compare-and-set under its epoch): the only window left is one a stall can
-    hit, which only a fencing service closes."""
+    a checkpoint compare-and-set or a ledger append under its epoch): the only window left is
+    one a stall can hit, which only a fencing service closes."""
     prev = _previous_call(w, seq)
     return prev is not None and prev in run.confirmed
 
@@ -1323,7 +1323,8 @@ INVARIANTS: tuple[Invariant, ...] = (
          "that worker had observed evidence of losing it since its last acquisition (a stale_epoch, "
          "lease_held or fenced error; a clock reading past its known lease expiry; a lease read or a loaded "
          "checkpoint naming a newer epoch); and a dispatch by such a worker whose call right before the send "
-         "was not a successful ownership confirmation (lease acquire/renew, checkpoint write). A worker that "
+         "was not a successful ownership confirmation (lease acquire/renew, checkpoint write, ledger append: "
+         "both stores fence by epoch). A worker that "
          "confirmed ownership and stalled in the send itself is not counted, and its commit is not held "
          "against the new owner's claims (a note records it): only a service with fencing can stop it. "
          "The ledger and the checkpoint store fence stale epochs themselves (ledger_rejected, "

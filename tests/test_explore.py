@@ -1,0 +1,184 @@
+"""Exploration of the reference adapter: the crash laboratory done exhaustively, double
+crashes, and generated fault schedules (crashes, pauses, transport and store faults,
+duplicated and reordered input events), all judged by the generic invariants alone.
+
+The crash matrix and the double crashes run in two worker processes in the background
+(started by the module fixture) while the generated schedules run here; a test per library
+scenario keeps a failure readable. docs/exploration.md has the bigger runs.
+"""
+from __future__ import annotations
+
+import math
+import multiprocessing
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+
+from harness.cli import main
+from harness.conformance import check_run
+from harness.drivers import load_adapter
+from harness.explore import (check_document, crash_documents, double_crash_documents, probe_calls,
+                             to_yaml)
+from harness.runner import run_scenario
+from harness.scenario import from_dict, library, load_file
+from harness.strategies import schedules
+
+sys.path.insert(0, str(Path(__file__).parent / "data" / "checks"))
+
+ADAPTER = "reference_impl:ReferenceAdapter"
+LIBRARY = {s.id: s for s in library()}
+#: At least 2,000 generated schedules in all, shared evenly among the library's scenarios.
+EXAMPLES_PER_BASE = math.ceil(2000 / len(LIBRARY))
+BUGS = Path(__file__).parent / "data" / "checks" / "reference_bugs"
+
+
+class KnownReferenceBug(AssertionError):
+    """Raised when the only violations found are those of a known reference-adapter bug."""
+
+
+#: Reference-adapter bugs that generated schedules reproduce on a base scenario: the base,
+#: the invariants the bug violates there, and the bug (tests/data/checks/reference_bugs/
+#: holds a minimal scenario for each). Only these invariants are tolerated on that base.
+KNOWN_REFERENCE_BUGS: dict[str, tuple[frozenset[str], str]] = {
+    "matrix-throttling-deadline": (
+        frozenset({"CLS-02", "RETRY-02"}),
+        "reference bug: a retryable failure whose backoff or retry-after does not fit before the deadline "
+        "is re-sent at once (throttled-near-deadline.yaml), and an attempt admitted by a deliberate retry "
+        "request is sent with no backoff (retry-admitted-without-backoff.yaml)"),
+}
+
+
+def _failure(doc: dict, res) -> str:
+    lines = [f"{v.invariant}: {v.message} [evidence {', '.join(f'#{e}' for e in v.events)}]"
+             for v in res.violations]
+    return "\n".join(lines) + "\n--- the schedule (save as FILE.yaml; crashlab run FILE.yaml):\n" + to_yaml(doc)
+
+
+# --------------------------------------------------------------------------- the crash laboratory
+def _crash_failures(docs: list[dict], source: str | None) -> list[str]:
+    """Run in a worker process: every document of one scenario, the failures as text."""
+    failures = []
+    for doc in docs:
+        res = check_document(doc, source, ADAPTER)
+        if res.verdict != "pass":
+            failures.append(f"{doc['id']}: {res.verdict}\n" + _failure(doc, res) + "\n".join(res.notes))
+    return failures
+
+
+@pytest.fixture(scope="module", autouse=True)
+def crash_laboratory():
+    """Per (scenario id, "single" | "double"): the pending failures of a crash before and
+    after every port call, and of two crashes at every durable call (the second while
+    recovery redoes it), computed by two worker processes while the other tests run."""
+    spec = load_adapter(ADAPTER)
+    pool = multiprocessing.get_context("fork").Pool(2)
+    pending = {}
+    for sid, scenario in LIBRARY.items():
+        calls = probe_calls(scenario, spec)
+        pending[(sid, "single")] = pool.apply_async(_crash_failures, (list(crash_documents(scenario, calls)),
+                                                                       scenario.source))
+        pending[(sid, "double")] = pool.apply_async(_crash_failures, (list(double_crash_documents(scenario, calls)),
+                                                                       scenario.source))
+    pool.close()
+    yield pending
+    pool.terminate()
+    pool.join()
+
+
+# --------------------------------------------------------------------------- generated schedules
+def _bases():
+    for sid in LIBRARY:
+        known = KNOWN_REFERENCE_BUGS.get(sid)
+        marks = [pytest.mark.xfail(strict=True, raises=KnownReferenceBug, reason=known[1])] if known else []
+        yield pytest.param(sid, marks=marks, id=sid)
+
+
+@pytest.mark.parametrize("base", list(_bases()))
+def test_generated_schedules_violate_no_invariant(base):
+    scenario = LIBRARY[base]
+    spec = load_adapter(ADAPTER)
+    tolerated = KNOWN_REFERENCE_BUGS.get(base, (frozenset(), ""))[0]
+    known_hits: list[str] = []
+    tried = []
+
+    @settings(max_examples=EXAMPLES_PER_BASE, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(schedules(dict(scenario.raw), probe_calls(scenario, spec)))
+    def schedule_passes(doc):
+        tried.append(doc["seed"])
+        res = check_run(run_scenario(from_dict(doc), spec))
+        assert res.verdict != "unknown" or res.notes, res
+        unknown = [v for v in res.violations if v.invariant not in tolerated]
+        assert not unknown, _failure(doc, res)
+        if res.violations:
+            known_hits.append(_failure(doc, res))
+
+    schedule_passes()
+    assert len(tried) >= EXAMPLES_PER_BASE // 2, f"only {len(tried)} schedules were generated"
+    if known_hits:
+        raise KnownReferenceBug(f"{len(known_hits)} schedule(s) reproduce the known bug; the first:\n"
+                                + known_hits[0])
+
+
+def test_a_blind_resend_is_found_shrunk_and_printed_as_a_scenario_that_reproduces_it(tmp_path, capsys):
+    saved = tmp_path / "found.yaml"
+    code = main(["explore", "--adapter", "blind_resend:BlindResend", "--base", "matrix-timeout-before-send",
+                 "--examples", "300", "--seed", "1", "--save", str(saved)])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    text = saved.read_text(encoding="utf-8")
+    assert text in out and "RETRY-01" in out and f"crashlab run {saved}" in out
+    doc = yaml.safe_load(text)
+    base = yaml.safe_load(Path(LIBRARY["matrix-timeout-before-send"].source).read_text(encoding="utf-8"))
+    # shrunk: one fault beyond the base's own, nothing else
+    assert len(doc["faults"]) == len(base["faults"]) + 1
+    assert not doc["crashes"] and not doc["pauses"] and not doc["events"]
+    found = check_run(run_scenario(load_file(saved), "blind_resend:BlindResend"))
+    retry = [v for v in found.violations if v.invariant == "RETRY-01"]
+    assert retry and retry[0].auto_fail == "blind ambiguous retry"
+    # the same schedule against the same adapter without the mistake passes
+    assert check_run(run_scenario(load_file(saved), "blind_resend:Careful")).verdict == "pass"
+
+
+# --------------------------------------------------------------------------- the crash matrix, read back
+@pytest.mark.parametrize("scenario_id", list(LIBRARY))
+def test_a_crash_before_or_after_any_port_call_violates_no_invariant(scenario_id, crash_laboratory):
+    failures = crash_laboratory[(scenario_id, "single")].get()
+    assert not failures, f"{len(failures)} crash point(s) fail; the first:\n{failures[0]}"
+
+
+@pytest.mark.parametrize("scenario_id", list(LIBRARY))
+def test_a_second_crash_during_recovery_violates_no_invariant(scenario_id, crash_laboratory):
+    failures = crash_laboratory[(scenario_id, "double")].get()
+    assert not failures, f"{len(failures)} double crash(es) fail; the first:\n{failures[0]}"
+
+
+# --------------------------------------------------------------------------- recorded schedules
+SCHEDULES = Path(__file__).parent / "data" / "checks" / "schedules"
+
+
+@pytest.mark.parametrize("path", sorted(SCHEDULES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_a_schedule_that_once_made_a_correct_run_look_wrong_passes(path):
+    """Generated schedules on which a check used to blame the reference adapter wrongly; its
+    title says which decision of the checks each one pins."""
+    res = check_run(run_scenario(load_file(path), ADAPTER))
+    assert res.verdict == "pass", _failure(yaml.safe_load(path.read_text(encoding="utf-8")), res)
+
+
+def _bug(path: Path):
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    reason = "reference bug: " + " ".join(doc["description"].split())
+    return pytest.param(path, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason),
+                        id=path.stem)
+
+
+@pytest.mark.parametrize("path", [_bug(p) for p in sorted(BUGS.glob("*.yaml"))])
+def test_a_recorded_reference_bug_scenario_passes(path):
+    """A minimal scenario per reference-adapter bug found by exploration (its description says
+    what goes wrong and which invariant catches it). Strict: once the adapter is fixed this
+    passes and the marker must go (move the scenario to the recorded schedules)."""
+    res = check_run(run_scenario(load_file(path), ADAPTER))
+    assert res.verdict == "pass", _failure(yaml.safe_load(path.read_text(encoding="utf-8")), res)
