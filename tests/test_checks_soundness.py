@@ -350,3 +350,39 @@ def test_a_refusal_recorded_by_another_worker_does_not_bind_a_send_stalled_befor
     b.reserve(W1, "k-1", commit=False, error=DENIED)
     res = check_trace(b.end(finished="FAILED_NO_EFFECT"))
     assert "CLS-01" not in ids(res), [(v.invariant, v.message) for v in res.violations]
+
+
+# --------------------------------------------------------------------------- OWN-01: a fenced append confirms
+def _stalled_after_append(poll_before_send: bool):
+    """w1's SENT_UNKNOWN append succeeds (the ledger fences by epoch, so its lease was live)
+    and w1 stalls before seeing the answer; its lease lapses; it resumes and sends."""
+    b = TraceBuilder()
+    b.start(W1)
+    b.acquire(W1, 1)
+    for state in ("VALIDATED", "PROPOSED", "APPROVED"):
+        b.checkpoint(W1, state, 1)
+    b.append(W1, "k-1", "PROPOSED", None, 1)
+    b.checkpoint(W1, "EFFECT_PREPARED", 1, effects=[("k-1", "PROPOSED")])
+    c = b.call(W1, "ledger", "append", entry={})
+    b.emit("knowledge", "ledger", worker=W1, call=c, index=2, key="k-1", knowledge="SENT_UNKNOWN",
+           previous="PROPOSED", epoch=1, live_epoch=1, entry={"semantic_key": "k-1", "kind": "effect",
+                                                              "intent": dict(SENT), "knowledge": "SENT_UNKNOWN"})
+    b.emit("fault", "pause", worker=W1, call=c, boundary="after", resume_after_ms=120_000)
+    b.t = 120_000                                    # the 60 s lease has lapsed; nobody took over
+    b.emit("fault", "resume", worker=W1, call=c)
+    b.result(c, value={"index": 2})
+    if poll_before_send:
+        b.io(W1, "inbox", "poll", after_seq=0, value={"events": []})
+    send, _ = b.reserve(W1, "k-1")
+    return check_trace(b.end(waiting="WAITING_OPERATOR")), send
+
+
+def test_a_send_right_after_a_successful_ledger_append_follows_an_ownership_confirmation():
+    res, _ = _stalled_after_append(poll_before_send=False)
+    assert "OWN-01" not in ids(res), [(v.invariant, v.message) for v in res.violations]
+
+
+def test_a_send_after_a_lapse_with_no_confirmation_right_before_it_is_still_caught():
+    res, send = _stalled_after_append(poll_before_send=True)
+    [v] = hits(res, "OWN-01")
+    assert v.events[-1] == send and "without confirming ownership" in v.message
