@@ -165,3 +165,48 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     if save:
         print(f"saved: {save} (run it with: crashlab run {save} --adapter {spec.text})", file=out)
     return 1
+
+
+def matrix_main(argv: list[str] | None = None, out=None) -> int:
+    """``python -m harness.explore``: the crash matrix (and, with --double, double crashes) of
+    an adapter over the library or chosen scenarios; prints each failing schedule as YAML."""
+    import argparse
+
+    from .conformance import failure_message
+    from .errors import UsageError
+
+    parser = argparse.ArgumentParser(prog="python -m harness.explore",
+                                     description="Crash an adapter before and after every port call of "
+                                                 "every scenario and check every invariant.")
+    parser.add_argument("--adapter", metavar="SPEC", help="module:Class or exec:COMMAND (default: the reference)")
+    parser.add_argument("--scenario", action="append", metavar="ID", help="library scenario (default: all)")
+    parser.add_argument("--double", action="store_true", help="two crashes at every durable call instead")
+    parser.add_argument("--processes", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    args = parser.parse_args(argv)
+    out = out or sys.stdout
+    pool = library()
+    if args.scenario:
+        known = {s.id: s for s in pool}
+        missing = [s for s in args.scenario if s not in known]
+        if missing:
+            raise UsageError(f"unknown scenario(s): {', '.join(missing)}; `crashlab list` shows every id")
+        pool = [known[s] for s in args.scenario]
+    runs = failed = 0
+    for doc, verdict in crash_matrix(args.adapter, pool, double=args.double, processes=args.processes):
+        runs += 1
+        if verdict.verdict == "fail":
+            failed += 1
+            print(f"--- {doc['id']}\n{to_yaml(doc)}{failure_message(verdict)}\n", file=out)
+    kind = "double-crash" if args.double else "crash"
+    print(f"{runs} {kind} schedules over {len(pool)} scenario(s): {failed} failing", file=out)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    from .errors import CrashlabError
+
+    try:
+        sys.exit(matrix_main())
+    except CrashlabError as exc:
+        print(f"crashlab: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)

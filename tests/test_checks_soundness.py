@@ -386,3 +386,41 @@ def test_a_send_after_a_lapse_with_no_confirmation_right_before_it_is_still_caug
     res, send = _stalled_after_append(poll_before_send=True)
     [v] = hits(res, "OWN-01")
     assert v.events[-1] == send and "without confirming ownership" in v.message
+
+
+# --------------------------------------------------------------------------- RETRY-01: the fencing gap
+def _resend_after_other_send(zombie: bool):
+    """w2 owns the run and proved absence. Another send of the key happens that w2 cannot see:
+    w1's, stalled after confirming its ownership (the fencing gap), or w1's, sent while it
+    still owned the run and whose answer w1 took down with it. w2 then sends."""
+    b = TraceBuilder()
+    b.clean_prefix()                                 # ends with w1's checkpoint write
+    write = b.events[-1]["call"]
+    if not zombie:
+        b.reserve(W1, "k-1", delivered=False)        # w1 crashes before seeing the answer
+    else:
+        b.emit("fault", "pause", worker=W1, call=write, boundary="after", resume_after_ms=200_000)
+    b.start(W2)
+    b.t = 60_100
+    b.acquire(W2, 2, ttl=600_000)
+    if zombie:
+        b.t += LATER
+        negative_lookup(b, W2)
+        b.append(W2, "k-1", "PROPOSED", "SENT_UNKNOWN", 2)
+        b.emit("fault", "resume", worker=W1, call=write)
+        b.reserve(W1, "k-1")                         # lands after w2's read
+    b.append(W2, "k-1", "SENT_UNKNOWN", "PROPOSED" if zombie else "SENT_UNKNOWN", 2)
+    resend, _ = b.reserve(W2, "k-1")
+    return check_trace(b.end(waiting="WAITING_OPERATOR")), resend
+
+
+def test_a_send_in_the_fencing_gap_is_not_held_against_the_owner_that_could_not_see_it():
+    res, _ = _resend_after_other_send(zombie=True)
+    assert "RETRY-01" not in ids(res), [(v.invariant, v.message) for v in res.violations]
+    assert any("only a service with fencing can stop that" in n for n in res.notes)
+
+
+def test_a_resend_over_a_predecessors_unanswered_send_is_blind():
+    res, resend = _resend_after_other_send(zombie=False)
+    [v] = hits(res, "RETRY-01")
+    assert v.events[-1] == resend and v.auto_fail == "blind ambiguous retry"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import re
 import sys
 from pathlib import Path
 
@@ -42,13 +43,7 @@ class KnownReferenceBug(AssertionError):
 #: Reference-adapter bugs that generated schedules reproduce on a base scenario: the base,
 #: the invariants the bug violates there, and the bug (tests/data/checks/reference_bugs/
 #: holds a minimal scenario for each). Only these invariants are tolerated on that base.
-KNOWN_REFERENCE_BUGS: dict[str, tuple[frozenset[str], str]] = {
-    "matrix-throttling-deadline": (
-        frozenset({"CLS-02", "RETRY-02"}),
-        "reference bug: a retryable failure whose backoff or retry-after does not fit before the deadline "
-        "is re-sent at once (throttled-near-deadline.yaml), and an attempt admitted by a deliberate retry "
-        "request is sent with no backoff (retry-admitted-without-backoff.yaml)"),
-}
+KNOWN_REFERENCE_BUGS: dict[str, tuple[frozenset[str], str]] = {}
 
 
 def _failure(doc: dict, res) -> str:
@@ -110,7 +105,7 @@ def test_generated_schedules_violate_no_invariant(base):
     def schedule_passes(doc):
         tried.append(doc["seed"])
         res = check_run(run_scenario(from_dict(doc), spec))
-        assert res.verdict != "unknown" or res.notes, res
+        assert res.verdict != "unknown", "inconclusive: " + "; ".join(res.notes) + "\n" + to_yaml(doc)
         unknown = [v for v in res.violations if v.invariant not in tolerated]
         assert not unknown, _failure(doc, res)
         if res.violations:
@@ -182,3 +177,16 @@ def test_a_recorded_reference_bug_scenario_passes(path):
     passes and the marker must go (move the scenario to the recorded schedules)."""
     res = check_run(run_scenario(load_file(path), ADAPTER))
     assert res.verdict == "pass", _failure(yaml.safe_load(path.read_text(encoding="utf-8")), res)
+
+
+def test_the_crash_matrix_command_prints_each_failing_schedule_and_a_summary(capsys):
+    from harness.explore import matrix_main
+
+    assert matrix_main(["--scenario", "matrix-permission-denied", "--double"]) == 0
+    assert re.fullmatch(r"[1-9]\d* double-crash schedules over 1 scenario\(s\): 0 failing",
+                        capsys.readouterr().out.strip())
+    assert matrix_main(["--adapter", "blind_resend:BlindResend", "--scenario", "matrix-ambiguous-effect"]) == 1
+    out = capsys.readouterr().out
+    first = yaml.safe_load(out.split("--- ", 1)[1].split("\n", 1)[1].split("scenario ", 1)[0])
+    assert first["crashes"] and "RETRY-01" in out
+    assert out.rstrip().endswith("failing") and " 0 failing" not in out

@@ -289,8 +289,8 @@ def absence(ix: TraceIndex, run: RunIndex, key, worker: str, before: int,
     for d in run.dispatches:
         if d.seq >= before:
             break
-        if d.key != key:
-            continue
+        if d.key != key or (d.worker != worker and run.stalled_send(d)):
+            continue                      # another worker's send in the fencing gap: unknowable
         f = resolve(ix, run, d, worker, before, mode)
         if not (f.state == "absent" and f.settled):
             return False, Finding(state=f.state, strength=f.strength, cites=(d.seq, *f.cites),

@@ -11,6 +11,7 @@ filed once, per run and per worker, in sequence order. Three kinds of record mat
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,6 +174,11 @@ class WorkerInfo:
             epoch, at = e, s
         return epoch, at
 
+    def previous_call(self, seq: int) -> int | None:
+        """The seq of this worker's call right before ``seq``."""
+        i = bisect_left(self.calls, seq)
+        return self.calls[i - 1] if i else None
+
     def stale_evidence(self, seq: int) -> int | None:
         """The first evidence of lost ownership this worker observed since its latest
         acquisition and before ``seq`` (a seq), or None."""
@@ -219,6 +225,37 @@ class RunIndex:
     end: dict | None = None
     paused_calls: set = field(default_factory=set)     # call seqs a worker stalled in front of
     confirmed: set = field(default_factory=set)        # call seqs that confirmed ownership (seen ok)
+    stalled: dict = field(default_factory=dict)        # dispatch seq -> stalled_send(), memo
+
+    # ---------------------------------------------------------------- ownership
+    def lease_at(self, seq: int) -> dict | None:
+        """The lease as it stood just before ``seq`` (the latest grant or renewal)."""
+        i = bisect_left(self.lease_seqs, seq)
+        return self.leases[i - 1] if i else None
+
+    def live(self, epoch, seq: int, t: int) -> bool:
+        lease = self.lease_at(seq)
+        return lease is not None and lease["epoch"] == epoch and lease["expires_at"] > t
+
+    def confirmed_just_before(self, w: WorkerInfo, seq: int) -> bool:
+        """The worker's call right before ``seq`` confirmed its ownership (a lease grant or
+        renewal, a checkpoint compare-and-set or a ledger append under its epoch): the only
+        window left is one a stall can hit, which only a fencing service closes."""
+        prev = w.previous_call(seq)
+        return prev is not None and prev in self.confirmed
+
+    def stalled_send(self, d: Dispatch) -> bool:
+        """``d`` was sent by a worker whose lease was no longer live, that had confirmed its
+        ownership right before the send and observed nothing since: the fencing gap. Nobody
+        else could know of such a send until a read shows its effect."""
+        found = self.stalled.get(d.seq)
+        if found is None:
+            w = self.workers.get(d.worker)
+            epoch = w.epoch_at(d.seq)[0] if w is not None else None
+            found = self.stalled[d.seq] = (
+                epoch is not None and not self.live(epoch, d.seq, d.t) and w.stale_evidence(d.seq) is None
+                and self.confirmed_just_before(w, d.seq))
+        return found
 
     # ---------------------------------------------------------------- small queries
     def knowledge_before(self, key: Any, seq: int) -> str | None:

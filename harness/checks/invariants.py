@@ -10,7 +10,6 @@ docs/invariants.md is generated from this module (``python -m harness.checks.doc
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
@@ -132,14 +131,8 @@ def _held_effects(ix: TraceIndex, run: RunIndex) -> list[dict]:
             if ev.get("run") == run.id or ev.get("key") in keys]
 
 
-def _lease_at(run: RunIndex, seq: int) -> dict | None:
-    i = bisect_left(run.lease_seqs, seq)
-    return run.leases[i - 1] if i else None
-
-
 def _live(run: RunIndex, epoch, seq: int, t: int) -> bool:
-    lease = _lease_at(run, seq)
-    return lease is not None and lease["epoch"] == epoch and lease["expires_at"] > t
+    return run.live(epoch, seq, t)
 
 
 def _streams(run: RunIndex) -> list[list[Dispatch]]:
@@ -317,6 +310,8 @@ def _redispatch(ix: TraceIndex, want: str) -> Iterator[Finding]:
         for stream in _streams(run):
             for i, d in enumerate(stream):
                 for prev in stream[:i]:
+                    if prev.worker != d.worker and run.stalled_send(prev):
+                        continue                    # the fencing gap: nobody else could know of it
                     f = resolve(ix, run, prev, d.worker, d.seq, "redispatch")
                     if f.state == "present" and f.settled:
                         break                       # EFF-02's business
@@ -579,16 +574,11 @@ def _own_01(ix: TraceIndex) -> Iterator[Finding]:
 
 
 def _previous_call(w, seq: int) -> int | None:
-    i = bisect_left(w.calls, seq)
-    return w.calls[i - 1] if i else None
+    return w.previous_call(seq)
 
 
 def _confirmed_just_before(run: RunIndex, w, seq: int) -> bool:
-    """The worker's call right before ``seq`` confirmed its ownership (a lease grant or renewal,
-    a checkpoint compare-and-set or a ledger append under its epoch): the only window left is
-    one a stall can hit, which only a fencing service closes."""
-    prev = _previous_call(w, seq)
-    return prev is not None and prev in run.confirmed
+    return run.confirmed_just_before(w, seq)
 
 
 def _writes(run: RunIndex):
@@ -836,14 +826,9 @@ def _stall_horizon(run: RunIndex, d: Dispatch) -> int:
     """What the dispatching worker could know is what was there before ``d``, except for a
     stale worker that confirmed its ownership right before the send and stalled in between
     (observing nothing): what it knew is what was there before that confirmation."""
-    w = run.workers.get(d.worker)
-    if w is None:
-        return d.seq
-    epoch = w.epoch_at(d.seq)[0]
-    if epoch is None or _live(run, epoch, d.seq, d.t) or w.stale_evidence(d.seq) is not None:
-        return d.seq
-    prev = _previous_call(w, d.seq)
-    return prev if prev is not None and prev in run.confirmed else d.seq
+    if run.stalled_send(d):
+        return run.workers[d.worker].previous_call(d.seq)
+    return d.seq
 
 
 def _eff_02(ix: TraceIndex) -> Iterator[Finding]:
@@ -1249,7 +1234,9 @@ INVARIANTS: tuple[Invariant, ...] = (
          "for a release, the same target) must be settled for the dispatching worker: its own answer was "
          "an accepted response or a definite error, the ledger recorded PROPOSED/REJECTED after it, or the "
          "worker saw an authoritative negative read after it. A retry with no read at all after a timeout, "
-         "a 5xx, a lost answer or a SENT_UNKNOWN entry found on recovery is blind.",
+         "a 5xx, a lost answer or a SENT_UNKNOWN entry found on recovery is blind. Another worker's send in "
+         "the fencing gap (its lease lapsed while it stalled right after confirming ownership) is not "
+         "counted: nobody else could know of it.",
          "the ambiguous dispatch, the retry"),
     _inv("CLS-01", "Validation, permission, changed-intent and already-exists refusals are not retried.",
          "classification", False, None, _cls_01,
@@ -1290,8 +1277,8 @@ INVARIANTS: tuple[Invariant, ...] = (
          "(or the durable ledger): CONFIRMED needs an accepted response or an authoritative positive read "
          "(of a key the run prepared but never sent, too: another run of the same intent may have sent it); "
          "REJECTED needs every attempt settled absent (definite error, or an authoritative negative read "
-         "fresh enough and past the documented late-delivery bound); SENT_UNKNOWN -> PROPOSED needs every "
-         "attempt settled absent; COMPENSATED / back to CONFIRMED need the compensation entry CONFIRMED / "
+         "fresh enough and past the documented late-delivery bound; another worker's send in the fencing gap "
+         "is not counted); SENT_UNKNOWN -> PROPOSED needs every attempt settled absent; COMPENSATED / back to CONFIRMED need the compensation entry CONFIRMED / "
          "REJECTED. A deadline passing is not evidence. A CONFIRMED with no evidence at all is an "
          "exactly-once claim (automatic failure).",
          "the ledger append and the dispatch left unsettled"),
