@@ -100,7 +100,9 @@ async def observe(s: Session) -> Facts:
         notify=bool(intake and intake["notify"] and "notification" in s.services
                     and intake["service"] != "notification"),
         pending_retry=next((r for r in retry_intents(rec) if r not in claimed), None),
-        deadline_passed=rec.deadline is not None and now >= rec.deadline)
+        deadline_passed=rec.deadline is not None and now >= rec.deadline,
+        retry_past_deadline=(primary is not None and primary.retry_at is not None
+                             and rec.deadline is not None and primary.retry_at >= rec.deadline))
 
 
 # --------------------------------------------------------------------------- actions
@@ -177,6 +179,13 @@ async def prepare_primary(s: Session, f: Facts, t: Transition) -> None:
 
 
 async def dispatch_primary(s: Session, f: Facts, t: Transition) -> None:
+    owed = s.owed_backoff.pop(f.primary.key, None)
+    if owed is not None:
+        # this worker's last attempt reached the ceiling and a deliberate retry admits another:
+        # back off first, then observe again (a cancellation may arrive meanwhile)
+        n, what, floor = owed
+        await s.backoff(n, what, floor, s.record.deadline)
+        return
     claim = f.pending_retry if f.primary.attempts >= f.primary.ceiling else None
     await effects.dispatch(s, f.primary.key, retry_id=claim)
 

@@ -77,6 +77,7 @@ class EffectFact:
     claimed_retries: tuple[str, ...]
     verdict: str | None      # matrix row of the decisive reconciliation after the last attempt
     note: str                # matrix row (or step) that produced the latest knowledge
+    retry_at: int | None = None   # earliest next send after a retryable failure (backoff, retry-after)
 
     @property
     def ceiling(self) -> int:
@@ -109,12 +110,31 @@ def last_verdict(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
+def retry_delay(n: int, retry_after_ms: int | None) -> int:
+    """The least wait after attempt ``n`` failed retryably: the service's retry-after, and
+    at least the exponential backoff (before jitter)."""
+    return max(retry_after_ms or 0, min(matrix.BACKOFF_CAP_MS, matrix.BACKOFF_BASE_MS * 2 ** (n - 1)))
+
+
+def retry_at(entry: Mapping[str, Any]) -> int | None:
+    """When the next attempt may leave at the earliest, if the last attempt failed
+    retryably before send (None otherwise)."""
+    if entry["knowledge"] != _K.PROPOSED.value or not entry["attempts"] or not entry["observations"]:
+        return None
+    last = entry["observations"][-1]
+    row = ROW.get(last["row"])
+    if last["attempt"] != len(entry["attempts"]) or row is None or row.action is not Action.RETRY_SAME_KEY:
+        return None
+    return last["at"] + retry_delay(last["attempt"], last["retry_after_ms"])
+
+
 def fact_of(entry: Mapping[str, Any]) -> EffectFact:
     verdict = last_verdict(entry)
     return EffectFact(key=entry["semantic_key"], knowledge=Knowledge(entry["knowledge"]),
                       attempts=len(entry["attempts"]),
                       claimed_retries=tuple(a["retry_id"] for a in entry["attempts"] if a["retry_id"]),
-                      verdict=verdict["verdict"] if verdict else None, note=entry["note"])
+                      verdict=verdict["verdict"] if verdict else None, note=entry["note"],
+                      retry_at=retry_at(entry))
 
 
 # --------------------------------------------------------------------------- service bindings
@@ -134,6 +154,8 @@ def interpret_response(entry: Mapping[str, Any], response: Mapping[str, Any]) ->
     op = entry["operation"]
     if op == "reserve":
         ours = response["key"] == entry["semantic_key"] and response["intent"] == entry["intent"]
+        if ours and response.get("status") == "released":    # a replayed hold a release undid
+            return "released", response["ref"]
         return ("accepted" if ours else "mismatch"), response["ref"]
     if op == "publish":      # a publish job: keep its id; a running job is not failure
         return "job_running", response["job_id"]
@@ -176,7 +198,7 @@ def _judge(record: Mapping[str, Any], target: Mapping[str, Any], verifying_relea
         return "mismatch"
     if verifying_release:
         return "found" if record["status"] == "released" else "negative"
-    return "found"
+    return "released" if record.get("status") == "released" else "found"
 
 
 def interpret_read(read: Read, response: Mapping[str, Any], target: Mapping[str, Any],
@@ -304,8 +326,11 @@ async def dispatch(s: Session, key: str, retry_id: str | None = None) -> None:
         if role is not Role.PRIMARY:
             await close_unsent(s, entry, s.classify("authority", answer["reason"]))
         return
+    now = await s.now()
+    if s.record.deadline is not None and now >= s.record.deadline:
+        return          # authority took the run to its deadline: nothing is sent (deadline_passed)
     n = len(entry["attempts"]) + 1
-    attempt = {"attempt": n, "at": await s.now(), "epoch": s.epoch, "worker": s.worker,
+    attempt = {"attempt": n, "at": now, "epoch": s.epoch, "worker": s.worker,
                "retry_id": retry_id}
     sent = evolve(s, entry, _K.SENT_UNKNOWN, f"attempt {n} may have left",
                   attempts=[*entry["attempts"], attempt])
@@ -325,11 +350,16 @@ async def dispatch(s: Session, key: str, retry_id: str | None = None) -> None:
                    "definite": error.definite if error else True,
                    "retry_after_ms": error.details.get("retry_after_ms") if error else None}
     await _record_dispatch(s, sent, role, row, observation, ref)
-    if row.action is Action.RETRY_SAME_KEY and n < fact_of(s.ledger[key]).ceiling:
-        delay_floor = observation["retry_after_ms"] or 0
-        if observation["at"] + max(delay_floor, matrix.BACKOFF_BASE_MS) < s.record.deadline:
-            await s.backoff(n, f"{row.name} {entry['service']}.{entry['operation']}", delay_floor,
-                            s.record.deadline)
+    fact = fact_of(s.ledger[key])
+    next_at = observation["at"] + retry_delay(n, observation["retry_after_ms"])
+    if row.action is Action.RETRY_SAME_KEY and next_at < s.record.deadline:
+        # a retry that fits before the deadline follows its backoff; one that does not is
+        # never sent (the decision table stops the run: deadline_passed)
+        what, floor = f"{row.name} {entry['service']}.{entry['operation']}", observation["retry_after_ms"] or 0
+        if n < fact.ceiling:
+            await s.backoff(n, what, floor, s.record.deadline)
+        else:
+            s.owed_backoff[key] = (n, what, floor)
 
 
 async def _record_dispatch(s: Session, sent: dict, role: Role, row: matrix.Row, observation: dict,

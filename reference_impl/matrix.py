@@ -227,6 +227,15 @@ ROWS: tuple[Row, ...] = (
         retry_owner="none", attempt_ceiling=None, deadline="immediate", reconciliation_read=_NO_READ,
         action=Action.STOP, escalation="service_owner", terminal="FAILED_NO_EFFECT",
         knowledge=Knowledge.REJECTED, matches=(("dispatch", "intent_mismatch"),)),
+    Row(name="effect_released",
+        trigger="the key's record is already released: the service replays, or a read finds, a hold "
+                "that a compensation undid",
+        evidence="the record under the key with status released; no hold exists, and the same key "
+                 "cannot make a new one",
+        retry_owner="none", attempt_ceiling=None, deadline="immediate", reconciliation_read=_BY_IDENTITY,
+        action=Action.STOP, escalation="operator",
+        terminal="FAILED_EFFECT_UNKNOWN / CANCELLED_EFFECT_UNKNOWN (the run cannot prove its own effect)",
+        matches=(("dispatch", "released"), ("read", "released"))),
     Row(name="natural_key_exists",
         trigger="already_exists on a publish (it may hide this run's earlier success)",
         evidence="get_version record compared field by field",

@@ -78,6 +78,9 @@ class Session:
         self.authority: dict | None = None         # last authority.check for the run's proposal
         self.reads: list[str] = []                 # this worker's reconciliation notes (packet)
         self.read_failures = 0                     # consecutive failed reconciliation reads
+        #: Backoffs this worker owes before its next attempt of a key: a retryable failure at
+        #: the attempt ceiling, whose next attempt only a deliberate retry request admits.
+        self.owed_backoff: dict[str, tuple[int, str, int]] = {}   # key -> (attempt, what, floor)
         self.started_at = 0
         self.finished = False
 

@@ -35,6 +35,7 @@ class Facts:
     notify: bool
     pending_retry: str | None             # a deliberate retry intent no attempt has claimed
     deadline_passed: bool
+    retry_past_deadline: bool = False     # the run's next attempt could only leave after the deadline
 
     @property
     def awaiting_authority(self) -> bool:
@@ -136,6 +137,10 @@ TABLE: tuple[Transition, ...] = (
     Transition(name="await_retry_intent", section="Seed 002: one deliberate retry admits one attempt",
                when=lambda f: (f.primary.sendable and f.primary.attempts >= f.primary.ceiling
                                and f.pending_retry is None), action="wait_retry"),
+    Transition(name="retry_past_deadline",
+               section="Keep retry budgets end to end: a backoff or retry-after past the deadline",
+               when=lambda f: f.primary.sendable and f.retry_past_deadline, action="finish",
+               row=_row("deadline_passed")),
     Transition(name="dispatch", section="Six crash points: after prepare, before send",
                when=lambda f: f.primary.sendable, action="dispatch_primary"),
     Transition(name="reconcile", section="Six crash points: after send, before remote commit is known",

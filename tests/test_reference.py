@@ -623,3 +623,31 @@ def test_cancellation_while_the_message_is_in_flight_releases_and_keeps_the_mess
     assert knowledge == {"reservation/effect": "COMPENSATED", "reservation/compensation": "CONFIRMED",
                          "notification/effect": "SENT_UNKNOWN"}
     assert end["next_owner"] == "operator" and len(calls(result, "notification", "send")) == 1
+
+
+# --------------------------------------------------------------------------- fixed reference bugs
+def test_a_replayed_released_hold_is_not_confirmed_and_the_run_does_not_claim_success():
+    result = run("resubmitted_after_release")
+    second = [f for f in finishes(result) if f["run"] == "run-82b"]
+    assert [f["disposition"] for f in second] == ["FAILED_EFFECT_UNKNOWN"]
+    entries = [e["entry"] for e in ledger(result) if e["run"] == "run-82b"]
+    assert entries and all(e["knowledge"] != "CONFIRMED" for e in entries)
+    assert entries[-1]["note"] == "effect_released"
+    assert escalations(result)[-1]["packet"]["next_owner"] == "operator"
+
+
+def test_an_attempt_admitted_by_a_deliberate_retry_follows_a_backoff():
+    result = run("retry_admitted_without_backoff")
+    reserves = calls(result, "reservation", "reserve")
+    assert len(reserves) == 4
+    backoffs = sleeps(result, "backoff")
+    for before, after in zip(reserves, reserves[1:]):
+        assert any(before["seq"] < b["seq"] < after["seq"] for b in backoffs), (before["seq"], after["seq"])
+
+
+def test_a_retry_after_past_the_deadline_stops_without_resending():
+    result = run("throttled_near_deadline")
+    assert len(calls(result, "reservation", "reserve")) == 1
+    end = finishes(result)[-1]
+    assert end["disposition"] == "FAILED_NO_EFFECT" and end["t"] <= 120_000
+    assert ledger(result)[-1]["entry"]["knowledge"] == "REJECTED"
