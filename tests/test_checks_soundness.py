@@ -424,3 +424,33 @@ def test_a_resend_over_a_predecessors_unanswered_send_is_blind():
     res, resend = _resend_after_other_send(zombie=False)
     [v] = hits(res, "RETRY-01")
     assert v.events[-1] == resend and v.auto_fail == "blind ambiguous retry"
+
+
+# --------------------------------------------------------------------------- RETRY-02: late by a stall
+def _late_send(stalled: bool):
+    """The worker reads the clock before the deadline, then (stalling, or simply taking its time)
+    sends after it."""
+    b = TraceBuilder(deadline=10_000)
+    b.clean_prefix()
+    b.io(W1, "clock", "now", value={"now": b.t})
+    write = b.checkpoint(W1, "EFFECT_IN_FLIGHT", 1, effects=[("k-1", "SENT_UNKNOWN")])
+    if stalled:
+        b.emit("fault", "pause", worker=W1, call=b.events[write]["call"], boundary="after", resume_after_ms=20_000)
+    b.t = 12_000
+    if stalled:
+        b.emit("fault", "resume", worker=W1, call=b.events[write]["call"])
+    send, ref = b.reserve(W1, "k-1")
+    b.append(W1, "k-1", "CONFIRMED", "SENT_UNKNOWN", 1, remote_ref=ref)
+    b.finish(W1, "SUCCEEDED", effects=[("k-1", "CONFIRMED")])
+    return check_trace(b.end(finished="SUCCEEDED")), send
+
+
+def test_a_send_made_late_by_a_stall_after_the_last_clock_reading_is_judged_at_that_reading():
+    res, _ = _late_send(stalled=True)
+    assert "RETRY-02" not in ids(res), [(v.invariant, v.message) for v in res.violations]
+
+
+def test_a_send_after_the_deadline_without_a_stall_is_late():
+    res, send = _late_send(stalled=False)
+    [v] = hits(res, "RETRY-02")
+    assert v.events == (send,) and "past the run's deadline" in v.message

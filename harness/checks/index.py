@@ -163,6 +163,8 @@ class WorkerInfo:
     appends: list = field(default_factory=list)       # ledger append call seqs
     calls: list = field(default_factory=list)         # every port call seq, in order
     loads: list = field(default_factory=list)         # (seq, version, contract or None) of each load seen
+    clock_reads: list = field(default_factory=list)   # (result seq, now) of each clock answer seen
+    stalls: list = field(default_factory=list)        # seqs of this worker's pause events
     known_expiry: int | None = None
 
     def epoch_at(self, seq: int) -> tuple[int | None, int]:
@@ -243,6 +245,22 @@ class RunIndex:
         window left is one a stall can hit, which only a fencing service closes."""
         prev = w.previous_call(seq)
         return prev is not None and prev in self.confirmed
+
+    def acted_at(self, d: Dispatch) -> tuple[int, int]:
+        """(seq, t) at which to judge whether ``d`` was in time: the send itself, or, when its
+        worker stalled after it last read the clock, that reading (it checked and was on time;
+        the stall, which no worker can rule out between a check and a send, made it late)."""
+        w = self.workers.get(d.worker)
+        if w is None:
+            return d.seq, d.t
+        last = None
+        for seq, now in w.clock_reads:
+            if seq >= d.seq:
+                break
+            last = (seq, now)
+        if last is not None and any(last[0] < s < d.seq for s in w.stalls):
+            return last
+        return d.seq, d.t
 
     def stalled_send(self, d: Dispatch) -> bool:
         """``d`` was sent by a worker whose lease was no longer live, that had confirmed its
@@ -427,8 +445,12 @@ def build(events: list[dict]) -> TraceIndex:
             elif kind == "escalation":
                 run.escalations.append(ev)
         elif lane == "fault":
-            if kind == "pause" and run is not None and ev.get("boundary") == "before":
-                run.paused_calls.add(ev.get("call"))
+            if kind == "pause" and run is not None:
+                if ev.get("boundary") == "before":
+                    run.paused_calls.add(ev.get("call"))
+                w = run.workers.get(ev.get("worker"))
+                if w is not None:
+                    w.stalls.append(ev["seq"])
         elif lane == "world":
             if kind == "deploy":
                 ix.deploys.append(ev)
@@ -527,8 +549,10 @@ def _result(run: RunIndex, ev: dict) -> None:
                 w.stale.append(ev["seq"])
     elif port == "clock":
         now = value.get("now")
-        if w.known_expiry is not None and isinstance(now, int) and now >= w.known_expiry:
-            w.stale.append(ev["seq"])
+        if isinstance(now, int):
+            w.clock_reads.append((ev["seq"], now))
+            if w.known_expiry is not None and now >= w.known_expiry:
+                w.stale.append(ev["seq"])
     elif port == "checkpoints" and op == "load":
         cp = value.get("checkpoint")
         w.loads.append((ev["seq"], value.get("version"), obj(cp.get("contract")) if isinstance(cp, dict) else None))

@@ -204,13 +204,17 @@ def _truth(ix: TraceIndex) -> Iterator[Finding]:
                 yield run.id, f"ledger says {e['key']} {k} at #{e['seq']}, but {false}", \
                     (e["seq"], *_truth_cites(ix, run, e["key"])), False
         zombie = _unfenced(ix)
-        held = [ev for ev in _held_effects(ix, run) if ev["ref"] not in ix.released_refs]
+        holdings = _held_effects(ix, run)
         active = [ev for ev in _own_effects(ix, run) if ev["ref"] not in ix.released_refs
                   and ev["seq"] not in zombie]
         for f in run.finishes:
             if not f.get("accepted"):
                 continue
             claim = _CLAIM.get(f["disposition"])
+            # a presence claim stays true of its moment: a release after it (another run's
+            # compensation of the shared effect) does not make the record false
+            held = [ev for ev in holdings if ev["ref"] not in ix.released_refs
+                    or ix.released_refs[ev["ref"]]["seq"] > f["seq"]]
             if claim == "present" and not held:
                 yield run.id, f"{f['disposition']} at #{f['seq']} claims the effect remains, but no " \
                               f"effect of this run remains at the horizon", (f["seq"],), False
@@ -309,10 +313,13 @@ def _redispatch(ix: TraceIndex, want: str) -> Iterator[Finding]:
     for run in ix.runs.values():
         for stream in _streams(run):
             for i, d in enumerate(stream):
+                horizon = _stall_horizon(run, d)
                 for prev in stream[:i]:
+                    if prev.seq >= horizon:
+                        break                       # sent while d's worker stalled: it could not know
                     if prev.worker != d.worker and run.stalled_send(prev):
                         continue                    # the fencing gap: nobody else could know of it
-                    f = resolve(ix, run, prev, d.worker, d.seq, "redispatch")
+                    f = resolve(ix, run, prev, d.worker, horizon, "redispatch")
                     if f.state == "present" and f.settled:
                         break                       # EFF-02's business
                     if f.state == "absent" and f.settled:
@@ -677,7 +684,7 @@ def _retry_02(ix: TraceIndex) -> Iterator[Finding]:
             if d.role == "compensation" and d.key is None:
                 continue
             n = counts[d.key] = counts.get(d.key, 0) + 1
-            if run.deadline is not None and d.role != "compensation" and d.t >= run.deadline:
+            if run.deadline is not None and d.role != "compensation" and run.acted_at(d)[1] >= run.deadline:
                 yield run.id, f"{d.service}.{d.op} #{d.seq} at {ix.fmt(d.t)} is past the run's deadline " \
                               f"{ix.fmt(run.deadline)}", (d.seq,), False
             if n < 2 or d.key in reported:
@@ -927,12 +934,13 @@ def _auth_01(ix: TraceIndex) -> Iterator[Finding]:
                     (d.seq,), False
                 continue
             reasons = []
+            seq, t = run.acted_at(d)
             for a in reversed(bound):
-                if a.get("expires_at", 0) <= d.t:
+                if a.get("expires_at", 0) <= t:
                     reasons.append((a["seq"], f"approval {a.get('approval_id')} expired at {ix.fmt(a['expires_at'])}"))
-                elif _between(run.revokes, a["seq"], d.seq):
+                elif _between(run.revokes, a["seq"], seq):
                     reasons.append((a["seq"], f"approval {a.get('approval_id')} was revoked"))
-                elif _between(run.capability_changes, a["seq"], d.seq):
+                elif _between(run.capability_changes, a["seq"], seq):
                     reasons.append((a["seq"], f"the capability version changed after approval "
                                               f"{a.get('approval_id')}"))
                 else:
@@ -1220,7 +1228,8 @@ INVARIANTS: tuple[Invariant, ...] = (
          "business field); REJECTED needs no commit under the key, ever, late arrivals included; "
          "COMPENSATED needs a release of the original; an absence claim is false when an effect of the "
          "run's operation caused by the run remains unreleased, a presence claim when none of its own or of "
-         "its intent under a key it sent or prepared remains (other actors never count).",
+         "its intent under a key it sent or prepared remains unreleased at the time of the claim (other "
+         "actors never count; a later release by another run does not rewrite a true record).",
          "the claim (ledger or finish event) and the remote commits that contradict it"),
     _inv("EVID-01", "A resolved ledger entry names its evidence, and a confirmation its remote reference.",
          "classification", False, None, _evid_01,
@@ -1236,7 +1245,8 @@ INVARIANTS: tuple[Invariant, ...] = (
          "worker saw an authoritative negative read after it. A retry with no read at all after a timeout, "
          "a 5xx, a lost answer or a SENT_UNKNOWN entry found on recovery is blind. Another worker's send in "
          "the fencing gap (its lease lapsed while it stalled right after confirming ownership) is not "
-         "counted: nobody else could know of it.",
+         "counted: nobody else could know of it; and such a stalled send is judged on what its worker knew "
+         "before that confirmation.",
          "the ambiguous dispatch, the retry"),
     _inv("CLS-01", "Validation, permission, changed-intent and already-exists refusals are not retried.",
          "classification", False, None, _cls_01,
@@ -1326,7 +1336,8 @@ INVARIANTS: tuple[Invariant, ...] = (
     _inv("RETRY-02", "Attempts stay within the declared ceiling and deadline, with backoff recorded.",
          "ownership", False, None, _retry_02,
          "A second attempt under a key needs control.budgets.attempt_ceiling declared in a checkpoint "
-         "before it, and the count never exceeds it; no effect dispatch at or after the run's deadline; "
+         "before it, and the count never exceeds it; no effect dispatch at or after the run's deadline (a "
+         "worker that stalled after it last read the clock is judged at that reading); "
          "one worker's consecutive attempts of a key are separated by clock.sleep(reason 'backoff ...') or "
          "a read (a new worker counts as the separation).",
          "the dispatch and the checkpoint with the ceiling"),
@@ -1376,7 +1387,8 @@ INVARIANTS: tuple[Invariant, ...] = (
          True, None, _auth_01,
          "At each effect or compensation dispatch (runs with approval mode none excepted for their own "
          "operation) an approval_granted for the dispatch's proposal hash and operation exists, unexpired at "
-         "dispatch time, not revoked and with no capability change since.",
+         "dispatch time, not revoked and with no capability change since (a worker that stalled after it last "
+         "read the clock is judged at that reading: the stall, not the worker, made it late).",
          "the approval and the dispatch"),
     _inv("REC-01", "Ambiguity is resolved only by an authoritative read that identifies the effect.",
          "effect_correctness", True, None, _rec_01,
