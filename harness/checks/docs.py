@@ -73,21 +73,40 @@ def invariants_markdown() -> str:
             dsts = RUN_TRANSITIONS[src]
             out.append(f"| {src.value} | {', '.join(sorted(d.value for d in dsts)) or '(terminal)'} |")
     out += ["", "## Decisions", "",
-            "- **Stale workers.** An adapter cannot see its own pause, so it minimizes the window: its last "
-            "call before a send confirms ownership (lease renew/acquire or a checkpoint write). A worker "
-            "that did so and stalled in the send is not blamed, and what it commits late does not make "
-            "the new owner's honest claims false (the verdict notes it): only a service with fencing "
-            "tokens can stop it. A stale worker is blamed (OWN-01) when it sent without that confirmation, "
-            "or acted after observing evidence: a stale_epoch / lease_held / fenced error, a clock reading "
-            "past its known lease expiry, a lease read or loaded checkpoint naming a newer epoch.",
+            "- **Stale workers and the fencing gap.** An adapter cannot see its own pause, so it "
+            "minimizes the window: its last call before a send confirms ownership (lease renew/acquire, "
+            "or a checkpoint write or ledger append, which both stores fence by lease epoch). A worker "
+            "that did so and stalled before or in the send is not blamed; what it commits late does "
+            "not make the new owner's honest claims false (the verdict notes it), is not counted "
+            "against another worker's retry or absence claim (nobody could know of it), and the stalled "
+            "send itself is judged on what its worker knew before that confirmation: only a service "
+            "with fencing tokens can stop it. A stale worker is blamed (OWN-01) when it sent without "
+            "that confirmation, or acted after observing evidence: a stale_epoch / lease_held / fenced "
+            "error, a clock reading past its known lease expiry, a lease read or loaded checkpoint "
+            "naming a newer epoch.",
+            "- **Late by a stall.** A send after the run's deadline, or after its approval expired, by a "
+            "worker that stalled after its last clock reading is judged at that reading: no worker can "
+            "rule out a stall between a check and a send.",
+            "- **Who knew.** A refusal (validation, permission, changed intent, already exists) and a "
+            "retry-after bind the worker that saw them, and every worker once that worker recorded the "
+            "key in the ledger; a replacement that never learnt of them reconciles and may send again. "
+            "A worker with incompatible code is judged against the checkpoint it works from: the latest "
+            "at its start, or the latest it loaded since (another worker may have migrated it).",
+            "- **Shared keys.** Two runs of one business intent share its semantic key; an identifying "
+            "read of that key warrants the run's CONFIRMED even when the other run sent it, and a "
+            "presence claim stays true of its moment when another run later releases the shared effect. "
+            "A natural key (a registry version) holds one record: a version held by another intent "
+            "proves this run's publish absent.",
+            "- **Deliberate retry.** An admission is a WAITING_RETRY followed by an attempt; waiting "
+            "again with no attempt in between (a restarted worker) admits nothing.",
             "- **Duplicate delivery.** A request the transport delivered twice to a service without "
             "idempotency is the transport's duplicate, not the adapter's (EFF-01); an honest disposition "
             "is still required.",
             "- **Wall-clock guards.** `step_timeout` and `no_reply` depend on the host's speed, and an "
             "adapter command that cannot start is a setup problem: the verdict is unknown, not fail.",
             "- **Cancellation.** A worker knows of a cancellation when one of its polls returned it, or "
-            "when it was already in the durable inbox when the worker started. A cancellation received "
-            "after the run was terminal does not rewrite it.",
+            "when it was already in the durable inbox when the worker started. A cancellation that reaches "
+            "a run already made terminal by a worker that did not know of it does not rewrite it.",
             "- **Inconclusive.** A run still active at the horizon without any violation is unknown, "
             "not fail.", "",
             "## Summary", "", "| id | statement | category | safety | automatic failure | rubric point |",
