@@ -454,3 +454,24 @@ def test_a_send_after_the_deadline_without_a_stall_is_late():
     res, send = _late_send(stalled=False)
     [v] = hits(res, "RETRY-02")
     assert v.events == (send,) and "past the run's deadline" in v.message
+
+
+def test_a_zombie_send_while_the_run_waits_for_a_retry_is_no_admitted_attempt():
+    b = TraceBuilder()
+    b.clean_prefix()                                 # ends with w1's checkpoint write
+    write = b.events[-1]["call"]
+    b.emit("fault", "pause", worker=W1, call=write, boundary="after", resume_after_ms=200_000)
+    b.start(W2)
+    b.t = 60_100
+    b.acquire(W2, 2, ttl=600_000)
+    b.t += LATER
+    negative_lookup(b, W2)
+    b.append(W2, "k-1", "PROPOSED", "SENT_UNKNOWN", 2)
+    b.append(W2, "k-1", "SENT_UNKNOWN", "PROPOSED", 2)
+    b.reserve(W2, "k-1", commit=False, error={"code": "unavailable", "definite": True})
+    b.append(W2, "k-1", "PROPOSED", "SENT_UNKNOWN", 2)
+    b.finish(W2, "WAITING_RETRY", effects=[("k-1", "PROPOSED")])
+    b.emit("fault", "resume", worker=W1, call=write)
+    b.reserve(W1, "k-1")
+    res = check_trace(b.end(waiting="WAITING_RETRY"))
+    assert "EVT-01" not in ids(res), [(v.invariant, v.message) for v in res.violations]

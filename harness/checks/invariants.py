@@ -894,7 +894,8 @@ def _retry_admissions(run: RunIndex) -> Iterator[Finding]:
     waits = [f["seq"] for f in run.finishes if f.get("accepted") and f["disposition"] == "WAITING_RETRY"]
     if not waits:
         return
-    primary = [d for d in run.dispatches if d.role == "primary"]
+    # a send in the fencing gap is a zombie's, not an admitted attempt
+    primary = [d for d in run.dispatches if d.role == "primary" and not run.stalled_send(d)]
     admissions = 0
     for k, start in enumerate(waits):
         stop = waits[k + 1] if k + 1 < len(waits) else None
@@ -1376,7 +1377,8 @@ INVARIANTS: tuple[Invariant, ...] = (
          "One original is released at most once and gets at most one compensation key; after WAITING_RETRY, "
          "each admitted attempt needs its own retry request (distinct event id) and one request admits one "
          "attempt. An admission is a WAITING_RETRY followed by an attempt before the next WAITING_RETRY: "
-         "waiting again with no attempt in between (a restarted worker) admits nothing.",
+         "waiting again with no attempt in between (a restarted worker) admits nothing, and a send in the "
+         "fencing gap (a zombie's) is no attempt of the owner's.",
          "the releases, compensation dispatches or retry admissions"),
     _inv("KEY-02", "A key never carries a changed intent.", "effect_correctness", True, None, _key_02,
          "No key is sent with two different intents (proposal hash included), in one run or across runs "
