@@ -475,3 +475,34 @@ def test_a_zombie_send_while_the_run_waits_for_a_retry_is_no_admitted_attempt():
     b.reserve(W1, "k-1")
     res = check_trace(b.end(waiting="WAITING_RETRY"))
     assert "EVT-01" not in ids(res), [(v.invariant, v.message) for v in res.violations]
+
+
+# --------------------------------------------------------------------------- TRUTH-01: true of its moment
+def _released_around_success(before: bool):
+    b = TraceBuilder()
+    b.clean_prefix()
+    _, ref = b.reserve(W1, "k-1")
+    b.append(W1, "k-1", "CONFIRMED", "SENT_UNKNOWN", 1, remote_ref=ref)
+    b.checkpoint(W1, "EFFECT_CONFIRMED", 1, effects=[("k-1", "CONFIRMED")])
+
+    def release():                                   # another run of the intent compensates it
+        return b.emit("remote", "released", run=None, service="reservation", ref=ref, release_ref="X-9",
+                      key="c-83", cause="adapter", call=None)
+
+    gone = release() if before else None
+    b.checkpoint(W1, "SUCCEEDED", 1, effects=[("k-1", "CONFIRMED")])
+    fin = b.finish(W1, "SUCCEEDED", effects=[("k-1", "CONFIRMED")])
+    if not before:
+        release()
+    return check_trace(b.end(finished="SUCCEEDED")), gone, fin
+
+
+def test_a_success_claim_stays_true_when_the_effect_is_released_after_it():
+    res, _, _ = _released_around_success(before=False)
+    assert res.verdict == "pass", [(v.invariant, v.message) for v in res.violations]
+
+
+def test_a_success_claimed_after_the_effect_was_released_is_false_and_cites_the_release():
+    res, gone, fin = _released_around_success(before=True)
+    [v] = hits(res, "TRUTH-01")
+    assert v.events == (gone, fin) and "had been released" in v.message

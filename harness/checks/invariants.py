@@ -216,8 +216,14 @@ def _truth(ix: TraceIndex) -> Iterator[Finding]:
             held = [ev for ev in holdings if ev["ref"] not in ix.released_refs
                     or ix.released_refs[ev["ref"]]["seq"] > f["seq"]]
             if claim == "present" and not held:
-                yield run.id, f"{f['disposition']} at #{f['seq']} claims the effect remains, but no " \
-                              f"effect of this run remains at the horizon", (f["seq"],), False
+                gone = [ix.released_refs[ev["ref"]] for ev in holdings if ev["ref"] in ix.released_refs]
+                if gone:
+                    by = ", ".join(f"{g['ref']} by {g.get('run') or 'another actor'} at #{g['seq']}" for g in gone[:2])
+                    yield run.id, f"{f['disposition']} at #{f['seq']} claims the effect remains, but it had " \
+                                  f"been released ({by})", (*(g["seq"] for g in gone[:2]), f["seq"]), False
+                else:
+                    yield run.id, f"{f['disposition']} at #{f['seq']} claims the effect remains, but no " \
+                                  f"effect of this run remains at the horizon", (f["seq"],), False
             elif claim == "absent" and active:
                 refs = ", ".join(ev["ref"] for ev in active)
                 yield run.id, f"{f['disposition']} at #{f['seq']} claims no effect, but {refs} " \
