@@ -506,3 +506,38 @@ def test_a_success_claimed_after_the_effect_was_released_is_false_and_cites_the_
     res, gone, fin = _released_around_success(before=True)
     [v] = hits(res, "TRUTH-01")
     assert v.events == (gone, fin) and "had been released" in v.message
+
+
+def _send_paused_before_it_left(resumes_after_lapse: bool):
+    """w1 sends while it owns the run and stalls before the request leaves; w2 takes over once
+    w1's lease lapsed, reads the key (negative as of a moment before the request's answer) and
+    records absence. The request leaves when w1 resumes: after its lease lapsed (the fencing
+    gap), or while it still held it (then the read is too early)."""
+    b = TraceBuilder()
+    b.clean_prefix()
+    c1 = b.call(W1, "reservation", "reserve", key="k-1", intent=dict(SENT), retry_owner="caller")
+    b.emit("fault", "pause", worker=W1, call=c1, boundary="before", resume_after_ms=130_000)
+    resumed = b.t = 123_000 if resumes_after_lapse else 20_000
+    b.emit("fault", "resume", worker=W1, call=c1)
+    b.t += 50
+    b.emit("remote", "effect", service="reservation", op="commit", ref="R-1", key="k-1", intent=dict(SENT),
+           fingerprint="f", cause="adapter", call=c1)
+    b.t = resumed + 3000
+    b.result(c1, error={"code": "timeout", "definite": False})
+    b.start(W2)
+    b.t = 150_000
+    b.acquire(W2, 2, ttl=600_000)
+    b.io(W2, "reservation", "lookup", key="k-1",          # eventually consistent: as of before the answer
+         value={"found": False, "record": None, "as_of": resumed, "consistency": "eventual", "in_flight": False})
+    proposed = b.append(W2, "k-1", "PROPOSED", "SENT_UNKNOWN", 2)
+    return check_trace(b.end(waiting="WAITING_OPERATOR")), proposed
+
+
+def test_a_request_that_left_only_after_its_worker_lost_the_lease_does_not_unsettle_the_new_owner():
+    res, _ = _send_paused_before_it_left(resumes_after_lapse=True)
+    assert not ids(res) & {"REC-01", "KNOW-02"}, [(v.invariant, v.message) for v in res.violations]
+
+
+def test_a_request_that_left_in_time_still_needs_a_read_covering_its_answer():
+    res, proposed = _send_paused_before_it_left(resumes_after_lapse=False)
+    assert any(proposed in v.events for v in res.violations if v.invariant in ("REC-01", "KNOW-02"))

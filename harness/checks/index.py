@@ -226,6 +226,7 @@ class RunIndex:
     budget_exhausted: dict | None = None
     end: dict | None = None
     paused_calls: set = field(default_factory=set)     # call seqs a worker stalled in front of
+    resumes: dict = field(default_factory=dict)        # call seq -> (seq, t) of the resume event
     confirmed: set = field(default_factory=set)        # call seqs that confirmed ownership (seen ok)
     stalled: dict = field(default_factory=dict)        # dispatch seq -> stalled_send(), memo
 
@@ -263,16 +264,21 @@ class RunIndex:
         return d.seq, d.t
 
     def stalled_send(self, d: Dispatch) -> bool:
-        """``d`` was sent by a worker whose lease was no longer live, that had confirmed its
-        ownership right before the send and observed nothing since: the fencing gap. Nobody
-        else could know of such a send until a read shows its effect."""
+        """``d`` left its worker after the worker's lease had lapsed, though the worker had
+        observed nothing: it confirmed its ownership right before the send and stalled, or it
+        stalled in front of the send itself. That is the fencing gap: nobody else could know
+        when such a request leaves until a read shows its effect."""
         found = self.stalled.get(d.seq)
         if found is None:
             w = self.workers.get(d.worker)
             epoch = w.epoch_at(d.seq)[0] if w is not None else None
-            found = self.stalled[d.seq] = (
-                epoch is not None and not self.live(epoch, d.seq, d.t) and w.stale_evidence(d.seq) is None
-                and self.confirmed_just_before(w, d.seq))
+            found = epoch is not None and w.stale_evidence(d.seq) is None
+            if found and self.live(epoch, d.seq, d.t):
+                resumed = self.resumes.get(d.seq) if d.seq in self.paused_calls else None
+                found = resumed is not None and not self.live(epoch, *resumed)
+            elif found:
+                found = self.confirmed_just_before(w, d.seq)
+            self.stalled[d.seq] = found
         return found
 
     # ---------------------------------------------------------------- small queries
@@ -445,6 +451,8 @@ def build(events: list[dict]) -> TraceIndex:
             elif kind == "escalation":
                 run.escalations.append(ev)
         elif lane == "fault":
+            if kind == "resume" and run is not None:
+                run.resumes[ev.get("call")] = (ev["seq"], ev["t"])
             if kind == "pause" and run is not None:
                 if ev.get("boundary") == "before":
                     run.paused_calls.add(ev.get("call"))

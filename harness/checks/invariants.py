@@ -839,7 +839,7 @@ def _stall_horizon(run: RunIndex, d: Dispatch) -> int:
     """What the dispatching worker could know is what was there before ``d``, except for a
     stale worker that confirmed its ownership right before the send and stalled in between
     (observing nothing): what it knew is what was there before that confirmation."""
-    if run.stalled_send(d):
+    if run.stalled_send(d) and not run.live(run.workers[d.worker].epoch_at(d.seq)[0], d.seq, d.t):
         return run.workers[d.worker].previous_call(d.seq)
     return d.seq
 
