@@ -541,3 +541,22 @@ def test_a_request_that_left_only_after_its_worker_lost_the_lease_does_not_unset
 def test_a_request_that_left_in_time_still_needs_a_read_covering_its_answer():
     res, proposed = _send_paused_before_it_left(resumes_after_lapse=False)
     assert any(proposed in v.events for v in res.violations if v.invariant in ("REC-01", "KNOW-02"))
+
+
+def test_a_resend_with_no_read_over_a_request_still_stalled_in_front_of_its_send_is_blind():
+    """The fencing gap excuses a reconciliation that could not see a request that had not left
+    yet; it does not excuse having no reconciliation at all."""
+    b = TraceBuilder()
+    b.clean_prefix()
+    c1 = b.call(W1, "reservation", "reserve", key="k-1", intent=dict(SENT), retry_owner="caller")
+    b.emit("fault", "pause", worker=W1, call=c1, boundary="before", resume_after_ms=180_000)
+    b.start(W2)
+    b.t = 63_000
+    b.acquire(W2, 2, ttl=600_000)
+    resend, _ = b.reserve(W2, "k-1")
+    b.t = 180_000
+    b.emit("fault", "resume", worker=W1, call=c1)
+    b.result(c1, error={"code": "fenced", "definite": True})
+    res = check_trace(b.end(waiting="WAITING_OPERATOR"))
+    [v] = hits(res, "RETRY-01")
+    assert v.events == (c1, resend) and v.auto_fail == "blind ambiguous retry"

@@ -48,15 +48,20 @@ class Finding:
 NOTHING = Finding(state="unknown", strength="none")
 
 
-def required_as_of(ix: TraceIndex, d: Dispatch, before: int, mode: str) -> int:
-    """How fresh a negative read must be to prove that ``d`` had no effect.
+def required_as_of(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int, mode: str) -> int:
+    """How fresh a negative read by ``worker`` must be to prove that ``d`` had no effect.
 
     ``redispatch``: fresh enough to see anything ``d`` committed before its answer came
     back; a late arrival is then collapsed by the key (services that deduplicate).
     ``claim`` (and redispatch on a service without deduplication): also past the provider's
-    documented bound on late delivery (``max_delivery_delay_ms``) after ``d`` was sent."""
+    documented bound on late delivery (``max_delivery_delay_ms``) after ``d`` was sent.
+    Another worker's request in the fencing gap (RunIndex.gap) need only be covered up to
+    its worker's lease expiry: no read can see a request that has not left yet."""
     r = d.result
     horizon = r["t"] if r is not None and r["seq"] < before else d.t
+    gap = run.gap(d) if d.worker != worker else None
+    if gap is not None:
+        horizon = min(horizon, gap[1])
     profile = ix.profile(d.service)
     if mode == "claim" or profile.get("idempotency") not in DEDUP_MODES:
         horizon = max(horizon, d.t + int(profile.get("max_delivery_delay_ms") or 0))
@@ -199,7 +204,10 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
                              why="already_exists does not say whose record exists")
     own = r["seq"] if r is not None else (d.result["seq"] if d.result is not None
                                           and d.result["seq"] < before else d.seq)
-    need = required_as_of(ix, d, before, mode)
+    gap = run.gap(d) if d.worker != worker else None
+    if gap is not None:
+        own = min(own, gap[0])            # reads since the sender's last confirmation count
+    need = required_as_of(ix, run, d, worker, before, mode)
     best_auth = best_weak = None
     w = run.workers.get(worker)
     if w is not None:
@@ -218,12 +226,13 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
     if best_auth is not None:
         return best_auth
     durable = None
+    since = gap[0] if gap is not None else d.seq
     if d.key is not None:
         for e in run.ledger_by_key.get(d.key, ()):
             s = e["seq"]
             if s >= before:
                 break
-            if s > d.seq:
+            if s > since:
                 k = e["knowledge"]
                 if k in ABSENT_KNOWLEDGE:
                     durable = Finding(state="absent", strength="durable", cites=(s,),
@@ -289,8 +298,8 @@ def absence(ix: TraceIndex, run: RunIndex, key, worker: str, before: int,
     for d in run.dispatches:
         if d.seq >= before:
             break
-        if d.key != key or (d.worker != worker and run.stalled_send(d)):
-            continue                      # another worker's send in the fencing gap: unknowable
+        if d.key != key:
+            continue
         f = resolve(ix, run, d, worker, before, mode)
         if not (f.state == "absent" and f.settled):
             return False, Finding(state=f.state, strength=f.strength, cites=(d.seq, *f.cites),

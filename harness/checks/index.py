@@ -264,24 +264,45 @@ class RunIndex:
         return d.seq, d.t
 
     def stalled_send(self, d: Dispatch) -> bool:
-        """``d`` left its worker after the worker's lease had lapsed, though the worker had
-        observed nothing: it confirmed its ownership right before the send and stalled, or it
-        stalled in front of the send itself. That is the fencing gap: nobody else could know
-        when such a request leaves until a read shows its effect."""
+        """``d`` was sent by a worker whose lease was no longer live, that had confirmed its
+        ownership right before the send and observed nothing since: the fencing gap. Nobody
+        else could know of such a send until a read shows its effect."""
         found = self.stalled.get(d.seq)
         if found is None:
             w = self.workers.get(d.worker)
             epoch = w.epoch_at(d.seq)[0] if w is not None else None
-            found = epoch is not None and w.stale_evidence(d.seq) is None
-            if found and self.live(epoch, d.seq, d.t):
-                resumed = self.resumes.get(d.seq) if d.seq in self.paused_calls else None
-                found = resumed is not None and not self.live(epoch, *resumed)
-            elif found:
-                found = self.confirmed_just_before(w, d.seq)
-            self.stalled[d.seq] = found
+            found = self.stalled[d.seq] = (
+                epoch is not None and not self.live(epoch, d.seq, d.t) and w.stale_evidence(d.seq) is None
+                and self.confirmed_just_before(w, d.seq))
         return found
 
-    # ---------------------------------------------------------------- small queries
+    def expiry(self, epoch, seq: int) -> int | None:
+        """When the lease of ``epoch`` was due to expire, as last granted or renewed before ``seq``."""
+        for i in range(bisect_left(self.lease_seqs, seq) - 1, -1, -1):
+            if self.leases[i]["epoch"] == epoch:
+                return self.leases[i]["expires_at"]
+        return None
+
+    def gap(self, d: Dispatch) -> tuple[int, int] | None:
+        """For a request in the fencing gap, what another worker's reconciliation can cover:
+        (the seq after which its reads count, the time its negative read must reach), that is
+        the sender's last ownership confirmation and its lease's expiry. A request sent by a
+        stale worker right after such a confirmation (stalled_send), or called under a live
+        lease but stalled in front of the send until that lease lapsed, may leave at any later
+        moment: no read can see it before it does. None for any other request."""
+        w = self.workers.get(d.worker)
+        epoch = w.epoch_at(d.seq)[0] if w is not None else None
+        if epoch is None:
+            return None
+        if self.stalled_send(d):
+            after = w.previous_call(d.seq)
+        else:
+            resumed = self.resumes.get(d.seq) if d.seq in self.paused_calls else None
+            if resumed is None or self.live(epoch, *resumed):
+                return None
+            after = d.seq
+        expiry = self.expiry(epoch, after + 1)
+        return None if expiry is None else (after, expiry)
     def knowledge_before(self, key: Any, seq: int) -> str | None:
         """The ledger's latest knowledge for ``key`` before ``seq``."""
         last = None

@@ -323,8 +323,6 @@ def _redispatch(ix: TraceIndex, want: str) -> Iterator[Finding]:
                 for prev in stream[:i]:
                     if prev.seq >= horizon:
                         break                       # sent while d's worker stalled: it could not know
-                    if prev.worker != d.worker and run.stalled_send(prev):
-                        continue                    # the fencing gap: nobody else could know of it
                     f = resolve(ix, run, prev, d.worker, horizon, "redispatch")
                     if f.state == "present" and f.settled:
                         break                       # EFF-02's business
@@ -839,7 +837,7 @@ def _stall_horizon(run: RunIndex, d: Dispatch) -> int:
     """What the dispatching worker could know is what was there before ``d``, except for a
     stale worker that confirmed its ownership right before the send and stalled in between
     (observing nothing): what it knew is what was there before that confirmation."""
-    if run.stalled_send(d) and not run.live(run.workers[d.worker].epoch_at(d.seq)[0], d.seq, d.t):
+    if run.stalled_send(d):
         return run.workers[d.worker].previous_call(d.seq)
     return d.seq
 
@@ -1250,10 +1248,12 @@ INVARIANTS: tuple[Invariant, ...] = (
          "for a release, the same target) must be settled for the dispatching worker: its own answer was "
          "an accepted response or a definite error, the ledger recorded PROPOSED/REJECTED after it, or the "
          "worker saw an authoritative negative read after it. A retry with no read at all after a timeout, "
-         "a 5xx, a lost answer or a SENT_UNKNOWN entry found on recovery is blind. Another worker's send in "
-         "the fencing gap (its lease lapsed while it stalled right after confirming ownership) is not "
-         "counted: nobody else could know of it; and such a stalled send is judged on what its worker knew "
-         "before that confirmation.",
+         "a 5xx, a lost answer or a SENT_UNKNOWN entry found on recovery is blind. Another worker's request in "
+         "the fencing gap (sent right after an ownership confirmation by a worker whose lease then lapsed, "
+         "or stalled in front of its send until its lease lapsed) is settled for others by a reconciliation "
+         "since that worker's last confirmation that reaches its lease expiry: no read can see a request "
+         "that has not left. Such a stalled send is itself judged on what its worker knew before that "
+         "confirmation.",
          "the ambiguous dispatch, the retry"),
     _inv("CLS-01", "Validation, permission, changed-intent and already-exists refusals are not retried.",
          "classification", False, None, _cls_01,
@@ -1294,8 +1294,8 @@ INVARIANTS: tuple[Invariant, ...] = (
          "(or the durable ledger): CONFIRMED needs an accepted response or an authoritative positive read "
          "(of a key the run prepared but never sent, too: another run of the same intent may have sent it); "
          "REJECTED needs every attempt settled absent (definite error, or an authoritative negative read "
-         "fresh enough and past the documented late-delivery bound; another worker's send in the fencing gap "
-         "is not counted); SENT_UNKNOWN -> PROPOSED needs every attempt settled absent; COMPENSATED / back to CONFIRMED need the compensation entry CONFIRMED / "
+         "fresh enough and past the documented late-delivery bound; for another worker's request in the "
+         "fencing gap, reaching that worker's lease expiry); SENT_UNKNOWN -> PROPOSED needs every attempt settled absent; COMPENSATED / back to CONFIRMED need the compensation entry CONFIRMED / "
          "REJECTED. A deadline passing is not evidence. A CONFIRMED with no evidence at all is an "
          "exactly-once claim (automatic failure).",
          "the ledger append and the dispatch left unsettled"),
