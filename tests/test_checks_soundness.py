@@ -560,3 +560,25 @@ def test_a_resend_with_no_read_over_a_request_still_stalled_in_front_of_its_send
     res = check_trace(b.end(waiting="WAITING_OPERATOR"))
     [v] = hits(res, "RETRY-01")
     assert v.events == (c1, resend) and v.auto_fail == "blind ambiguous retry"
+
+
+def test_two_distinct_retry_requests_admit_two_attempts_within_one_wait():
+    """The second request arrives while the first admitted attempt backs off after a definite
+    failure: each attempt has a request of its own."""
+    b = TraceBuilder()
+    b.clean_prefix()
+    b.reserve(W1, "k-1", commit=False, error={"code": "unavailable", "definite": True})
+    b.append(W1, "k-1", "PROPOSED", "SENT_UNKNOWN", 1)
+    b.finish(W1, "WAITING_RETRY", effects=[("k-1", "PROPOSED")])
+    b.deliver("retry", event_id="retry-1")
+    b.start(W2)
+    b.acquire(W2, 2)
+    for rid in ("retry-1", "retry-2"):
+        if rid == "retry-2":
+            b.deliver("retry", event_id="retry-2")
+        b.append(W2, "k-1", "SENT_UNKNOWN", "PROPOSED", 2)
+        b.reserve(W2, "k-1", commit=False, error={"code": "unavailable", "definite": True})
+        b.append(W2, "k-1", "PROPOSED", "SENT_UNKNOWN", 2)
+    b.finish(W2, "WAITING_RETRY", effects=[("k-1", "PROPOSED")])
+    res = check_trace(b.end(waiting="WAITING_RETRY"))
+    assert "EVT-01" not in ids(res), [(v.invariant, v.message) for v in res.violations]

@@ -895,35 +895,34 @@ def _evt_01(ix: TraceIndex) -> Iterator[Finding]:
 
 
 def _retry_admissions(run: RunIndex) -> Iterator[Finding]:
+    """After WAITING_RETRY every attempt is an admission that needs a retry request of its own
+    (a distinct event id), except the redo of an admitted attempt whose outcome was unknown."""
     waits = [f["seq"] for f in run.finishes if f.get("accepted") and f["disposition"] == "WAITING_RETRY"]
     if not waits:
         return
     # a send in the fencing gap is a zombie's, not an admitted attempt
     primary = [d for d in run.dispatches if d.role == "primary" and not run.stalled_send(d)]
-    admissions = 0
+    requests = [(ev["seq"], ev["event"].get("event_id")) for ev in run.inbox if ev["event"].get("type") == "retry"]
+    used = 0
     for k, start in enumerate(waits):
         stop = waits[k + 1] if k + 1 < len(waits) else None
         period = [d for d in primary if d.seq > start and (stop is None or d.seq < stop)]
-        if not period:
-            continue                    # waiting again (a restarted worker) admits nothing
-        admissions += 1
-        first = period[0]
-        ids = []
-        for ev in run.inbox:
-            if ev["seq"] > first.seq:
-                break
-            event = ev["event"]
-            if event.get("type") == "retry" and event.get("event_id") not in ids:
-                ids.append(event.get("event_id"))
-        if len(ids) < admissions:
-            yield run.id, f"attempt #{first.seq} after WAITING_RETRY #{start} has no retry request of its own " \
-                          f"({len(ids)} distinct retry event(s) for {admissions} admission(s))", (start, first.seq), False
-        for a, b in zip(period, period[1:]):
-            r = a.result
-            if r is not None and r["delivered"] and not r["ok"] and (r.get("error") or {}).get("definite"):
-                yield run.id, f"one retry request admitted two attempts (#{a.seq} failed definitely, #{b.seq} " \
-                              f"tried again)", (a.seq, b.seq), False
-                break
+        for i, d in enumerate(period):      # waiting again with no attempt (a restarted worker) admits nothing
+            if i:
+                r = period[i - 1].result
+                if not (r is not None and r["delivered"] and not r["ok"] and (r.get("error") or {}).get("definite")):
+                    continue                # the admitted attempt redone after an unknown outcome
+            ids = {rid for seq, rid in requests if seq < d.seq}
+            if len(ids) > used:
+                used += 1
+                continue
+            if i == 0:
+                yield run.id, f"attempt #{d.seq} after WAITING_RETRY #{start} has no retry request of its own " \
+                              f"({len(ids)} distinct retry event(s) for {used + 1} admission(s))", (start, d.seq), False
+            else:
+                yield run.id, f"one retry request admitted two attempts (#{period[i - 1].seq} failed definitely, " \
+                              f"#{d.seq} tried again)", (period[i - 1].seq, d.seq), False
+            break
 
 
 def _auth_01(ix: TraceIndex) -> Iterator[Finding]:
@@ -1382,8 +1381,9 @@ INVARIANTS: tuple[Invariant, ...] = (
     _inv("EVT-01", "A duplicate event causes one transition.", "effect_correctness", True, None, _evt_01,
          "One original is released at most once and gets at most one compensation key; after WAITING_RETRY, "
          "each admitted attempt needs its own retry request (distinct event id) and one request admits one "
-         "attempt. An admission is a WAITING_RETRY followed by an attempt before the next WAITING_RETRY: "
-         "waiting again with no attempt in between (a restarted worker) admits nothing, and a send in the "
+         "attempt: every attempt after a WAITING_RETRY is an admission that needs one more distinct retry "
+         "request delivered before it, except the redo of an admitted attempt whose outcome was unknown. "
+         "Waiting again with no attempt in between (a restarted worker) admits nothing, and a send in the "
          "fencing gap (a zombie's) is no attempt of the owner's.",
          "the releases, compensation dispatches or retry admissions"),
     _inv("KEY-02", "A key never carries a changed intent.", "effect_correctness", True, None, _key_02,
