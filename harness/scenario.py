@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from .errors import InvalidScenario
-from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, SERVICE_OPS, Knowledge, RunState
+from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, RUBRIC_POINT_IDS, SERVICE_OPS, Knowledge, RunState
 from .services import PROFILE_DEFAULTS
 
 # --------------------------------------------------------------------------- time
@@ -228,7 +228,9 @@ RULE_FIELDS: Mapping[str, frozenset[str]] = {
 RULE_ACTION = {"faults": "fault", "crashes": "crash", "pauses": "pause"}
 MATCH_FIELDS = frozenset({"port", "op", "nth", "worker", "run", "from", "until", "knowledge", "state",
                           "appends", "disposition"})
-EXPECT_FIELDS = frozenset({"dispositions", "remote_effects", "evidence", "violations", "verdict"})
+EXPECT_FIELDS = frozenset({"dispositions", "remote_effects", "evidence", "violations", "verdict", "rules"})
+#: ``expect.rules.<expectation>``: the rubric point a miss costs and the passage that justifies it.
+EXPECT_RULE_FIELDS = ("point", "source", "quote")
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,79}$"
 TAG_PATTERN = r"^[^\s](?:[^\n]{0,58}[^\s])?$"
 INVARIANT_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
@@ -750,6 +752,26 @@ def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str]) -> 
                                     _pattern(INVARIANT_PATTERN, "invariant id")) for i in range(len(items))]
     if "verdict" in e:
         out["verdict"] = rd.get(e, "verdict", "expect", _choice(VERDICTS, "verdict"))
+    if "rules" in e:
+        out["rules"] = _read_expect_rules(rd, e)
+    return out
+
+
+def _read_expect_rules(rd: _Reader, e: dict) -> dict[str, dict[str, str]]:
+    """``expect.rules``: for each expectation, ``{point, source, quote}``: the rubric point a miss is
+    charged to and the chapter or seed passage (section name and a short quote) behind it."""
+    rules_doc = rd.mapping(e, "rules", "expect.rules", EXPECT_FIELDS - {"rules"},
+                           hint="a rule names an expectation of this scenario")
+    out = {}
+    for name in rules_doc:
+        path = f"expect.rules.{name}"
+        if name not in e:
+            rd.fail(rules_doc, name, path, f"a rule for '{name}', but expect has no '{name}'; "
+                    "add the expectation or remove the rule")
+        r = rd.mapping(rules_doc, name, path, frozenset(EXPECT_RULE_FIELDS))
+        out[name] = {"point": rd.get(r, "point", path, _choice(RUBRIC_POINT_IDS, "rubric point")),
+                     "source": rd.get(r, "source", path, _string),
+                     "quote": rd.get(r, "quote", path, _string)}
     return out
 
 
@@ -973,6 +995,8 @@ def schema_document() -> dict:
                   "evidence": {"type": "array", "items": evidence},
                   "violations": {"type": "array", "items": {"type": "string", "pattern": INVARIANT_PATTERN}},
                   "verdict": {"enum": list(VERDICTS)}})
+    rule = obj({"point": {"enum": list(RUBRIC_POINT_IDS)}, "source": text, "quote": text}, EXPECT_RULE_FIELDS)
+    expect["properties"]["rules"] = obj({k: rule for k in sorted(EXPECT_FIELDS - {"rules"})})
     top = {
         "id": ident, "title": text, "description": text,
         "tags": {"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": TAG_PATTERN}},

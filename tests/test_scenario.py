@@ -281,3 +281,38 @@ def test_the_cancellation_under_pressure_timeline():
     assert [(sc.fmt(e.at_ms), e.type) for e in sc.events] == [("10:04", "cancel"), ("10:06", "callback")]
     assert any(r.match.op == "lookup" and sc.fmt(r.match.until_ms) == "10:20" for r in sc.rules)
     assert sc.expect["dispositions"] == ["CANCELLED_EFFECT_UNKNOWN"]
+
+
+# --------------------------------------------------------------------------- expectation rules
+def _with_expect(expect: dict) -> dict:
+    doc = {"id": "rules-demo", "title": "rules", "runs": [{"id": "run-1", "intent": {
+        "tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1", "technician": "TECH-1",
+        "quantity": 1, "principal": "U-1"}}], "expect": expect}
+    return doc
+
+
+def test_expectation_rules_name_a_rubric_point_and_a_passage():
+    rule = {"point": "D1", "source": "AR-08, Eight traces", "quote": "Crash before dispatch"}
+    sc = from_dict(_with_expect({"dispositions": ["SUCCEEDED"], "rules": {"dispositions": rule}}), file="r.yaml")
+    assert sc.expect["rules"] == {"dispositions": rule}
+    # a file without rules still loads: the rule is optional outside the library
+    assert "rules" not in from_dict(_with_expect({"dispositions": ["SUCCEEDED"]}), file="r.yaml").expect
+
+
+@pytest.mark.parametrize("rules, field, words", [
+    ({"dispositions": {"point": "Z9", "source": "s", "quote": "q"}}, "expect.rules.dispositions.point",
+     "unknown rubric point"),
+    ({"dispositions": {"point": "D1", "source": "s"}}, "expect.rules.dispositions.quote", "required field"),
+    ({"evidence": {"point": "C2", "source": "s", "quote": "q"}}, "expect.rules.evidence", "expect has no 'evidence'"),
+    ({"dispositons": {"point": "D1", "source": "s", "quote": "q"}}, "expect.rules.dispositons", "did you mean"),
+])
+def test_bad_expectation_rules_name_the_field(rules, field, words):
+    with pytest.raises(InvalidScenario) as info:
+        from_dict(_with_expect({"dispositions": ["SUCCEEDED"], "rules": rules}), file="r.yaml")
+    assert info.value.field == field and words in str(info.value)
+
+
+def test_rubric_point_ids_match_the_rubric():
+    from harness.checks.rubric import RUBRIC
+    from harness.model import RUBRIC_POINT_IDS
+    assert tuple(p.id for p in RUBRIC) == RUBRIC_POINT_IDS
