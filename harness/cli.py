@@ -19,10 +19,39 @@ EXIT_CODES_HELP = """exit codes:
   3  usage error     bad arguments, bad --adapter SPEC, invalid scenario or trace file
   5  nondeterminism  replay produced a different trace for the same seed
   6  internal error  a bug in crashlab: please report it with the repro command
+  130, 143           interrupted by SIGINT (Ctrl-C) or SIGTERM: finished traces and partial results are written
+Exit 0 means every selected scenario ran and passed; anything else is never 0.
+
+adapter limits (docs/protocol.md): a request line or in-process call of at most 1 MiB, nested at most 64
+levels, integers within +-(2**63 - 1), finite numbers; 10 s of real time to send a request or take a reply;
+5,000 port calls per worker; 4 GiB of address space per adapter process. Anything beyond is a recorded
+adapter fault of that scenario, and the suite goes on.
 """
 ADAPTER_HELP = ("adapter under test: module:attribute (in-process Python, e.g. "
                 "reference_impl:ReferenceAdapter) or exec:COMMAND (any language, JSON lines over "
                 "stdin/stdout, see docs/protocol.md); default: the reference adapter")
+
+
+def _seed(text: str) -> int:
+    from .scenario import SEED_MAX
+
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{text[:40]} is outside 0..{SEED_MAX} (2**53 - 1)")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive count")
+    return value
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
             "check every invariant and print the verdict.")
     r.add_argument("scenario", metavar="SCENARIO", help="library scenario id (see `crashlab list`) or a .yaml file")
     r.add_argument("--adapter", metavar="SPEC", help=ADAPTER_HELP)
-    r.add_argument("--seed", type=int, metavar="N", help="override the scenario's seed")
+    r.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed (0 to 2**53 - 1)")
     r.add_argument("--out", metavar="DIR", default="crashlab-out",
                    help="folder for the trace (default: crashlab-out)")
     r.add_argument("--report", metavar="DIR", help="also render the timeline report into DIR")
@@ -58,13 +87,16 @@ def _parser() -> argparse.ArgumentParser:
             "Run every library scenario against an adapter and print the twenty-point scorecard: "
             "classification 5, ownership 4, effect correctness 6, disposition 5.")
     c.add_argument("--adapter", metavar="SPEC", help=ADAPTER_HELP)
-    c.add_argument("--seed", type=int, metavar="N", help="override every scenario's seed")
+    c.add_argument("--seed", type=_seed, metavar="N", help="override every scenario's seed (0 to 2**53 - 1)")
     c.add_argument("--json", metavar="PATH", help="write the results JSON (schema: docs/results.md)")
     c.add_argument("--report", metavar="DIR", help="render the HTML/Markdown/figure report into DIR")
     c.add_argument("--out", metavar="DIR", default="crashlab-out",
                    help="folder for the traces (default: crashlab-out)")
     c.add_argument("--tag", action="append", metavar="TAG", help="only scenarios with this tag (repeatable)")
     c.add_argument("--scenario", action="append", metavar="ID", help="only this scenario (repeatable)")
+    c.add_argument("--scenarios", action="append", metavar="PATH",
+                   help="your own scenario file, or a folder of *.yaml files, instead of the library (repeatable)")
+    c.add_argument("--with-library", action="store_true", help="with --scenarios: run the library too")
     c.add_argument("-q", "--quiet", action="store_true", help="print only the score line")
 
     k = cmd("check", "re-check a saved trace without re-running it",
@@ -75,7 +107,11 @@ def _parser() -> argparse.ArgumentParser:
              "The determinism self-check: re-run the scenario, adapter and seed named in the trace header "
              "and compare the new trace byte for byte.")
     rp.add_argument("trace", metavar="TRACE.jsonl")
-    rp.add_argument("--adapter", metavar="SPEC", help="adapter to replay with (default: the one in the header)")
+    rp.add_argument("--adapter", metavar="SPEC",
+                    help="adapter to replay with; a trace's own adapter runs only when it is crashlab's "
+                         "reference or gallery adapter, or with --trust-adapter")
+    rp.add_argument("--trust-adapter", action="store_true",
+                    help="run the adapter the trace header names, whatever it is (only for traces you trust)")
 
     rep = cmd("report", "render reports from saved traces and results, without re-running",
               "Render the timeline figures, the HTML report and the Markdown summary from saved JSONL traces "
@@ -92,8 +128,8 @@ def _parser() -> argparse.ArgumentParser:
              "reordered events) with hypothesis, check every invariant, shrink the first failure and print "
              "it as a YAML scenario that reproduces it.")
     ex.add_argument("--adapter", metavar="SPEC", help=ADAPTER_HELP)
-    ex.add_argument("--examples", type=int, default=1000, metavar="N", help="schedules to try (default 1000)")
-    ex.add_argument("--seed", type=int, default=0, metavar="N", help="hypothesis seed (default 0)")
+    ex.add_argument("--examples", type=_count, default=1000, metavar="N", help="schedules to try (default 1000)")
+    ex.add_argument("--seed", type=_seed, default=0, metavar="N", help="hypothesis seed (default 0)")
     ex.add_argument("--base", action="append", metavar="ID", help="base scenario(s) to mutate (default: all)")
     ex.add_argument("--save", metavar="PATH", help="write the shrunk failing scenario YAML here")
     return p
@@ -115,15 +151,18 @@ def _print_result(res, out=None) -> None:
 def _cmd_run(args) -> int:
     from .conformance import run_one
     from .drivers import load_adapter
+    from .files import check_output_dir
     from .scenario import resolve
 
+    out = check_output_dir(args.out, "--out")
+    report = check_output_dir(args.report, "--report") if args.report else None
     adapter = load_adapter(args.adapter)
     scenario = resolve(args.scenario)
-    _, res = run_one(scenario, adapter, seed=args.seed, out_dir=Path(args.out))
+    _, res = run_one(scenario, adapter, seed=args.seed, out_dir=out)
     _print_result(res)
-    if args.report:
+    if report:
         from .report import render_results
-        where = render_results([res], out_dir=Path(args.report))
+        where = render_results([res], out_dir=report)
         print(f"report: {where}")
     return EXIT[res.verdict]
 
@@ -147,58 +186,96 @@ def format_scorecard(card) -> str:
     return "\n".join(lines)
 
 
-def _cmd_conformance(args) -> int:
-    from .conformance import run_suite
-    from .drivers import load_adapter
+def _select(args) -> list:
+    from .conformance import collect_scenarios
     from .scenario import library
 
-    adapter = load_adapter(args.adapter)
-    scenarios = library()
+    scenarios = library() if not args.scenarios or args.with_library else []
+    if args.scenarios:
+        own = collect_scenarios(args.scenarios)
+        clash = sorted({s.id for s in own} & {s.id for s in scenarios})
+        if clash:
+            raise UsageError(f"--scenarios: {', '.join(clash[:5])} already name library scenarios; give your "
+                             "scenarios other ids, or drop --with-library")
+        scenarios = scenarios + own
     if args.tag:
         scenarios = [s for s in scenarios if set(args.tag) & set(s.tags)]
     if args.scenario:
         known = {s.id for s in scenarios}
         missing = [i for i in args.scenario if i not in known]
         if missing:
-            raise UsageError(f"unknown scenario id(s): {', '.join(missing)}; `crashlab list` shows every id")
+            raise UsageError(f"unknown scenario id(s): {', '.join(_clip(m) for m in missing)}; "
+                             "`crashlab list` shows every id")
         scenarios = [s for s in scenarios if s.id in set(args.scenario)]
     if not scenarios:
         raise UsageError("no scenario matches the given --tag/--scenario filters")
-    out_dir = Path(args.out)
-    card = run_suite(adapter, scenarios, seed=args.seed, out_dir=out_dir)
+    return scenarios
+
+
+def _cmd_conformance(args) -> int:
+    from .conformance import run_suite
+    from .drivers import load_adapter
+    from .errors import Interrupted
+    from .files import atomic_write_text, check_output_dir, check_output_file
+
+    out_dir = check_output_dir(args.out, "--out")
+    json_path = check_output_file(args.json, "--json") if args.json else None
+    report_dir = check_output_dir(args.report, "--report") if args.report else None
+    adapter = load_adapter(args.adapter)
+    scenarios = _select(args)
+    interrupted = None
+    try:
+        card = run_suite(adapter, scenarios, seed=args.seed, out_dir=out_dir)
+    except Interrupted as exc:
+        card, interrupted = getattr(exc, "partial", None), exc
+        if card is None:
+            raise
     if args.quiet:
         print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}")
     else:
         print(format_scorecard(card))
         print(f"traces: {out_dir}/")
-    if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        print(f"results: {path}")
-    if args.report:
+    if json_path:
+        atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
+        print(f"results: {json_path}" + (" (partial)" if interrupted else ""))
+    if interrupted:
+        done = card.extra["partial"]
+        seed = f"seed {args.seed}" if args.seed is not None else "each scenario's own seed"
+        print(f"crashlab: interrupted after {done['done']} of {done['planned']} scenarios ({seed}); the traces of "
+              f"the finished ones are in {out_dir}/; run the same command again to start over", file=sys.stderr)
+        raise interrupted
+    if report_dir:
         from .report import render_scorecard
-        where = render_scorecard(card, out_dir=Path(args.report))
+        where = render_scorecard(card, out_dir=report_dir)
         print(f"report: {where}")
+    if card.extra.get("internal_errors"):
+        return InternalError.exit_code
     return EXIT[card.verdict]
 
 
 def _cmd_check(args) -> int:
-    from .checks import check_trace
+    from .conformance import recheck_saved
     from .trace import read_jsonl
 
     events = read_jsonl(args.trace)
-    res = check_trace(events, trace_path=args.trace)
-    head = events[0]
-    from dataclasses import replace
-    res = replace(res, seed=head.get("seed", 0),
-                  repro=f"crashlab run {head.get('source') or head.get('scenario')} "
-                        f"--adapter {head.get('adapter')} --seed {head.get('seed')}")
+    res = recheck_saved(events, args.trace)
     _print_result(res)
     return EXIT[res.verdict]
 
 
+#: Adapters shipped with crashlab: a trace naming one of these may be replayed without --trust-adapter.
+SHIPPED_ADAPTER_MODULES = ("reference_impl", "gallery")
+
+
+def _shipped(spec: str) -> bool:
+    module, sep, attr = spec.partition(":")
+    return (not spec.startswith("exec:") and bool(sep and attr)
+            and module.split(".", 1)[0] in SHIPPED_ADAPTER_MODULES)
+
+
 def _cmd_replay(args) -> int:
+    import shlex
+
     from .runner import run_scenario
     from .scenario import resolve
     from .trace import read_jsonl
@@ -206,9 +283,15 @@ def _cmd_replay(args) -> int:
     path = Path(args.trace)
     events = read_jsonl(path)
     head = events[0]
+    named = head["adapter"]
+    if args.adapter is None and not args.trust_adapter and not _shipped(named):
+        raise UsageError(f"{path}: the trace names the adapter {_clip(named)!r}; crashlab does not run an "
+                         "adapter named by a trace unless you name it: "
+                         f"crashlab replay {shlex.quote(str(path))} --adapter {shlex.quote(_clip(named, 400))} "
+                         "(or pass --trust-adapter)")
     source = head.get("source")
-    scenario = resolve(source if source and Path(source).exists() else head["scenario"])
-    adapter = args.adapter or head["adapter"]
+    scenario = resolve(source if isinstance(source, str) and Path(source).exists() else head["scenario"])
+    adapter = args.adapter or named
     fresh = run_scenario(scenario, adapter, head["seed"]).to_jsonl()
     original = path.read_text(encoding="utf-8")
     if fresh == original:
@@ -226,9 +309,11 @@ def _cmd_replay(args) -> int:
 
 
 def _cmd_report(args) -> int:
+    from .files import check_output_dir
     from .report import render_inputs
 
-    where = render_inputs([Path(p) for p in args.inputs], out_dir=Path(args.out))
+    out = check_output_dir(args.out, "--out")
+    where = render_inputs([Path(p) for p in args.inputs], out_dir=out)
     print(f"report: {where}")
     return 0
 
@@ -249,40 +334,99 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_explore(args) -> int:
-    from .explore import explore
+    import shlex
 
-    return explore(adapter=args.adapter, examples=args.examples, seed=args.seed, bases=args.base,
-                   save=args.save)
+    from .errors import Interrupted
+    from .explore import explore
+    from .files import check_output_file
+
+    if args.save:
+        check_output_file(args.save, "--save")
+    try:
+        return explore(adapter=args.adapter, examples=args.examples, seed=args.seed, bases=args.base,
+                       save=args.save)
+    except Interrupted:
+        again = ["crashlab", "explore", "--examples", str(args.examples), "--seed", str(args.seed)]
+        again += ["--adapter", args.adapter] if args.adapter else []
+        again += [x for b in args.base or () for x in ("--base", b)]
+        print(f"crashlab: explore interrupted before it finished (hypothesis seed {args.seed}); no failing "
+              f"schedule was reported; to explore the same schedules again: {shlex.join(again)}", file=sys.stderr)
+        raise
 
 
 COMMANDS = {"run": _cmd_run, "conformance": _cmd_conformance, "check": _cmd_check, "replay": _cmd_replay,
             "report": _cmd_report, "list": _cmd_list, "explore": _cmd_explore}
 
 
+def _clip(text: str, limit: int = 200) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def _on_signal(signum, frame):
+    from .errors import Interrupted
+
+    if Interrupted.requested is None:  # the first signal stops the work; later ones let cleanup finish
+        Interrupted.requested = signum
+        raise Interrupted(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; return its exit code. Never raises, never prints a traceback (except with
+    CRASHLAB_DEBUG=1), and SIGINT/SIGTERM stop it cleanly with 130/143."""
+    import os
+    import signal
+    import threading
+
+    from .drivers import kill_all_adapters
+    from .errors import Interrupted
+
     args = _parser().parse_args(argv)
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handlers[sig] = signal.signal(sig, _on_signal)
+    Interrupted.requested = None
     try:
         return COMMANDS[args.command](args)
     except CrashlabError as exc:
-        print(f"crashlab: error: {exc}", file=sys.stderr)
+        print(f"crashlab: error: {_clip(exc, 2000)}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("crashlab: interrupted", file=sys.stderr)
-        return 130
+    except (Interrupted, KeyboardInterrupt) as exc:
+        kill_all_adapters()
+        signum = getattr(exc, "signum", signal.SIGINT)
+        name = signal.Signals(signum).name
+        print(f"crashlab: interrupted by {name}; stopped (adapter processes killed)", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:  # `crashlab list | head`: the reader went away; not an error
-        import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
-        err = InternalError(f"{type(exc).__name__}: {exc}",
-                            hint="this is a bug in crashlab; please report it with the command you ran "
-                                 "(set CRASHLAB_DEBUG=1 to see the traceback)")
-        import os
+    except BaseException as exc:  # noqa: BLE001 - the last line of defence: no traceback, never exit 0
         if os.environ.get("CRASHLAB_DEBUG"):
             raise
+        err = InternalError(f"{type(exc).__name__}: {_clip(exc, 500)}",
+                            hint="this is a bug in crashlab; please report it with the command you ran "
+                                 "(set CRASHLAB_DEBUG=1 to see the traceback)")
         print(f"crashlab: internal error: {err}", file=sys.stderr)
         return InternalError.exit_code
+    finally:
+        kill_all_adapters()
+        for sig, old in handlers.items():
+            signal.signal(sig, old)
+
+
+def entry() -> None:
+    """The console script: ``main``, then exit even if an in-process adapter left threads running."""
+    import os
+    import threading
+
+    code = main()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -7,12 +7,13 @@ evidence and a one-line repro command. The CLI and the pytest plugin are glue ar
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
 from .drivers import AdapterSpec, load_adapter
-from .errors import ConformanceFailure
+from .errors import ConformanceFailure, InternalError, Interrupted, UsageError
 from .results import ScenarioResult, Scorecard
 from .runner import Limits, RunResult, run_scenario
 from .scenario import Scenario, library
@@ -51,17 +52,98 @@ def run_one(scenario: Scenario, adapter: AdapterSpec | str | None = None, *, see
 def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scenario] | None = None, *,
               seed: int | None = None, out_dir: Path | None = None, limits: Limits | None = None,
               progress=None) -> Scorecard:
-    """Run every scenario (default: the whole library) and score the adapter."""
+    """Run every scenario (default: the whole library) and score the adapter.
+
+    Whatever one scenario's adapter does, the suite goes on to the next (it becomes that
+    scenario's adapter fault). A bug of crashlab's own in one scenario is recorded as that
+    scenario's unknown verdict and listed under ``extra["internal_errors"]``. On an interrupt
+    the :class:`~harness.errors.Interrupted` raised carries ``partial``: the scorecard of the
+    scenarios that finished, marked partial (verdict unknown)."""
     from .checks.rubric import score
 
     spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter)
-    results = []
-    for scenario in (library() if scenarios is None else scenarios):
-        _, verdict = run_one(scenario, spec, seed=seed, out_dir=out_dir, limits=limits)
-        results.append(verdict)
-        if progress is not None:
-            progress(verdict)
-    return score(results, adapter=spec.text, seed=seed)
+    planned = list(library() if scenarios is None else scenarios)
+    results: list[ScenarioResult] = []
+    internal: list[dict] = []
+    try:
+        for scenario in planned:
+            try:
+                _, verdict = run_one(scenario, spec, seed=seed, out_dir=out_dir, limits=limits)
+            except InternalError as exc:
+                internal.append({"scenario": scenario.id, "error": str(exc)[:2000]})
+                verdict = ScenarioResult(id=scenario.id, title=scenario.title, verdict="unknown",
+                                         dispositions={}, notes=(f"internal error: {str(exc)[:500]}",),
+                                         seed=scenario.seed if seed is None else seed,
+                                         repro=_repro(scenario, spec, seed), tags=tuple(scenario.tags))
+            results.append(verdict)
+            if progress is not None:
+                progress(verdict)
+    except Interrupted as exc:
+        card = score(results, adapter=spec.text, seed=seed)
+        exc.partial = replace(card, verdict="unknown", extra={
+            **card.extra, "partial": {"done": len(results), "planned": len(planned),
+                                      "reason": f"interrupted by signal {exc.signum}"},
+            **({"internal_errors": internal} if internal else {})})
+        raise
+    card = score(results, adapter=spec.text, seed=seed)
+    if internal:
+        card = replace(card, verdict="unknown" if card.verdict == "pass" else card.verdict,
+                       extra={**card.extra, "internal_errors": internal})
+    return card
+
+
+def _repro(scenario: Scenario, spec: AdapterSpec, seed: int | None) -> str:
+    from .runner import portable_source
+
+    src = portable_source(scenario) or scenario.id
+    return f"crashlab run {shlex.quote(src)} --adapter {shlex.quote(spec.text)} " \
+           f"--seed {scenario.seed if seed is None else seed}"
+
+
+def recheck_saved(events: list[dict], path: str | Path) -> ScenarioResult:
+    """Check a trace read from a file (``read_jsonl``). A trace crashlab wrote checks cleanly; one
+    that was edited into a shape the checks cannot read is a usage error naming the file, not a
+    crash."""
+    from .checks import check_trace  # local: checks import networkx
+
+    head = events[0]
+    try:
+        result = check_trace(events, trace_path=str(path))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+        raise UsageError(f"{path}: cannot check this trace: an event does not have the shape crashlab writes "
+                         f"({type(exc).__name__}: {str(exc)[:200]})",
+                         hint="was it edited? docs/trace.md describes every event") from None
+    src = head.get("source") or head.get("scenario")
+    return replace(result, seed=head.get("seed", 0),
+                   repro=f"crashlab run {shlex.quote(str(src))} --adapter {shlex.quote(str(head.get('adapter')))} "
+                         f"--seed {head.get('seed')}")
+
+
+def collect_scenarios(paths: Iterable[str | Path]) -> list[Scenario]:
+    """Scenario files, and the ``*.yaml``/``*.yml`` files of folders (sorted), in the order given;
+    two scenarios with one id are a usage error naming both files."""
+    from .scenario import load_file
+
+    found: list[Scenario] = []
+    where: dict[str, str] = {}
+    for given in paths:
+        p = Path(given)
+        if p.is_dir():
+            files = sorted(f for f in p.iterdir() if f.suffix in (".yaml", ".yml") and f.is_file())
+            if not files:
+                raise UsageError(f"--scenarios {p}: no .yaml scenario file in this folder")
+        elif p.exists():
+            files = [p]
+        else:
+            raise UsageError(f"--scenarios {p}: no such file or folder")
+        for f in files:
+            sc = load_file(f)
+            if sc.id in where:
+                raise UsageError(f"--scenarios: the id {sc.id!r} is used by both {where[sc.id]} and {f}; "
+                                 "give each scenario its own id")
+            where[sc.id] = str(f)
+            found.append(sc)
+    return found
 
 
 def failure_message(result: ScenarioResult) -> str:

@@ -14,6 +14,7 @@ becomes an :class:`AdapterFault`, which the worker lifecycle records on the trac
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import json
@@ -24,17 +25,25 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import UsageError
+from .errors import Interrupted, UsageError
 from .model import PortCall
 from .ports import PortError, Ports
 
 DEFAULT_STEP_BUDGET = 5_000        # port calls per worker
 DEFAULT_WALL_GUARD_S = 10.0        # in-process: longest a single resume may compute
-DEFAULT_REPLY_TIMEOUT_S = 10.0     # subprocess: longest to wait for the next request
+DEFAULT_REPLY_TIMEOUT_S = 10.0     # subprocess: longest to wait for the next request (or to write a reply)
+
+# What an adapter may send, in-process or over the wire (docs/protocol.md, "Limits").
+MAX_LINE_BYTES = 1 << 20           # one request line; in-process, the same budget on a call's size
+MAX_DEPTH = 64                     # nesting of objects and arrays in one request
+MAX_INT = (1 << 63) - 1            # integers are within +-(2**63 - 1); floats are finite
+DEFAULT_MEMORY_MB = 4096           # subprocess address-space limit (RLIMIT_AS), where the platform has it
+EXIT_WAIT_S = 2.0                  # subprocess: time to exit after run.finish or after closing stdout
 
 
 class AdapterFault(Exception):
@@ -88,13 +97,41 @@ class WallGuard:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def json_copy(value: Any) -> Any:
-    """A deep copy of a JSON value (dicts with string keys, lists, scalars). Tuples become
-    lists and str/int subclasses (enums) plain values, exactly as a JSON round trip would
-    make them; anything else raises TypeError."""
+class _Budget:
+    """The remaining size budget of one value (characters of strings and keys, plus one per item)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+
+def json_copy(value: Any, *, depth: int = MAX_DEPTH, budget: _Budget | None = None) -> Any:
+    """A deep copy of a JSON value (dicts with string keys, lists, scalars), within the limits
+    (MAX_DEPTH nesting, integers within +-MAX_INT, finite floats, MAX_LINE_BYTES in size). Tuples
+    become lists and str/int subclasses (enums) plain values, exactly as a JSON round trip would
+    make them; anything else, or anything beyond a limit, raises TypeError naming it."""
+    if budget is None:
+        budget = _Budget(MAX_LINE_BYTES)
     kind = type(value)
+    if kind is str:
+        budget.left -= len(value)
+        if budget.left < 0:
+            raise TypeError(f"larger than {MAX_LINE_BYTES} bytes")
+        return value
+    if kind is int:
+        if -MAX_INT <= value <= MAX_INT:
+            return value
+        raise TypeError(f"integer beyond +-(2**63 - 1): {_clip_number(value)}")
+    if kind is float:
+        if value - value == 0.0:  # finite: NaN and infinities are not JSON
+            return value
+        raise TypeError(f"{value!r} is not a JSON number (only finite numbers are)")
     if kind in _SCALARS:
         return value
+    if depth <= 0:
+        raise TypeError(f"nested deeper than {MAX_DEPTH} levels")
+    budget.left -= 1
     if kind is dict:
         out = {}
         for key, item in value.items():
@@ -102,21 +139,53 @@ def json_copy(value: Any) -> Any:
                 if not isinstance(key, str):
                     raise TypeError(f"object keys must be strings, got {type(key).__name__} {key!r:.40}")
                 key = str(key)
-            out[key] = json_copy(item)
+            budget.left -= len(key)
+            out[key] = json_copy(item, depth=depth - 1, budget=budget)
         return out
     if kind is list or kind is tuple:
-        return [json_copy(item) for item in value]
+        return [json_copy(item, depth=depth - 1, budget=budget) for item in value]
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, str):
-        return str(value)
+        return json_copy(str(value), depth=depth, budget=budget)
     if isinstance(value, int):
-        return int(value)
+        return json_copy(int(value), depth=depth, budget=budget)
     if isinstance(value, float):
-        return float(value)
+        return json_copy(float(value), depth=depth, budget=budget)
     if isinstance(value, dict):
-        return json_copy(dict(value))
-    raise TypeError(f"{type(value).__name__} {value!r:.40} is not a JSON value")
+        return json_copy(dict(value), depth=depth, budget=budget)
+    raise TypeError(f"{type(value).__name__} {_clip(repr(value), 40)} is not a JSON value")
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def _clip_number(value: int) -> str:
+    digits = value.bit_length() * 30103 // 100000 + 1
+    return f"an integer of about {digits} digits"
+
+
+class _Forks:
+    """Notices a fork made by an in-process adapter while it computes: the child exits at
+    once (it must not run the simulation a second time) and the parent records the fault."""
+
+    computing = False
+    forked = False
+
+    @classmethod
+    def _child(cls) -> None:
+        if cls.computing:
+            os._exit(70)
+
+    @classmethod
+    def _parent(cls) -> None:
+        if cls.computing:
+            cls.forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_Forks._child, after_in_parent=_Forks._parent)
 
 
 class InProcessChannel:
@@ -129,12 +198,15 @@ class InProcessChannel:
 
     def _step(self, fn, arg):
         armed = WallGuard.active and self.wall_guard_s > 0
+        threads = threading.active_count()
         try:
             if armed:
                 signal.setitimer(signal.ITIMER_REAL, self.wall_guard_s)
+            _Forks.computing, _Forks.forked = True, False
             try:
                 value = fn(arg)
             finally:
+                _Forks.computing = False
                 if armed:
                     signal.setitimer(signal.ITIMER_REAL, 0)
         except StopIteration:
@@ -143,30 +215,48 @@ class InProcessChannel:
             self.kill()
             raise AdapterFault("step_timeout", f"adapter computed for more than {self.wall_guard_s:g} s "
                                "without awaiting a port (infinite loop?)") from None
+        except Interrupted:
+            raise
         except PortError as exc:
             raise AdapterFault("unhandled_port_error",
-                               f"adapter let a port error escape: {exc.code}: {exc.message}") from None
-        except Exception as exc:  # the adapter's own bug
-            raise AdapterFault("exception", f"adapter raised {type(exc).__name__}: {exc}") from None
+                               f"adapter let a port error escape: {exc.code}: {_clip(str(exc.message))}") from None
+        except BaseException as exc:  # noqa: BLE001 - the adapter's own bug, whatever it raised
+            self.kill()
+            kind = "exception" if isinstance(exc, Exception) else "base_exception"
+            raise AdapterFault(kind, f"adapter raised {type(exc).__name__}: {_clip(str(exc))}") from None
+        if Interrupted.requested is not None:  # the adapter swallowed the user's interrupt
+            self.kill()
+            raise Interrupted(Interrupted.requested)
+        if _Forks.forked:
+            self.kill()
+            raise AdapterFault("forked", "adapter forked a process (the child was stopped); adapters act "
+                               "only through ports")
+        if threading.active_count() > threads:
+            self.kill()
+            raise AdapterFault("thread", "adapter started a thread; adapters act only through ports, "
+                               "one step at a time (the thread is left behind until crashlab exits)")
         if not isinstance(value, PortCall):
             self.kill()
-            raise AdapterFault("not_a_port", f"adapter awaited {type(value).__name__} {value!r:.80}, "
+            raise AdapterFault("not_a_port", f"adapter awaited {type(value).__name__} {_clip(repr(value), 80)}, "
                                "which is not a port call; adapters may await only ports")
         try:
             # The call crosses the boundary by value, as over the wire: later mutation of the
             # adapter's own objects cannot rewrite what it sent.
             return PortCall(port=value.port, op=value.op, args=json_copy(value.args))
-        except TypeError as exc:
+        except (TypeError, RecursionError) as exc:
             self.kill()
-            raise AdapterFault("not_json", f"{value.port}.{value.op}: arguments must be JSON values: "
-                               f"{exc}") from None
+            raise AdapterFault("not_json", f"{_clip(str(value.port), 40)}.{_clip(str(value.op), 40)}: arguments "
+                               f"must be JSON values within the limits of docs/protocol.md: {exc}") from None
 
     def start(self) -> PortCall:
         try:
             adapter = self.factory()
             coro = adapter.run(Ports(self.services))
-        except Exception as exc:
-            raise AdapterFault("exception", f"adapter could not start: {type(exc).__name__}: {exc}") from None
+        except Interrupted:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the adapter's own code, whatever it raised
+            raise AdapterFault("exception", f"adapter could not start: {type(exc).__name__}: "
+                               f"{_clip(str(exc))}") from None
         if not hasattr(coro, "send"):
             raise AdapterFault("not_a_coroutine", "adapter.run(ports) must be an async def method")
         self.coro = coro
@@ -174,7 +264,7 @@ class InProcessChannel:
 
     def send(self, value: Any) -> PortCall:
         # results cross by value too: the adapter never holds a reference into the stores
-        return self._step(self.coro.send, json_copy(value))
+        return self._step(self.coro.send, json_copy(value, budget=_Budget(1 << 62)))
 
     def throw(self, error: PortError) -> PortCall:
         return self._step(self.coro.throw, error)
@@ -189,88 +279,191 @@ class InProcessChannel:
 
 
 # --------------------------------------------------------------------------- subprocess
+_LIVE: "set[SubprocessChannel]" = set()
+
+
+def kill_all_adapters() -> None:
+    """Kill every adapter process group still running (on interrupt and at exit)."""
+    for channel in list(_LIVE):
+        channel.kill()
+
+
+atexit.register(kill_all_adapters)
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number (only finite numbers are)")
+
+
+def parse_request(line: bytes) -> tuple[Any, PortCall]:
+    """One request line from a subprocess adapter: ``(id, PortCall)``, or AdapterFault naming
+    what is wrong (not JSON, not a request, beyond a limit of docs/protocol.md)."""
+    try:
+        msg = json.loads(line, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise AdapterFault("not_json", f"adapter wrote a line nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, huge integers, NaN, bad UTF-8
+        raise AdapterFault("garbage", f"adapter wrote a line that is not JSON ({_clip(str(exc), 80)}): "
+                           f"{_clip(repr(line[:120]), 140)}") from None
+    try:
+        msg = json_copy(msg)
+    except (TypeError, RecursionError) as exc:
+        raise AdapterFault("not_json", f"adapter wrote a value beyond the protocol's limits: {exc}") from None
+    if isinstance(msg, dict) and msg.get("type") == "fault":
+        raise AdapterFault(_clip(str(msg.get("fault") or "exception"), 40),
+                           _clip(str(msg.get("message") or "the adapter reported a fault"), 400))
+    if not isinstance(msg, dict) or not isinstance(msg.get("port"), str) \
+            or not isinstance(msg.get("op"), str) or not isinstance(msg.get("args", {}), dict) \
+            or not isinstance(msg.get("id"), (str, int, type(None))) or isinstance(msg.get("id"), bool):
+        raise AdapterFault("garbage", "adapter message lacks port/op strings, an args object or a string or "
+                           f"integer id: {_clip(repr(line[:120]), 140)}")
+    return msg.get("id"), PortCall(port=msg["port"], op=msg["op"], args=msg.get("args", {}))
+
+
+def _limit_child(memory_mb: int):
+    """Runs in the adapter's process before exec: an address-space limit, and death with crashlab."""
+    def limit() -> None:
+        if memory_mb > 0:
+            try:
+                import resource
+                size = memory_mb << 20
+                resource.setrlimit(resource.RLIMIT_AS, (size, size))
+            except (ImportError, ValueError, OSError):
+                pass
+        try:  # Linux: the adapter receives SIGKILL if crashlab itself dies
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    return limit
+
+
 class SubprocessChannel:
-    """One OS process per worker, newline-delimited JSON on stdin/stdout."""
+    """One OS process (and process group) per worker, newline-delimited JSON on stdin/stdout.
+
+    Every read and write is bounded: a request must arrive whole within the reply timeout and
+    within MAX_LINE_BYTES, a reply must be taken within the reply timeout, and a request written
+    before the previous reply was read is a protocol fault (``flood``), so no adapter can make
+    the harness wait forever or buffer without bound."""
 
     def __init__(self, command: list[str], services: list[str], hello: dict,
-                 reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S, cwd: str | None = None) -> None:
+                 reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S, cwd: str | None = None,
+                 memory_mb: int = DEFAULT_MEMORY_MB) -> None:
         self.command = command
         self.services = services
         self.hello = hello
         self.reply_timeout_s = reply_timeout_s
         self.cwd = cwd
+        self.memory_mb = memory_mb
         self.proc: subprocess.Popen | None = None
         self.last_id: Any = None
         self._buf = b""
         self.stderr_tail = b""
 
+    def _fault(self, kind: str, message: str) -> AdapterFault:
+        self.kill()
+        return AdapterFault(kind, message)
+
     def _write(self, message: dict) -> None:
-        try:
-            self.proc.stdin.write((json.dumps(message, sort_keys=True, separators=(",", ":")) + "\n").encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise AdapterFault("died", f"adapter process exited (status {self.proc.poll()})"
-                               + self._stderr_note()) from None
+        data = (json.dumps(message, sort_keys=True, separators=(",", ":")) + "\n").encode()
+        fd, out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        deadline = time.monotonic() + self.reply_timeout_s
+        while data:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self._fault("not_reading", f"adapter process did not read its reply for "
+                                  f"{self.reply_timeout_s:g} s")
+            _, writable, _ = select.select([], [fd], [], min(left, 0.5))
+            if not writable:
+                if select.select([out], [], [], 0)[0] and self._peek_stdout():
+                    raise self._fault("flood", "adapter wrote another request before reading the reply to "
+                                      "the last one; write one request, then read its reply")
+                continue
+            try:
+                data = data[os.write(fd, data):]
+            except BlockingIOError:
+                continue
+            except OSError:
+                code = self.proc.poll()
+                raise self._fault("died", f"adapter process exited (status {code})" + self._stderr_note()) \
+                    from None
+
+    def _peek_stdout(self) -> bool:
+        """Read what the adapter wrote meanwhile into the buffer; True if it holds more than blanks."""
+        chunk = os.read(self.proc.stdout.fileno(), 65536)
+        self._buf += chunk
+        return bool(self._buf.strip())
 
     def _stderr_note(self) -> str:
         tail = self.stderr_tail.decode(errors="replace").strip().splitlines()[-1:] if self.stderr_tail else []
-        return f"; last stderr line: {tail[0][:200]}" if tail else ""
+        return f"; last stderr line: {_clip(tail[0], 200)}" if tail else ""
 
     def _drain_stderr(self) -> None:
         fd = self.proc.stderr.fileno()
-        while select.select([fd], [], [], 0)[0]:
+        for _ in range(64):  # bounded: an adapter flooding stderr cannot hold the harness here
+            if not select.select([fd], [], [], 0)[0]:
+                break
             chunk = os.read(fd, 65536)
             if not chunk:
                 break
             self.stderr_tail = (self.stderr_tail + chunk)[-4096:]
 
+    def _ended(self) -> PortCall:
+        """Standard output closed: the process should be exiting."""
+        try:
+            code = self.proc.wait(timeout=EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            raise self._fault("closed_stdout", "adapter process closed its standard output but kept running "
+                              f"for {EXIT_WAIT_S:g} s; it was killed") from None
+        self._drain_stderr()
+        note = self._stderr_note()
+        self.kill()  # the whole process group: children it left behind go too
+        if code == 0:
+            raise Finished()
+        raise AdapterFault("died", f"adapter process exited with status {code} before finishing" + note)
+
     def _read(self) -> PortCall:
-        fd = self.proc.stdout.fileno()
+        fd, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        deadline = time.monotonic() + self.reply_timeout_s
         while b"\n" not in self._buf:
-            ready, _, _ = select.select([fd, self.proc.stderr.fileno()], [], [], self.reply_timeout_s)
+            if len(self._buf) > MAX_LINE_BYTES:
+                raise self._fault("line_too_long", f"adapter wrote a line longer than {MAX_LINE_BYTES} bytes")
+            left = deadline - time.monotonic()
+            ready = select.select([fd, err], [], [], left)[0] if left > 0 else []
             if not ready:
-                self.kill()
-                raise AdapterFault("no_reply", f"adapter process sent nothing for "
-                                   f"{self.reply_timeout_s:g} s (hung?)")
-            if self.proc.stderr.fileno() in ready:
+                raise self._fault("no_reply", f"adapter process sent no complete request for "
+                                  f"{self.reply_timeout_s:g} s (hung?)")
+            if err in ready:
                 self._drain_stderr()
                 if fd not in ready:
                     continue
             chunk = os.read(fd, 65536)
             if not chunk:
-                self.proc.wait()
-                self._drain_stderr()
-                code = self.proc.returncode
-                self.proc = None
-                if code == 0:
-                    raise Finished()
-                raise AdapterFault("died", f"adapter process exited with status {code} before "
-                                   "finishing" + self._stderr_note())
+                return self._ended()
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
+        if len(line) > MAX_LINE_BYTES:
+            raise self._fault("line_too_long", f"adapter wrote a line longer than {MAX_LINE_BYTES} bytes")
+        if self._buf.strip():
+            raise self._fault("flood", "adapter wrote another request before reading the reply to the last "
+                              "one; write one request, then read its reply")
+        self._buf = b""
         try:
-            msg = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            self.last_id, call = parse_request(line)
+        except AdapterFault:
             self.kill()
-            raise AdapterFault("garbage", f"adapter wrote a line that is not JSON: {line[:120]!r}") from None
-        if isinstance(msg, dict) and msg.get("type") == "fault":
-            self.kill()
-            raise AdapterFault(str(msg.get("fault") or "exception"),
-                               str(msg.get("message") or "the adapter reported a fault"))
-        if not isinstance(msg, dict) or not isinstance(msg.get("port"), str) \
-                or not isinstance(msg.get("op"), str) or not isinstance(msg.get("args", {}), dict):
-            self.kill()
-            raise AdapterFault("garbage", "adapter message lacks port/op strings or args object: "
-                               f"{line[:120]!r}")
-        self.last_id = msg.get("id")
-        return PortCall(port=msg["port"], op=msg["op"], args=msg.get("args", {}))
+            raise
+        return call
 
     def start(self) -> PortCall:
         try:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, cwd=self.cwd, start_new_session=True)
-        except OSError as exc:
+                                         stderr=subprocess.PIPE, cwd=self.cwd, start_new_session=True,
+                                         preexec_fn=_limit_child(self.memory_mb))
+        except (OSError, subprocess.SubprocessError) as exc:
             raise AdapterFault("died", f"cannot start adapter command {self.command!r}: {exc}") from None
+        _LIVE.add(self)
+        os.set_blocking(self.proc.stdin.fileno(), False)
         self._write({"type": "init", **self.hello})
         return self._read()
 
@@ -286,12 +479,14 @@ class SubprocessChannel:
         if self.proc is not None:
             try:
                 self.proc.stdin.close()
-                self.proc.wait(timeout=2)
+                self.proc.wait(timeout=EXIT_WAIT_S)
             except (subprocess.TimeoutExpired, OSError):
                 pass
             self.kill()
 
     def kill(self) -> None:
+        """SIGKILL to the whole process group, whatever state the process is in."""
+        _LIVE.discard(self)
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -324,10 +519,10 @@ class AdapterSpec:
         return self.text
 
     def channel(self, services: list[str], hello: dict, *, wall_guard_s: float = DEFAULT_WALL_GUARD_S,
-                reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S):
+                reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S, memory_mb: int = DEFAULT_MEMORY_MB):
         if self.kind == "python":
             return InProcessChannel(self.factory, services, wall_guard_s)
-        return SubprocessChannel(list(self.command), services, hello, reply_timeout_s)
+        return SubprocessChannel(list(self.command), services, hello, reply_timeout_s, memory_mb=memory_mb)
 
 
 DEFAULT_ADAPTER = "reference_impl:ReferenceAdapter"
@@ -354,20 +549,30 @@ def load_adapter(spec: str | None) -> AdapterSpec:
             raise UsageError(f"--adapter {spec!r}: no module named {module_name!r} "
                              "(is it installed or in the current directory?)") from None
         raise UsageError(f"--adapter {spec!r}: importing {module_name!r} failed: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - user code at import time
+    except Interrupted:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - user code at import time, whatever it raises (even exit)
         raise UsageError(f"--adapter {spec!r}: importing {module_name!r} raised "
-                         f"{type(exc).__name__}: {exc}") from None
+                         f"{type(exc).__name__}: {_clip(str(exc))}") from None
     target: Any = module
     for part in attr.split("."):
-        if not hasattr(target, part):
-            raise UsageError(f"--adapter {spec!r}: module {module_name!r} has no attribute {attr!r}")
-        target = getattr(target, part)
-    if isinstance(target, type) or (callable(target) and not hasattr(target, "run")):
+        try:
+            target = getattr(target, part)
+        except Interrupted:
+            raise
+        except BaseException:  # noqa: BLE001 - a missing attribute, or a property that raises
+            raise UsageError(f"--adapter {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
+    if isinstance(target, type):
+        if not callable(getattr(target, "run", None)):
+            raise UsageError(f"--adapter {spec!r}: {attr} has no run(ports) method")
+        factory = target
+    elif callable(getattr(target, "run", None)):
+        factory = (lambda obj=target: obj)
+    elif callable(target):
         factory = target
     else:
-        factory = (lambda obj=target: obj)
-    if isinstance(target, type) and not hasattr(target, "run"):
-        raise UsageError(f"--adapter {spec!r}: {attr} has no run(ports) method")
+        raise UsageError(f"--adapter {spec!r}: {attr} is a {type(target).__name__}, not an adapter: name a class "
+                         "with an async run(ports) method, an instance of one, or a function returning one")
     return AdapterSpec(text=spec, kind="python", factory=factory)
 
 

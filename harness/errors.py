@@ -77,3 +77,22 @@ class InternalError(CrashlabError):
     """A bug in crashlab itself: please report it with the repro command."""
 
     exit_code = 6
+
+
+class Interrupted(BaseException):
+    """The user stopped crashlab (SIGINT, SIGTERM). A BaseException, like KeyboardInterrupt,
+    so that no adapter's ``except Exception`` swallows it; the CLI writes what is finished
+    and exits 128 + the signal number."""
+
+    #: the first signal received in this command, if any (an adapter that swallows the exception
+    #: cannot make crashlab forget it: the drivers check this after every adapter step)
+    requested: int | None = None
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+

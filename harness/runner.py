@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version as pkg_version
 from typing import Any
 
-from .drivers import (DEFAULT_REPLY_TIMEOUT_S, DEFAULT_STEP_BUDGET, DEFAULT_WALL_GUARD_S,
+from .drivers import (DEFAULT_MEMORY_MB, DEFAULT_REPLY_TIMEOUT_S, DEFAULT_STEP_BUDGET, DEFAULT_WALL_GUARD_S,
                       AdapterFault, AdapterSpec, Finished, WallGuard, load_adapter)
 from .errors import InternalError
 from .model import TRACE_FORMAT
@@ -64,6 +64,7 @@ class Limits:
     wall_guard_s: float = DEFAULT_WALL_GUARD_S
     reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S
     max_workers: int = MAX_WORKERS_PER_RUN
+    memory_mb: int = DEFAULT_MEMORY_MB
 
 
 class Runner:
@@ -148,7 +149,8 @@ class Runner:
         hello = {"run_id": rid, "worker": name, "env": worker_env, "services": sorted(world.services)}
         channel = self.adapter.channel(sorted(world.services), hello,
                                        wall_guard_s=self.limits.wall_guard_s,
-                                       reply_timeout_s=self.limits.reply_timeout_s)
+                                       reply_timeout_s=self.limits.reply_timeout_s,
+                                       memory_mb=self.limits.memory_mb)
         steps = 0
         try:
             call = channel.start()

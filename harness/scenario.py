@@ -433,6 +433,17 @@ def _integer(low: int | None = None) -> Callable[[Any], int]:
     return check
 
 
+#: Seeds are integers from 0 to 2**53 - 1, so that every JSON reader keeps them exact.
+SEED_MAX = 2**53 - 1
+
+
+def _seed_value(value: Any) -> int:
+    value = _integer(0)(value)
+    if value > SEED_MAX:
+        raise ValueError(f"a seed is at most 2**53 - 1 ({SEED_MAX}), got {value}")
+    return value
+
+
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"expected true or false, got {_type_name(value)} {value!r}")
@@ -494,7 +505,7 @@ def from_dict(doc: Any, *, file: str | None = None) -> Scenario:
     if "card" in doc:
         card_doc = rd.mapping(doc, "card", "card", frozenset(CARD_FIELDS))
         card = {k: rd.get(card_doc, k, "card", _string) for k in CARD_FIELDS if k in card_doc}
-    seed = rd.get(doc, "seed", "", _integer(0), 1)
+    seed = rd.get(doc, "seed", "", _seed_value, 1)
 
     clock = rd.mapping(doc, "clock", "clock", frozenset({"origin", "horizon"})) if "clock" in doc else {}
     origin = rd.get(clock, "origin", "clock", lambda v: _must(
@@ -812,18 +823,68 @@ def _remote_effects(run_ids: list[str]) -> Callable[[Any], Any]:
 
 
 # --------------------------------------------------------------------------- files and library
+#: Bounds on a scenario document (docs/scenarios.md): its size, its nesting, and its node count with
+#: every alias counted where it is used, so an alias bomb is refused before anything expands it.
+MAX_SCENARIO_BYTES = 1 << 20
+MAX_YAML_DEPTH = 50
+MAX_YAML_NODES = 100_000
+
+
+def _check_bounds(node: yaml.Node, file: str | None) -> None:
+    sizes: dict[int, int] = {}
+
+    def size(n: yaml.Node, depth: int) -> int:
+        if depth > MAX_YAML_DEPTH:
+            raise InvalidScenario(f"nested deeper than {MAX_YAML_DEPTH} levels; a scenario is far shallower",
+                                  file=file, line=n.start_mark.line + 1)
+        known = sizes.get(id(n))
+        if known is not None:
+            return known
+        total = 1
+        if isinstance(n, yaml.SequenceNode):
+            total += sum(size(c, depth + 1) for c in n.value)
+        elif isinstance(n, yaml.MappingNode):
+            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in n.value)
+        if total > MAX_YAML_NODES:
+            raise InvalidScenario(f"expands to more than {MAX_YAML_NODES} values (counting every use of an "
+                                  "alias); remove the repeated aliases", file=file, line=n.start_mark.line + 1)
+        sizes[id(n)] = total
+        return total
+
+    size(node, 0)
+
+
 def _parse(text: str, file: str | None) -> Any:
+    if len(text) > MAX_SCENARIO_BYTES:
+        raise InvalidScenario(f"the file is larger than {MAX_SCENARIO_BYTES} bytes; a scenario is a few "
+                              "kilobytes", file=file)
+    loader = None
     try:
-        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        loader = _LineLoader(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_bounds(node, file)
+        return loader.construct_document(node)
     except _YamlProblem as exc:
         raise InvalidScenario(exc.message, file=file, line=exc.line, field=exc.field) from None
+    except RecursionError:
+        raise InvalidScenario("nested too deeply to be a scenario", file=file) from None
+    except yaml.reader.ReaderError as exc:
+        char = exc.character if isinstance(exc.character, int) else 0
+        raise InvalidScenario(f"the character U+{char:04X} is not allowed in YAML; remove it",
+                              file=file, line=text.count("\n", 0, exc.position) + 1) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
+        problem, context = " ".join(str(problem).split()), context and " ".join(str(context).split())
         raise InvalidScenario(f"not valid YAML: {problem}" + (f" ({context})" if context else "")
                               + "; check indentation, colons and quoting",
                               file=file, line=mark.line + 1 if mark else None) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 def load_text(text: str, *, file: str | None = None) -> Scenario:
@@ -1001,7 +1062,7 @@ def schema_document() -> dict:
         "id": ident, "title": text, "description": text,
         "tags": {"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": TAG_PATTERN}},
         "card": obj({k: text for k in CARD_FIELDS}),
-        "seed": {"type": "integer", "minimum": 0},
+        "seed": {"type": "integer", "minimum": 0, "maximum": SEED_MAX},
         "clock": obj({"origin": clock, "horizon": time}),
         "services": obj(services, minProperties=1),
         "runs": {"type": "array", "minItems": 1, "items": run},

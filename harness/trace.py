@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .errors import UsageError
+from .files import atomic_writer
 from .model import canonical_json
 
 LANES = ("meta", "run", "remote", "knowledge", "fault", "worker", "port", "world")
@@ -49,19 +50,44 @@ class Trace:
 
 
 def write_jsonl(events: Iterable[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+    """Write a trace atomically (a reader never sees half a trace)."""
+    with atomic_writer(Path(path)) as fh:
         for event in events:
             fh.write(canonical_json(event) + "\n")
 
 
+#: A trace line nested deeper than this is refused (crashlab's own traces stay far below it).
+MAX_TRACE_DEPTH = 100
+_HEADER_FIELDS = {"scenario": str, "seed": int, "adapter": str}
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _depth(value: Any, limit: int) -> bool:
+    """True when ``value`` nests no deeper than ``limit`` (iterative: no recursion limit)."""
+    stack = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            if level >= limit:
+                return False
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return True
+
+
 def read_jsonl(path: str | Path) -> list[dict]:
-    """Read a trace, with an error naming the file and line for anything malformed."""
+    """Read a trace, with an error naming the file and line for anything malformed: not JSON,
+    NaN or Infinity, nesting beyond MAX_TRACE_DEPTH, a missing or malformed header, sequence
+    numbers out of order, no end event (an incomplete trace)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UsageError(f"{path}: no such trace file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a folder; give a trace file (.jsonl)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read trace: {exc}") from None
     events = []
@@ -69,16 +95,36 @@ def read_jsonl(path: str | Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}:{lineno}: not a JSON object ({exc.msg})",
+            event = json.loads(line, parse_constant=_refuse_constant)
+        except RecursionError:
+            raise UsageError(f"{path}:{lineno}: nested too deeply to be a crashlab trace event") from None
+        except ValueError as exc:  # JSONDecodeError, NaN/Infinity, integers with too many digits
+            raise UsageError(f"{path}:{lineno}: not a JSON object ({_clip(getattr(exc, 'msg', str(exc)))})",
                              hint="a trace is one JSON object per line, as written by crashlab run") from None
         if not isinstance(event, dict) or not {"seq", "t", "lane", "kind"} <= event.keys():
             raise UsageError(f"{path}:{lineno}: not a crashlab trace event (needs seq, t, lane, kind)")
+        if event["seq"] != len(events) or type(event["t"]) is not int or event["lane"] not in LANES \
+                or not isinstance(event["kind"], str):
+            raise UsageError(f"{path}:{lineno}: malformed event: seq must count from 0 without gaps, t must be "
+                             f"an integer, lane one of {', '.join(LANES)}")
+        if not _depth(event, MAX_TRACE_DEPTH):
+            raise UsageError(f"{path}:{lineno}: nested deeper than {MAX_TRACE_DEPTH} levels; not a crashlab trace")
         events.append(event)
     if not events or events[0].get("kind") != "header":
         raise UsageError(f"{path}: no header event on line 1; is this a crashlab trace?")
+    head = events[0]
+    for name, kind in _HEADER_FIELDS.items():
+        if type(head.get(name)) is not kind:
+            raise UsageError(f"{path}:1: the header's '{name}' is missing or not a {kind.__name__}; "
+                             "the trace was not written by crashlab or was edited")
+    if events[-1].get("kind") != "end":
+        raise UsageError(f"{path}: the trace has no end event (line {len(events)} is the last); it is "
+                         "incomplete or was cut")
     return events
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def by_kind(events: Iterable[dict], *kinds: str) -> Iterator[dict]:

@@ -12,6 +12,7 @@ import json
 import sys
 
 from .drivers import load_adapter
+from .errors import UsageError
 from .model import PortCall
 from .ports import PortError, Ports
 
@@ -19,19 +20,27 @@ from .ports import PortError, Ports
 def serve(spec: str, stdin=None, stdout=None) -> int:
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
-    adapter = load_adapter(spec)
-    if adapter.kind != "python":
-        print("harness.wire: the adapter must be module:attribute", file=sys.stderr)
-        return 3
-    init = json.loads(stdin.readline())
-    coro = adapter.factory().run(Ports(init.get("services", [])))
-    request_id = 0
-    message, is_error = None, False
+
     def fault(kind: str, text: str) -> int:
-        stdout.write(json.dumps({"type": "fault", "fault": kind, "message": text}) + "\n")
+        stdout.write(json.dumps({"type": "fault", "fault": kind, "message": text[:400]}) + "\n")
         stdout.flush()
         return 1
 
+    try:
+        adapter = load_adapter(spec)
+    except UsageError as exc:
+        print(f"harness.wire: {exc}", file=sys.stderr)
+        return 3
+    if adapter.kind != "python":
+        print("harness.wire: the adapter must be module:attribute", file=sys.stderr)
+        return 3
+    init = json.loads(stdin.readline() or "{}")
+    try:
+        coro = adapter.factory().run(Ports(init.get("services", [])))
+    except BaseException as exc:  # noqa: BLE001 - reported to the harness as an adapter fault
+        return fault("exception", f"adapter could not start: {type(exc).__name__}: {exc}")
+    request_id = 0
+    message, is_error = None, False
     while True:
         try:
             call = coro.throw(message) if is_error else coro.send(message)
@@ -40,14 +49,19 @@ def serve(spec: str, stdin=None, stdout=None) -> int:
         except PortError as exc:
             return fault("unhandled_port_error",
                          f"adapter let a port error escape: {exc.code}: {exc.message}")
-        except Exception as exc:  # noqa: BLE001 - reported to the harness as an adapter fault
-            return fault("exception", f"adapter raised {type(exc).__name__}: {exc}")
+        except BaseException as exc:  # noqa: BLE001 - reported to the harness as an adapter fault
+            kind = "exception" if isinstance(exc, Exception) else "base_exception"
+            return fault(kind, f"adapter raised {type(exc).__name__}: {exc}")
         if not isinstance(call, PortCall):
             return fault("not_a_port", f"adapter awaited {type(call).__name__} {call!r:.80}, which is "
                          "not a port call; adapters may await only ports")
         request_id += 1
-        stdout.write(json.dumps({"id": request_id, "port": call.port, "op": call.op,
-                                 "args": dict(call.args)}, sort_keys=True, separators=(",", ":")) + "\n")
+        try:
+            line = json.dumps({"id": request_id, "port": call.port, "op": call.op, "args": dict(call.args)},
+                              sort_keys=True, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            return fault("not_json", f"{call.port}.{call.op}: arguments must be JSON values: {exc}")
+        stdout.write(line + "\n")
         stdout.flush()
         line = stdin.readline()
         if not line:

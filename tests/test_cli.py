@@ -33,12 +33,12 @@ def test_replay_confirms_and_detects_a_changed_trace(tmp_path, capsys, monkeypat
     assert main(["run", str(SCENARIO), "--adapter", "jitter_adapter:Jittery", "--out", str(tmp_path)]) in (0, 1, 2)
     [trace] = tmp_path.glob("*.jsonl")
     capsys.readouterr()
-    assert main(["replay", str(trace)]) == 0
+    assert main(["replay", str(trace), "--adapter", "jitter_adapter:Jittery"]) == 0
     assert "identical" in capsys.readouterr().out
     lines = trace.read_text().splitlines()
     lines[5] = lines[5].replace('"t":', '"t":1', 1)
     trace.write_text("\n".join(lines) + "\n")
-    assert main(["replay", str(trace)]) == 5
+    assert main(["replay", str(trace), "--trust-adapter"]) == 5
     assert "differs from line 6" in capsys.readouterr().err
 
 
