@@ -54,6 +54,29 @@ def _count(text: str) -> int:
     return value
 
 
+def _suite_options(p: argparse.ArgumentParser, out_help: str) -> None:
+    p.add_argument("--adapter", metavar="SPEC", help=ADAPTER_HELP)
+    p.add_argument("--seed", type=_seed, metavar="N", help="override every scenario's seed (0 to 2**53 - 1)")
+    p.add_argument("--json", metavar="PATH", help="write the results JSON (schema: docs/results.md)")
+    p.add_argument("--out", metavar="DIR", default="crashlab-out",
+                   help=f"folder for {out_help} (default: crashlab-out)")
+    p.add_argument("--tag", action="append", metavar="TAG", help="only scenarios with this tag (repeatable)")
+    p.add_argument("--scenario", action="append", metavar="ID", help="only this scenario (repeatable)")
+    p.add_argument("--scenarios", action="append", metavar="PATH",
+                   help="your own scenario file, or a folder of *.yaml files, instead of the library (repeatable)")
+    p.add_argument("--with-library", action="store_true", help="with --scenarios: run the library too")
+    p.add_argument("-j", "--jobs", type=_count, metavar="N",
+                   help="worker processes (default: the machine's cores); the results are the same for any N")
+    p.add_argument("--shard", metavar="I/N", help="run only the I-th of N deterministic shares of the runs; "
+                                                   "join the shares' results with `crashlab merge`")
+    p.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="where runs execute: local processes, or a Dask cluster (pip install 'crashlab[dask]')")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="with --executor dask: the scheduler, e.g. tcp://10.0.0.5:8786 (default: a local cluster)")
+    p.add_argument("--batch", type=_count, default=16, metavar="N", help="runs per task (default 16)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress, and print only the score line")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors exit 3, never 2 (2 means inconclusive)
         self.print_usage(sys.stderr)
@@ -86,18 +109,28 @@ def _parser() -> argparse.ArgumentParser:
     c = cmd("conformance", "run the whole scenario library and score the adapter",
             "Run every library scenario against an adapter and print the twenty-point scorecard: "
             "classification 5, ownership 4, effect correctness 6, disposition 5.")
-    c.add_argument("--adapter", metavar="SPEC", help=ADAPTER_HELP)
-    c.add_argument("--seed", type=_seed, metavar="N", help="override every scenario's seed (0 to 2**53 - 1)")
-    c.add_argument("--json", metavar="PATH", help="write the results JSON (schema: docs/results.md)")
+    _suite_options(c, "traces")
     c.add_argument("--report", metavar="DIR", help="render the HTML/Markdown/figure report into DIR")
-    c.add_argument("--out", metavar="DIR", default="crashlab-out",
-                   help="folder for the traces (default: crashlab-out)")
-    c.add_argument("--tag", action="append", metavar="TAG", help="only scenarios with this tag (repeatable)")
-    c.add_argument("--scenario", action="append", metavar="ID", help="only this scenario (repeatable)")
-    c.add_argument("--scenarios", action="append", metavar="PATH",
-                   help="your own scenario file, or a folder of *.yaml files, instead of the library (repeatable)")
-    c.add_argument("--with-library", action="store_true", help="with --scenarios: run the library too")
-    c.add_argument("-q", "--quiet", action="store_true", help="print only the score line")
+
+    sw = cmd("sweep", "the crash matrix: a crash before and after every port call of every scenario",
+             "The crash laboratory, exhaustively: run each selected scenario once to find the adapter's port "
+             "calls, then once per crash point (before and after every call; with --double, two crashes at "
+             "every durable call), check every invariant and score the whole as one suite. Each distinct "
+             "failure is written to the findings folder as it is found, with a repro command.")
+    _suite_options(sw, "the traces and scenario files of failing runs, and the journal")
+    sw.add_argument("--double", action="store_true", help="two crashes at every durable call instead of one")
+    sw.add_argument("--findings", metavar="DIR", help="folder for the findings (default: OUT/findings)")
+    sw.add_argument("--keep-traces", choices=("failing", "all", "none"), default="failing",
+                    help="which runs' traces to write (default: failing)")
+    sw.add_argument("--resume", action="store_true",
+                    help="skip the runs an interrupted sweep with the same options finished (OUT/sweep.journal.jsonl)")
+
+    mg = cmd("merge", "join the results JSON of the shards of one run",
+             "Join the results JSON written by `--shard I/N` runs (conformance or sweep) into the results of "
+             "the unsharded run, and print its scorecard.")
+    mg.add_argument("results", nargs="+", metavar="RESULTS.json")
+    mg.add_argument("--json", metavar="PATH", help="write the merged results JSON here")
+    mg.add_argument("-q", "--quiet", action="store_true", help="print only the score line")
 
     k = cmd("check", "re-check a saved trace without re-running it",
             "Read a JSONL trace written by `crashlab run` and check every invariant again.")
@@ -212,28 +245,45 @@ def _select(args) -> list:
     return scenarios
 
 
-def _cmd_conformance(args) -> int:
-    from .conformance import run_suite
-    from .drivers import load_adapter
+def _executor(args):
+    from .sweep import default_jobs, make_executor
+
+    return make_executor(args.executor, jobs=args.jobs or default_jobs(), scheduler=args.scheduler,
+                         batch=args.batch)
+
+
+def _scored(args, what: str, run, *, report_dir=None) -> int:
+    """Run a scored suite (``run(executor, shard, progress)``), print and save its scorecard;
+    on an interrupt, print and save what finished (marked partial) and re-raise."""
     from .errors import Interrupted
     from .files import atomic_write_text, check_output_dir, check_output_file
+    from .progress import Progress
+    from .sweep import Shard
 
     out_dir = check_output_dir(args.out, "--out")
     json_path = check_output_file(args.json, "--json") if args.json else None
-    report_dir = check_output_dir(args.report, "--report") if args.report else None
-    adapter = load_adapter(args.adapter)
-    scenarios = _select(args)
+    shard = Shard.parse(args.shard) if args.shard else None
+    executor = _executor(args)
+    progress = Progress(0, what, quiet=args.quiet)
     interrupted = None
     try:
-        card = run_suite(adapter, scenarios, seed=args.seed, out_dir=out_dir)
+        card = run(executor, shard, progress, out_dir)
     except Interrupted as exc:
         card, interrupted = getattr(exc, "partial", None), exc
         if card is None:
             raise
+    finally:
+        progress.close()
+        if hasattr(executor, "close"):
+            executor.close()
     if args.quiet:
-        print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}")
+        print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}"
+              + (f" (shard {shard.index}/{shard.count})" if shard else ""))
     else:
         print(format_scorecard(card))
+        if shard:
+            print(f"shard {shard.index}/{shard.count}: this score covers this share of the runs only; "
+                  "`crashlab merge` joins the shards' results JSON")
         print(f"traces: {out_dir}/")
     if json_path:
         atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
@@ -241,8 +291,10 @@ def _cmd_conformance(args) -> int:
     if interrupted:
         done = card.extra["partial"]
         seed = f"seed {args.seed}" if args.seed is not None else "each scenario's own seed"
-        print(f"crashlab: interrupted after {done['done']} of {done['planned']} scenarios ({seed}); the traces of "
-              f"the finished ones are in {out_dir}/; run the same command again to start over", file=sys.stderr)
+        again = "run the same command with --resume to continue" if what == "sweep" else \
+            "run the same command again to start over"
+        print(f"crashlab: interrupted after {done['done']} of {done['planned']} runs ({seed}); the traces of "
+              f"the finished ones are in {out_dir}/; {again}", file=sys.stderr)
         raise interrupted
     if report_dir:
         from .report import render_scorecard
@@ -251,6 +303,59 @@ def _cmd_conformance(args) -> int:
     if card.extra.get("internal_errors"):
         return InternalError.exit_code
     return EXIT[card.verdict]
+
+
+def _cmd_conformance(args) -> int:
+    from .conformance import run_suite
+    from .drivers import load_adapter
+    from .files import check_output_dir
+
+    report_dir = check_output_dir(args.report, "--report") if args.report else None
+    adapter = load_adapter(args.adapter)
+    scenarios = _select(args)
+
+    def run(executor, shard, progress, out_dir):
+        progress.total = len(shard.select(scenarios) if shard else scenarios)
+        return run_suite(adapter, scenarios, seed=args.seed, out_dir=out_dir, executor=executor, shard=shard,
+                         progress=lambda r: progress.update(failed=r.verdict != "pass"))
+    return _scored(args, "conformance", run, report_dir=report_dir)
+
+
+def _cmd_sweep(args) -> int:
+    from .drivers import load_adapter
+    from .files import check_output_dir
+    from .sweep import sweep
+
+    findings = check_output_dir(args.findings, "--findings") if args.findings else None
+    adapter = load_adapter(args.adapter)
+    scenarios = _select(args)
+
+    def run(executor, shard, progress, out_dir):
+        card = sweep(adapter, scenarios, double=args.double, seed=args.seed, executor=executor, shard=shard,
+                     out_dir=out_dir, findings_dir=findings, keep=args.keep_traces, resume=args.resume,
+                     progress=progress)
+        where = card.extra.get("findings")
+        if any(s.verdict != "pass" for s in card.scenarios):
+            print(f"findings: {where}/ (one scenario file per distinct failure, each with its repro command)",
+                  file=sys.stderr)
+        return card
+    return _scored(args, "sweep", run)
+
+
+def _cmd_merge(args) -> int:
+    from .files import atomic_write_text, check_output_file
+    from .sweep import merge
+
+    json_path = check_output_file(args.json, "--json") if args.json else None
+    card = merge([Path(p) for p in args.results])
+    if args.quiet:
+        print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}")
+    else:
+        print(format_scorecard(card))
+    if json_path:
+        atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
+        print(f"results: {json_path}")
+    return InternalError.exit_code if card.extra.get("internal_errors") else EXIT[card.verdict]
 
 
 def _cmd_check(args) -> int:
@@ -354,8 +459,9 @@ def _cmd_explore(args) -> int:
         raise
 
 
-COMMANDS = {"run": _cmd_run, "conformance": _cmd_conformance, "check": _cmd_check, "replay": _cmd_replay,
-            "report": _cmd_report, "list": _cmd_list, "explore": _cmd_explore}
+COMMANDS = {"run": _cmd_run, "conformance": _cmd_conformance, "sweep": _cmd_sweep, "merge": _cmd_merge,
+            "check": _cmd_check, "replay": _cmd_replay, "report": _cmd_report, "list": _cmd_list,
+            "explore": _cmd_explore}
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -51,53 +51,43 @@ def run_one(scenario: Scenario, adapter: AdapterSpec | str | None = None, *, see
 
 def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scenario] | None = None, *,
               seed: int | None = None, out_dir: Path | None = None, limits: Limits | None = None,
-              progress=None) -> Scorecard:
+              progress=None, executor=None, shard=None) -> Scorecard:
     """Run every scenario (default: the whole library) and score the adapter.
 
     Whatever one scenario's adapter does, the suite goes on to the next (it becomes that
     scenario's adapter fault). A bug of crashlab's own in one scenario is recorded as that
-    scenario's unknown verdict and listed under ``extra["internal_errors"]``. On an interrupt
-    the :class:`~harness.errors.Interrupted` raised carries ``partial``: the scorecard of the
+    scenario's unknown verdict and listed under ``extra["internal_errors"]``. ``executor``
+    (harness.sweep) runs the scenarios in parallel or on a cluster and ``shard`` keeps one
+    share of them; the results are the same either way. On an interrupt the
+    :class:`~harness.errors.Interrupted` raised carries ``partial``: the scorecard of the
     scenarios that finished, marked partial (verdict unknown)."""
     from .checks.rubric import score
+    from .sweep import execute, scenario_jobs
 
     spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter)
-    planned = list(library() if scenarios is None else scenarios)
-    results: list[ScenarioResult] = []
-    internal: list[dict] = []
+    jobs = scenario_jobs(library() if scenarios is None else scenarios)
+    if shard is not None:
+        jobs = shard.select(jobs)
+    extra = {"shard": shard.to_json()} if shard is not None else {}
+    on_result = None
+    if progress is not None:
+        def on_result(job, result):
+            progress(result)
     try:
-        for scenario in planned:
-            try:
-                _, verdict = run_one(scenario, spec, seed=seed, out_dir=out_dir, limits=limits)
-            except InternalError as exc:
-                internal.append({"scenario": scenario.id, "error": str(exc)[:2000]})
-                verdict = ScenarioResult(id=scenario.id, title=scenario.title, verdict="unknown",
-                                         dispositions={}, notes=(f"internal error: {str(exc)[:500]}",),
-                                         seed=scenario.seed if seed is None else seed,
-                                         repro=_repro(scenario, spec, seed), tags=tuple(scenario.tags))
-            results.append(verdict)
-            if progress is not None:
-                progress(verdict)
+        results, internal = execute(jobs, adapter=spec, seed=seed, out_dir=out_dir, keep="all",
+                                    executor=executor, limits=limits, on_result=on_result)
     except Interrupted as exc:
-        card = score(results, adapter=spec.text, seed=seed)
+        card = score(exc.results, adapter=spec.text, seed=seed)
         exc.partial = replace(card, verdict="unknown", extra={
-            **card.extra, "partial": {"done": len(results), "planned": len(planned),
-                                      "reason": f"interrupted by signal {exc.signum}"},
-            **({"internal_errors": internal} if internal else {})})
+            **card.extra, **extra, "partial": {"done": len(exc.results), "planned": len(jobs),
+                                               "reason": f"interrupted by signal {exc.signum}"},
+            **({"internal_errors": exc.internal} if exc.internal else {})})
         raise
     card = score(results, adapter=spec.text, seed=seed)
     if internal:
-        card = replace(card, verdict="unknown" if card.verdict == "pass" else card.verdict,
-                       extra={**card.extra, "internal_errors": internal})
-    return card
-
-
-def _repro(scenario: Scenario, spec: AdapterSpec, seed: int | None) -> str:
-    from .runner import portable_source
-
-    src = portable_source(scenario) or scenario.id
-    return f"crashlab run {shlex.quote(src)} --adapter {shlex.quote(spec.text)} " \
-           f"--seed {scenario.seed if seed is None else seed}"
+        extra["internal_errors"] = internal
+    return replace(card, verdict="unknown" if internal and card.verdict == "pass" else card.verdict,
+                   extra={**card.extra, **extra})
 
 
 def recheck_saved(events: list[dict], path: str | Path) -> ScenarioResult:
@@ -115,8 +105,8 @@ def recheck_saved(events: list[dict], path: str | Path) -> ScenarioResult:
                          hint="was it edited? docs/trace.md describes every event") from None
     src = head.get("source") or head.get("scenario")
     return replace(result, seed=head.get("seed", 0),
-                   repro=f"crashlab run {shlex.quote(str(src))} --adapter {shlex.quote(str(head.get('adapter')))} "
-                         f"--seed {head.get('seed')}")
+                   repro=shlex.join(["crashlab", "run", str(src), "--adapter", str(head.get("adapter")),
+                                     "--seed", str(head.get("seed"))]))
 
 
 def collect_scenarios(paths: Iterable[str | Path]) -> list[Scenario]:
