@@ -96,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--seed", type=int, default=0, metavar="N", help="hypothesis seed (default 0)")
     ex.add_argument("--base", action="append", metavar="ID", help="base scenario(s) to mutate (default: all)")
     ex.add_argument("--save", metavar="PATH", help="write the shrunk failing scenario YAML here")
+
+    from .workshop.cli import add_workshop_parser
+    add_workshop_parser(sub, EXIT_CODES_HELP)
     return p
 
 
@@ -248,6 +251,12 @@ def _cmd_list(args) -> int:
     return 0
 
 
+def _cmd_workshop(args) -> int:
+    from .workshop.cli import run
+
+    return run(args)
+
+
 def _cmd_explore(args) -> int:
     from .explore import explore
 
@@ -256,7 +265,7 @@ def _cmd_explore(args) -> int:
 
 
 COMMANDS = {"run": _cmd_run, "conformance": _cmd_conformance, "check": _cmd_check, "replay": _cmd_replay,
-            "report": _cmd_report, "list": _cmd_list, "explore": _cmd_explore}
+            "report": _cmd_report, "list": _cmd_list, "explore": _cmd_explore, "workshop": _cmd_workshop}
 
 
 def main(argv: list[str] | None = None) -> int:
