@@ -259,3 +259,14 @@ def test_the_wheel_ships_the_workshop_data(tmp_path):
     for name in ("harness/workshop/data/rungs.yaml", "harness/workshop/data/answers.yaml",
                  "harness/workshop/data/starters/request_key.py", "harness/workshop/cli.py"):
         assert name in names
+
+
+def test_check_wire_runs_the_kit_adapter_over_the_wire_protocol(room, capsys):
+    main(["workshop", "start", "t2"])
+    kit = room / "workshop" / "t2"
+    assert main(["workshop", "check", "t2", "--wire"]) == 1
+    assert "code: FAIL" in capsys.readouterr().out
+    starter = (kit / "adapter.py").read_text(encoding="utf-8")
+    (kit / "adapter.py").write_text(solutions.solved(starter, "resolve_unknown_resend"), encoding="utf-8")
+    main(["workshop", "check", "t2", "--wire"])
+    assert "code: PASS" in capsys.readouterr().out
