@@ -33,6 +33,8 @@ def _fill(kit: Path, rung_id: str, answers: dict, table: dict) -> None:
 
 def _wrong(value, q):
     """A well-typed answer that differs from the model's."""
+    if q is not None and q.type == "count" and q.max is not None:   # scored within one point
+        return value + 2 if value + 2 <= q.max else value - 2
     if q is None or q.type in ("event", "count"):
         return (value or 0) + 1 if not isinstance(value, list) else value
     if q.type == "events":
@@ -77,6 +79,16 @@ def test_every_rung_fails_a_wrong_submission_and_passes_the_model_answer(room, r
         assert main(["workshop", "check", rung_id]) == 1
         assert f"row {row}, column {col}" in capsys.readouterr().out
 
+    if r.kind == "handoff":
+        from harness.workshop import handoff
+        plan = handoff.model_plan(1)
+        wrong = {**plan, "runs": {**plan["runs"], "B": {**plan["runs"]["B"], "actions": ["dispatch_again"]}}}
+        (kit / "plan.yaml").write_text(yaml.safe_dump(wrong), encoding="utf-8")
+        assert main(["workshop", "check", rung_id]) == 1
+        out = capsys.readouterr().out
+        assert "run B: the actions miss a required step" in out and "prohibited" in out
+        (kit / "plan.yaml").write_text(yaml.safe_dump(plan), encoding="utf-8")
+
     # the model answer (and, for a code rung, the corrected decision) passes
     _fill(kit, rung_id, model["answers"], model["table"])
     if r.starter:
@@ -102,6 +114,11 @@ def _forbidden(r) -> list[str]:
         for value in E.scenario_of(name).card.values():
             out.append(" ".join(str(value).split())[:60])
     out += [h for h in r.hints]
+    if r.kind == "handoff":
+        from harness.workshop import handoff
+        for name in handoff.pool():
+            out.append(name)
+            out += [" ".join(str(v).split())[:60] for v in E.scenario_of(name).card.values()]
     if r.starter:
         code = [line.strip() for line in solutions.SOLUTIONS[r.starter].splitlines()
                 if line.strip() and not line.strip().startswith(('"""', "def ", "async def "))
@@ -117,18 +134,21 @@ def test_no_kit_contains_its_answer(room, rung_id):
     r = rung(rung_id)
     assert main(["workshop", "start", rung_id]) == 0
     kit = room / "workshop" / rung_id
-    text = "\n".join(" ".join(p.read_text(encoding="utf-8").split()) for p in sorted(kit.iterdir()))
+    text = "\n".join(" ".join(p.read_text(encoding="utf-8").split()) for p in sorted(kit.rglob("*")) if p.is_file())
     leaks = [s for s in _forbidden(r) if s and " ".join(s.split()) in text]
     assert leaks == []
     # the evidence is sanitized: no card, no expectations, no adapter name in the headers
-    for trace in kit.glob("*.jsonl"):
+    for trace in kit.rglob("*.jsonl"):
         head = json.loads(trace.read_text().splitlines()[0])
-        assert "card" not in head and head["adapter"] in ("anonymous",) + tuple(f"exhibit-{x}" for x in "ABCD")
+        assert "card" not in head and head["adapter"] in ("anonymous",) + tuple(f"exhibit-{x}" for x in "ABCDR")
     for scenario in kit.glob("scenario*.yaml"):
         doc = yaml.safe_load(scenario.read_text())
         assert not {"card", "expect", "description"} & set(doc)
     # every worksheet answer starts blank
     blank = yaml.safe_load((kit / "worksheet.yaml").read_text()) if (kit / "worksheet.yaml").exists() else None
+    if (kit / "plan.yaml").exists():
+        plan = yaml.safe_load((kit / "plan.yaml").read_text())
+        assert all(v is None for run in plan["runs"].values() for v in run.values())
     if blank:
         assert all(v is None for v in blank["answers"].values())
         assert all(v is None for row in (blank.get("table") or {}).values() for v in row.values())
@@ -270,3 +290,73 @@ def test_check_wire_runs_the_kit_adapter_over_the_wire_protocol(room, capsys):
     (kit / "adapter.py").write_text(solutions.solved(starter, "resolve_unknown_resend"), encoding="utf-8")
     main(["workshop", "check", "t2", "--wire"])
     assert "code: PASS" in capsys.readouterr().out
+
+
+def test_rubric_scores_within_one_point_pass_and_two_points_off_fail():
+    r = rung("rubric")
+    key = K.expected(r)["classification"]
+    (value,) = key.accepted
+    assert key.judge(value) is None and key.judge(value - 1) is None
+    assert key.judge(value + 2) is not None or key.judge(value - 2) is not None
+
+
+def test_handoff_keys_hold_against_the_reference_evidence():
+    """Every pool run's recorded outcome is a permitted disposition, and after the handoff
+    point the reference never dispatches where dispatching is prohibited."""
+    from harness.workshop import evidence as E
+    from harness.workshop import handoff
+
+    for name, key in handoff.pool().items():
+        events = E.trace(name)
+        finish = [e for e in events if e["kind"] == "finish" and e.get("accepted")][-1]
+        assert finish["disposition"] in key["dispositions"], name
+        assert (finish["next_owner"] or "none") in key["next_owner"], name
+        point = handoff.cut(events)
+        sends = [e for e in events if e["seq"] >= point and e["lane"] == "port" and e["kind"] == "call"
+                 and e["op"] == "reserve"]
+        assert not sends or "dispatch_again" not in key["prohibited"], name
+
+
+def test_handoff_artifacts_hold_no_ground_truth(room):
+    from harness.workshop import handoff
+
+    assert main(["workshop", "handoff", "--seed", "4"]) == 0
+    kit = room / "workshop" / "handoff"
+    for label in "ABC":
+        events = [json.loads(line) for line in (kit / f"run-{label}/trace-until-handoff.jsonl").read_text().splitlines()]
+        assert not [e for e in events if e["lane"] == "remote" or e.get("delivered") is False]
+        assert events[0]["scenario"] == f"handoff-run-{label}" and "expect" not in events[0]
+        assert json.loads((kit / f"run-{label}/checkpoint.json").read_text())["control"]["state"]
+    assert handoff.pick(4) == handoff.pick(4) and len(set(handoff.pick(4))) == 3
+
+
+def test_compare_names_where_two_reviewers_disagree(room, capsys):
+    from harness.workshop import handoff
+
+    a = handoff.model_plan(2, "ana")
+    b = handoff.model_plan(2, "ben")
+    b["runs"]["A"]["disposition"] = "WAITING_OPERATOR"
+    b["runs"]["C"]["actions"] = [*b["runs"]["C"]["actions"], "escalate_to_operator"]
+    (room / "a.yaml").write_text(yaml.safe_dump(a))
+    (room / "b.yaml").write_text(yaml.safe_dump(b))
+    assert main(["workshop", "compare", "a.yaml", "b.yaml"]) == 1
+    out = capsys.readouterr().out
+    assert "2 disagreement(s)" in out and "only ben: escalate_to_operator" in out
+    assert main(["workshop", "compare", "a.yaml", "a.yaml"]) == 0
+    c = handoff.model_plan(3)
+    (room / "c.yaml").write_text(yaml.safe_dump(c))
+    assert main(["workshop", "compare", "a.yaml", "c.yaml"]) == 3
+
+
+def test_weak_service_table_is_measured_and_names_the_unsafe_design(room, capsys):
+    main(["workshop", "start", "weak-service"])
+    _fill(room / "workshop/weak-service", "weak-service",
+          {"as_is": "store_and_retry", "human_proposal": "reconcile_or_escalate",
+           "service_command": "reconcile_or_escalate", "outbox_ack": "escalate_every_ambiguity",
+           "not_sufficient": "store_and_retry", "no_ambiguity": ["human_proposal", "service_command"]}, {})
+    capsys.readouterr()
+    assert main(["workshop", "check", "weak-service"]) == 1
+    out = capsys.readouterr().out
+    assert "wrong  as_is" in out
+    row = next(line for line in out.splitlines() if line.startswith("as_is | store_and_retry"))
+    assert "no: EFF-01" in row and "| 2 |" in row

@@ -43,12 +43,18 @@ def add_workshop_parser(sub, epilog: str) -> None:
     r.add_argument("rung", metavar="RUNG")
     k = ws.add_parser("class", help="aggregate the progress files of a room of learners")
     k.add_argument("folder", metavar="DIR")
+    h = ws.add_parser("handoff", help="the handoff rehearsal: three runs, durable artifacts only")
+    h.add_argument("--seed", type=int, default=1, metavar="N", help="which three runs (default 1)")
+    h.add_argument("--dir", metavar="DIR", help="where to write the artifacts (default: workshop/handoff)")
+    m = ws.add_parser("compare", help="two reviewers' handoff plans side by side, with every disagreement")
+    m.add_argument("a", metavar="PLAN_A", help="a plan.yaml (or the folder holding it)")
+    m.add_argument("b", metavar="PLAN_B")
 
 
 def run(args) -> int:
     here = Path.cwd()
-    return {"list": _list, "start": _start, "check": _check, "reveal": _reveal,
-            "class": _class}[args.workshop_command](args, here)
+    return {"list": _list, "start": _start, "check": _check, "reveal": _reveal, "class": _class,
+            "handoff": _handoff, "compare": _compare}[args.workshop_command](args, here)
 
 
 def _list(args, here: Path) -> int:
@@ -70,7 +76,12 @@ def _kit_dir(data: dict, rung_id: str, here: Path) -> Path:
 def _start(args, here: Path) -> int:
     r = get_rung(args.rung)
     folder = Path(args.dir) if args.dir else Path("workshop") / r.id
-    files = kit.write(r, here / folder)
+    if r.kind == "handoff":
+        from . import handoff
+        files = handoff.write(here / folder, getattr(args, "seed", 1))
+        (here / folder / "task.md").write_text(kit.task_markdown(r, files + ["task.md"]), encoding="utf-8")
+    else:
+        files = kit.write(r, here / folder)
     data = progress.load(here)
     e = progress.entry(data, r.id)
     e["kit"] = os.path.relpath(here / folder, here)
@@ -119,21 +130,36 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
 
 def _check(args, here: Path) -> int:
     r = get_rung(args.rung)
+    if args.wire and not r.starter:
+        raise UsageError(f"--wire: rung {r.id} has no adapter to run (the code rungs: "
+                         f"{', '.join(x.id for x in rungs() if x.starter)})")
+    if args.adapter and not (r.starter or r.kind in ("designs", "rubric")):
+        raise UsageError(f"--adapter: rung {r.id} grades a worksheet, not an adapter")
     data = progress.load(here)
     kit_dir = _kit_dir(data, r.id, here)
     lines, passed = [], True
-    if r.starter or args.adapter:
+    if r.starter:
         ok, out = grade_code(r, kit_dir, wire=args.wire, adapter=args.adapter)
+        passed &= ok
+        lines += out
+    if r.kind == "handoff":
+        from . import handoff
+        ok, out = _grade_handoff(handoff.read_plan(kit_dir / handoff.PLAN))
         passed &= ok
         lines += out
     if r.questions or r.kind == "table":
         answers, table = G.read(kit_dir / G.WORKSHEET, r)
-        g = G.grade(r, answers, table)
+        override = None
+        if r.kind == "rubric" and args.adapter:
+            from .rubric import measured
+            override = {q.id: measured(q.id, args.adapter) for q in r.questions}
+        g = G.grade(r, answers, table, override)
         passed &= g.ok
         lines.append(f"worksheet: {len(g.passed)} right, {len(g.wrong)} wrong, {len(g.blank)} blank")
         lines += [f"  wrong  {w}" for w in g.wrong]
         if g.blank:
             lines.append(f"  blank  {', '.join(g.blank)}")
+        lines += _measured(r, answers, args.adapter)
     progress.record_attempt(data, r.id, passed)
     e = progress.entry(data, r.id)
     if args.hint:
@@ -147,6 +173,44 @@ def _check(args, here: Path) -> int:
     print("\n".join(lines))
     print(f"rung {r.id}: {'PASSED' if passed else 'not yet'}")
     return 0 if passed else 1
+
+
+def _measured(r, answers: dict, adapter: str | None) -> list[str]:
+    """The measured comparison a designs or rubric rung prints after grading."""
+    if r.kind == "designs":
+        from . import weak
+        rows = [(answers[p], weak.measure(p, weak.DESIGNS[answers[p]])) for p in weak.PROFILES if answers.get(p)]
+        if adapter:
+            from ..drivers import load_adapter
+            spec = load_adapter(adapter)
+            rows += [("your adapter", weak.measure(p, spec)) for p in weak.PROFILES]
+        return ["", "comparison (measured from the runs):", weak.table(rows)] if rows else []
+    if r.kind == "rubric":
+        from . import rubric
+        return ["", rubric.comparison(answers, adapter)]
+    return []
+
+
+def _grade_handoff(plan: dict) -> tuple[bool, list[str]]:
+    from . import handoff
+
+    passed, wrong = handoff.grade(plan)
+    return not wrong, [f"plan: {len(passed)} of 3 runs recovered within what the evidence permits"] + [
+        f"  wrong  {w}" for w in wrong]
+
+
+def _handoff(args, here: Path) -> int:
+    args.rung = "handoff"
+    return _start(args, here)
+
+
+def _compare(args, here: Path) -> int:
+    from . import handoff
+
+    a, b = handoff.read_plan(Path(args.a)), handoff.read_plan(Path(args.b))
+    lines, disagreements = handoff.compare(a, b, a.get("reviewer") or "A", b.get("reviewer") or "B")
+    print("\n".join(lines))
+    return 0 if disagreements == 0 else 1
 
 
 def _reveal(args, here: Path) -> int:
@@ -163,6 +227,23 @@ def _reveal(args, here: Path) -> int:
     model = G.model_answers(r)
     for qid, value in model["answers"].items():
         print(f"  {qid}: {value}")
+    if r.kind == "rubric":
+        from ..cli import format_scorecard
+        from . import rubric
+        print("\ncrashlab's score of exhibit R:\n")
+        print(format_scorecard(rubric.card()))
+    if r.kind == "designs":
+        from . import weak
+        print("\nevery design on every profile (measured):\n")
+        print(weak.table([(d, weak.measure(p, s)) for p in weak.PROFILES for d, s in weak.DESIGNS.items()]))
+    if r.kind == "handoff":
+        from . import handoff
+        plan = handoff.read_plan(kit_dir / handoff.PLAN)
+        for label, name in zip("ABC", handoff.pick(plan["seed"])):
+            key = handoff.pool()[name]
+            print(f"  run {label} ({name}): dispositions {', '.join(key['dispositions'])}; "
+                  f"required {' and '.join('/'.join(g) for g in key['required'])}; "
+                  f"prohibited {', '.join(key['prohibited'])}; next owner {' or '.join(key['next_owner'])}")
     for row, cells in model["table"].items():
         print(f"  {row}: " + ", ".join(f"{c}={v}" for c, v in cells.items()))
     if r.starter:

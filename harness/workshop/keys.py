@@ -33,6 +33,9 @@ class Expected:
         """None when right, else which part is wrong (never the right value)."""
         if self.mode == "one_of":
             return None if answer in self.accepted else "is not right"
+        if self.mode == "near":   # within one point of the measured value
+            (value,) = self.accepted
+            return None if abs(answer - value) <= 1 else "differs from crashlab's by more than one point"
         got = set(answer or ())
         if self.mode == "exact":
             if got - self.accepted:
@@ -203,7 +206,23 @@ def _mismatch_rows(events, spec, keys, rung=None):
     return Expected(mode="exact", accepted=frozenset(rows), shown=rows)
 
 
-DERIVE = {"revalidated": _revalidated, "same_key": _same_key, "read_of": _read_of,
+def _safe_designs(events, spec, keys):
+    from .weak import safe_designs
+    return safe_designs(spec["profile"])
+
+
+def _unambiguous_options(events, spec, keys):
+    from .weak import unambiguous_options
+    return unambiguous_options()
+
+
+def _rubric(events, spec, keys):
+    from .rubric import measured
+    return measured(spec["category"])
+
+
+DERIVE = {"safe_designs": _safe_designs, "unambiguous_options": _unambiguous_options, "rubric": _rubric,
+          "revalidated": _revalidated, "same_key": _same_key, "read_of": _read_of,
           "compatibility": _compatibility, "later_duplicates": _later_duplicates,
           "mismatch_rows": _mismatch_rows}
 
@@ -246,7 +265,7 @@ def expected(rung: Rung) -> dict[str, Any]:
         from .exhibits import expected as exhibit_keys
         return exhibit_keys()
     spec = _answers()[rung.id]
-    events_by = traces(rung)
+    events_by = traces(rung) if rung.scenarios else {"A": []}
     keys: dict[str, Any] = {}
     for qid, qspec in spec.items():
         if qid == "table":

@@ -44,6 +44,10 @@ def evidence_sets(rung: Rung) -> list[tuple[str, list[dict]]]:
     """(label, sanitized events) for every trace the rung is read from."""
     if rung.kind == "exhibits":
         return [(label, exhibits.kit_trace(label)) for label in exhibits.EXHIBITS]
+    if rung.kind == "rubric":
+        from . import rubric
+        return [(f"R-{name.split('-')[0]}" if name.startswith("t") else f"R-{name}", events)
+                for name, events in rubric.traces()]
     return [(TRACE_LABELS[i], E.sanitize(E.trace(name, keys.REFERENCE))) for i, name in enumerate(rung.scenarios)]
 
 
@@ -81,6 +85,9 @@ def vocab_markdown(rung: Rung) -> str:
         lines.append(f"- **{name}**: " + ", ".join(f"`{v}`" for v in values))
     if rung.kind == "exhibits":
         lines += ["", "## Invariants (the rules an exhibit may break)", "", exhibits.rules_markdown()]
+    if rung.kind == "rubric":
+        from ..checks.docs import rubric_markdown
+        lines += ["", rubric_markdown()]
     return "\n".join(lines) + "\n"
 
 
@@ -121,7 +128,7 @@ def write(rung: Rung, folder: Path) -> list[str]:
     sets = evidence_sets(rung)
     for label, events in sets:
         suffix = "" if len(sets) == 1 and rung.kind != "exhibits" else f"-{label}"
-        prefix = "exhibit" if rung.kind == "exhibits" else "trace"
+        prefix = "exhibit" if rung.kind in ("exhibits", "rubric") else "trace"
         write_jsonl(events, folder / f"{prefix}{suffix}.jsonl")
         files.append(f"{prefix}{suffix}.jsonl")
         text = E.listing(events)

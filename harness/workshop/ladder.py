@@ -23,6 +23,7 @@ class Question:
     type: str
     prompt: str
     vocab: tuple = ()
+    max: int | None = None
 
     def __post_init__(self) -> None:
         if self.type not in TYPES:
@@ -40,7 +41,7 @@ class Row:
 class Rung:
     id: str
     title: str
-    kind: str                     # trace | table | exhibits | designs | handoff | rubric
+    kind: str                     # trace | table | exhibits | handoff | designs | rubric
     chapter: str
     question: str
     scenario: str | None = None
@@ -59,7 +60,7 @@ class Rung:
 
     @property
     def graded_by_worksheet(self) -> bool:
-        return self.kind in ("trace", "table")
+        return self.kind in ("trace", "table", "designs", "rubric")
 
 
 @functools.cache
@@ -82,7 +83,7 @@ def rungs() -> tuple[Rung, ...]:
     out = []
     for raw in _doc()["rungs"]:
         questions = tuple(Question(id=q["id"], type=q["type"], prompt=q["prompt"],
-                                   vocab=vocab(q["vocab"]) if "vocab" in q else ())
+                                   vocab=vocab(q["vocab"]) if "vocab" in q else (), max=q.get("max"))
                           for q in raw.get("questions", ()))
         rows = tuple(Row(id=r["id"], at=dict(r["at"]), label=r["label"]) for r in raw.get("rows", ()))
         out.append(Rung(id=raw["id"], title=raw["title"], kind=raw["kind"], chapter=" ".join(raw["chapter"].split()),
