@@ -121,9 +121,10 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
                             f"{kit_dir.resolve()}")
     else:
         spec = _load_kit_adapter(kit_dir / "adapter.py")
-    _, verdict = run_one(E.scenario_of(r.scenario), spec)
+    scenario = r.code_scenario or r.scenario
+    _, verdict = run_one(E.scenario_of(scenario), spec)
     if verdict.verdict == "pass":
-        return True, [f"code: PASS ({r.scenario}, disposition {verdict.disposition})"]
+        return True, [f"code: PASS ({scenario}, disposition {verdict.disposition})"]
     text = failure_message(verdict).replace(spec.text, "your adapter")
     return False, ["code: FAIL"] + ["  " + line for line in text.splitlines()]
 

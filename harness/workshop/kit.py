@@ -137,6 +137,8 @@ def write(rung: Rung, folder: Path) -> list[str]:
     for i, name in enumerate(rung.scenarios):
         suffix = "" if len(rung.scenarios) == 1 else f"-{TRACE_LABELS[i]}"
         put(f"scenario{suffix}.yaml", scenario_text(name))
+    if rung.code_scenario:
+        put("code-scenario.yaml", scenario_text(rung.code_scenario))
     worksheet = ""
     if rung.questions or rung.kind == "table":
         rows = table_rows(rung)

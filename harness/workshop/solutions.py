@@ -32,6 +32,14 @@ SOLUTIONS = {
         return "CANCELLED_EFFECT_REMAINS" if cancelled else "SUCCEEDED"
     return "CANCELLED_EFFECT_UNKNOWN" if cancelled else "FAILED_EFFECT_UNKNOWN"
 ''',
+    "replay_disposition": '''def replay_disposition(recorded_state: str, recorded_effects: list) -> str:
+    """The terminal record and the CONFIRMED ledger entry are the result: replay them."""
+    return recorded_state
+''',
+    "dedup_key": '''def dedup_key(delivery: dict) -> str:
+    """The producer's event identity: every redelivery of one event carries the same id."""
+    return delivery["event_id"]
+''',
 }
 SOLUTIONS["resolve_unknown_confirm"] = SOLUTIONS["resolve_unknown_resend"]
 
