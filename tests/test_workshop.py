@@ -124,6 +124,9 @@ def _forbidden(r) -> list[str]:
                 if line.strip() and not line.strip().startswith(('"""', "def ", "async def "))
                 and not line.strip().endswith('"""') and '"""' not in line]
         out.append(" ".join(code))   # the corrected decision's body
+    if r.wire_starter:
+        code = [line.strip() for line in solutions.SOLUTIONS[r.wire_starter].splitlines()[2:] if line.strip()]
+        out.append(" ".join(code))
     for qid, value in G.model_answers(r)["answers"].items():
         out.append(f"{qid}: {value}")
     return out
@@ -282,14 +285,29 @@ def test_the_wheel_ships_the_workshop_data(tmp_path):
         assert name in names
 
 
-def test_check_wire_runs_the_kit_adapter_over_the_wire_protocol(room, capsys):
-    main(["workshop", "start", "t2"])
-    kit = room / "workshop" / "t2"
-    assert main(["workshop", "check", "t2", "--wire"]) == 1
+@pytest.mark.parametrize("rung_id", [r.id for r in rungs() if r.wire_starter])
+def test_the_standalone_wire_starter_fails_as_given_and_passes_once_fixed(room, rung_id, capsys):
+    r = rung(rung_id)
+    main(["workshop", "start", rung_id])
+    kit = room / "workshop" / rung_id
+    capsys.readouterr()
+    assert main(["workshop", "check", rung_id, "--wire"]) == 1
+    out = capsys.readouterr().out
+    assert "code: FAIL" in out and "wire_adapter.py" not in out   # the adapter is named "your adapter"
+    starter = (kit / "wire_adapter.py").read_text(encoding="utf-8")
+    (kit / "wire_adapter.py").write_text(solutions.solved(starter, r.wire_starter), encoding="utf-8")
+    main(["workshop", "check", rung_id, "--wire"])
+    assert "code: PASS" in capsys.readouterr().out
+
+
+def test_check_wire_runs_a_python_kit_adapter_through_the_wire_shim(room, capsys):
+    main(["workshop", "start", "t1"])
+    kit = room / "workshop" / "t1"
+    assert main(["workshop", "check", "t1", "--wire"]) == 1
     assert "code: FAIL" in capsys.readouterr().out
     starter = (kit / "adapter.py").read_text(encoding="utf-8")
-    (kit / "adapter.py").write_text(solutions.solved(starter, "resolve_unknown_resend"), encoding="utf-8")
-    main(["workshop", "check", "t2", "--wire"])
+    (kit / "adapter.py").write_text(solutions.solved(starter, "request_key"), encoding="utf-8")
+    main(["workshop", "check", "t1", "--wire"])
     assert "code: PASS" in capsys.readouterr().out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -36,7 +37,8 @@ def add_workshop_parser(sub, epilog: str) -> None:
     c.add_argument("rung", metavar="RUNG")
     c.add_argument("--hint", action="store_true", help="also show the next hint")
     c.add_argument("--wire", action="store_true",
-                   help="run the kit's adapter.py as a subprocess over the wire protocol")
+                   help="grade over the wire protocol: the kit's wire_adapter.py where the rung has one, "
+                        "else its adapter.py as a subprocess")
     c.add_argument("--adapter", metavar="SPEC", help="grade this adapter instead of the kit's adapter.py "
                                                      "(module:attribute or exec:COMMAND)")
     r = ws.add_parser("reveal", help="the model answer, the teaching card and the figure (after an attempt)")
@@ -115,10 +117,12 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
 
     if adapter:
         spec = load_adapter(adapter)
+    elif wire and (kit_dir / "wire_adapter.py").exists():
+        spec = load_adapter(f"exec:{shlex.quote(sys.executable)} {shlex.quote(str(kit_dir.resolve() / 'wire_adapter.py'))}")
     elif wire:
-        spec = load_adapter(f"exec:{sys.executable} -c \"import sys; sys.path.insert(0, sys.argv[1]); "
+        spec = load_adapter(f"exec:{shlex.quote(sys.executable)} -c \"import sys; sys.path.insert(0, sys.argv[1]); "
                             f"from harness.wire import serve; sys.exit(serve('adapter:Adapter'))\" "
-                            f"{kit_dir.resolve()}")
+                            f"{shlex.quote(str(kit_dir.resolve()))}")
     else:
         spec = _load_kit_adapter(kit_dir / "adapter.py")
     scenario = r.code_scenario or r.scenario

@@ -61,8 +61,11 @@ def task_markdown(rung: Rung, files: list[str]) -> str:
     lines = [f"# Rung {rung.id}: {rung.title}", "", "## The chapter", "", f"> {rung.chapter}", "",
              "## Your task", "", rung.question, ""]
     if rung.code_task:
-        lines += ["### Code", "", rung.code_task, "",
-                  "Run it over the wire protocol instead (any language; docs/protocol.md):", "",
+        wire = ("`wire_adapter.py` is the same exercise as a standalone program speaking the wire protocol "
+                "(standard-library Python, easy to port to any language; docs/protocol.md); fix its "
+                "`resolve_unknown` and check it with" if rung.wire_starter else
+                "Run your `adapter.py` as a subprocess over the wire protocol (docs/protocol.md) with")
+        lines += ["### Code", "", rung.code_task, "", wire, "",
                   f"    crashlab workshop check {rung.id} --wire", "",
                   "or grade your own adapter in any language on this rung's scenario:", "",
                   f"    crashlab workshop check {rung.id} --adapter \"exec:node my-adapter.js\"", ""]
@@ -150,6 +153,8 @@ def write(rung: Rung, folder: Path) -> list[str]:
     if rung.starter:
         starter = (STARTERS / f"{rung.starter}.py").read_text(encoding="utf-8")
         put("adapter.py", starter, keep=True)
+    if rung.wire_starter:
+        put("wire_adapter.py", (STARTERS / f"{rung.wire_starter}.py").read_text(encoding="utf-8"), keep=True)
     put("handout.html", handout_html(rung, listings, worksheet, starter))
     files.append("task.md")
     (folder / "task.md").write_text(task_markdown(rung, files), encoding="utf-8")

@@ -47,6 +47,7 @@ class Rung:
     scenario: str | None = None
     extra_scenarios: tuple[str, ...] = ()
     starter: str | None = None
+    wire_starter: str | None = None       # a standalone wire-protocol variant of the starter
     code_scenario: str | None = None      # the scenario the code is graded on (default: scenario)
     code_task: str | None = None
     questions: tuple[Question, ...] = ()
@@ -90,7 +91,7 @@ def rungs() -> tuple[Rung, ...]:
         out.append(Rung(id=raw["id"], title=raw["title"], kind=raw["kind"], chapter=" ".join(raw["chapter"].split()),
                         question=raw["question"], scenario=raw.get("scenario"),
                         extra_scenarios=tuple(raw.get("extra_scenarios", ())), starter=raw.get("starter"),
-                        code_scenario=raw.get("code_scenario"),
+                        code_scenario=raw.get("code_scenario"), wire_starter=raw.get("wire_starter"),
                         code_task=" ".join(raw["code_task"].split()) if raw.get("code_task") else None,
                         questions=questions, hints=tuple(raw.get("hints", ())), rows=rows,
                         rows_from=raw.get("rows_from"), columns=dict(raw.get("columns", {}))))

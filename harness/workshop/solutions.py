@@ -40,7 +40,18 @@ SOLUTIONS = {
     """The producer's event identity: every redelivery of one event carries the same id."""
     return delivery["event_id"]
 ''',
+    "wire_resend": '''def resolve_unknown(run, entry):
+    """Read the service by key; confirm only a matching record; otherwise escalate: never resend."""
+    try:
+        record = lookup(run, entry)
+    except PortError as error:
+        return escalate(run, entry, f"lookup: {error.code}")
+    if record is None:
+        return escalate(run, entry, "lookup: absent")
+    confirm(run, entry, record, "reservation.lookup(key)")
+''',
 }
+SOLUTIONS["wire_confirm"] = SOLUTIONS["wire_resend"]
 SOLUTIONS["resolve_unknown_confirm"] = SOLUTIONS["resolve_unknown_resend"]
 
 PLUMBING = "# ----------------------------------------------------------------- plumbing"
