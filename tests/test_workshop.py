@@ -379,3 +379,21 @@ def test_weak_service_table_is_measured_and_names_the_unsafe_design(room, capsys
     assert "wrong  as_is" in out
     row = next(line for line in out.splitlines() if line.startswith("as_is | store_and_retry"))
     assert "no: EFF-01" in row and "| 2 |" in row
+
+
+def test_start_again_keeps_the_learners_work(room, capsys):
+    main(["workshop", "start", "t2"])
+    kit = room / "workshop" / "t2"
+    (kit / "adapter.py").write_text("# mine\n")
+    (kit / "worksheet.yaml").write_text("rung: t2\nanswers: {dispatches: 1}\n")
+    assert main(["workshop", "start", "t2"]) == 0
+    assert (kit / "adapter.py").read_text() == "# mine\n"
+    assert "dispatches: 1" in (kit / "worksheet.yaml").read_text()
+
+
+def test_a_handoff_folder_keeps_one_seed(room, capsys):
+    assert main(["workshop", "handoff", "--seed", "5"]) == 0
+    assert main(["workshop", "handoff", "--seed", "5"]) == 0
+    assert main(["workshop", "handoff", "--seed", "6"]) == 3
+    assert "seed 5" in capsys.readouterr().err
+    assert main(["workshop", "handoff", "--seed", "6", "--dir", "other"]) == 0

@@ -46,7 +46,7 @@ def columns(rung: Rung) -> dict[str, tuple]:
 def blank(rung: Rung, rows: list[tuple[str, int, str]]) -> str:
     lines = ["# yaml-language-server: $schema=worksheet.schema.json",
              f"# Worksheet for rung {rung.id}: {rung.title}. Replace every ~ with your answer;",
-             "# event answers are sequence numbers (#) from listing.txt, the others come from vocab.md.",
+             "# event answers are sequence numbers (#) from the listing, the others come from vocab.md.",
              f"rung: {rung.id}", "answers:"]
     for q in rung.questions:
         if q.type == "table":
@@ -57,6 +57,7 @@ def blank(rung: Rung, rows: list[tuple[str, int, str]]) -> str:
         lines.append(f"  {q.id}: ~")
     if rows:
         cols = columns(rung)
+        lines.append("# columns: " + "; ".join(f"{c} from {rung.columns[c]}" for c in cols))
         lines.append("table:")
         for row_id, seq, label in rows:
             lines.append(f"  # {label} (event #{seq})")

@@ -138,6 +138,11 @@ def plan_schema() -> dict:
 
 
 def write(folder: Path, seed: int) -> list[str]:
+    if (folder / PLAN).exists():
+        existing = read_plan(folder / PLAN)
+        if existing["seed"] != seed:
+            raise UsageError(f"{folder / PLAN}: this folder holds a plan for seed {existing['seed']}; "
+                             f"give another --dir for seed {seed}")
     folder.mkdir(parents=True, exist_ok=True)
     files = []
     for label, name in zip(TRACE_LABELS, pick(seed)):

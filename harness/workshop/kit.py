@@ -75,6 +75,11 @@ def task_markdown(rung: Rung, files: list[str]) -> str:
                   "by their sequence number (`#`) in the listing; take every other value from `vocab.md`.", ""]
         lines += [f"- `{q.id}`: {q.prompt}" for q in rung.questions if q.type != "table"]
         lines.append("")
+    if rung.columns:
+        lines += ["### Table", "", "One row per anchored event (the worksheet names each row's event); the "
+                  "columns, each from its vocabulary in `vocab.md`:", ""]
+        lines += [f"- `{column}` (vocabulary `{name}`)" for column, name in rung.columns.items()]
+        lines.append("")
     lines += ["## Check, hint, reveal", "", f"    crashlab workshop check {rung.id}          # grade",
               f"    crashlab workshop check {rung.id} --hint   # one more hint",
               f"    crashlab workshop reveal {rung.id}         # the model answer (after an attempt)", "",
