@@ -275,19 +275,24 @@ def _reveal(args, here: Path) -> int:
 
 
 def _figure(r, kit_dir: Path) -> str | None:
-    if not r.scenario:
+    """The annotated timeline figure(s): the rung's trace, or each exhibit with its violations."""
+    from ..report.figure import render_figure
+
+    if r.kind == "exhibits":
+        from . import exhibits
+        jobs = [(f"reveal-figure-{label}", exhibits.trace(label),
+                 E.verdict(scenario, exhibits.adapter_of(label)))
+                for label, (_, scenario) in exhibits.EXHIBITS.items()]
+    elif r.scenario:
+        jobs = [("reveal-figure", E.trace(r.scenario), E.verdict(r.scenario))]
+    else:
         return None
     try:
-        from ..report.figure import render_figure
-    except ImportError:
-        return None
-    try:
-        events = E.trace(r.scenario)
-        png, _ = render_figure(events, E.verdict(r.scenario), kit_dir / "reveal-figure")
+        written = [render_figure(events, verdict, kit_dir / name)[0] for name, events, verdict in jobs]
     except ImportError:
         print("(the annotated figure needs the report extra: pip install 'crashlab[report]')")
         return None
-    return str(png)
+    return ", ".join(str(p) for p in written)
 
 
 def _class(args, here: Path) -> int:
