@@ -64,12 +64,12 @@ def class_table(folder: Path) -> str:
         data = load(f.parent)
         learners.append((str(f.parent.relative_to(folder)) if f.parent != Path(folder) else data["learner"], data))
     width = max(len(n) for n, _ in learners + [("learner", None)])
-    lines = [f"{'learner':<{width}}  " + " ".join(f"{i:>9}" for i in ids) + "  passed"]
+    lines = [f"{'learner':<{width}}  " + " ".join(ids) + "  passed"]
     for name, data in learners:
-        cells = [f"{mark[status(data, i)]:>9}" for i in ids]
+        cells = [f"{mark[status(data, i)]:>{len(i)}}" for i in ids]
         passed = sum(status(data, i) == "passed" for i in ids)
         lines.append(f"{name:<{width}}  " + " ".join(cells) + f"  {passed}/{len(ids)}")
-    totals = [sum(status(d, i) == "passed" for _, d in learners) for i in ids]
-    lines.append(f"{'passed':<{width}}  " + " ".join(f"{t:>9}" for t in totals))
+    totals = [f"{sum(status(d, i) == 'passed' for _, d in learners):>{len(i)}}" for i in ids]
+    lines.append(f"{'passed':<{width}}  " + " ".join(totals))
     lines.append("P passed, x attempted, s started, . not started")
     return "\n".join(lines)
