@@ -284,7 +284,8 @@ def test_the_wheel_ships_the_workshop_data(tmp_path):
     [whl] = tmp_path.glob("crashlab-*.whl")
     names = zipfile.ZipFile(whl).namelist()
     for name in ("harness/workshop/data/rungs.yaml", "harness/workshop/data/answers.yaml",
-                 "harness/workshop/data/starters/request_key.py", "harness/workshop/cli.py"):
+                 "harness/workshop/data/starters/request_key.py", "harness/workshop/data/starters/wire_resend.py",
+                 "harness/workshop/data/scenarios/weak-outbox-ack.yaml", "harness/workshop/cli.py"):
         assert name in names
 
 
