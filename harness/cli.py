@@ -165,6 +165,9 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--seed", type=_seed, default=0, metavar="N", help="hypothesis seed (default 0)")
     ex.add_argument("--base", action="append", metavar="ID", help="base scenario(s) to mutate (default: all)")
     ex.add_argument("--save", metavar="PATH", help="write the shrunk failing scenario YAML here")
+
+    from .workshop.cli import add_workshop_parser
+    add_workshop_parser(sub, EXIT_CODES_HELP)
     return p
 
 
@@ -438,6 +441,12 @@ def _cmd_list(args) -> int:
     return 0
 
 
+def _cmd_workshop(args) -> int:
+    from .workshop.cli import run
+
+    return run(args)
+
+
 def _cmd_explore(args) -> int:
     import shlex
 
@@ -461,7 +470,7 @@ def _cmd_explore(args) -> int:
 
 COMMANDS = {"run": _cmd_run, "conformance": _cmd_conformance, "sweep": _cmd_sweep, "merge": _cmd_merge,
             "check": _cmd_check, "replay": _cmd_replay, "report": _cmd_report, "list": _cmd_list,
-            "explore": _cmd_explore}
+            "explore": _cmd_explore, "workshop": _cmd_workshop}
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -887,6 +887,13 @@ def _parse(text: str, file: str | None) -> Any:
             loader.dispose()
 
 
+def parse_yaml(text: str, *, file: str | None = None) -> Any:
+    """Any YAML document crashlab reads from a user (scenarios, worksheets, plans): safe (no
+    objects), bounded (size, depth, alias expansion), with line numbers kept (``_line``);
+    InvalidScenario names the file and line of anything malformed."""
+    return _parse(text, file)
+
+
 def load_text(text: str, *, file: str | None = None) -> Scenario:
     return from_dict(_parse(text, file), file=file)
 

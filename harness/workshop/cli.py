@@ -1,0 +1,300 @@
+"""``crashlab workshop``: list, start, check (--hint), reveal, class.
+
+Exit codes follow crashlab's: 0 pass, 1 fail (a wrong or incomplete answer), 3 usage error.
+The progress file lives in the working folder (the current directory).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from ..errors import UsageError
+from . import evidence as E
+from . import grade as G
+from . import kit, progress
+from .ladder import rung as get_rung
+from .ladder import rungs
+
+HELP = "the failure-injection workshop as a graded ladder (list, start, check, reveal, class)"
+
+
+def add_workshop_parser(sub, epilog: str) -> None:
+    import argparse
+
+    w = sub.add_parser("workshop", help=HELP, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="The AR-08 failure-injection workshop as a ladder of rungs, each graded "
+                                   "from its trace's own evidence (docs/workshop.md).")
+    ws = w.add_subparsers(dest="workshop_command", metavar="STEP", parser_class=type(w))
+    ws.required = True
+    ws.add_parser("list", help="the rungs in order with your status")
+    s = ws.add_parser("start", help="write a rung's kit (task, scenario, evidence, worksheet, adapter)")
+    s.add_argument("rung", metavar="RUNG")
+    s.add_argument("--dir", metavar="DIR", help="where to write the kit (default: workshop/RUNG)")
+    c = ws.add_parser("check", help="grade a rung: what passed, what did not")
+    c.add_argument("rung", metavar="RUNG")
+    c.add_argument("--hint", action="store_true", help="also show the next hint")
+    c.add_argument("--wire", action="store_true",
+                   help="grade over the wire protocol: the kit's wire_adapter.py where the rung has one, "
+                        "else its adapter.py as a subprocess")
+    c.add_argument("--adapter", metavar="SPEC", help="grade this adapter instead of the kit's adapter.py "
+                                                     "(module:attribute or exec:COMMAND)")
+    r = ws.add_parser("reveal", help="the model answer, the teaching card and the figure (after an attempt)")
+    r.add_argument("rung", metavar="RUNG")
+    k = ws.add_parser("class", help="aggregate the progress files of a room of learners")
+    k.add_argument("folder", metavar="DIR")
+    h = ws.add_parser("handoff", help="the handoff rehearsal: three runs, durable artifacts only")
+    h.add_argument("--seed", type=int, default=1, metavar="N", help="which three runs (default 1)")
+    h.add_argument("--dir", metavar="DIR", help="where to write the artifacts (default: workshop/handoff)")
+    m = ws.add_parser("compare", help="two reviewers' handoff plans side by side, with every disagreement")
+    m.add_argument("a", metavar="PLAN_A", help="a plan.yaml (or the folder holding it)")
+    m.add_argument("b", metavar="PLAN_B")
+
+
+def run(args) -> int:
+    here = Path.cwd()
+    return {"list": _list, "start": _start, "check": _check, "reveal": _reveal, "class": _class,
+            "handoff": _handoff, "compare": _compare}[args.workshop_command](args, here)
+
+
+def _list(args, here: Path) -> int:
+    data = progress.load(here)
+    for i, r in enumerate(rungs(), 1):
+        st = progress.status(data, r.id)
+        print(f"{i:>2}. {r.id:<10} {st:<12} {r.title}")
+    print(f"\nstart one: crashlab workshop start {next((r.id for r in rungs() if progress.status(data, r.id) != 'passed'), rungs()[0].id)}")
+    return 0
+
+
+def _kit_dir(data: dict, rung_id: str, here: Path) -> Path:
+    kit_dir = data["rungs"].get(rung_id, {}).get("kit")
+    if not kit_dir:
+        raise UsageError(f"rung {rung_id} has no kit in {here}; run `crashlab workshop start {rung_id}` first")
+    return here / kit_dir
+
+
+def _start(args, here: Path) -> int:
+    r = get_rung(args.rung)
+    folder = Path(args.dir) if args.dir else Path("workshop") / r.id
+    if r.kind == "handoff":
+        from . import handoff
+        files = handoff.write(here / folder, getattr(args, "seed", 1))
+        (here / folder / "task.md").write_text(kit.task_markdown(r, files + ["task.md"]), encoding="utf-8")
+    else:
+        files = kit.write(r, here / folder)
+    data = progress.load(here)
+    e = progress.entry(data, r.id)
+    e["kit"] = os.path.relpath(here / folder, here)
+    progress.save(here, data)
+    print(f"rung {r.id}: {r.title}\nkit: {folder}/ ({', '.join(files)})")
+    print(f"read {folder}/task.md, then: crashlab workshop check {r.id}")
+    return 0
+
+
+def _load_kit_adapter(path: Path):
+    from ..drivers import AdapterSpec
+
+    if not path.exists():
+        raise UsageError(f"{path}: no adapter here; run `crashlab workshop start` again to restore it")
+    name = f"crashlab_workshop_{abs(hash(str(path.resolve())))}_{path.stat().st_mtime_ns}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the learner's code
+        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
+    if not hasattr(module, "Adapter"):
+        raise UsageError(f"{path}: no class Adapter (keep the plumbing section at the end of the file)")
+    return AdapterSpec(text=f"workshop:{path.name}", kind="python", factory=module.Adapter)
+
+
+def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None):
+    """Run the rung's scenario with the learner's adapter; -> (passed, lines)."""
+    from ..conformance import failure_message, run_one
+    from ..drivers import load_adapter
+
+    if adapter:
+        spec = load_adapter(adapter)
+    elif wire and (kit_dir / "wire_adapter.py").exists():
+        spec = load_adapter(f"exec:{shlex.quote(sys.executable)} {shlex.quote(str(kit_dir.resolve() / 'wire_adapter.py'))}")
+    elif wire:
+        spec = load_adapter(f"exec:{shlex.quote(sys.executable)} -c \"import sys; sys.path.insert(0, sys.argv[1]); "
+                            f"from harness.wire import serve; sys.exit(serve('adapter:Adapter'))\" "
+                            f"{shlex.quote(str(kit_dir.resolve()))}")
+    else:
+        spec = _load_kit_adapter(kit_dir / "adapter.py")
+    scenario = r.code_scenario or r.scenario
+    _, verdict = run_one(E.scenario_of(scenario), spec)
+    if verdict.verdict == "pass":
+        return True, [f"code: PASS ({scenario}, disposition {verdict.disposition})"]
+    text = failure_message(verdict).replace(spec.text, "your adapter")
+    return False, ["code: FAIL"] + ["  " + line for line in text.splitlines()]
+
+
+def _check(args, here: Path) -> int:
+    r = get_rung(args.rung)
+    if args.wire and not r.starter:
+        raise UsageError(f"--wire: rung {r.id} has no adapter to run (the code rungs: "
+                         f"{', '.join(x.id for x in rungs() if x.starter)})")
+    if args.adapter and not (r.starter or r.kind in ("designs", "rubric")):
+        raise UsageError(f"--adapter: rung {r.id} grades a worksheet, not an adapter")
+    data = progress.load(here)
+    kit_dir = _kit_dir(data, r.id, here)
+    lines, passed = [], True
+    if r.starter:
+        ok, out = grade_code(r, kit_dir, wire=args.wire, adapter=args.adapter)
+        passed &= ok
+        lines += out
+    if r.kind == "handoff":
+        from . import handoff
+        ok, out = _grade_handoff(handoff.read_plan(kit_dir / handoff.PLAN))
+        passed &= ok
+        lines += out
+    if r.questions or r.kind == "table":
+        answers, table = G.read(kit_dir / G.WORKSHEET, r)
+        override = None
+        if r.kind == "rubric" and args.adapter:
+            from .rubric import measured
+            override = {q.id: measured(q.id, args.adapter) for q in r.questions}
+        g = G.grade(r, answers, table, override)
+        passed &= g.ok
+        lines.append(f"worksheet: {len(g.passed)} right, {len(g.wrong)} wrong, {len(g.blank)} blank")
+        lines += [f"  wrong  {w}" for w in g.wrong]
+        if g.blank:
+            lines.append(f"  blank  {', '.join(g.blank)}")
+        lines += _measured(r, answers, args.adapter)
+    progress.record_attempt(data, r.id, passed)
+    e = progress.entry(data, r.id)
+    if args.hint:
+        if e["hints"] < len(r.hints):
+            e["hints"] += 1
+        else:
+            lines.append("(no more hints; `crashlab workshop reveal` shows the model answer)")
+    for i in range(e["hints"]):
+        lines.append(f"hint {i + 1}/{len(r.hints)}: {r.hints[i]}")
+    progress.save(here, data)
+    print("\n".join(lines))
+    print(f"rung {r.id}: {'PASSED' if passed else 'not yet'}")
+    return 0 if passed else 1
+
+
+def _measured(r, answers: dict, adapter: str | None) -> list[str]:
+    """The measured comparison a designs or rubric rung prints after grading."""
+    if r.kind == "designs":
+        from . import weak
+        rows = [(answers[p], weak.measure(p, weak.DESIGNS[answers[p]])) for p in weak.PROFILES if answers.get(p)]
+        if adapter:
+            from ..drivers import load_adapter
+            spec = load_adapter(adapter)
+            rows += [("your adapter", weak.measure(p, spec)) for p in weak.PROFILES]
+        return ["", "comparison (measured from the runs):", weak.table(rows)] if rows else []
+    if r.kind == "rubric":
+        from . import rubric
+        return ["", rubric.comparison(answers, adapter)]
+    return []
+
+
+def _grade_handoff(plan: dict) -> tuple[bool, list[str]]:
+    from . import handoff
+
+    passed, wrong = handoff.grade(plan)
+    return not wrong, [f"plan: {len(passed)} of 3 runs recovered within what the evidence permits"] + [
+        f"  wrong  {w}" for w in wrong]
+
+
+def _handoff(args, here: Path) -> int:
+    args.rung = "handoff"
+    return _start(args, here)
+
+
+def _compare(args, here: Path) -> int:
+    from . import handoff
+
+    a, b = handoff.read_plan(Path(args.a)), handoff.read_plan(Path(args.b))
+    lines, disagreements = handoff.compare(a, b, a.get("reviewer") or "A", b.get("reviewer") or "B")
+    print("\n".join(lines))
+    return 0 if disagreements == 0 else 1
+
+
+def _reveal(args, here: Path) -> int:
+    from . import solutions
+    from .exhibits import EXHIBITS
+
+    r = get_rung(args.rung)
+    data = progress.load(here)
+    e = data["rungs"].get(r.id, {})
+    if e.get("attempts", 0) < 1:
+        raise UsageError(f"rung {r.id}: reveal comes after an attempt; run `crashlab workshop check {r.id}` first")
+    kit_dir = _kit_dir(data, r.id, here)
+    print(f"rung {r.id}: model answer")
+    model = G.model_answers(r)
+    for qid, value in model["answers"].items():
+        print(f"  {qid}: {value}")
+    if r.kind == "rubric":
+        from ..cli import format_scorecard
+        from . import rubric
+        print("\ncrashlab's score of exhibit R:\n")
+        print(format_scorecard(rubric.card()))
+    if r.kind == "designs":
+        from . import weak
+        print("\nevery design on every profile (measured):\n")
+        print(weak.table([(d, weak.measure(p, s)) for p in weak.PROFILES for d, s in weak.DESIGNS.items()]))
+    if r.kind == "handoff":
+        from . import handoff
+        plan = handoff.read_plan(kit_dir / handoff.PLAN)
+        for label, name in zip("ABC", handoff.pick(plan["seed"])):
+            key = handoff.pool()[name]
+            print(f"  run {label} ({name}): dispositions {', '.join(key['dispositions'])}; "
+                  f"required {' and '.join('/'.join(g) for g in key['required'])}; "
+                  f"prohibited {', '.join(key['prohibited'])}; next owner {' or '.join(key['next_owner'])}")
+    for row, cells in model["table"].items():
+        print(f"  {row}: " + ", ".join(f"{c}={v}" for c, v in cells.items()))
+    if r.starter:
+        print("\nthe decision, corrected:\n")
+        print(solutions.SOLUTIONS[r.starter])
+    if r.kind == "exhibits":
+        from gallery import BY_ID
+        for label, (entry_id, scenario) in EXHIBITS.items():
+            entry = BY_ID[entry_id]
+            print(f"exhibit {label}: {entry.adapter} on {scenario}: {entry.statement}")
+            print(f"  the chapter ({entry.section}): \"{entry.quote}\"")
+    for name in r.scenarios:
+        card = E.scenario_of(name).card
+        if card:
+            print(f"\nteaching card ({name}):")
+            for k, v in card.items():
+                print(f"  {k}: {' '.join(str(v).split())}")
+    figure = _figure(r, kit_dir)
+    if figure:
+        print(f"\nannotated figure: {figure}")
+    e["revealed"] = True
+    progress.save(here, data)
+    return 0
+
+
+def _figure(r, kit_dir: Path) -> str | None:
+    """The annotated timeline figure(s): the rung's trace, or each exhibit with its violations."""
+    from ..report.figure import render_figure
+
+    if r.kind == "exhibits":
+        from . import exhibits
+        jobs = [(f"reveal-figure-{label}", exhibits.trace(label),
+                 E.verdict(scenario, exhibits.adapter_of(label)))
+                for label, (_, scenario) in exhibits.EXHIBITS.items()]
+    elif r.scenario:
+        jobs = [("reveal-figure", E.trace(r.scenario), E.verdict(r.scenario))]
+    else:
+        return None
+    try:
+        written = [render_figure(events, verdict, kit_dir / name)[0] for name, events, verdict in jobs]
+    except ImportError:
+        print("(the annotated figure needs the report extra: pip install 'crashlab[report]')")
+        return None
+    return ", ".join(str(p) for p in written)
+
+
+def _class(args, here: Path) -> int:
+    print(progress.class_table(Path(args.folder)))
+    return 0

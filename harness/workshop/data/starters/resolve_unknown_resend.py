@@ -1,0 +1,34 @@
+"""Starting adapter: what to do with a reservation whose outcome is unknown.
+
+Edit ONLY the function `resolve_unknown` (the decision this rung is about). Everything
+below the plumbing line wires it into a complete adapter (the reference design with this
+one decision replaced). Check it with `crashlab workshop check RUNG` from this folder.
+
+Tools you may use (each is a coroutine: await it):
+  effects.dispatch(session, key)        send the reservation (again) under `key`
+  effects.reconcile(session, key)       read the service by key, compare, record what it shows
+  session.backoff(n, "why", deadline=...)  wait (exponential, jittered)
+  session.ledger[key]                   the ledger entry (knowledge, attempts, evidence)
+"""
+from reference_impl import effects
+
+
+async def resolve_unknown(s, key: str) -> None:
+    """Called while the ledger says SENT_UNKNOWN for `key`: an attempt may have left and
+    nobody knows whether it landed. Leave durable evidence that moves the run on."""
+    await s.backoff(len(s.ledger[key]["attempts"]), "ambiguous reservation: send again",
+                    deadline=s.record.deadline)
+    await effects.dispatch(s, key)
+
+
+# ----------------------------------------------------------------- plumbing (no need to edit)
+from reference_impl import ReferenceAdapter  # noqa: E402
+from reference_impl.behaviour import Behaviour  # noqa: E402
+
+
+async def _action(s, f, t) -> None:
+    await resolve_unknown(s, f.primary.key)
+
+
+class Adapter(ReferenceAdapter):
+    behaviour = Behaviour(actions={"reconcile_primary": _action})

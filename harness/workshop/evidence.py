@@ -1,0 +1,183 @@
+"""The evidence a rung is read from and graded against: one deterministic trace.
+
+A rung's trace is its scenario run under a fixed seed by a named adapter (the reference
+adapter, or an anonymous gallery exhibit). The learner gets a *sanitized* copy (no teaching
+card, no adapter name) and a readable listing; the grader re-derives every expected answer
+from the same trace with the selectors below, never from hard-coded numbers.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..scenario import Scenario, format_time, load_file, resolve
+
+DATA = Path(__file__).resolve().parent / "data"
+HIDDEN_ADAPTER = "anonymous"
+
+
+def scenario_of(name: str) -> Scenario:
+    """A library id, or a workshop-only scenario shipped in the package data."""
+    local = DATA / "scenarios" / f"{name}.yaml"
+    return load_file(local) if local.exists() else resolve(name)
+
+
+@functools.cache
+def _run(name: str, adapter: str, seed: int | None) -> tuple[tuple[dict, ...], Any]:
+    from ..conformance import run_one
+
+    result, verdict = run_one(scenario_of(name), adapter, seed=seed)
+    return tuple(result.events), verdict
+
+
+def trace(name: str, adapter: str = "reference_impl:ReferenceAdapter", seed: int | None = None) -> list[dict]:
+    """The events of one run (cached: the same seed always gives the same trace)."""
+    return list(_run(name, adapter, seed)[0])
+
+
+def verdict(name: str, adapter: str = "reference_impl:ReferenceAdapter", seed: int | None = None):
+    return _run(name, adapter, seed)[1]
+
+
+def sanitize(events: Iterable[dict], label: str = HIDDEN_ADAPTER) -> list[dict]:
+    """The trace a learner may see: the header keeps the scenario, drops the teaching card,
+    the description and the adapter's name."""
+    out = []
+    for ev in events:
+        if ev["kind"] == "header":
+            ev = {k: v for k, v in ev.items() if k not in ("card", "description")}
+            ev["adapter"] = label
+        out.append(ev)
+    return out
+
+
+# --------------------------------------------------------------------------- listing
+def _key(ev: dict) -> str:
+    key = ev.get("key") or ""
+    return key[:22] + ("..." if len(key) > 22 else "")
+
+
+def summary(ev: dict, origin_ms: int) -> str | None:
+    """One line for an event that carries evidence; None for bookkeeping (clock reads,
+    empty inbox polls)."""
+    lane, kind = ev["lane"], ev["kind"]
+    if lane == "port" and kind == "call":
+        if ev["port"] in ("clock", "random") and ev["op"] != "sleep":
+            return None
+        if ev["port"] == "inbox" or (ev["port"] in ("checkpoints", "ledger", "lease", "run")):
+            return None
+        args = ev.get("args") or {}
+        detail = ", ".join(f"{k}={args[k]}" for k in ("key", "ms", "reason", "action") if k in args)
+        return f"call {ev['port']}.{ev['op']}({detail})"
+    if lane == "port" and kind == "result":
+        if ev["ok"]:
+            value = ev.get("value") or {}
+            if not isinstance(value, dict):
+                return None
+            if "found" in value:
+                return f"result of #{ev['call']}: found={value['found']} consistency={value.get('consistency')}"
+            if "ref" in value and "committed_at" in value:
+                return f"result of #{ev['call']}: accepted ref={value['ref']}" + (
+                    "" if ev.get("delivered", True) else " (never delivered: the worker died)")
+            if "live" in value:
+                return f"result of #{ev['call']}: authority live={value['live']} ({value.get('reason')})"
+            if value.get("events"):
+                kinds = ", ".join(e.get("type", "?") for e in value["events"])
+                return f"result of #{ev['call']}: inbox delivered {kinds}"
+            return None
+        err = ev.get("error") or {}
+        definite = {True: "definite", False: "indefinite"}.get(err.get("definite"), "?")
+        return f"result of #{ev['call']}: error {err.get('code')} ({definite})" + (
+            "" if ev.get("delivered", True) else " (never delivered)")
+    if lane == "run":
+        if kind == "checkpoint":
+            return f"checkpoint v{ev['version']} state={ev['state']} epoch={ev['epoch']}"
+        if kind == "lease":
+            return f"lease {ev['op']} epoch={ev['epoch']} owner={ev['owner']}"
+        if kind == "finish":
+            return (f"finish {ev['disposition']} next_owner={ev.get('next_owner')}"
+                    + ("" if ev.get("accepted", True) else " (not accepted: stale)"))
+        if kind == "escalation":
+            return f"escalation to the operator (ticket {ev.get('ticket')})"
+        if kind == "approval_requested":
+            return f"approval requested for {ev.get('action')}"
+        return f"{kind} {ev.get('reason', '')}".strip()
+    if lane == "knowledge":
+        return f"ledger {ev['knowledge']} (was {ev.get('previous')}) key={_key(ev)} epoch={ev.get('epoch')}"
+    if lane == "remote":
+        ref = f" ref={ev['ref']}" if ev.get("ref") else ""
+        who = f" by {ev['cause']}" if ev.get("cause") and ev["cause"] != "adapter" else ""
+        return f"REMOTE {ev.get('op', kind) if kind == 'effect' else kind}{ref} key={_key(ev)}{who}"
+    if lane == "fault":
+        if kind == "crash":
+            return f"CRASH {ev['boundary']} (restart after {ev['restart_after_ms']} ms)"
+        if kind == "pause":
+            return f"PAUSE worker stalls for {ev['resume_after_ms']} ms"
+        if kind == "resume":
+            return "RESUME the stalled worker continues with its old view"
+        return f"FAULT {ev.get('fault')} on #{ev.get('call')}"
+    if lane == "worker":
+        if kind == "start":
+            return f"worker {ev['worker']} starts"
+        if kind == "takeover":
+            return f"platform replaces stalled {ev['stale']}"
+        return f"worker {kind} {ev.get('reason') or ev.get('fault') or ''}".strip()
+    if lane == "world":
+        if kind == "deliver":
+            e = ev["event"]
+            return f"inbox receives {e.get('type')} ({e.get('event_id')})"
+        return f"world: {kind}"
+    return None
+
+
+def listing(events: list[dict]) -> str:
+    """The readable evidence table: seq, clock time, worker, what happened."""
+    origin = events[0].get("origin_ms", 0)
+    lines = [f"{'#':>4}  {'time':<12}  {'worker':<10}  event"]
+    for ev in events:
+        text = summary(ev, origin) if ev["kind"] not in ("header", "end") else None
+        if text is None:
+            continue
+        worker = (ev.get("worker") or "").split("/")[-1]
+        lines.append(f"{ev['seq']:>4}  {format_time(ev['t'], origin):<12}  {worker:<10}  {text}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- selectors
+def select(events: list[dict], spec: dict) -> list[dict]:
+    """Events matching every field of ``spec`` (dotted paths reach into nested values;
+    ``error`` matches the error code; ``at_least_t``/``before_t`` bound the time)."""
+    out = []
+    for ev in events:
+        if all(_matches(ev, k, v) for k, v in spec.items()):
+            out.append(ev)
+    return out
+
+
+def _get(ev: dict, path: str) -> Any:
+    value: Any = ev
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _matches(ev: dict, key: str, want: Any) -> bool:
+    if key == "error":
+        code = (ev.get("error") or {}).get("code")
+        return code in want if isinstance(want, list) else code == want
+    if key == "before_t":
+        return ev["t"] < want
+    if key == "at_least_t":
+        return ev["t"] >= want
+    got = _get(ev, key)
+    if isinstance(want, list):
+        return got in want
+    return got == want
+
+
+def results_of(events: list[dict], calls: list[dict]) -> list[dict]:
+    seqs = {c["seq"] for c in calls}
+    return [e for e in events if e["lane"] == "port" and e["kind"] == "result" and e.get("call") in seqs]

@@ -1,0 +1,217 @@
+"""Worksheets: the blank form, its JSON Schema, validation with file/line errors, grading.
+
+A worksheet is YAML::
+
+    rung: t2
+    answers:
+      sent_unknown: 68        # an event sequence number from the listing
+      read: lookup_by_key     # a value from the closed vocabulary
+    table:                    # table rungs only
+      r1: {run_state: APPROVED, remote: none, knowledge: PROPOSED}
+
+A wrong answer is reported by question (and by row and column), never with the right value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import UsageError
+from ..scenario import parse_yaml
+from . import keys as K
+from .ladder import Rung, vocab
+
+WORKSHEET = "worksheet.yaml"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grade:
+    passed: tuple[str, ...]
+    wrong: tuple[str, ...]       # "question: what is wrong"
+    blank: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.wrong and not self.blank
+
+
+def columns(rung: Rung) -> dict[str, tuple]:
+    return {c: vocab(v) for c, v in rung.columns.items()}
+
+
+# --------------------------------------------------------------------------- blank form and schema
+def blank(rung: Rung, rows: list[tuple[str, int, str]]) -> str:
+    lines = ["# yaml-language-server: $schema=worksheet.schema.json",
+             f"# Worksheet for rung {rung.id}: {rung.title}. Replace every ~ with your answer;",
+             "# event answers are sequence numbers (#) from the listing, the others come from vocab.md.",
+             f"rung: {rung.id}", "answers:"]
+    for q in rung.questions:
+        if q.type == "table":
+            continue
+        shape = {"event": "#", "events": "[#, #, ...]", "choice": "one of " + _short(q.vocab),
+                 "set": "a list from " + _short(q.vocab), "count": "a number"}[q.type]
+        lines.append(f"  # {q.prompt} ({shape})")
+        lines.append(f"  {q.id}: ~")
+    if rows:
+        cols = columns(rung)
+        lines.append("# columns: " + "; ".join(f"{c} from {rung.columns[c]}" for c in cols))
+        lines.append("table:")
+        for row_id, seq, label in rows:
+            lines.append(f"  # {label} (event #{seq})")
+            lines.append(f"  {row_id}: {{" + ", ".join(f"{c}: ~" for c in cols) + "}")
+    return "\n".join(lines) + "\n"
+
+
+def _short(values: tuple) -> str:
+    text = ", ".join(str(v) for v in values)
+    return text if len(text) < 70 else "vocab.md"
+
+
+def schema(rung: Rung, rows: list[tuple[str, int, str]]) -> dict:
+    """A JSON Schema for the worksheet, for editor completion."""
+    def one(q):
+        if q.type == "event":
+            return {"type": ["integer", "null"], "minimum": 0, "description": q.prompt}
+        if q.type == "events":
+            return {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0}, "description": q.prompt}
+        if q.type == "count":
+            return {"type": ["integer", "null"], "minimum": 0, "description": q.prompt,
+                    **({"maximum": q.max} if q.max is not None else {})}
+        if q.type == "choice":
+            return {"enum": [*q.vocab, None], "description": q.prompt}
+        return {"type": ["array", "null"], "items": {"enum": list(q.vocab)}, "uniqueItems": True,
+                "description": q.prompt}
+
+    props = {q.id: one(q) for q in rung.questions if q.type != "table"}
+    out = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+           "title": f"crashlab workshop worksheet: {rung.id}", "type": "object",
+           "required": ["rung", "answers"], "additionalProperties": False,
+           "properties": {"rung": {"const": rung.id},
+                          "answers": {"type": "object", "additionalProperties": False, "properties": props}}}
+    if rows:
+        cell = {c: {"enum": [*v, None]} for c, v in columns(rung).items()}
+        out["properties"]["table"] = {
+            "type": "object", "additionalProperties": False,
+            "properties": {r: {"type": "object", "additionalProperties": False, "properties": cell,
+                               "description": label} for r, _, label in rows}}
+    return out
+
+
+# --------------------------------------------------------------------------- reading
+def read(path: Path, rung: Rung) -> tuple[dict, dict]:
+    """(answers, table) from a worksheet; UsageError naming file, line and field."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no worksheet here; run `crashlab workshop start {rung.id}` first") from None
+    try:
+        doc = parse_yaml(text, file=str(path))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise UsageError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    except Exception as exc:  # noqa: BLE001 - duplicate keys and the like from the line loader
+        line = getattr(exc, "line", None)
+        raise UsageError(f"{path}{':' + str(line) if line else ''}: {getattr(exc, 'message', exc)}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path}: a worksheet is a mapping with 'rung' and 'answers'")
+
+    def fail(container, key, message):
+        line = getattr(container, "lines", {}).get(key, getattr(container, "line", None)) \
+            if isinstance(getattr(container, "lines", None), dict) else getattr(container, "line", None)
+        raise UsageError(f"{path}{':' + str(line) if line else ''}: field '{key}': {message}")
+
+    if doc.get("rung") != rung.id:
+        fail(doc, "rung", f"this worksheet is for rung {doc.get('rung')!r}, not {rung.id!r}")
+    answers = doc.get("answers") or {}
+    if not isinstance(answers, dict):
+        fail(doc, "answers", "must be a mapping of question id to answer")
+    known = {q.id: q for q in rung.questions if q.type != "table"}
+    for qid, value in answers.items():
+        if qid not in known:
+            fail(answers, qid, f"no such question; the questions are {', '.join(known)}")
+        if value is not None:
+            _check_type(known[qid], value, lambda m, q=qid: fail(answers, q, m))
+    table = doc.get("table") or {}
+    if table and not isinstance(table, dict):
+        fail(doc, "table", "must be a mapping of row id to cells")
+    cols = columns(rung)
+    for row_id, cells in table.items():
+        if not isinstance(cells, dict):
+            fail(table, row_id, "a row is a mapping of column to value")
+        for col, value in cells.items():
+            if col not in cols:
+                fail(cells, col, f"no such column; the columns are {', '.join(cols)}")
+            if value is not None and value not in cols[col]:
+                fail(cells, col, f"{value!r} is not in the vocabulary ({', '.join(map(str, cols[col]))})")
+    return dict(answers), {k: dict(v) for k, v in table.items()}
+
+
+def _check_type(q, value: Any, fail) -> None:
+    if q.type in ("event", "count"):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            fail("expected a whole number" + (" (an event sequence number)" if q.type == "event" else ""))
+        if q.max is not None and value > q.max:
+            fail(f"at most {q.max}")
+    elif q.type == "events":
+        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            fail("expected a list of event sequence numbers, e.g. [12, 40]")
+    elif q.type == "choice":
+        if value not in q.vocab:
+            fail(f"{value!r} is not in the vocabulary ({', '.join(map(str, q.vocab))})")
+    elif q.type == "set":
+        if not isinstance(value, list):
+            fail("expected a list of values, e.g. [a, b]")
+        bad = [v for v in value if v not in q.vocab]
+        if bad:
+            fail(f"{bad[0]!r} is not in the vocabulary ({', '.join(map(str, q.vocab))})")
+
+
+# --------------------------------------------------------------------------- grading
+def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None) -> Grade:
+    expected = expected if expected is not None else K.expected(rung)
+    passed, wrong, blank_ = [], [], []
+    for q in rung.questions:
+        if q.type == "table":
+            continue
+        value = answers.get(q.id)
+        if value is None:
+            blank_.append(q.id)
+            continue
+        if q.type == "events":
+            value = list(value)
+        problem = expected[q.id].judge(value)
+        if problem is None:
+            passed.append(q.id)
+        elif q.type == "event":
+            wrong.append(f"{q.id}: event #{value} is not the evidence asked for")
+        else:
+            wrong.append(f"{q.id}: your answer {problem}")
+    for row_id, cells in expected.get("table", {}).items():
+        given = table.get(row_id, {})
+        for col, exp in cells.items():
+            name = f"{row_id}.{col}"
+            if given.get(col) is None:
+                blank_.append(name)
+            elif exp.judge(given[col]) is None:
+                passed.append(name)
+            else:
+                wrong.append(f"row {row_id}, column {col}: not what the trace shows at that event")
+    return Grade(passed=tuple(passed), wrong=tuple(wrong), blank=tuple(blank_))
+
+
+def model_answers(rung: Rung) -> dict:
+    """The model answer (for reveal and for tests)."""
+    out = {"answers": {}, "table": {}}
+    if not rung.graded_by_worksheet and rung.kind != "exhibits":
+        return out
+    expected = K.expected(rung)
+    for qid, exp in expected.items():
+        if qid == "table":
+            out["table"] = {r: {c: e.shown for c, e in cells.items()} for r, cells in exp.items()}
+        else:
+            out["answers"][qid] = exp.shown
+    return out
