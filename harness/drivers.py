@@ -118,6 +118,8 @@ def json_copy(value: Any, *, depth: int = MAX_DEPTH, budget: _Budget | None = No
         budget.left -= len(value)
         if budget.left < 0:
             raise TypeError(f"larger than {MAX_LINE_BYTES} bytes")
+        if not value.isascii():
+            _unicode(value)
         return value
     if kind is int:
         if -MAX_INT <= value <= MAX_INT:
@@ -140,6 +142,8 @@ def json_copy(value: Any, *, depth: int = MAX_DEPTH, budget: _Budget | None = No
                     raise TypeError(f"object keys must be strings, got {type(key).__name__} {key!r:.40}")
                 key = str(key)
             budget.left -= len(key)
+            if not key.isascii():
+                _unicode(key)
             out[key] = json_copy(item, depth=depth - 1, budget=budget)
         return out
     if kind is list or kind is tuple:
@@ -155,6 +159,14 @@ def json_copy(value: Any, *, depth: int = MAX_DEPTH, budget: _Budget | None = No
     if isinstance(value, dict):
         return json_copy(dict(value), depth=depth, budget=budget)
     raise TypeError(f"{type(value).__name__} {_clip(repr(value), 40)} is not a JSON value")
+
+
+def _unicode(text: str) -> None:
+    """Strings must be valid Unicode (a lone surrogate such as "\\ud800" cannot be written as UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TypeError("a string holds a lone surrogate (not valid Unicode)") from None
 
 
 def _clip(text: str, limit: int = 120) -> str:
@@ -531,6 +543,10 @@ DEFAULT_ADAPTER = "reference_impl:ReferenceAdapter"
 def load_adapter(spec: str | None) -> AdapterSpec:
     """Resolve an adapter SPEC; errors are one line naming what was not found."""
     spec = spec or DEFAULT_ADAPTER
+    try:
+        spec.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"--adapter {spec!r}: not valid UTF-8; name the adapter in UTF-8") from None
     if spec.startswith("exec:"):
         command = shlex.split(spec[5:])
         if not command:

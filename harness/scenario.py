@@ -319,6 +319,16 @@ def _construct_seq(loader, node):
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_map)
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_seq)
 
+if getattr(yaml, "__with_libyaml__", False):
+    class _CLineLoader(yaml.CSafeLoader):
+        """The same loader on libyaml's parser (ten times faster; the same nodes, lines and errors)."""
+
+    _CLineLoader.yaml_implicit_resolvers = _LineLoader.yaml_implicit_resolvers
+    _CLineLoader.yaml_constructors = _LineLoader.yaml_constructors
+    _FAST_LOADER: type = _CLineLoader
+else:  # PyYAML built without libyaml
+    _FAST_LOADER = _LineLoader
+
 
 # --------------------------------------------------------------------------- reading helpers
 _REQUIRED = object()
@@ -860,7 +870,7 @@ def _parse(text: str, file: str | None) -> Any:
                               "kilobytes", file=file)
     loader = None
     try:
-        loader = _LineLoader(text)
+        loader = _FAST_LOADER(text)
         node = loader.get_single_node()
         if node is None:
             return None

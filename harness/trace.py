@@ -21,9 +21,10 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+import orjson
+
 from .errors import UsageError
 from .files import atomic_writer
-from .model import canonical_json
 
 LANES = ("meta", "run", "remote", "knowledge", "fault", "worker", "port", "world")
 
@@ -46,14 +47,20 @@ class Trace:
         return event
 
     def to_jsonl(self) -> str:
-        return "".join(canonical_json(e) + "\n" for e in self.events)
+        return jsonl(self.events)
+
+
+def jsonl(events: Iterable[dict]) -> str:
+    """Events as trace lines: the same bytes as ``canonical_json`` (sorted keys, no spaces, UTF-8),
+    made by orjson, several times faster."""
+    dumps, sort = orjson.dumps, orjson.OPT_SORT_KEYS
+    return b"".join([dumps(e, option=sort) + b"\n" for e in events]).decode("utf-8")
 
 
 def write_jsonl(events: Iterable[dict], path: Path) -> None:
     """Write a trace atomically (a reader never sees half a trace)."""
     with atomic_writer(Path(path)) as fh:
-        for event in events:
-            fh.write(canonical_json(event) + "\n")
+        fh.write(jsonl(events))
 
 
 #: A trace line nested deeper than this is refused (crashlab's own traces stay far below it).

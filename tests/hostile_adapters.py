@@ -109,6 +109,13 @@ class SendsInfinity(_SendsArgs):
         return float("-inf")
 
 
+class SendsLoneSurrogate:
+    async def run(self, p):
+        await p.run.info()
+        await p.ledger.read("k\ud800")
+        await p.run.finish("FAILED_NO_EFFECT", reason="validation")
+
+
 class SendsHugeKey:
     async def run(self, p):
         await p.run.info()

@@ -105,7 +105,7 @@ def test_a_fork_is_a_fault_and_the_child_never_runs_the_simulation():
 
 
 @pytest.mark.parametrize("name", ["SendsDeepNesting", "SendsHugeInteger", "SendsNaN", "SendsInfinity",
-                                  "SendsHugeKey"])
+                                  "SendsHugeKey", "SendsLoneSurrogate"])
 def test_values_beyond_the_limits_in_process(name):
     result = run(scenario(), f"hostile_adapters:{name}")
     fault = fault_of(result)
@@ -120,6 +120,7 @@ def test_values_beyond_the_limits_in_process(name):
     ("flood", "flood"), ("endless", "line_too_long"), ("huge_line", "line_too_long"),
     ("trickle", "no_reply"), ("close_stdout", "closed_stdout"), ("deep", "not_json"),
     ("big_id", "garbage"), ("nan", "garbage"), ("infinity", "garbage"), ("nested_ok_depth", "not_json"),
+    ("surrogate", "not_json"),
 ])
 def test_wire_misbehaviour_is_a_fault_never_a_hang(mode, kind):
     started = time.monotonic()
@@ -266,7 +267,7 @@ events:
 @pytest.mark.parametrize("text, words", [
     ("a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
                                                 for p, c in zip("abcdefg", "bcdefgh")), "alias"),
-    ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
+    ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nest"),
     ("a: " + "[" * 60 + "]" * 60 + "\n", "nested deeper"),
     ("# " + "x" * (2 << 20) + "\n", "larger than"),
 ])

@@ -47,6 +47,8 @@ elif mode == "nan":
     write(b'{"id":1,"port":"clock","op":"sleep","args":{"ms":NaN,"reason":"x"}}\n')
 elif mode == "infinity":
     write(b'{"id":1,"port":"clock","op":"sleep","args":{"ms":-Infinity,"reason":"x"}}\n')
+elif mode == "surrogate":
+    write(b'{"id":1,"port":"ledger","op":"read","args":{"key":"k\\ud800"}}\n')
 elif mode == "nested_ok_depth":
     write(b'{"id":1,"port":"run","op":"info","args":{"x":' + b"[" * 80 + b"]" * 80 + b"}}\n")
 elif mode == "lines":  # the fuzz test: write each line of a file, one per request
