@@ -11,14 +11,24 @@ Measured side by side in one process, on one core:
   3. simulated time per wall second on the chapter's 10:00-10:20 "cancellation under
      pressure" timeline, and its wall time;
   4. the wall time of the whole conformance suite, scoring included;
-  5. the wall time of rendering the full report (figures, HTML, Markdown) for the library.
+  5. the wall time of rendering the full report (figures, HTML, Markdown) for the library;
+  6. loading the scenario library, and writing traces (CPU time, interleaved rounds);
+  7. cost against scenario length: one scenario at 1x, 10x and 100x its runs, horizon and
+     background traffic, per event (linear cost keeps it flat);
+  8. with --sweeps: the crash matrix of the whole library (crashlab sweep, --jobs 2), generated
+     schedules per second (crashlab explore), and the conformance suite over the wire;
+  9. peak memory (maximum resident set) of this process and of its worker processes.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
+import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +42,8 @@ from harness.checks import check_trace  # noqa: E402
 from harness.conformance import run_suite  # noqa: E402
 from harness.drivers import InProcessChannel, load_adapter  # noqa: E402
 from harness.runner import Runner, Limits  # noqa: E402
-from harness.scenario import library  # noqa: E402
+from harness.scenario import _parse, from_dict, library, library_dir  # noqa: E402
+from harness.trace import jsonl  # noqa: E402
 
 TIMELINE = "combined-cancellation-under-pressure"
 
@@ -74,6 +85,36 @@ def bare_simpy(n_events: int) -> None:
     env.run()
 
 
+def cpu_rounds(fns: dict, repeat: int) -> dict[str, float]:
+    """Median CPU seconds of each function, the rounds interleaved (a b a b ...) so that load
+    from other processes falls on all of them alike."""
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            gc.collect()
+            start = time.process_time()
+            fn()
+            samples[name].append(time.process_time() - start)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def scaled(scenario, k: int):
+    """``scenario`` k times longer: k runs (distinct intents), k times the horizon, and other
+    actors' traffic on the service all along."""
+    doc = copy.deepcopy(dict(scenario.raw))
+    origin = doc.get("clock", {}).get("origin", "10:00")
+    doc["clock"] = {"origin": origin, "horizon": f"{20 * k}m"}
+    base = doc["runs"][0]
+    doc["runs"] = [{**copy.deepcopy(base), "id": f"run-{i + 1}",
+                    "intent": {**base["intent"], "incident": f"I-{i + 1}"}} for i in range(k)]
+    doc["services"] = {**doc.get("services", {}), "reservation": {**doc.get("services", {}).get("reservation", {}),
+                                                                  "background": "20s"}}
+    doc.pop("expect", None)
+    doc.pop("faults", None)
+    doc.pop("crashes", None)
+    return from_dict(doc, file=scenario.source)
+
+
 def timed(fn, repeat: int) -> float:
     """Median wall seconds of ``fn()`` over ``repeat`` calls."""
     samples = []
@@ -90,6 +131,8 @@ def main() -> int:
     ap.add_argument("--adapter", default="reference_impl:ReferenceAdapter")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--no-report", action="store_true", help="skip the report-rendering figure")
+    ap.add_argument("--sweeps", action="store_true",
+                    help="also the crash matrix, explore and the wire suite (a minute or more)")
     args = ap.parse_args()
     adapter = load_adapter(args.adapter)
     scenarios = library()
@@ -141,6 +184,36 @@ def main() -> int:
         print(f"10:00-10:20 timeline           {t_wall * 1e3:8.2f} ms wall for {last_t / 60_000:.0f} simulated "
               f"minutes   = {last_t / 1000 / t_wall:,.0f} simulated s per wall s")
 
+    # 6: loading the library and writing traces
+    texts = [(str(p), p.read_text(encoding="utf-8")) for p in sorted(library_dir().glob("*.yaml"))]
+    results = [_run(sc, adapter)[0] for sc in scenarios]
+
+    def canonical():  # the serialisation the trace writer replaced (json with sorted keys)
+        for r in results:
+            "".join(json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+                    for e in r.events)
+
+    cpu = cpu_rounds({"load": lambda: [from_dict(_parse(t, f), file=f) for f, t in texts],
+                      "write": lambda: [jsonl(r.events) for r in results], "write_json": canonical,
+                      "simulate+check": lambda: [check_trace(_run(sc, adapter)[0].events) for sc in scenarios]},
+                     rounds)
+    print(f"loading the library            {cpu['load'] * 1e3:8.1f} ms CPU   "
+          f"({cpu['load'] / cpu['simulate+check']:.0%} of simulating and checking it)")
+    print(f"writing its traces             {cpu['write'] * 1e3:8.1f} ms CPU   (json.dumps: "
+          f"{cpu['write_json'] * 1e3:.1f} ms, {cpu['write_json'] / cpu['write']:.1f}x slower; "
+          f"{cpu['write'] / cpu['simulate+check']:.0%} of a simulate+check round)")
+
+    # 7: cost against scenario length
+    base = next(s for s in scenarios if s.id == "t2-commit-before-record")
+    per_event = {}
+    for k in (1, 10, 100):
+        sc = scaled(base, k)
+        result, events = _run(sc, adapter)
+        t = cpu_rounds({"run": lambda: check_trace(_run(sc, adapter)[0].events)}, 3 if k == 100 else rounds)["run"]
+        per_event[k] = t / events
+        print(f"length {k:>3}x                    {t * 1e3:8.1f} ms CPU   {events:>7} events   "
+              f"{per_event[k] * 1e6:6.2f} us per event ({per_event[k] / per_event[1]:.2f}x the 1x cost)")
+
     # 4: the whole conformance suite
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
@@ -159,6 +232,34 @@ def main() -> int:
                 start = time.perf_counter()
                 render_scorecard(card, out_dir=Path(tmp) / "report")
                 print(f"report rendering (library)     {time.perf_counter() - start:8.2f} s wall")
+    # 8: sweeps, explore and the wire
+    if args.sweeps:
+        here = Path(__file__).resolve().parent.parent
+        cmd = [sys.executable, "-m", "harness"]
+        with tempfile.TemporaryDirectory() as tmp:
+            start = time.perf_counter()
+            subprocess.run(cmd + ["sweep", "-q", "--jobs", "2", "--keep-traces", "none", "--out", tmp,
+                                  "--json", f"{tmp}/s.json"], check=False, cwd=here, stdout=subprocess.DEVNULL)
+            sweep_s = time.perf_counter() - start
+            runs = len(json.loads(Path(f"{tmp}/s.json").read_text())["scenarios"])
+            print(f"crash matrix (sweep, 2 jobs)   {sweep_s:8.2f} s wall   {runs} runs, {runs / sweep_s:.0f} runs/s")
+            n = 200
+            start = time.perf_counter()
+            subprocess.run(cmd + ["explore", "--examples", str(n), "--seed", "1"], check=False, cwd=here,
+                           stdout=subprocess.DEVNULL)
+            explore_s = time.perf_counter() - start
+            print(f"explore                        {n / explore_s:8.1f} schedules/s   ({n} schedules, one process)")
+            wire = f"exec:{sys.executable} -m harness.wire {adapter.text}"
+            for jobs in ("1", "2"):
+                start = time.perf_counter()
+                subprocess.run(cmd + ["conformance", "-q", "--jobs", jobs, "--adapter", wire, "--out", tmp],
+                               check=False, cwd=here, stdout=subprocess.DEVNULL)
+                print(f"conformance over the wire      {time.perf_counter() - start:8.2f} s wall   (--jobs {jobs})")
+
+    # 9: peak memory
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"peak memory                    {own:8.0f} MB this process, {children:.0f} MB the largest child")
     return 0
 
 
