@@ -72,11 +72,27 @@ def failure_message(result: ScenarioResult) -> str:
         ev = ", ".join(f"#{s}" for s in v.events) or "no events"
         lines.append(f"  {v.invariant}: {v.message} [evidence {ev}]"
                      + (f" (automatic failure: {v.auto_fail})" if v.auto_fail else ""))
+        if v.expected is not None or v.observed is not None:
+            lines.append(f"    expected {_listed(v.expected)}; observed {_listed(v.observed)}")
+        if v.rule:
+            lines.append(f"    rule {v.point or ''} ({v.rule.get('source')}): \"{v.rule.get('quote')}\"")
+        elif v.point:
+            lines.append(f"    costs rubric point {v.point} (no rule named in the scenario)")
+        if v.cap:
+            lines.append(f"    scoring rule: {v.cap} (docs/rubric.md)")
     lines.extend(f"  note: {n}" for n in result.notes)
     if result.trace:
         lines.append(f"  trace: {result.trace}")
     lines.append(f"  repro: {result.repro}")
     return "\n".join(lines)
+
+
+def _listed(value) -> str:
+    if isinstance(value, list):
+        return " or ".join(str(v) for v in value) or "(none)"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in value.items())
+    return str(value)
 
 
 def check_scenario(scenario: Scenario, adapter: AdapterSpec | str | None = None, *,

@@ -82,14 +82,33 @@ def test_unknown_when_nothing_failed_but_something_was_inconclusive():
     assert card.total == 20 and card.verdict == "unknown"
 
 
-def test_expectation_misses_follow_the_scenario_tags():
-    miss = violation("EXP-DISPOSITION")
-    assert point_for(miss, ("cancellation", "combined")).id == "D2"
-    assert point_for(miss, ("compensation",)).id == "E5"
-    assert point_for(miss, ()).id == "D1"
+def test_an_expectation_miss_costs_the_point_its_rule_names_and_no_tag_routes_it():
+    rule = {"source": "AR-08, Runbook: ambiguous reservation", "quote": "Use the adapter's authoritative read"}
+    miss = Violation(invariant="EXP-DISPOSITION", message="m", run="run-82", point="E4", rule=rule,
+                     expected=["SUCCEEDED"], observed="FAILED_EFFECT_UNKNOWN")
+    assert point_for(miss).id == "E4"
+    card = score([result("c", miss, tags=("cancellation", "zombie"))], adapter="x:Y", seed=None)
+    [lp] = card.lost
+    assert lp.point.startswith("E4 ") and lp.rule == rule
+    assert (lp.expected, lp.observed) == (["SUCCEEDED"], "FAILED_EFFECT_UNKNOWN")
+    text = render(card)
+    assert "Use the adapter's authoritative read" in text
+    assert "expected SUCCEEDED, observed FAILED_EFFECT_UNKNOWN" in text
+
+
+def test_a_miss_without_a_rule_costs_the_point_of_its_kind_whatever_the_tags():
+    for inv, point in (("EXP-DISPOSITION", "D1"), ("EXP-EVIDENCE", "C2"), ("EXP-EFFECTS", "E2")):
+        card = score([result("c", violation(inv), tags=("cancellation", "zombie", "compensation"))],
+                     adapter="x:Y", seed=None)
+        assert [lp.point.split()[0] for lp in card.lost] == [point]
     assert point_for(violation("EFF-01"), ("cancellation",)).id == "E2"   # invariants keep their point
-    card = score([result("c", miss, tags=("cancellation",))], adapter="x:Y", seed=None)
-    assert [lp.point.split()[0] for lp in card.lost] == ["D2"]
+
+
+def test_a_lost_invariant_point_quotes_the_chapter_passage_that_defines_it():
+    card = score([result("t2", violation("OWN-04"))], adapter="x:Y", seed=None)
+    [lp] = card.lost
+    assert "accountable operator for unresolved states" in lp.rule["quote"]
+    assert lp.rule["source"] == "AR-08, Assess the eight traces"
 
 
 def test_render_prints_the_mapping_with_the_score():
