@@ -167,9 +167,10 @@ def rubric_markdown() -> str:
            "`caps` lists the scenarios.",
            "3. **A key without defined intent earns at most one effect-correctness point.** \""
            + CAPS[1].quote + "\" A KEY-01 finding (several keys for one business intent: a key derived "
-           "from an attempt number, a timestamp or a fresh random id) or a KEY-02 finding (one key for "
-           "several intents: a key that omits an intent field, or reuse after the intent changed) caps "
-           "effect correctness at 1.", ""]
+           "from an attempt number, a timestamp or a fresh random id) or a KEY-02 finding across runs (one "
+           "key computed for two runs' different intents: the key function leaves out a field such as "
+           "the tenant) caps effect correctness at 1. A key reused within one run after its intent "
+           "changed is changed-intent reuse: it costs E3 only.", ""]
     for name, maximum in CATEGORY_MAX.items():
         out += [f"## {name.replace('_', ' ')} ({maximum})", "", "| point | what earns it | lost by | chapter |",
                 "|---|---|---|---|"]

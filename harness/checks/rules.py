@@ -9,8 +9,11 @@
   Otherwise it costs the classification point (C3) and nothing more.
 * A dispatch by a worker that was not the live owner (OWN-01, OWN-02) means two recovery
   workers could cause effects at once: the ownership category scores zero.
-* A key that does not define the intent (KEY-01: several keys for one intent; KEY-02: one key
-  for several intents) caps effect correctness at one point.
+* A key that does not define the intent caps effect correctness at one point: KEY-01 (several
+  keys for one intent: from an attempt number, a timestamp, a fresh id) or KEY-02 across runs
+  (one key computed for two runs' different intents: a field such as the tenant left out). A
+  key reused within one run after its intent changed is changed-intent reuse (E3), not a key
+  without defined intent.
 """
 from __future__ import annotations
 
@@ -55,9 +58,16 @@ def judge(ix: TraceIndex, inv_id: str, run: str | None, message: str, cites: tup
             out["message"] = message + f"; the resend could duplicate ({why})"
     elif inv_id in ("OWN-01", "OWN-02") and any(_is_dispatch(ix, seq) for seq in cites):
         out["cap"] = TWO_LIVE_WORKERS
-    elif inv_id in ("KEY-01", "KEY-02"):
+    elif inv_id == "KEY-01" or (inv_id == "KEY-02" and len({_run_of(ix, seq) for seq in cites}) > 1):
         out["cap"] = KEY_WITHOUT_INTENT
     return out
+
+
+def _run_of(ix: TraceIndex, seq: int) -> str | None:
+    ev = ix.calls.get(seq)
+    if ev is None and 0 <= seq < len(ix.events) and ix.events[seq].get("seq") == seq:
+        ev = ix.events[seq]
+    return (ev or {}).get("run")
 
 
 def _is_dispatch(ix: TraceIndex, seq: int) -> bool:
