@@ -133,3 +133,53 @@ def test_docs_name_every_invariant_and_point():
         assert inv_id in rub_doc
     for p in RUBRIC:
         assert f"| {p.id} | {p.name} |" in rub_doc
+
+
+# --------------------------------------------------------------------------- end to end
+def _scenario(expect):
+    from support import scenario
+    return scenario(expect=expect)
+
+
+def test_a_scenario_rule_reaches_the_violation_the_failure_message_and_the_results_json():
+    import json
+
+    from harness.conformance import failure_message, run_one
+    from harness.results import Scorecard
+
+    rule = {"point": "D2", "source": "AR-08, Cancellation races", "quote": "Before dispatch, stop cleanly"}
+    _, res = run_one(_scenario({"dispositions": ["CANCELLED_NO_EFFECT"], "rules": {"dispositions": rule}}),
+                     "support:Script")
+    [miss] = [v for v in res.violations if v.invariant == "EXP-DISPOSITION"]
+    assert (miss.point, miss.expected, miss.observed) == ("D2", ["CANCELLED_NO_EFFECT"], "SUCCEEDED")
+    text = failure_message(res)
+    assert 'rule D2 (AR-08, Cancellation races): "Before dispatch, stop cleanly"' in text
+    assert "expected CANCELLED_NO_EFFECT; observed SUCCEEDED" in text
+    card = score([res], adapter="support:Script", seed=None)
+    back = Scorecard.from_json(json.loads(json.dumps(card.to_json())))
+    [lost] = [lp for lp in back.lost if lp.invariant == "EXP-DISPOSITION"]
+    assert lost.point.startswith("D2 ") and lost.rule == {"source": rule["source"], "quote": rule["quote"]}
+    assert lost.expected == ["CANCELLED_NO_EFFECT"] and lost.observed == "SUCCEEDED"
+    assert [v.point for v in back.scenarios[0].violations if v.invariant == "EXP-DISPOSITION"] == ["D2"]
+
+
+def test_a_miss_in_a_file_without_rules_costs_the_point_of_its_kind():
+    from harness.conformance import run_one
+
+    _, res = run_one(_scenario({"remote_effects": 3}), "support:Script")
+    [miss] = [v for v in res.violations if v.invariant == "EXP-EFFECTS"]
+    assert miss.point == "E2" and miss.rule is None and (miss.expected, miss.observed) == (3, 1)
+
+
+def test_results_written_before_rules_existed_still_load():
+    from harness.results import Scorecard
+
+    old = {"adapter": "x:Y", "seed": None, "verdict": "fail",
+           "score": {"total": 19, "max": 20, "categories": {"disposition": {"score": 4, "max": 5}}},
+           "auto_fail": [], "lost": [{"category": "disposition", "point": "D1 x", "scenario": "s",
+                                      "invariant": "EXP-DISPOSITION", "events": [3], "message": "m"}],
+           "rubric": [{"id": "C1", "tags": []}],
+           "scenarios": [{"id": "s", "verdict": "fail", "violations": [{"invariant": "EXP-DISPOSITION"}]}]}
+    card = Scorecard.from_json(old)
+    assert card.lost[0].rule is None and card.scenarios[0].violations[0].point is None
+    assert "rule" not in card.lost[0].to_json() and card.extra["rubric"] == [{"id": "C1", "tags": []}]
