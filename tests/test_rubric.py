@@ -183,3 +183,18 @@ def test_results_written_before_rules_existed_still_load():
     card = Scorecard.from_json(old)
     assert card.lost[0].rule is None and card.scenarios[0].violations[0].point is None
     assert "rule" not in card.lost[0].to_json() and card.extra["rubric"] == [{"id": "C1", "tags": []}]
+
+
+def test_the_reports_show_the_rule_and_the_expected_and_observed_outcomes():
+    from harness.report.html import scorecard_html
+    from harness.report.markdown import summary
+
+    miss = Violation(invariant="EXP-DISPOSITION", message="m", run="run-82", point="E4",
+                     rule={"source": "AR-08, Runbook: ambiguous reservation", "quote": "Use the authoritative read"},
+                     expected=["SUCCEEDED"], observed="FAILED_EFFECT_UNKNOWN")
+    card = score([result("c", miss)], adapter="x:Y", seed=None)
+    text = summary([], card, "x:Y")
+    assert "rule (AR-08, Runbook: ambiguous reservation)" in text and "Use the authoritative read" in text
+    assert "observed FAILED_EFFECT_UNKNOWN" in text
+    html = scorecard_html(card, [])
+    assert "Use the authoritative read" in html and "observed FAILED_EFFECT_UNKNOWN" in html

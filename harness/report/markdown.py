@@ -43,6 +43,10 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None) -> s
             ev = ", ".join(f"#{e}" for e in p.events[:8])
             lines.append(f"- {md(p.category)} / {md(p.point)}: {md(p.scenario)} — {md(p.invariant)}"
                          f"{f' ({ev})' if ev else ''} {md(p.message)}".rstrip())
+            if p.expected is not None or p.observed is not None:
+                lines.append(f"  - expected {md(str(p.expected))}, observed {md(str(p.observed))}")
+            if p.rule:
+                lines.append(f"  - rule ({md(str(p.rule.get('source')))}): \"{md(str(p.rule.get('quote')))}\"")
     lines += ["", "The full report (three timelines per scenario, evidence, decision packets) is index.html "
               "beside this file.", ""]
     return "\n".join(lines)
