@@ -13,7 +13,7 @@ from typing import Iterable
 
 from .drivers import AdapterSpec, load_adapter
 from .errors import ConformanceFailure
-from .results import ScenarioResult, Scorecard
+from .results import ScenarioResult, Scorecard, outcome_text
 from .runner import Limits, RunResult, run_scenario
 from .scenario import Scenario, library
 from .trace import write_jsonl
@@ -73,7 +73,7 @@ def failure_message(result: ScenarioResult) -> str:
         lines.append(f"  {v.invariant}: {v.message} [evidence {ev}]"
                      + (f" (automatic failure: {v.auto_fail})" if v.auto_fail else ""))
         if v.expected is not None or v.observed is not None:
-            lines.append(f"    expected {_listed(v.expected)}; observed {_listed(v.observed)}")
+            lines.append(f"    expected {outcome_text(v.expected)}; observed {outcome_text(v.observed)}")
         if v.rule:
             lines.append(f"    rule {v.point or ''} ({v.rule.get('source')}): \"{v.rule.get('quote')}\"")
         elif v.point:
@@ -85,14 +85,6 @@ def failure_message(result: ScenarioResult) -> str:
         lines.append(f"  trace: {result.trace}")
     lines.append(f"  repro: {result.repro}")
     return "\n".join(lines)
-
-
-def _listed(value) -> str:
-    if isinstance(value, list):
-        return " or ".join(str(v) for v in value) or "(none)"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {v}" for k, v in value.items())
-    return str(value)
 
 
 def check_scenario(scenario: Scenario, adapter: AdapterSpec | str | None = None, *,

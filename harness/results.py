@@ -58,6 +58,15 @@ class Violation:
                    cap=_field(data, "cap", opt, None, where))
 
 
+def outcome_text(value: Any) -> str:
+    """An expectation's expected or observed outcome as plain text: ``A or B``, ``run-1: 1``."""
+    if isinstance(value, list):
+        return " or ".join(str(v) for v in value) or "(none)"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in value.items())
+    return str(value)
+
+
 #: Violation and LostPoint fields written only when set (older results JSON has none of them).
 _OPTIONAL = ("rule", "expected", "observed", "cap")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..results import LostPoint, ScenarioResult, Scorecard, Violation
+from ..results import LostPoint, ScenarioResult, Scorecard, Violation, outcome_text
 from .invariants import BY_ID
 from .rules import KEY_WITHOUT_INTENT, TWO_LIVE_WORKERS
 
@@ -213,21 +213,13 @@ def render(card: Scorecard) -> str:
                 ev = ", ".join(f"#{e}" for e in lp.events[:6]) or "-"
                 lines.append(f"         {lp.scenario}: {lp.invariant} [{ev}] {lp.message}")
                 if lp.expected is not None or lp.observed is not None:
-                    lines.append(f"           expected {_show(lp.expected)}, observed {_show(lp.observed)}")
+                    lines.append(f"           expected {outcome_text(lp.expected)}, observed {outcome_text(lp.observed)}")
             if len(lost.get(p.id, ())) > 3:
                 more = lost[p.id][3:]
                 lines.append(f"         ... {len(more)} more: " + ", ".join(sorted({lp.scenario for lp in more})))
     lines.append(f"total {card.total}/{card.max}"
                  + (f"  automatic failure: {'; '.join(card.auto_fail)}" if card.auto_fail else ""))
     return "\n".join(lines)
-
-
-def _show(value) -> str:
-    if isinstance(value, list):
-        return " or ".join(str(v) for v in value) if value else "(none)"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {v}" for k, v in value.items())
-    return str(value)
 
 
 def _consistent() -> None:

@@ -150,9 +150,11 @@ def index_html(items: list[Item]) -> str:
 
 def _rule_html(p) -> str:
     """An expectation miss's expected and observed outcomes, and the rule that cost the point."""
+    from ..results import outcome_text
+
     out = ""
     if p.expected is not None or p.observed is not None:
-        out += f'<br><span class="muted">expected {e(str(p.expected))}, observed {e(str(p.observed))}</span>'
+        out += f'<br><span class="muted">expected {e(outcome_text(p.expected))}, observed {e(outcome_text(p.observed))}</span>'
     if p.rule:
         out += (f'<br><span class="muted">rule ({e(str(p.rule.get("source")))}): '
                 f'&ldquo;{e(str(p.rule.get("quote")))}&rdquo;</span>')
