@@ -129,6 +129,7 @@ class World:
             rw.wake = self.env.event()
             self.runs[spec.id] = rw
         self.rule_hits: dict[int, int] = {}
+        self._anchors = [(i, ev) for i, ev in enumerate(scenario.events) if ev.anchor is not None]
         self.anchors_fired: set[int] = set()     # indexes of scenario events anchored to a call, fired
         self._actions = frozenset(rule.action for rule in scenario.rules)
         self.emit = self.trace.emit  # the hot path skips one call layer
@@ -221,13 +222,16 @@ class World:
         This is a simpy sub-process body (``yield from``): it may take simulated time. Events
         anchored to this call are scheduled before it executes and after it completes.
         """
-        self._anchored("before", run, worker, call, nth)
+        if not self._anchors:
+            return (yield from self._execute(run, worker, call, call_seq, nth))
+        self._deliver_anchored(self._anchored("before", run, worker, call, nth))
+        after = self._anchored("after", run, worker, call, nth)   # matched as the call is made
         try:
             value = yield from self._execute(run, worker, call, call_seq, nth)
         except PortError:
-            self._anchored("after", run, worker, call, nth)
+            self._deliver_anchored(after)
             raise
-        self._anchored("after", run, worker, call, nth)
+        self._deliver_anchored(after)
         return value
 
     def _execute(self, run: RunWorld, worker: WorkerState, call: PortCall, call_seq: int,
@@ -663,15 +667,21 @@ class World:
                                      "deadline": run.spec.deadline_ms, "notify": run.spec.notify},
                      producer="intake", event_id=f"intake-{run.spec.id}", producer_seq=1)
 
-    def _anchored(self, when: str, run: RunWorld, worker: WorkerState, call: PortCall, nth: int) -> None:
-        """Schedule each not yet fired event anchored ``when`` (before / after) a call like this one:
-        it is delivered its delay after this moment. An anchored event fires at most once."""
-        for index, ev in enumerate(self.scenario.events):
-            if ev.anchor != when or index in self.anchors_fired:
-                continue
-            if self.matches(ev.match, run, worker, call, nth):
+    def _anchored(self, when: str, run: RunWorld, worker: WorkerState, call: PortCall, nth: int) -> list:
+        """The not yet fired events anchored ``when`` (before / after) a call like this one, matched
+        as the call is made; each is marked fired (an anchored event fires at most once)."""
+        out = []
+        for index, ev in self._anchors:
+            if ev.anchor == when and index not in self.anchors_fired and \
+                    self.matches(ev.match, run, worker, call, nth):
                 self.anchors_fired.add(index)
-                self.env.process(self._world_event(ev))
+                out.append(ev)
+        return out
+
+    def _deliver_anchored(self, events: list) -> None:
+        """Schedule anchored events from this moment: each is delivered its delay later."""
+        for ev in events:
+            self.env.process(self._world_event(ev))
 
     def _world_event(self, ev):
         yield self.env.timeout(ev.at_ms)
