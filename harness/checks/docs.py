@@ -121,7 +121,9 @@ def invariants_markdown() -> str:
         out += _section(inv)
     out += ["## Scenario expectations", "",
             "A scenario's `expect` block adds assertions on top of the invariants; a miss is a violation "
-            "like any other.", ""]
+            "like any other. It costs the rubric point that the scenario's `expect.rules` names for that "
+            "expectation (the point listed below is the default for a file without rules; docs/rubric.md).",
+            ""]
     for inv in EXPECTATIONS:
         out += _section(inv)
     return "\n".join(out).rstrip() + "\n"
