@@ -220,14 +220,18 @@ ENTRIES: tuple[Entry, ...] = (
     _entry(alternatives.EscalateEveryAmbiguity, "escalate-every-ambiguity", "Worked FieldOps recovery",
            "It records FAILED_EFFECT_UNKNOWN, names the operator escalation, and stops. Durability "
            "succeeded because the system preserved an uncomfortable truth.", correct=True,
-           note="Scenarios that expect the reservation to be reconciled (SUCCEEDED, a lookup in the "
-                "trace) count its honest FAILED_EFFECT_UNKNOWN as an expectation miss."),
+           note="It loses exactly one point, E4 authoritative reconciliation: where the service offers "
+                "an authoritative read it never uses it (AR-08 \"Runbook: ambiguous reservation\": \"Use "
+                "the adapter's authoritative read\"), so scenarios whose rules require the read or its "
+                "result (a lookup in the trace, SUCCEEDED where the read is available) charge E4. Its "
+                "escalations and FAILED_EFFECT_UNKNOWN cost nothing else."),
     _entry(alternatives.PinInsteadOfMigrate, "pin-instead-of-migrate", "Deployment compatibility",
            "Pin means old code drains old runs under bounded operational ownership.", correct=True),
     _entry(alternatives.StopInsteadOfCompensate, "stop-instead-of-compensate", "Cancellation races",
            "After commit, block new work and consider authorized compensation.", correct=True,
-           note="Scenarios whose expectations name the release (handoff-3, t8) count the stop as an "
-                "expectation miss."),
+           note="It loses E5 only: trace 8 and the third handoff run presuppose a release that was sent "
+                "(\"The reviewer reconciles the corrective effect separately\"); a design that never "
+                "compensates cannot produce that situation, and those two scenarios charge E5."),
 )
 
 BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}

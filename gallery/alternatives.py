@@ -1,8 +1,11 @@
 """Correct alternatives: legitimate design choices that differ from the reference's.
 
-Each one must pass every safety invariant on every scenario. They may lose expectation
-points where a scenario's expected dispositions or evidence name only the reference's
-choice (the detection matrix lists which)."""
+Each one must pass every safety invariant on every scenario. A library expectation accepts
+every outcome the chapter permits, so an alternative loses a point only where its choice
+breaks the rule that expectation names (its registry note in gallery/__init__.py says
+which): EscalateEveryAmbiguity skips the authoritative read (E4), StopInsteadOfCompensate
+never reconciles a release because it never sends one (E5), PinInsteadOfMigrate loses
+nothing."""
 from __future__ import annotations
 
 from harness.model import Knowledge, RunState

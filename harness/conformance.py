@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Iterable
 
 from .drivers import AdapterSpec, load_adapter
-from .errors import ConformanceFailure, InternalError, Interrupted, UsageError
-from .results import ScenarioResult, Scorecard
+from .errors import ConformanceFailure, Interrupted, UsageError
+from .results import ScenarioResult, Scorecard, outcome_text
 from .runner import Limits, RunResult, run_scenario
 from .scenario import Scenario, library
 from .trace import write_jsonl
@@ -144,6 +144,14 @@ def failure_message(result: ScenarioResult) -> str:
         ev = ", ".join(f"#{s}" for s in v.events) or "no events"
         lines.append(f"  {v.invariant}: {v.message} [evidence {ev}]"
                      + (f" (automatic failure: {v.auto_fail})" if v.auto_fail else ""))
+        if v.expected is not None or v.observed is not None:
+            lines.append(f"    expected {outcome_text(v.expected)}; observed {outcome_text(v.observed)}")
+        if v.rule:
+            lines.append(f"    rule {v.point or ''} ({v.rule.get('source')}): \"{v.rule.get('quote')}\"")
+        elif v.point:
+            lines.append(f"    costs rubric point {v.point} (no rule named in the scenario)")
+        if v.cap:
+            lines.append(f"    scoring rule: {v.cap} (docs/rubric.md)")
     lines.extend(f"  note: {n}" for n in result.notes)
     if result.trace:
         lines.append(f"  trace: {result.trace}")

@@ -31,10 +31,17 @@ class Violation:
     run: str | None = None
     category: str | None = None    # rubric category the invariant belongs to
     auto_fail: str | None = None   # set when this violation is an automatic rubric failure
+    point: str | None = None       # the rubric point it costs (C1...D5); None: no point
+    rule: dict[str, str] | None = None   # an expectation's rule: {"source", "quote"}
+    expected: Any = None           # an expectation miss: what the scenario expects ...
+    observed: Any = None           # ... and what the trace shows
+    cap: str | None = None         # a chapter scoring rule it triggers (harness.checks.rubric.CAPS)
 
     def to_json(self) -> dict[str, Any]:
-        return {"invariant": self.invariant, "message": self.message, "events": list(self.events),
-                "run": self.run, "category": self.category, "auto_fail": self.auto_fail}
+        out = {"invariant": self.invariant, "message": self.message, "events": list(self.events),
+               "run": self.run, "category": self.category, "auto_fail": self.auto_fail, "point": self.point}
+        out.update({k: getattr(self, k) for k in _OPTIONAL if getattr(self, k) is not None})
+        return out
 
     @classmethod
     def from_json(cls, data: Any, where: str = "violation") -> "Violation":
@@ -44,7 +51,24 @@ class Violation:
                    events=tuple(int(e) for e in _field(data, "events", list, [], where)),
                    run=_field(data, "run", opt, None, where),
                    category=_field(data, "category", opt, None, where),
-                   auto_fail=_field(data, "auto_fail", opt, None, where))
+                   auto_fail=_field(data, "auto_fail", opt, None, where),
+                   point=_field(data, "point", opt, None, where),
+                   rule=_field(data, "rule", (dict, type(None)), None, where),
+                   expected=data.get("expected"), observed=data.get("observed"),
+                   cap=_field(data, "cap", opt, None, where))
+
+
+def outcome_text(value: Any) -> str:
+    """An expectation's expected or observed outcome as plain text: ``A or B``, ``run-1: 1``."""
+    if isinstance(value, list):
+        return " or ".join(str(v) for v in value) or "(none)"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in value.items())
+    return str(value)
+
+
+#: Violation and LostPoint fields written only when set (older results JSON has none of them).
+_OPTIONAL = ("rule", "expected", "observed", "cap")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,9 +120,14 @@ class LostPoint:
     invariant: str
     events: tuple[int, ...] = ()
     message: str = ""
+    run: str | None = None
+    rule: dict[str, str] | None = None   # the rule that cost it: {"source", "quote"}
+    expected: Any = None           # an expectation miss: what the scenario expects ...
+    observed: Any = None           # ... and what the trace shows
+    cap: str | None = None         # a chapter scoring rule this finding triggered
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {k: v for k, v in asdict(self).items() if k not in _OPTIONAL or v is not None}
         d["events"] = list(self.events)
         return d
 
@@ -109,7 +138,11 @@ class LostPoint:
                    scenario=_field(data, "scenario", str, where=where),
                    invariant=_field(data, "invariant", str, "", where),
                    events=tuple(int(e) for e in _field(data, "events", list, [], where)),
-                   message=_field(data, "message", str, "", where))
+                   message=_field(data, "message", str, "", where),
+                   run=_field(data, "run", (str, type(None)), None, where),
+                   rule=_field(data, "rule", (dict, type(None)), None, where),
+                   expected=data.get("expected"), observed=data.get("observed"),
+                   cap=_field(data, "cap", (str, type(None)), None, where))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

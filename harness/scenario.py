@@ -137,11 +137,13 @@ class RunSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorldEvent:
-    at_ms: int
+    at_ms: int                        # absolute time; for an anchored event, its delay after the call
     type: str
     run: str | None
     data: Mapping[str, Any]
     line: int | None = None
+    anchor: str | None = None         # before | after: delivered when a port call matching ``match``
+    match: Match | None = None        # happens (before it executes / after it completes), plus at_ms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -646,8 +648,12 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
         allowed = EVENT_FIELDS[etype] | {"at", "type"} | (set() if etype in RUNLESS_EVENTS else {"run"})
         e = rd.mapping(events_doc, i, path, frozenset(allowed),
                        hint="put free-form content under 'payload'" if "payload" in allowed else "")
-        t = rd.get(e, "at", path, at)
-        if t >= horizon:
+        anchor = match = None
+        if isinstance(e.get("at"), dict):
+            anchor, match, t = _read_anchor(rd, e, path, services, run_ids, at)
+        else:
+            t = rd.get(e, "at", path, at)
+        if anchor is None and t >= horizon:
             rd.fail(e, "at", f"{path}.at", f"{format_time(t, origin)} is at or past the horizon "
                     f"{format_time(horizon, origin)}, so it would never happen; move it earlier or "
                     "extend clock.horizon")
@@ -689,9 +695,52 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
                 data["producer_seq"] = rd.get(e, "producer_seq", path, _integer(0))
             if "producer" in e:
                 data["producer"] = rd.get(e, "producer", path, _string)
-        events.append(WorldEvent(at_ms=t, type=etype, run=run, data=data, line=_line(events_doc, i)))
-    events.sort(key=lambda ev: ev.at_ms)
+        events.append(WorldEvent(at_ms=t, type=etype, run=run, data=data, line=_line(events_doc, i),
+                                 anchor=anchor, match=match))
+    events.sort(key=lambda ev: (ev.anchor is not None, ev.at_ms))
     return tuple(events)
+
+
+def _read_match(rd: _Reader, m: dict, mpath: str, ports: Mapping, run_ids: list[str], at) -> Match:
+    """One ``match`` mapping (faults, crashes, pauses, and events anchored to a call)."""
+    port = rd.get(m, "port", mpath, _choice(sorted(ports), "port"), None)
+    ops = ports[port] if port else frozenset().union(*ports.values())
+    op = rd.get(m, "op", mpath, _choice(ops, f"operation{' of ' + port if port else ''}"), None)
+    start = rd.get(m, "from", mpath, at, None)
+    until = rd.get(m, "until", mpath, at, None)
+    if start is not None and until is not None and until <= start:
+        rd.fail(m, "until", f"{mpath}.until", "the window is empty: 'until' must come after 'from'")
+    return Match(port=port, op=op, nth=rd.get(m, "nth", mpath, _integer(1), None),
+                 worker=rd.get(m, "worker", mpath, _integer(1), None),
+                 run=rd.get(m, "run", mpath, _choice(run_ids, "run"), None),
+                 from_ms=start, until_ms=until,
+                 knowledge=rd.get(m, "knowledge", mpath, _choice(KNOWLEDGE, "knowledge state"), None),
+                 state=rd.get(m, "state", mpath, _choice(RUN_STATES, "run state"), None),
+                 appends=rd.get(m, "appends", mpath, _choice(KNOWLEDGE, "knowledge state"), None),
+                 disposition=rd.get(m, "disposition", mpath, _choice(RUN_STATES, "disposition"), None))
+
+
+#: ``at: {after: MATCH, delay: D}`` / ``at: {before: MATCH}``: an event anchored to a port call.
+ANCHORS = ("before", "after")
+
+
+def _read_anchor(rd: _Reader, e: dict, path: str, services: dict, run_ids: list[str], at):
+    """An event's ``at`` given as a mapping: (anchor, match, delay_ms)."""
+    apath = f"{path}.at"
+    a = rd.mapping(e, "at", apath, frozenset(ANCHORS) | {"delay"},
+                   hint="write at: {after: {port: ledger, op: append, nth: 1}, delay: 1s}")
+    given = [k for k in ANCHORS if k in a]
+    if len(given) != 1:
+        rd.fail(e, "at", apath, "an anchored event names exactly one of 'before' or 'after' with the "
+                "call it waits for, e.g. at: {after: {port: ledger, op: append, nth: 1}}")
+    anchor = given[0]
+    m = rd.mapping(a, anchor, f"{apath}.{anchor}", MATCH_FIELDS)
+    if not m:
+        rd.fail(a, anchor, f"{apath}.{anchor}", "an empty match fires on the first port call; name a "
+                "port, op, nth, worker, run or time window")
+    ports = {**PLATFORM_PORTS, **{s: SERVICE_OPS[s] for s in services}}
+    match = _read_match(rd, m, f"{apath}.{anchor}", ports, run_ids, at)
+    return anchor, match, rd.get(a, "delay", apath, parse_duration, 0)
 
 
 def _read_rules(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at) -> tuple[Rule, ...]:
@@ -710,22 +759,8 @@ def _read_rules(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at) 
             if not m:
                 rd.fail(r, "match", mpath, "an empty match fires on the run's first port call; "
                         "name a port, op, nth, worker, run or time window")
-            port = rd.get(m, "port", mpath, _choice(sorted(ports), "port"), None)
-            ops = ports[port] if port else frozenset().union(*ports.values())
-            op = rd.get(m, "op", mpath, _choice(ops, f"operation{' of ' + port if port else ''}"), None)
-            start = rd.get(m, "from", mpath, at, None)
-            until = rd.get(m, "until", mpath, at, None)
-            if start is not None and until is not None and until <= start:
-                rd.fail(m, "until", f"{mpath}.until", "the window is empty: 'until' must come after 'from'")
-            match = Match(port=port, op=op, nth=rd.get(m, "nth", mpath, _integer(1), None),
-                          worker=rd.get(m, "worker", mpath, _integer(1), None),
-                          run=rd.get(m, "run", mpath, _choice(run_ids, "run"), None),
-                          from_ms=start, until_ms=until,
-                          knowledge=rd.get(m, "knowledge", mpath, _choice(KNOWLEDGE, "knowledge state"), None),
-                          state=rd.get(m, "state", mpath, _choice(RUN_STATES, "run state"), None),
-                          appends=rd.get(m, "appends", mpath, _choice(KNOWLEDGE, "knowledge state"), None),
-                          disposition=rd.get(m, "disposition", mpath, _choice(RUN_STATES, "disposition"),
-                                             None))
+            match = _read_match(rd, m, mpath, ports, run_ids, at)
+            port = match.port
             action = RULE_ACTION[section]
             fault = code = None
             if action == "fault":
@@ -1045,6 +1080,12 @@ def schema_document() -> dict:
                  "state": {"enum": sorted(RUN_STATES)}, "appends": {"enum": sorted(KNOWLEDGE)},
                  "disposition": {"enum": sorted(RUN_STATES)}},
                 minProperties=1)
+    anchor = {"type": "object", "additionalProperties": False, "minProperties": 1, "maxProperties": 2,
+              "properties": {"before": match, "after": match, "delay": duration},
+              "oneOf": [{"required": ["before"]}, {"required": ["after"]}],
+              "description": "an event anchored to a port call: delivered when the matching call happens "
+                             "(before it executes, or after it completes), plus delay"}
+    event_props["at"] = {"oneOf": [time, anchor]}
     rule_props = {"match": match, "fault": {"enum": sorted(FAULTS)}, "code": {"enum": sorted(ERROR_CODES)},
                   "delay": duration, "times": {"type": "integer", "minimum": 0},
                   "boundary": {"enum": list(BOUNDARIES)}, "restart_after": duration, "resume_after": duration}

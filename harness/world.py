@@ -129,6 +129,8 @@ class World:
             rw.wake = self.env.event()
             self.runs[spec.id] = rw
         self.rule_hits: dict[int, int] = {}
+        self._anchors = [(i, ev) for i, ev in enumerate(scenario.events) if ev.anchor is not None]
+        self.anchors_fired: set[int] = set()     # indexes of scenario events anchored to a call, fired
         self._actions = frozenset(rule.action for rule in scenario.rules)
         self.emit = self.trace.emit  # the hot path skips one call layer
         self.env_current = dict(scenario.env)
@@ -152,6 +154,32 @@ class World:
         return None
 
     # ------------------------------------------------------------------ rule matching
+    def matches(self, m, run: RunWorld, worker: WorkerState, call: PortCall, nth: int) -> bool:
+        """Whether a call meets every condition of a ``match`` (rules and anchored events)."""
+        if m.port is not None and m.port != call.port:
+            return False
+        if m.op is not None and m.op != call.op:
+            return False
+        if m.nth is not None and m.nth != nth:
+            return False
+        if m.worker is not None and m.worker != worker.number:
+            return False
+        if m.run is not None and m.run != run.spec.id:
+            return False
+        if m.from_ms is not None and self.now < m.from_ms:
+            return False
+        if m.until_ms is not None and self.now >= m.until_ms:
+            return False
+        if m.knowledge is not None and self.key_knowledge(run, call.args.get("key")) != m.knowledge:
+            return False
+        if m.state is not None and m.state != _dig(call.args, "checkpoint", "control", "state"):
+            return False
+        if m.appends is not None and m.appends != _dig(call.args, "entry", "knowledge"):
+            return False
+        if m.disposition is not None and m.disposition != call.args.get("disposition"):
+            return False
+        return True
+
     def match_rules(self, action: str, run: RunWorld, worker: WorkerState, call: PortCall,
                     nth: int) -> Rule | None:
         if action not in self._actions:
@@ -159,29 +187,7 @@ class World:
         for index, rule in enumerate(self.scenario.rules):
             if rule.action != action:
                 continue
-            m = rule.match
-            if m.port is not None and m.port != call.port:
-                continue
-            if m.op is not None and m.op != call.op:
-                continue
-            if m.nth is not None and m.nth != nth:
-                continue
-            if m.worker is not None and m.worker != worker.number:
-                continue
-            if m.run is not None and m.run != run.spec.id:
-                continue
-            if m.from_ms is not None and self.now < m.from_ms:
-                continue
-            if m.until_ms is not None and self.now >= m.until_ms:
-                continue
-            if m.knowledge is not None and \
-                    self.key_knowledge(run, call.args.get("key")) != m.knowledge:
-                continue
-            if m.state is not None and m.state != _dig(call.args, "checkpoint", "control", "state"):
-                continue
-            if m.appends is not None and m.appends != _dig(call.args, "entry", "knowledge"):
-                continue
-            if m.disposition is not None and m.disposition != call.args.get("disposition"):
+            if not self.matches(rule.match, run, worker, call, nth):
                 continue
             hits = self.rule_hits.get(index, 0)
             if rule.times and hits >= rule.times:
@@ -213,8 +219,23 @@ class World:
                 nth: int) -> Generator[Any, Any, dict]:
         """Run one port call on the world. Returns the result value or raises PortError.
 
-        This is a simpy sub-process body (``yield from``): it may take simulated time.
+        This is a simpy sub-process body (``yield from``): it may take simulated time. Events
+        anchored to this call are scheduled before it executes and after it completes.
         """
+        if not self._anchors:
+            return (yield from self._execute(run, worker, call, call_seq, nth))
+        self._deliver_anchored(self._anchored("before", run, worker, call, nth))
+        after = self._anchored("after", run, worker, call, nth)   # matched as the call is made
+        try:
+            value = yield from self._execute(run, worker, call, call_seq, nth)
+        except PortError:
+            self._deliver_anchored(after)
+            raise
+        self._deliver_anchored(after)
+        return value
+
+    def _execute(self, run: RunWorld, worker: WorkerState, call: PortCall, call_seq: int,
+                 nth: int) -> Generator[Any, Any, dict]:
         fault = self.match_rules("fault", run, worker, call, nth)
         if fault is not None:
             self.emit("fault", "fault", worker=worker.name, run=run.spec.id, call=call_seq,
@@ -611,7 +632,8 @@ class World:
     # ------------------------------------------------------------------ world events
     def schedule_events(self) -> None:
         for event in self.scenario.events:
-            self.env.process(self._world_event(event))
+            if event.anchor is None:
+                self.env.process(self._world_event(event))
         for run in self.runs.values():
             self.env.process(self._intake(run))
         for svc in self.services.values():
@@ -644,6 +666,22 @@ class World:
                                      "operation": run.spec.operation,
                                      "deadline": run.spec.deadline_ms, "notify": run.spec.notify},
                      producer="intake", event_id=f"intake-{run.spec.id}", producer_seq=1)
+
+    def _anchored(self, when: str, run: RunWorld, worker: WorkerState, call: PortCall, nth: int) -> list:
+        """The not yet fired events anchored ``when`` (before / after) a call like this one, matched
+        as the call is made; each is marked fired (an anchored event fires at most once)."""
+        out = []
+        for index, ev in self._anchors:
+            if ev.anchor == when and index not in self.anchors_fired and \
+                    self.matches(ev.match, run, worker, call, nth):
+                self.anchors_fired.add(index)
+                out.append(ev)
+        return out
+
+    def _deliver_anchored(self, events: list) -> None:
+        """Schedule anchored events from this moment: each is delivered its delay later."""
+        for ev in events:
+            self.env.process(self._world_event(ev))
 
     def _world_event(self, ev):
         yield self.env.timeout(ev.at_ms)

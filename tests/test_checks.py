@@ -67,8 +67,11 @@ DEPLOY = dict(events=[{"at": "10:00:00.110", "type": "deploy", "schema_version":
 
 # (invariant, adapter, scenario overrides, automatic failure, the kinds of the cited events)
 MISTAKES = [
-    ("RETRY-01", "BlindRetry", dict(faults=LOST), "blind ambiguous retry",
+    # a same-key resend to a service that deduplicates it cannot duplicate: it costs C3 only
+    ("RETRY-01", "BlindRetry", dict(faults=LOST), None,
      ["call:reservation.reserve", "call:reservation.reserve"]),
+    ("RETRY-01", "BlindRetry", dict(faults=LOST, services={"reservation": {"retention": "1s"}}),
+     "blind ambiguous retry", ["call:reservation.reserve", "call:reservation.reserve"]),
     ("EFF-01", "BlindRetry", dict(faults=LOST, services={"reservation": {"idempotency": "none", "lookup": "none"}}),
      None, ["effect", "effect"]),
     ("KEY-01", "KeyPerAttempt", dict(faults=[fault("reserve", "refused")]), None,

@@ -82,14 +82,33 @@ def test_unknown_when_nothing_failed_but_something_was_inconclusive():
     assert card.total == 20 and card.verdict == "unknown"
 
 
-def test_expectation_misses_follow_the_scenario_tags():
-    miss = violation("EXP-DISPOSITION")
-    assert point_for(miss, ("cancellation", "combined")).id == "D2"
-    assert point_for(miss, ("compensation",)).id == "E5"
-    assert point_for(miss, ()).id == "D1"
+def test_an_expectation_miss_costs_the_point_its_rule_names_and_no_tag_routes_it():
+    rule = {"source": "AR-08, Runbook: ambiguous reservation", "quote": "Use the adapter's authoritative read"}
+    miss = Violation(invariant="EXP-DISPOSITION", message="m", run="run-82", point="E4", rule=rule,
+                     expected=["SUCCEEDED"], observed="FAILED_EFFECT_UNKNOWN")
+    assert point_for(miss).id == "E4"
+    card = score([result("c", miss, tags=("cancellation", "zombie"))], adapter="x:Y", seed=None)
+    [lp] = card.lost
+    assert lp.point.startswith("E4 ") and lp.rule == rule
+    assert (lp.expected, lp.observed) == (["SUCCEEDED"], "FAILED_EFFECT_UNKNOWN")
+    text = render(card)
+    assert "Use the adapter's authoritative read" in text
+    assert "expected SUCCEEDED, observed FAILED_EFFECT_UNKNOWN" in text
+
+
+def test_a_miss_without_a_rule_costs_the_point_of_its_kind_whatever_the_tags():
+    for inv, point in (("EXP-DISPOSITION", "D1"), ("EXP-EVIDENCE", "C2"), ("EXP-EFFECTS", "E2")):
+        card = score([result("c", violation(inv), tags=("cancellation", "zombie", "compensation"))],
+                     adapter="x:Y", seed=None)
+        assert [lp.point.split()[0] for lp in card.lost] == [point]
     assert point_for(violation("EFF-01"), ("cancellation",)).id == "E2"   # invariants keep their point
-    card = score([result("c", miss, tags=("cancellation",))], adapter="x:Y", seed=None)
-    assert [lp.point.split()[0] for lp in card.lost] == ["D2"]
+
+
+def test_a_lost_invariant_point_quotes_the_chapter_passage_that_defines_it():
+    card = score([result("t2", violation("OWN-04"))], adapter="x:Y", seed=None)
+    [lp] = card.lost
+    assert "accountable operator for unresolved states" in lp.rule["quote"]
+    assert lp.rule["source"] == "AR-08, Assess the eight traces"
 
 
 def test_render_prints_the_mapping_with_the_score():
@@ -114,3 +133,68 @@ def test_docs_name_every_invariant_and_point():
         assert inv_id in rub_doc
     for p in RUBRIC:
         assert f"| {p.id} | {p.name} |" in rub_doc
+
+
+# --------------------------------------------------------------------------- end to end
+def _scenario(expect):
+    from support import scenario
+    return scenario(expect=expect)
+
+
+def test_a_scenario_rule_reaches_the_violation_the_failure_message_and_the_results_json():
+    import json
+
+    from harness.conformance import failure_message, run_one
+    from harness.results import Scorecard
+
+    rule = {"point": "D2", "source": "AR-08, Cancellation races", "quote": "Before dispatch, stop cleanly"}
+    _, res = run_one(_scenario({"dispositions": ["CANCELLED_NO_EFFECT"], "rules": {"dispositions": rule}}),
+                     "support:Script")
+    [miss] = [v for v in res.violations if v.invariant == "EXP-DISPOSITION"]
+    assert (miss.point, miss.expected, miss.observed) == ("D2", ["CANCELLED_NO_EFFECT"], "SUCCEEDED")
+    text = failure_message(res)
+    assert 'rule D2 (AR-08, Cancellation races): "Before dispatch, stop cleanly"' in text
+    assert "expected CANCELLED_NO_EFFECT; observed SUCCEEDED" in text
+    card = score([res], adapter="support:Script", seed=None)
+    back = Scorecard.from_json(json.loads(json.dumps(card.to_json())))
+    [lost] = [lp for lp in back.lost if lp.invariant == "EXP-DISPOSITION"]
+    assert lost.point.startswith("D2 ") and lost.rule == {"source": rule["source"], "quote": rule["quote"]}
+    assert lost.expected == ["CANCELLED_NO_EFFECT"] and lost.observed == "SUCCEEDED"
+    assert [v.point for v in back.scenarios[0].violations if v.invariant == "EXP-DISPOSITION"] == ["D2"]
+
+
+def test_a_miss_in_a_file_without_rules_costs_the_point_of_its_kind():
+    from harness.conformance import run_one
+
+    _, res = run_one(_scenario({"remote_effects": 3}), "support:Script")
+    [miss] = [v for v in res.violations if v.invariant == "EXP-EFFECTS"]
+    assert miss.point == "E2" and miss.rule is None and (miss.expected, miss.observed) == (3, 1)
+
+
+def test_results_written_before_rules_existed_still_load():
+    from harness.results import Scorecard
+
+    old = {"adapter": "x:Y", "seed": None, "verdict": "fail",
+           "score": {"total": 19, "max": 20, "categories": {"disposition": {"score": 4, "max": 5}}},
+           "auto_fail": [], "lost": [{"category": "disposition", "point": "D1 x", "scenario": "s",
+                                      "invariant": "EXP-DISPOSITION", "events": [3], "message": "m"}],
+           "rubric": [{"id": "C1", "tags": []}],
+           "scenarios": [{"id": "s", "verdict": "fail", "violations": [{"invariant": "EXP-DISPOSITION"}]}]}
+    card = Scorecard.from_json(old)
+    assert card.lost[0].rule is None and card.scenarios[0].violations[0].point is None
+    assert "rule" not in card.lost[0].to_json() and card.extra["rubric"] == [{"id": "C1", "tags": []}]
+
+
+def test_the_reports_show_the_rule_and_the_expected_and_observed_outcomes():
+    from harness.report.html import scorecard_html
+    from harness.report.markdown import summary
+
+    miss = Violation(invariant="EXP-DISPOSITION", message="m", run="run-82", point="E4",
+                     rule={"source": "AR-08, Runbook: ambiguous reservation", "quote": "Use the authoritative read"},
+                     expected=["SUCCEEDED"], observed="FAILED_EFFECT_UNKNOWN")
+    card = score([result("c", miss)], adapter="x:Y", seed=None)
+    text = summary([], card, "x:Y")
+    assert "rule (AR-08, Runbook: ambiguous reservation)" in text and "Use the authoritative read" in text
+    assert "observed FAILED_EFFECT_UNKNOWN" in text
+    html = scorecard_html(card, [])
+    assert "Use the authoritative read" in html and "observed FAILED_EFFECT_UNKNOWN" in html

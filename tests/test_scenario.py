@@ -280,7 +280,8 @@ def test_the_cancellation_under_pressure_timeline():
     assert (sc.fmt(run.start_ms), sc.fmt(run.deadline_ms)) == ("10:02", "10:15")
     assert [(sc.fmt(e.at_ms), e.type) for e in sc.events] == [("10:04", "cancel"), ("10:06", "callback")]
     assert any(r.match.op == "lookup" and sc.fmt(r.match.until_ms) == "10:20" for r in sc.rules)
-    assert sc.expect["dispositions"] == ["CANCELLED_EFFECT_UNKNOWN"]
+    # the chapter's answer, and an honest stop escalated before the 10:04 cancellation arrives
+    assert sc.expect["dispositions"] == ["CANCELLED_EFFECT_UNKNOWN", "FAILED_EFFECT_UNKNOWN", "WAITING_OPERATOR"]
 
 
 # --------------------------------------------------------------------------- expectation rules
@@ -316,3 +317,37 @@ def test_rubric_point_ids_match_the_rubric():
     from harness.checks.rubric import RUBRIC
     from harness.model import RUBRIC_POINT_IDS
     assert tuple(p.id for p in RUBRIC) == RUBRIC_POINT_IDS
+
+
+def test_every_library_expectation_names_its_rule_and_passage():
+    """A miss is charged to the point its rule names, so the library gives one for each expectation."""
+    from harness.scenario import EXPECT_FIELDS
+
+    for sc in library():
+        rules = sc.expect.get("rules") or {}
+        fields = set(sc.expect) & (EXPECT_FIELDS - {"rules"})
+        assert fields, f"{sc.id} expects nothing"
+        assert set(rules) == fields, f"{sc.id}: expectations without a rule: {sorted(fields - set(rules))}"
+        for name, rule in rules.items():
+            assert rule["source"].startswith(("AR-08, ", "Seed 000, ", "Seed 002, ", "crashlab refinement")), \
+                f"{sc.id}: {name} rule names no chapter, seed or refinement passage"
+            assert len(rule["quote"]) >= 20, f"{sc.id}: {name} rule quotes too little"
+
+
+def test_library_quotes_are_the_chapters_own_words():
+    """Every chapter or seed quote of a library rule occurs in the seed text (ellipses join parts)."""
+    import re
+    from pathlib import Path
+
+    seeds = Path("/work/shared/seeds")
+    if not seeds.is_dir():
+        pytest.skip("the seed texts are not on this machine")
+    text = " ".join(p.read_text(encoding="utf-8") for p in sorted(seeds.glob("*.txt")))
+    norm = lambda s: re.sub(r"\s+", " ", s.replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"'))  # noqa: E731
+    text = norm(text)
+    for sc in library():
+        for name, rule in (sc.expect.get("rules") or {}).items():
+            if rule["source"].startswith("crashlab refinement"):
+                continue
+            for part in norm(rule["quote"]).split(" ... "):
+                assert part.strip(". ") in text, f"{sc.id}: {name} quote not in the seeds: {part!r}"

@@ -1,10 +1,16 @@
 """The twenty-point rubric of AR-08 "Assess the eight traces", as an explicit mapping.
 
 Classification 5, ownership 4, effect correctness 6, disposition 5. Each point names the
-invariants that can take it away; a point is lost when any of them fails in any scenario,
-and the scorecard names the scenario, the invariant and the evidence events for every
-loss. A scenario expectation miss (EXP-*) takes the point whose ``tags`` meet the
-scenario's tags (the concept the scenario teaches), else its default point below.
+invariants that can take it away and the chapter passage that defines it; a point is lost
+when any of them fails in any scenario, and the scorecard names the scenario, the finding,
+the rule and the evidence events for every loss. A scenario expectation miss (EXP-*) takes
+the point its scenario's ``expect.rules`` names, else the point of its kind
+(harness.checks.rules.KIND_POINT); no scenario tag routes anything.
+
+The chapter's three scoring rules (harness.checks.rules): a blind retry is an automatic
+failure only when the resend could duplicate; two live recovery workers able to cause
+effects at once zero the ownership category; a key without defined intent caps effect
+correctness at one point.
 
 Automatic failure (total 0): an exactly-once claim, a blind ambiguous retry, compensation
 as rollback, a checkpoint without version or owner, two retry owners.
@@ -15,14 +21,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..results import LostPoint, ScenarioResult, Scorecard, Violation
+from ..results import LostPoint, ScenarioResult, Scorecard, Violation, outcome_text
 from .invariants import BY_ID
+from .rules import KEY_WITHOUT_INTENT, TWO_LIVE_WORKERS
 
 CATEGORY_MAX: dict[str, int] = {"classification": 5, "ownership": 4, "effect_correctness": 6,
                                 "disposition": 5}
 AUTO_FAIL_REASONS: tuple[str, ...] = ("exactly-once claim", "blind ambiguous retry",
                                       "compensation as rollback", "checkpoint without version or owner",
                                       "two retry owners")
+
+_ASSESS = "AR-08, Assess the eight traces"
+_CLASSIFY = ("Full credit requires distinguishing caller observation from effect truth and naming the "
+             "evidence needed.")
+_OWNERSHIP = ("Four ownership points require one current lease holder, fenced stale workers, a single retry "
+              "owner, and an explicit accountable operator for unresolved states.")
+_EFFECTS = ("Six effect-correctness points cover stable semantic identity, same-intent deduplication, "
+            "changed-intent rejection, authoritative reconciliation, separate compensation, and "
+            "preservation of effect history.")
+_DISPOSITION = ("Five disposition points require each trace to end in a truthful terminal or durable waiting "
+                "state, with cancellation and residual effects visible.")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,60 +49,90 @@ class RubricPoint:
     category: str
     name: str                        # the chapter's wording
     invariants: tuple[str, ...]      # the invariants that take this point away
-    tags: tuple[str, ...] = ()       # scenario tags routing expectation misses here
+    source: str = _ASSESS            # the chapter passage that defines the point ...
+    quote: str = ""                  # ... in its own words
 
     def to_json(self) -> dict:
         return {"id": self.id, "category": self.category, "name": self.name,
-                "invariants": list(self.invariants), "tags": list(self.tags)}
+                "invariants": list(self.invariants), "source": self.source, "quote": self.quote}
 
 
-def _p(id, category, name, invariants, tags=()) -> RubricPoint:
-    return RubricPoint(id=id, category=category, name=name, invariants=tuple(invariants), tags=tuple(tags))
+def _p(id, category, name, invariants, quote, source=_ASSESS) -> RubricPoint:
+    return RubricPoint(id=id, category=category, name=name, invariants=tuple(invariants), source=source,
+                       quote=quote)
 
 
 RUBRIC: tuple[RubricPoint, ...] = (
-    _p("C1", "classification", "caller observation is distinguished from effect truth", ["TRUTH-01"]),
-    _p("C2", "classification", "the evidence needed is named", ["EVID-01", "EXP-EVIDENCE"], ["evidence"]),
-    _p("C3", "classification", "timeouts are distinguished: pre-send versus ambiguous", ["RETRY-01"], ["ambiguous"]),
+    _p("C1", "classification", "caller observation is distinguished from effect truth", ["TRUTH-01"], _CLASSIFY),
+    _p("C2", "classification", "the evidence needed is named", ["EVID-01", "EXP-EVIDENCE"], _CLASSIFY),
+    _p("C3", "classification", "timeouts are distinguished: pre-send versus ambiguous", ["RETRY-01"],
+       "A learner loses points for treating every timeout alike, but automatic failure is reserved for blind "
+       "retry of an ambiguous non-idempotent effect."),
     _p("C4", "classification", "throttling, validation, permission and incompatibility are classified",
-       ["CLS-01", "CLS-02", "AUTH-02", "MIG-01"], ["backoff", "deployment", "permission", "validation"]),
+       ["CLS-01", "CLS-02", "AUTH-02", "MIG-01"],
+       "A validation failure stops. A transient read may retry within a bound. Throttling uses coordinated "
+       "backoff and seeded jitter.", "AR-08, Classify before retrying"),
     _p("C5", "classification", "no knowledge upgrade without evidence", ["KNOW-01", "KNOW-02", "LATE-01"],
-       ["late-callback"]),
-    _p("O1", "ownership", "one current lease holder", ["OWN-02", "OWN-03", "CKPT-01"], ["lease"]),
-    _p("O2", "ownership", "stale workers are fenced", ["OWN-01"], ["zombie", "fencing"]),
-    _p("O3", "ownership", "a single retry owner with a bounded budget", ["RETRY-03", "RETRY-02"],
-       ["retry", "amplification", "deadline"]),
-    _p("O4", "ownership", "an accountable operator for unresolved states", ["OWN-04"], ["escalation"]),
-    _p("E1", "effect_correctness", "stable semantic identity", ["PREP-01", "KEY-01"], ["identity"]),
+       "The ledger never upgrades SENT_UNKNOWN to failure because a deadline elapsed.",
+       "AR-08, Effect ledger and semantic identity"),
+    _p("O1", "ownership", "one current lease holder", ["OWN-02", "OWN-03", "CKPT-01"], _OWNERSHIP),
+    _p("O2", "ownership", "stale workers are fenced", ["OWN-01"], _OWNERSHIP),
+    _p("O3", "ownership", "a single retry owner with a bounded budget", ["RETRY-03", "RETRY-02"], _OWNERSHIP),
+    _p("O4", "ownership", "an accountable operator for unresolved states", ["OWN-04"], _OWNERSHIP),
+    _p("E1", "effect_correctness", "stable semantic identity", ["PREP-01", "KEY-01"], _EFFECTS),
     _p("E2", "effect_correctness", "same-intent deduplication", ["EFF-01", "EFF-02", "EVT-01", "EXP-EFFECTS"],
-       ["duplicate"]),
+       _EFFECTS),
     _p("E3", "effect_correctness", "changed-intent rejection (and live authority for the intent)",
-       ["KEY-02", "AUTH-01"], ["authority", "approval"]),
-    _p("E4", "effect_correctness", "authoritative reconciliation", ["REC-01"],
-       ["consistency", "retention", "registry"]),
-    _p("E5", "effect_correctness", "compensation is a separate effect", ["COMP-01"], ["compensation"]),
-    _p("E6", "effect_correctness", "effect history is preserved", ["HIST-01"], ["history"]),
+       ["KEY-02", "AUTH-01"], _EFFECTS),
+    _p("E4", "effect_correctness", "authoritative reconciliation", ["REC-01"], _EFFECTS),
+    _p("E5", "effect_correctness", "compensation is a separate effect", ["COMP-01"], _EFFECTS),
+    _p("E6", "effect_correctness", "effect history is preserved", ["HIST-01"], _EFFECTS),
     _p("D1", "disposition", "a truthful terminal or durable waiting state", ["DISP-01", "ADAPTER-FAULT",
-                                                                             "EXP-DISPOSITION"]),
-    _p("D2", "disposition", "cancellation is visible", ["CANCEL-01", "CANCEL-02"], ["cancellation"]),
-    _p("D3", "disposition", "residual effects are visible", ["DISP-02"], ["residual"]),
-    _p("D4", "disposition", "unknown stays unknown, with a next owner", ["TRUTH-02"], ["weak-service"]),
-    _p("D5", "disposition", "terminal is terminal", ["TERM-01"], ["terminal"]),
+                                                                             "EXP-DISPOSITION"], _DISPOSITION),
+    _p("D2", "disposition", "cancellation is visible", ["CANCEL-01", "CANCEL-02"], _DISPOSITION),
+    _p("D3", "disposition", "residual effects are visible", ["DISP-02"], _DISPOSITION),
+    _p("D4", "disposition", "unknown stays unknown, with a next owner", ["TRUTH-02"],
+       "The learner must state what effect exists or remains unknown and who acts next."),
+    _p("D5", "disposition", "terminal is terminal", ["TERM-01"],
+       "Apply cancellation and terminal state before other transitions.", "AR-08, Runbook: lost owner"),
 )
 
+BY_POINT: dict[str, RubricPoint] = {p.id: p for p in RUBRIC}
 _BY_INVARIANT: dict[str, RubricPoint] = {}
 for _point in RUBRIC:
     for _inv in _point.invariants:
         _BY_INVARIANT.setdefault(_inv, _point)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cap:
+    """One of the chapter's scoring rules that bounds a whole category."""
+
+    rule: str                        # harness.checks.rules: the finding's ``cap``
+    category: str
+    limit: int                       # the category scores at most this
+    source: str
+    quote: str
+
+    def to_json(self) -> dict:
+        return {"rule": self.rule, "category": self.category, "limit": self.limit, "source": self.source,
+                "quote": self.quote}
+
+
+CAPS: tuple[Cap, ...] = (
+    Cap(rule=TWO_LIVE_WORKERS, category="ownership", limit=0, source=_ASSESS,
+        quote="A design with two helpful recovery workers receives zero ownership points because the "
+              "duplicate-effect risk is structural."),
+    Cap(rule=KEY_WITHOUT_INTENT, category="effect_correctness", limit=1, source=_ASSESS,
+        quote="Saying \u201cidempotency key\u201d without defining intent earns at most one of these points."),
+)
+
+
 def point_for(violation: Violation, tags: tuple[str, ...] = ()) -> RubricPoint | None:
-    """The rubric point a violation takes away in a scenario with these tags."""
-    if violation.invariant.startswith("EXP-"):
-        wanted = set(tags)
-        for point in RUBRIC:
-            if wanted.intersection(point.tags):
-                return point
+    """The rubric point a violation takes away: the point its rule names (an expectation miss),
+    else the point of its invariant. ``tags`` is accepted for older callers and ignored."""
+    if violation.point is not None and violation.point in BY_POINT:
+        return BY_POINT[violation.point]
     return _BY_INVARIANT.get(violation.invariant)
 
 
@@ -93,21 +141,32 @@ def score(results: list[ScenarioResult], *, adapter: str, seed: int | None) -> S
     lost: dict[str, list[LostPoint]] = {}
     seen: set = set()
     auto: set = set()
+    capped: dict[str, list[str]] = {}
     for res in results:
         for v in res.violations:
             if v.auto_fail:
                 auto.add(v.auto_fail)
-            point = point_for(v, tuple(res.tags))
-            if point is None or (point.id, res.id, v.invariant) in seen:
+            if v.cap:
+                scenarios = capped.setdefault(v.cap, [])
+                if res.id not in scenarios:
+                    scenarios.append(res.id)
+            point = point_for(v)
+            if point is None or (point.id, res.id, v.invariant, v.run) in seen:
                 continue
-            seen.add((point.id, res.id, v.invariant))
+            seen.add((point.id, res.id, v.invariant, v.run))
+            rule = v.rule or {"source": point.source, "quote": point.quote}
             lost.setdefault(point.id, []).append(LostPoint(
                 category=point.category, point=f"{point.id} {point.name}", scenario=res.id,
-                invariant=v.invariant, events=v.events, message=v.message))
+                invariant=v.invariant, events=v.events, message=v.message, run=v.run, rule=rule,
+                expected=v.expected, observed=v.observed, cap=v.cap))
     categories = {}
     for name, maximum in CATEGORY_MAX.items():
         gone = sum(1 for p in RUBRIC if p.category == name and p.id in lost)
-        categories[name] = {"score": maximum - gone, "max": maximum}
+        value = maximum - gone
+        for cap in CAPS:
+            if cap.category == name and cap.rule in capped:
+                value = min(value, cap.limit)
+        categories[name] = {"score": value, "max": maximum}
     auto_fail = tuple(r for r in AUTO_FAIL_REASONS if r in auto) + tuple(sorted(auto - set(AUTO_FAIL_REASONS)))
     total = 0 if auto_fail else sum(c["score"] for c in categories.values())
     maximum = sum(CATEGORY_MAX.values())
@@ -119,30 +178,45 @@ def score(results: list[ScenarioResult], *, adapter: str, seed: int | None) -> S
     else:
         verdict = "pass"
     ordered = [lp for p in RUBRIC for lp in lost.get(p.id, ())]
+    caps = [{**cap.to_json(), "scenarios": capped[cap.rule]} for cap in CAPS if cap.rule in capped]
     return Scorecard(adapter=adapter, seed=seed, total=total, max=maximum, categories=categories,
                      auto_fail=auto_fail, lost=tuple(ordered), scenarios=tuple(results), verdict=verdict,
-                     extra={"rubric": [p.to_json() for p in RUBRIC]})
+                     extra={"rubric": [p.to_json() for p in RUBRIC], "caps": caps})
 
 
 def render(card: Scorecard) -> str:
-    """The rubric as printed with a score: every point, kept or lost, and why."""
+    """The rubric as printed with a score: every point, kept or lost, and why: the rule with its
+    quote, the scenarios and findings, and for an expectation miss what was expected and observed."""
     lost: dict[str, list[LostPoint]] = {}
     for lp in card.lost:
         lost.setdefault(lp.point.split(" ", 1)[0], []).append(lp)
+    caps = {c.get("category"): c for c in card.extra.get("caps", ()) if isinstance(c, dict)}
     lines = []
     for name, maximum in CATEGORY_MAX.items():
         cat = card.categories.get(name, {"score": 0, "max": maximum})
         lines.append(f"{name} {cat['score']}/{cat['max']}")
+        if name in caps:
+            c = caps[name]
+            lines.append(f"  capped at {c.get('limit')}: {c.get('rule')} in {', '.join(c.get('scenarios', ()))} "
+                         f"({c.get('source')}: \"{c.get('quote')}\")")
         for p in RUBRIC:
             if p.category != name:
                 continue
             mark = "lost" if p.id in lost else "kept"
             lines.append(f"  [{mark}] {p.id} {p.name}  ({', '.join(p.invariants)})")
+            shown = set()
             for lp in lost.get(p.id, ())[:3]:
+                rule = lp.rule or {}
+                if rule and (rule.get("source"), rule.get("quote")) not in shown:
+                    shown.add((rule.get("source"), rule.get("quote")))
+                    lines.append(f"         rule ({rule.get('source')}): \"{rule.get('quote')}\"")
                 ev = ", ".join(f"#{e}" for e in lp.events[:6]) or "-"
                 lines.append(f"         {lp.scenario}: {lp.invariant} [{ev}] {lp.message}")
+                if lp.expected is not None or lp.observed is not None:
+                    lines.append(f"           expected {outcome_text(lp.expected)}, observed {outcome_text(lp.observed)}")
             if len(lost.get(p.id, ())) > 3:
-                lines.append(f"         ... {len(lost[p.id]) - 3} more")
+                more = lost[p.id][3:]
+                lines.append(f"         ... {len(more)} more: " + ", ".join(sorted({lp.scenario for lp in more})))
     lines.append(f"total {card.total}/{card.max}"
                  + (f"  automatic failure: {'; '.join(card.auto_fail)}" if card.auto_fail else ""))
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from ..errors import UsageError
 from ..results import ScenarioResult, Violation
 from .index import WALL_CLOCK_FAULTS, build
 from .invariants import EXPECTATIONS, INVARIANTS, _blocking_faults
+from .rules import judge
 
 #: At most this many violations of one invariant are listed per run; the rest are counted.
 MAX_PER_INVARIANT = 10
@@ -39,10 +40,11 @@ def check_trace(events: list[dict], *, trace_path: str | None = None) -> Scenari
             n = counts[(inv.id, run)] = counts.get((inv.id, run), 0) + 1
             if n > MAX_PER_INVARIANT:
                 continue
-            violations.append(Violation(invariant=inv.id, message=message,
-                                        events=tuple(sorted(set(c for c in cites if isinstance(c, int)))),
-                                        run=run, category=inv.category,
-                                        auto_fail=inv.auto_fail if auto else None))
+            events = tuple(sorted(set(c for c in cites if isinstance(c, int))))
+            ruled = judge(ix, inv.id, run, message, tuple(c for c in cites if isinstance(c, int)),
+                          inv.auto_fail if auto else None)
+            violations.append(Violation(invariant=inv.id, events=events, run=run, category=inv.category,
+                                        **ruled))
     for (inv_id, run), n in counts.items():
         if n > MAX_PER_INVARIANT:
             notes.append(f"{inv_id}: {n - MAX_PER_INVARIANT} more violation(s) in {run or 'the scenario'} "

@@ -124,7 +124,8 @@ def scorecard_html(card: Scorecard, items: list[Item]) -> str:
             else:
                 ev = e(", ".join(f"#{int(s)}" for s in p.events)) or '<span class="muted">none</span>'
             out.append(f"<tr><td>{e(p.category)}</td><td>{e(p.point)}</td><td>{scen}</td>"
-                       f"<td><code>{e(p.invariant)}</code></td><td>{e(p.message)}</td><td>{ev}</td></tr>")
+                       f"<td><code>{e(p.invariant)}</code></td><td>{e(p.message)}{_rule_html(p)}</td>"
+                       f"<td>{ev}</td></tr>")
         out.append("</table>")
     else:
         out.append('<p class="muted">No point was lost.</p>')
@@ -145,6 +146,19 @@ def index_html(items: list[Item]) -> str:
     return ('<section id="scenarios"><h2>Scenarios</h2><table><tr><th>scenario</th><th>title</th>'
             "<th>verdict</th><th>disposition</th><th>violations</th></tr>" + "".join(rows)
             + "</table></section>")
+
+
+def _rule_html(p) -> str:
+    """An expectation miss's expected and observed outcomes, and the rule that cost the point."""
+    from ..results import outcome_text
+
+    out = ""
+    if p.expected is not None or p.observed is not None:
+        out += f'<br><span class="muted">expected {e(outcome_text(p.expected))}, observed {e(outcome_text(p.observed))}</span>'
+    if p.rule:
+        out += (f'<br><span class="muted">rule ({e(str(p.rule.get("source")))}): '
+                f'&ldquo;{e(str(p.rule.get("quote")))}&rdquo;</span>')
+    return out
 
 
 def _evidence(seqs: tuple[int, ...], by_seq: dict, origin: int, limit: int = 12) -> str:

@@ -1,7 +1,7 @@
 """summary.md: a GitHub-flavoured summary for a CI job (``$GITHUB_STEP_SUMMARY``)."""
 from __future__ import annotations
 
-from ..results import Scorecard
+from ..results import Scorecard, outcome_text
 from .view import Item
 
 _MD_SPECIAL = str.maketrans({"|": "\\|", "`": "\\`", "*": "\\*", "[": "\\[", "]": "\\]",
@@ -43,6 +43,10 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None) -> s
             ev = ", ".join(f"#{e}" for e in p.events[:8])
             lines.append(f"- {md(p.category)} / {md(p.point)}: {md(p.scenario)} — {md(p.invariant)}"
                          f"{f' ({ev})' if ev else ''} {md(p.message)}".rstrip())
+            if p.expected is not None or p.observed is not None:
+                lines.append(f"  - expected {md(outcome_text(p.expected))}, observed {md(outcome_text(p.observed))}")
+            if p.rule:
+                lines.append(f"  - rule ({md(str(p.rule.get('source')))}): \"{md(str(p.rule.get('quote')))}\"")
     lines += ["", "The full report (three timelines per scenario, evidence, decision packets) is index.html "
               "beside this file.", ""]
     return "\n".join(lines)

@@ -42,11 +42,12 @@ def verdict(name: str, adapter: str = "reference_impl:ReferenceAdapter", seed: i
 
 def sanitize(events: Iterable[dict], label: str = HIDDEN_ADAPTER) -> list[dict]:
     """The trace a learner may see: the header keeps the scenario, drops the teaching card,
-    the description and the adapter's name."""
+    the description, the expectations with their rules (they quote the chapter's answer) and
+    the adapter's name."""
     out = []
     for ev in events:
         if ev["kind"] == "header":
-            ev = {k: v for k, v in ev.items() if k not in ("card", "description")}
+            ev = {k: v for k, v in ev.items() if k not in ("card", "description", "expect")}
             ev["adapter"] = label
         out.append(ev)
     return out

@@ -1,0 +1,547 @@
+#!/usr/bin/env python3
+"""An adapter written from crashlab's README.md and docs/ only (docs/adapters.md,
+docs/protocol.md, docs/scenarios.md), with the standard library alone (this file and its
+sibling fieldops_core.py, which holds the plumbing).
+
+It is one worker's life as a generator of port calls: every ``yield (port, op, args)`` is one
+request, answered by sending the value back (or throwing a :class:`PortFailure`). The same
+generator runs in process (gallery.independent wraps it for ``async def run``) and over the
+wire: ``python3 gallery/independent/fieldops.py [--lease-ttl MS] [--checkpoints dense|sparse]
+[--poll MS] [--reads N] [--read-order lookup-first|search-first] [--conservative]`` speaks
+docs/protocol.md on stdin/stdout.
+
+Its design choices (all free under AR-08):
+
+* identity: the proposal hash is a digest of the intake intent and the canonicalization
+  version; the key is a digest of every intent field plus that hash, made before the first
+  send and reused by every attempt and worker;
+* ownership: a lease of ``lease_ttl_ms``, renewed right before each send; a stale epoch,
+  a held lease or a lost CAS stops the worker;
+* retries: one owner (this worker), ``attempt_ceiling`` attempts with exponential backoff
+  and seeded jitter, never past the deadline; a throttled answer waits its retry-after;
+* reconciliation: an ambiguous send is read back (lookup by key, search by incident and
+  slot compared on every field, a job or a version for the registry) every ``poll_ms``, at
+  most ``reads`` times; absence counts only from a strong read past the service's declared
+  late-delivery bound and within key retention; otherwise it escalates and stops with the
+  effect unknown;
+* the conservative variant escalates as soon as no authoritative read is available,
+  instead of observing further;
+* cancellation after a commit keeps the effect (CANCELLED_EFFECT_REMAINS) and hands a
+  release to a coordinator: it never compensates;
+* a deployment that changes the schema or canonicalization stops the run (WAITING_OPERATOR).
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+try:
+    from .fieldops_core import (INDEFINITE, NOT_TRANSIENT, TERMINAL, Base, Config, Fenced, PortFailure, Stop,
+                                _digest)
+except ImportError:    # run as a script: its own folder is on sys.path
+    from fieldops_core import (INDEFINITE, NOT_TRANSIENT, TERMINAL, Base, Config, Fenced, PortFailure, Stop,
+                               _digest)
+
+__all__ = ["Config", "PortFailure", "Worker", "main"]
+
+
+class Worker(Base):
+    """One worker of one run: recovery, authority, dispatch, reconciliation, compensation."""
+
+    # ------------------------------------------------------------------ the worker
+    def run(self):
+        try:
+            yield from self._run()
+        except Fenced as lost:
+            try:
+                yield from self.call("run", "finish", disposition="WAITING_OPERATOR", effects=[],
+                                     next_owner="the current lease owner", packet=None, wake_at=None,
+                                     reason=f"ownership lost ({lost}): another worker owns the run")
+            except PortFailure:
+                pass
+        except Stop:
+            return
+
+    def _run(self):
+        info = yield from self.call("run", "info")
+        self.run_id, self.worker, self.env = info["run_id"], info["worker"], info["env"]
+        yield from self.poll()
+        self.intent = dict(self.intake["intent"])
+        self.service, self.op = self.intake["service"], self.intake["operation"]
+        self.deadline = self.intake.get("deadline")
+        canon = self.env["canonicalization_version"]
+        self.phash = "p-" + _digest({"intent": self.intent, "canon": canon})
+        self.sent_intent = {**self.intent, "proposal_hash": self.phash}
+        self.key = f"{self.op}.c{canon}:" + _digest({"service": self.service, "op": self.op, **self.sent_intent})
+        self.knowledge = self.ref = self.approval_id = None
+        self.latest: dict = {}
+        self.attempt_log, self.readings, self.attempts_used = [], [], 0
+        self.read_name = None
+        yield from self.acquire()
+        loaded = yield from self.call("checkpoints", "load")
+        self.version = loaded["version"]
+        ck = loaded["checkpoint"]
+        if ck is not None:
+            self.state = ck["control"]["state"]
+            self.attempts_used = int(ck["control"]["budgets"].get("attempts_used", 0))
+            self.admitted = list(ck["control"]["budgets"].get("admitted_retries", []))
+            contract = ck["contract"]
+            if any(contract.get(k) != self.env[k] for k in ("schema_version", "canonicalization_version")):
+                yield from self.incompatible(contract)
+            if self.state in TERMINAL:
+                self.profile = {}
+                entries = (yield from self.call("ledger", "by_run"))["entries"]
+                for e in entries:
+                    self.latest[e["semantic_key"]] = e
+                yield from self.finish(self.state, reason="already terminal; replaying the recorded outcome",
+                                       next_owner="operator" if "UNKNOWN" in self.state else None)
+        self.profile = yield from self.call(self.service, "describe")
+        entries = (yield from self.call("ledger", "by_run"))["entries"]
+        for e in entries:
+            self.latest[e["semantic_key"]] = e
+        mine = [e for e in entries if e["semantic_key"] == self.key]
+        if mine:
+            last = mine[-1]
+            self.knowledge, self.ref = last["knowledge"], last.get("remote_ref")
+            self.attempt_log = list(last.get("attempts") or [])
+        yield from self.poll()
+        if self.knowledge == "CONFIRMED":
+            yield from self.confirmed()
+        if self.knowledge in ("COMPENSATION_PROPOSED", "COMPENSATED"):
+            yield from self.compensate()
+        if self.knowledge == "REJECTED":
+            yield from self.finish("CANCELLED_NO_EFFECT" if self.cancel else "FAILED_NO_EFFECT",
+                                   reason="rejected earlier")
+        if self.knowledge == "SENT_UNKNOWN":
+            if self.service == "registry" and self.ref:
+                yield from self.follow_job(self.ref)
+            yield from self.advance("RECONCILING")
+            yield from self.reconcile()
+        # nothing sent (no entry, or PROPOSED): the effect certainly does not exist
+        if self.cancel:
+            if self.knowledge == "PROPOSED":
+                yield from self.record("REJECTED", note="cancelled before any send")
+            yield from self.finish("CANCELLED_NO_EFFECT", reason="cancelled before dispatch")
+        if self.state == "WAITING_RETRY":
+            fresh = [r for r in self.retries if r not in self.admitted]
+            if not fresh:
+                yield from self.finish("WAITING_RETRY", next_owner="operator", reason="waiting for a retry request")
+            self.admitted.append(fresh[0])
+        yield from self.authorize()
+        yield from self.dispatch_loop()
+
+    def incompatible(self, contract):
+        self.knowledge = None
+        yield from self.escalate("WAITING_OPERATOR", "operator",
+                                 f"checkpoint contract {contract} differs from this code {self.env}")
+        yield from self.checkpoint("WAITING_OPERATOR")
+        yield from self.call("run", "finish", disposition="WAITING_OPERATOR", effects=[],
+                             next_owner="operator", reason="incompatible deployment: stopped", packet=None,
+                             wake_at=None)
+        raise Stop("incompatible")
+
+    # ------------------------------------------------------------------ authority
+    def authorize(self):
+        if self.state in ("INTAKE",):
+            yield from self.checkpoint("VALIDATED")
+        if self.state in ("VALIDATED",):
+            yield from self.checkpoint("PROPOSED")
+        check = yield from self.call("authority", "check", proposal_hash=self.phash, action=self.op)
+        if check.get("live"):
+            self.approval_id = check.get("approval_id")
+            if self.state in ("PROPOSED", "WAITING_HUMAN"):
+                yield from self.checkpoint("APPROVED")
+            return
+        if check.get("revoked") or "capabilit" in str(check.get("reason", "")) or self.state == "APPROVED":
+            if self.knowledge == "PROPOSED":
+                yield from self.record("REJECTED", note="authority no longer live")
+            yield from self.finish("FAILED_NO_EFFECT", reason=f"authority: {check.get('reason')}")
+        yield from self.call("authority", "request", proposal_hash=self.phash, action=self.op,
+                             summary={"intent": self.intent})
+        if self.state != "WAITING_HUMAN":
+            yield from self.checkpoint("WAITING_HUMAN")
+        yield from self.call("lease", "renew", epoch=self.epoch, ttl_ms=1)
+        yield from self.call("run", "finish", disposition="WAITING_HUMAN", effects=[], next_owner="approver",
+                             reason="approval requested", packet=None, wake_at=None)
+        raise Stop("WAITING_HUMAN")
+
+    # ------------------------------------------------------------------ dispatch
+    def dispatch_loop(self):
+        if self.knowledge is None:
+            yield from self.record("PROPOSED", note="prepared before the first send")
+        if self.state != "EFFECT_PREPARED":
+            yield from self.checkpoint("EFFECT_PREPARED")
+        while True:
+            yield from self.poll()
+            if self.cancel:
+                yield from self.record("REJECTED", note="cancelled before this send")
+                yield from self.finish("CANCELLED_NO_EFFECT", reason="cancelled before dispatch")
+            now = yield from self.now()
+            if self.deadline is not None and now >= self.deadline:
+                yield from self.record("REJECTED", note="deadline passed; nothing left the worker")
+                yield from self.finish("FAILED_NO_EFFECT", reason="deadline reached before any send landed")
+            if self.attempts_used >= self.ceiling:
+                yield from self.finish("WAITING_RETRY", next_owner="operator", escalate=True,
+                                       reason="attempt ceiling spent; every attempt was refused before send")
+            yield from self.send_once()
+
+    @property
+    def ceiling(self) -> int:
+        """The declared attempt ceiling: the policy's, plus one attempt per admitted retry request."""
+        return self.cfg.attempt_ceiling + len(self.admitted)
+
+    def send_once(self):
+        self.attempts_used += 1
+        now = yield from self.now()
+        self.attempt_log.append({"n": len(self.attempt_log) + 1, "at": now, "worker": self.worker,
+                                 "epoch": self.epoch})
+        yield from self.advance("EFFECT_IN_FLIGHT", dense_only=("EFFECT_IN_FLIGHT",))
+        yield from self.renew(self.call_ttl())
+        yield from self.record("SENT_UNKNOWN", note="about to send")
+        self.sent_at = now
+        args = {"key": self.key, "intent": self.sent_intent, "retry_owner": "caller"}
+        if self.profile.get("fencing"):
+            args["fence"] = self.epoch
+        try:
+            value = yield from self.call(self.service, self.op, **args)
+        except PortFailure as exc:
+            yield from self.after_error(exc)
+            return
+        yield from self.accepted(value)
+
+    def accepted(self, value):
+        if self.service == "registry" and value.get("status") != "succeeded":
+            self.ref = value.get("job_id")
+            yield from self.record("SENT_UNKNOWN", note=f"job {self.ref} accepted and running")
+            yield from self.follow_job(self.ref)
+            return
+        self.ref = value.get("ref") or value.get("job_id") or value.get("message_id")
+        yield from self.record("CONFIRMED", note="accepted response")
+        yield from self.confirmed()
+
+    def after_error(self, exc):
+        if exc.code in INDEFINITE or not exc.definite:
+            yield from self.advance("RECONCILING")
+            yield from self.reconcile()
+        if exc.code == "already_exists" or exc.code == "conflict_in_flight":
+            yield from self.advance("RECONCILING")
+            yield from self.reconcile()
+        if exc.code in NOT_TRANSIENT:
+            yield from self.record("REJECTED", note=f"{exc.code}: refused before any effect")
+            yield from self.finish("CANCELLED_NO_EFFECT" if self.cancel else "FAILED_NO_EFFECT",
+                                   reason=f"{exc.code} is not transient")
+        # definite and transient: nothing left; back off and let the loop decide
+        yield from self.record("PROPOSED", note=f"{exc.code}: certainly not sent")
+        wait = int(exc.details.get("retry_after_ms") or 0)
+        jitter = (yield from self.call("random", "draw", low=0, high=500, reason="backoff jitter"))["value"]
+        wait = max(wait, self.cfg.backoff_ms * (2 ** (self.attempts_used - 1))) + jitter
+        now = yield from self.now()
+        if self.deadline is not None and now + wait >= self.deadline:
+            wait = max(1, self.deadline - now)
+        yield from self.sleep(wait, f"backoff after {exc.code}")
+
+    # ------------------------------------------------------------------ reconciliation
+    def reconcile(self):
+        """Read the effect back until it is found, proven absent, or the budget is spent: at least
+        ``reads`` reads, and never less than the service's declared late-delivery bound and lag
+        (read with ``describe``), so the outcome does not depend on the polling cadence."""
+        n = 0
+        while True:
+            n += 1
+            verdict = yield from self.read_once()
+            if verdict == "found":
+                yield from self.record("CONFIRMED", note="authoritative read found the effect",
+                                       reconciliation=self.readings[-3:])
+                yield from self.confirmed()
+            if verdict == "absent":
+                yield from self.record("PROPOSED", note="authoritative read proves absence",
+                                       reconciliation=self.readings[-3:])
+                if self.cancel:
+                    yield from self.record("REJECTED", note="absent and cancelled")
+                    yield from self.finish("CANCELLED_NO_EFFECT", reason="cancelled; the effect is absent")
+                yield from self.advance("EFFECT_PREPARED")
+                yield from self.dispatch_loop()
+            if verdict == "none" or (verdict == "unavailable" and self.cfg.conservative):
+                break
+            now = yield from self.now()
+            if n >= self.cfg.reads and now >= self.observe_until():
+                break
+            yield from self.sleep(self.cfg.poll_ms, f"reconcile: {verdict}")
+        yield from self.poll()
+        reason = "outcome unknown after the declared observation budget"
+        yield from self.finish("CANCELLED_EFFECT_UNKNOWN" if self.cancel else "FAILED_EFFECT_UNKNOWN",
+                               next_owner="operator", escalate=True, reason=reason)
+
+    def observe_until(self) -> int:
+        """The end of the declared observation window: the last send plus the service's
+        documented late-delivery bound and read lag."""
+        sent = self.attempt_log[-1]["at"] if self.attempt_log else 0
+        p = self.profile
+        return sent + int(p.get("max_delivery_delay_ms") or 0) + int(p.get("lag_ms") or 0) + 1
+
+    def _matches(self, record):
+        got = dict((record or {}).get("intent") or {})
+        return all(got.get(k) == v for k, v in self.sent_intent.items())
+
+    def read_once(self):
+        """One authoritative observation: found, absent, wait (not yet decisive), unavailable, none."""
+        p = self.profile
+        now = yield from self.now()
+        sent = self.sent_at if hasattr(self, "sent_at") else (self.attempt_log[-1]["at"] if self.attempt_log else 0)
+        first = self.attempt_log[0]["at"] if self.attempt_log else sent
+        settled = now >= sent + int(p.get("max_delivery_delay_ms") or 0)
+        try:
+            if self.service == "registry":
+                self.read_name = "registry.get_version(package, version)"
+                got = yield from self.call("registry", "get_version", package=self.intent.get("package"),
+                                           version=self.intent.get("version"))
+                self.readings.append({"at": now, "read": "get_version", "found": got.get("found")})
+                if got.get("found"):
+                    if self._matches(got.get("record")):
+                        self.ref = (got.get("record") or {}).get("ref") or self.ref
+                        return "found"
+                    return "none"
+                if got.get("in_flight") or not settled:
+                    return "wait"
+                return "absent"
+            lookup, retained = p.get("lookup"), now - first < int(p.get("retention_ms") or 0)
+            order = ["lookup", "search"] if self.cfg.read_order == "lookup-first" else ["search", "lookup"]
+            usable = {"lookup": lookup == "by_key" and retained, "search": lookup in ("by_key", "by_incident_slot")}
+            reads = [r for r in order if usable[r]]
+            if not reads:
+                return "none"
+            found, decisive = None, True
+            for r in reads:                     # every usable read, in the configured order
+                if r == "lookup":
+                    self.read_name = "reservation.lookup(key)"
+                    got = yield from self.call(self.service, "lookup", key=self.key)
+                    records = [got["record"]] if got.get("found") else []
+                else:
+                    self.read_name = "reservation.search(incident, slot)"
+                    got = yield from self.call(self.service, "search", incident=self.intent.get("incident"),
+                                               slot=self.intent.get("slot"))
+                    records = got.get("records") or []
+                self.readings.append({"at": now, "read": r, "records": len(records), "as_of": got.get("as_of")})
+                match = next((rec for rec in records if self._matches(rec)), None)
+                if match is not None:
+                    found = found or match
+                fresh = got.get("consistency", "strong") == "strong" or \
+                    int(got.get("as_of") or 0) >= sent + int(p.get("max_delivery_delay_ms") or 0)
+                if got.get("in_flight") or not settled or not fresh:
+                    decisive = False
+            if found is not None:
+                self.ref = found.get("ref") or self.ref
+                return "found"
+            if not decisive:
+                return "wait"
+            if lookup == "by_key" and not retained:
+                return "none"
+            if p.get("idempotency") == "none":
+                return "none"
+            return "absent"
+        except PortFailure as exc:
+            self.readings.append({"at": now, "error": exc.code})
+            return "unavailable"
+
+    def follow_job(self, job_id):
+        """Keep the job id and follow the existing task: a wait that ends while the job runs is
+        not failure. Follows it ``reads`` times, and at least for the job time the registry
+        declares (``job_ms`` in ``describe``)."""
+        until = self.observe_until() + int(self.profile.get("job_ms") or 0)
+        n = 0
+        while True:
+            n += 1
+            now = yield from self.now()
+            if n > self.cfg.reads and now >= until:
+                break
+            yield from self.renew(max(self.cfg.lease_ttl_ms, 2 * self.cfg.poll_ms))
+            try:
+                job = yield from self.call("registry", "wait_job", job_id=job_id, wait_ms=self.cfg.poll_ms)
+            except PortFailure:
+                job = {"status": "unknown"}
+            if job.get("status") == "succeeded":
+                self.ref = job_id
+                yield from self.record("CONFIRMED", note="the job succeeded")
+                yield from self.confirmed()
+            if job.get("status") == "failed":
+                break
+        yield from self.advance("RECONCILING")
+        yield from self.reconcile()
+
+    # ------------------------------------------------------------------ after the effect
+    def confirmed(self):
+        yield from self.poll()
+        if self.state not in ("EFFECT_CONFIRMED", "NOTIFYING"):
+            yield from self.checkpoint("EFFECT_CONFIRMED")
+        if self.cancel:
+            if self.cfg.compensate and self.profile.get("compensation"):
+                yield from self.compensate()
+            yield from self.finish("CANCELLED_EFFECT_REMAINS", next_owner="coordinator", escalate=True,
+                                   reason="cancelled after the commit; the release is a coordinator's decision")
+        if self.intake.get("notify"):
+            yield from self.notify()
+        yield from self.finish("SUCCEEDED", reason="confirmed")
+
+    # ------------------------------------------------------------------ compensation
+    def compensate(self):
+        """Release a confirmed hold after a cancellation: a second effect with its own key,
+        authority, ledger entry and reconciliation. The original entry is never rewritten."""
+        ckey = "release." + _digest({"compensates": self.key})
+        cintent = {"compensates": self.key, "ref": self.ref, "tenant": self.intent.get("tenant"),
+                   "principal": self.intent.get("principal")}
+        chash = "c-" + _digest(cintent)
+        cintent["proposal_hash"] = chash
+        base = {"semantic_key": ckey, "kind": "compensation", "service": self.service, "operation": "release",
+                "run_id": self.run_id, "intent": cintent, "intent_fingerprint": _digest(cintent),
+                "canonicalization_version": self.env["canonicalization_version"], "lease_epoch": self.epoch,
+                "proposal_hash": chash, "compensates": self.key}
+        prior = self.latest.get(ckey)
+        attempts = list((prior or {}).get("attempts") or [])
+        if self.knowledge == "COMPENSATED":
+            yield from self.finish("CANCELLED_NO_EFFECT", reason="released earlier")
+        if prior is None or prior["knowledge"] == "REJECTED":
+            live = yield from self.release_authority(chash)
+            if not live:
+                yield from self.finish("CANCELLED_EFFECT_REMAINS", next_owner="coordinator", escalate=True,
+                                       reason="cancelled after the commit; no authority to release the hold")
+            yield from self.append({**base, "knowledge": "PROPOSED", "attempts": [], "evidence": ["cancellation"]})
+            yield from self.record("COMPENSATION_PROPOSED", compensated_by=ckey, note="release prepared")
+        if self.state != "COMPENSATING":
+            yield from self.checkpoint("COMPENSATING")
+        if (self.latest.get(ckey) or {}).get("knowledge") == "SENT_UNKNOWN":
+            yield from self.reconcile_release(ckey, base, attempts)
+        sent = 0
+        while True:
+            now = yield from self.now()
+            if sent >= self.cfg.attempt_ceiling or (self.deadline is not None and now >= self.deadline):
+                yield from self.append({**base, "knowledge": "REJECTED", "attempts": attempts,
+                                        "evidence": ["every release attempt was refused before it was sent"]})
+                yield from self.record("CONFIRMED", note="the release certainly failed; the hold remains")
+                yield from self.finish("CANCELLED_EFFECT_REMAINS", next_owner="coordinator", escalate=True,
+                                       reason="cancelled; the release failed, the reservation remains")
+            sent += 1
+            attempts.append({"n": len(attempts) + 1, "at": now, "worker": self.worker, "epoch": self.epoch})
+            yield from self.renew(self.call_ttl())
+            yield from self.append({**base, "knowledge": "SENT_UNKNOWN", "attempts": list(attempts),
+                                    "evidence": ["about to send the release"]})
+            try:
+                done = yield from self.call(self.service, "release", key=ckey, ref=self.ref, intent=cintent,
+                                            retry_owner="caller")
+            except PortFailure as exc:
+                if not exc.definite:
+                    yield from self.reconcile_release(ckey, base, attempts)
+                yield from self.append({**base, "knowledge": "PROPOSED", "attempts": list(attempts),
+                                        "evidence": [f"{exc.code}: certainly not sent"]})
+                jitter = (yield from self.call("random", "draw", low=0, high=500, reason="backoff jitter"))["value"]
+                wait = self.cfg.backoff_ms * (2 ** (sent - 1)) + jitter
+                if self.deadline is not None:
+                    wait = max(1, min(wait, self.deadline - now))
+                yield from self.sleep(wait, f"backoff after release {exc.code}")
+                continue
+            yield from self.released(ckey, base, attempts, done.get("release_ref"), "accepted release response")
+
+    def released(self, ckey, base, attempts, ref, why):
+        yield from self.append({**base, "knowledge": "CONFIRMED", "attempts": list(attempts), "remote_ref": ref,
+                                "evidence": [why] + self.readings[-2:]})
+        yield from self.record("COMPENSATED", compensated_by=ckey, note=f"release {ref} confirmed")
+        yield from self.finish("CANCELLED_NO_EFFECT", reason="cancelled; the hold was released")
+
+    def release_authority(self, chash):
+        check = yield from self.call("authority", "check", proposal_hash=chash, action="release")
+        if not check.get("live"):
+            yield from self.call("authority", "request", proposal_hash=chash, action="release",
+                                 summary={"compensates": self.key, "ref": self.ref})
+            check = yield from self.call("authority", "check", proposal_hash=chash, action="release")
+        return bool(check.get("live"))
+
+    def reconcile_release(self, ckey, base, attempts):
+        """The release's outcome is unknown: read the hold back by key until it answers."""
+        yield from self.advance("COMPENSATING")
+        for n in range(self.cfg.reads):
+            now = yield from self.now()
+            try:
+                hold = yield from self.call(self.service, "lookup", key=self.key)
+                record = hold.get("record") or {}
+                self.readings.append({"at": now, "read": "lookup(hold)", "status": record.get("status")})
+                if record.get("ref") == self.ref and record.get("status") == "released":
+                    yield from self.released(ckey, base, attempts, self.ref, "the hold reads as released")
+            except PortFailure as exc:
+                self.readings.append({"at": now, "error": exc.code})
+                if self.cfg.conservative:
+                    break
+            yield from self.sleep(self.cfg.poll_ms, "reconcile the release")
+        yield from self.finish("CANCELLED_EFFECT_UNKNOWN", next_owner="operator", escalate=True,
+                               reason="cancelled; whether the release happened is unknown")
+
+    def notify(self):
+        key = f"notify:{self.key}"
+        intent = {"to": self.intent.get("principal"), "message": f"{self.op} confirmed", "ref": self.ref,
+                  "tenant": self.intent.get("tenant"), "proposal_hash": self.phash}
+        entries = (yield from self.call("ledger", "read", semantic_key=key))["entries"]
+        if entries:
+            return
+        yield from self.advance("NOTIFYING")
+        base = {"semantic_key": key, "kind": "effect", "service": "notification", "operation": "send",
+                "run_id": self.run_id, "intent": intent, "intent_fingerprint": _digest(intent),
+                "canonicalization_version": self.env["canonicalization_version"], "attempts": [],
+                "lease_epoch": self.epoch, "proposal_hash": self.phash}
+        yield from self.append({**base, "knowledge": "PROPOSED"})
+        yield from self.renew(self.call_ttl())
+        now = yield from self.now()
+        attempt = [{"n": 1, "at": now, "worker": self.worker, "epoch": self.epoch}]
+        yield from self.append({**base, "knowledge": "SENT_UNKNOWN", "attempts": attempt})
+        try:
+            sent = yield from self.call("notification", "send", key=key, intent=intent, retry_owner="caller")
+            yield from self.append({**base, "knowledge": "CONFIRMED", "attempts": attempt,
+                                    "remote_ref": sent.get("message_id"), "evidence": ["accepted response"]})
+        except PortFailure as exc:
+            if exc.definite:
+                yield from self.append({**base, "knowledge": "REJECTED", "attempts": attempt,
+                                        "evidence": [f"{exc.code}: definite"]})
+            else:
+                yield from self.finish("SUCCEEDED", reason="reserved; the notification's delivery is unknown")
+
+
+# ---------------------------------------------------------------------- over the wire
+def _config_from(argv) -> Config:
+    opts, i = {}, 0
+    names = {"--lease-ttl": ("lease_ttl_ms", int), "--checkpoints": ("checkpoints", str),
+             "--poll": ("poll_ms", int), "--reads": ("reads", int), "--read-order": ("read_order", str),
+             "--ceiling": ("attempt_ceiling", int)}
+    while i < len(argv):
+        if argv[i] == "--conservative":
+            opts["conservative"] = True
+            i += 1
+            continue
+        name, kind = names[argv[i]]
+        opts[name] = kind(argv[i + 1])
+        i += 2
+    return Config(**opts)
+
+
+def main(argv=None) -> None:
+    cfg = _config_from(sys.argv[1:] if argv is None else argv)
+    json.loads(sys.stdin.readline())                 # init: the worker learns the rest from run.info
+    gen = Worker(cfg).run()
+    n, reply = 0, None
+    try:
+        request = next(gen)
+        while True:
+            n += 1
+            port, op, args = request
+            sys.stdout.write(json.dumps({"id": n, "port": port, "op": op, "args": args}) + "\n")
+            sys.stdout.flush()
+            line = sys.stdin.readline()
+            if not line:
+                return
+            reply = json.loads(line)
+            if reply.get("ok"):
+                request = gen.send(reply.get("value"))
+            else:
+                request = gen.throw(PortFailure(reply.get("error") or {}))
+    except StopIteration:
+        return
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""The plumbing of the independent fieldops worker (gallery/independent/fieldops.py):
+port calls as a generator, the lease, checkpoints, the ledger, finish and escalation.
+Standard library only, so the worker also runs as a standalone script."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EFFECT_UNKNOWN",
+            "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN"}
+INDEFINITE = {"timeout", "server_error"}
+NOT_TRANSIENT = {"validation_failed", "permission_denied", "intent_mismatch"}
+
+
+class PortFailure(Exception):
+    """An error reply: ``code``, ``definite``, ``details``."""
+
+    def __init__(self, error: dict):
+        super().__init__(error.get("code"))
+        self.code = error.get("code")
+        self.definite = bool(error.get("definite"))
+        self.details = error.get("details") or {}
+
+
+class Stop(Exception):
+    """The worker ends (it finished, or it lost ownership)."""
+
+
+class Fenced(Stop):
+    """The worker lost ownership: another worker holds a newer epoch or version."""
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:24]
+
+
+class Config:
+    def __init__(self, *, lease_ttl_ms=45_000, checkpoints="dense", poll_ms=4_000, reads=12,
+                 read_order="lookup-first", conservative=False, attempt_ceiling=3, backoff_ms=1_500,
+                 compensate=True):
+        self.compensate = compensate
+        self.lease_ttl_ms = lease_ttl_ms
+        self.checkpoints = checkpoints
+        self.poll_ms = poll_ms
+        self.reads = reads
+        self.read_order = read_order
+        self.conservative = conservative
+        self.attempt_ceiling = attempt_ceiling
+        self.backoff_ms = backoff_ms
+
+
+
+
+class Base:
+    """One worker of one run: its state and the calls every step uses."""
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.version = 0
+        self.state = "INTAKE"
+        self.epoch = None
+        self.seen = 0
+        self.event_ids: set = set()
+        self.admitted: list = []
+        self.cancel = None
+        self.retries: list = []
+
+    # ------------------------------------------------------------------ plumbing
+    def call(self, port, op, **args):
+        value = yield (port, op, args)
+        return value
+
+    def now(self):
+        return (yield from self.call("clock", "now"))["now"]
+
+    def poll(self):
+        events = (yield from self.call("inbox", "poll", after_seq=self.seen))["events"]
+        for ev in events:
+            self.seen = max(self.seen, ev["seq"])
+            if ev["event_id"] in self.event_ids:
+                continue
+            self.event_ids.add(ev["event_id"])
+            if ev["type"] == "intake" and not hasattr(self, "intake"):
+                self.intake = ev["payload"]
+            elif ev["type"] == "cancel" and self.cancel is None:
+                self.cancel = {"requested": True, "at": ev["at"], "event_id": ev["event_id"]}
+            elif ev["type"] == "retry":
+                self.retries.append(ev["event_id"])
+        return events
+
+    def checkpoint(self, state, **control):
+        """Write the next checkpoint (compare-and-set on version and epoch)."""
+        doc = {"identity": {"run_id": self.run_id, "task_id": self.op, "tenant": str(self.intent.get("tenant", "")),
+                            "principal": str(self.intent.get("principal", ""))},
+               "control": {"state": state, "state_version": self.version + 1, "owner": self.worker,
+                           "lease_epoch": self.epoch, "event_sequence": self.seen,
+                           "cancellation": self.cancel or {"requested": False}, "deadline": self.deadline,
+                           "budgets": {"attempt_ceiling": self.ceiling, "attempts_used": self.attempts_used,
+                                       "admitted_retries": list(self.admitted), **control}},
+               "contract": {k: self.env[k] for k in ("schema_version", "code_version", "canonicalization_version")},
+               "evidence": {"proposal_hash": self.phash},
+               "effects": [{"semantic_key": k, "knowledge": e["knowledge"]} for k, e in self.latest.items()]}
+        try:
+            self.version = (yield from self.call("checkpoints", "write", checkpoint=doc,
+                                                 expected_version=self.version, lease_epoch=self.epoch))["version"]
+        except PortFailure as exc:
+            if exc.code in ("version_conflict", "stale_epoch"):
+                raise Fenced(exc.code)
+            raise
+        self.state = state
+
+    def advance(self, *states, dense_only=()):
+        for s in states:
+            if s in dense_only and self.cfg.checkpoints != "dense":
+                continue
+            if s != self.state:
+                yield from self.checkpoint(s)
+
+    def record(self, knowledge, **extra):
+        entry = {"semantic_key": self.key, "kind": "effect", "service": self.service, "operation": self.op,
+                 "run_id": self.run_id, "intent": self.sent_intent, "intent_fingerprint": _digest(self.sent_intent),
+                 "canonicalization_version": self.env["canonicalization_version"], "knowledge": knowledge,
+                 "attempts": list(self.attempt_log), "lease_epoch": self.epoch, "proposal_hash": self.phash,
+                 "remote_ref": self.ref, "evidence": [extra.pop("note", knowledge)] + self.readings[-3:], **extra}
+        yield from self.append(entry)
+        self.knowledge = knowledge
+
+    def append(self, entry):
+        try:
+            yield from self.call("ledger", "append", entry=entry)
+        except PortFailure as exc:
+            if exc.code == "stale_epoch":
+                raise Fenced(exc.code)
+            raise
+        self.latest[entry["semantic_key"]] = entry
+
+    def finish(self, disposition, *, next_owner=None, reason="", escalate=False, wake_at=None):
+        if escalate:
+            yield from self.escalate(disposition, next_owner or "operator", reason)
+        if disposition in TERMINAL or disposition in ("WAITING_OPERATOR", "WAITING_RETRY"):
+            if self.state != disposition:
+                yield from self.checkpoint(disposition)
+        effects = [{"semantic_key": k, "knowledge": e["knowledge"], "service": e["service"], "kind": e["kind"],
+                    "remote_ref": e.get("remote_ref")} for k, e in self.latest.items()]
+        yield from self.call("run", "finish", disposition=disposition, effects=effects, next_owner=next_owner,
+                             reason=reason, packet=None, wake_at=wake_at)
+        raise Stop(disposition)
+
+    def escalate(self, disposition, owner, reason):
+        now = yield from self.now()
+        packet = {"header": {"run_id": self.run_id, "tenant": self.intent.get("tenant"),
+                             "goal": f"{self.op} {self.intent}", "consequence": self.op, "state": self.state,
+                             "state_version": self.version, "owner": self.worker, "lease_epoch": self.epoch,
+                             "cancellation": self.cancel or {"requested": False}},
+                  "effects": [{"semantic_key": self.key, "attempts": len(self.attempt_log),
+                               "last_observation": reason, "remote_ref": self.ref,
+                               "reconciliation": self.readings[-5:], "knowledge": self.knowledge}],
+                  "authority": {"principal": self.intent.get("principal"), "approval": self.approval_id},
+                  "compatibility": dict(self.env),
+                  "budget": {"deadline": self.deadline, "attempts_remaining":
+                             max(0, self.ceiling - self.attempts_used),
+                             "time_remaining_ms": None if self.deadline is None else max(0, self.deadline - now)},
+                  "recommended": {"action": "RECONCILE" if self.knowledge == "SENT_UNKNOWN" else "REVIEW",
+                                  "query": self.read_name, "expected": ["found", "absent", "unavailable"]},
+                  "alternatives": [{"action": "STOP", "effect": disposition}],
+                  "next_owner": owner}
+        yield from self.call("operator", "escalate", packet=packet)
+
+    def acquire(self):
+        while True:
+            try:
+                lease = yield from self.call("lease", "acquire", ttl_ms=self.cfg.lease_ttl_ms)
+                self.epoch, self.expires = lease["epoch"], lease["expires_at"]
+                return
+            except PortFailure as exc:
+                if exc.code != "lease_held":
+                    raise
+                now = yield from self.now()
+                wait = max(1, int(exc.details.get("expires_at", now + 1000)) - now + 1)
+                yield from self.call("clock", "sleep", ms=wait, reason="lease held by another worker")
+
+    def sleep(self, ms, reason):
+        """Wait ``ms``, holding the lease across the wait (a wait longer than the TTL renews for it)."""
+        yield from self.renew(max(self.cfg.lease_ttl_ms, ms + self.cfg.lease_ttl_ms // 2))
+        yield from self.call("clock", "sleep", ms=ms, reason=reason)
+
+    def call_ttl(self) -> int:
+        """A lease that outlives the service's declared client timeout: the send cannot outlast it."""
+        return max(self.cfg.lease_ttl_ms, int(self.profile.get("timeout_ms") or 0) + self.cfg.lease_ttl_ms)
+
+    def renew(self, ttl_ms=None):
+        try:
+            lease = yield from self.call("lease", "renew", epoch=self.epoch, ttl_ms=ttl_ms or self.cfg.lease_ttl_ms)
+            self.expires = lease["expires_at"]
+        except PortFailure as exc:
+            if exc.code in ("stale_epoch", "lease_held"):
+                raise Fenced(exc.code)
+            raise
+

@@ -1,0 +1,101 @@
+"""Correct adapters written independently of reference_impl (gallery/independent): each
+scores 20/20 in process and over the wire, and no verdict depends on their free choices."""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+import gallery.independent as independent
+from harness.conformance import run_one, run_suite
+from harness.drivers import load_adapter
+from harness.scenario import library
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "gallery" / "independent" / "fieldops.py"
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return library()
+
+
+@pytest.mark.parametrize("name", ["Patient", "Brisk", "Conservative"])
+def test_each_independent_design_scores_twenty(name, lib):
+    card = run_suite(f"gallery.independent:{name}", lib)
+    assert (card.total, card.auto_fail, card.verdict) == (20, (), "pass"), \
+        [(lp.scenario, lp.invariant, lp.message) for lp in card.lost]
+
+
+def test_the_wire_adapter_is_a_standalone_stdlib_script_and_scores_twenty(lib):
+    imported = set()
+    for path in (SCRIPT, SCRIPT.with_name("fieldops_core.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported |= {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                     for alias in node.names}
+        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported <= set(sys.stdlib_module_names) | {"__future__", "fieldops_core"}, imported
+    card = run_suite(f"exec:{sys.executable} {SCRIPT} --lease-ttl 25000 --checkpoints sparse --poll 6000", lib)
+    assert (card.total, card.verdict) == (20, "pass"), [(lp.scenario, lp.message) for lp in card.lost]
+
+
+def test_the_independent_package_uses_no_reference_or_gallery_code():
+    for path in (ROOT / "gallery" / "independent").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "reference_impl" not in text.replace("independently of reference_impl", ""), path
+        tree = ast.parse(text)
+        modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        assert not any(m.startswith(("reference_impl", "gallery.")) for m in modules), (path, modules)
+
+
+# the choices AR-08 leaves to a design: lease TTL, checkpoint cadence, polling cadence, how many
+# reads within the declared bound, the order of independent reads, how soon to escalate
+CHOICES = [
+    dict(lease_ttl_ms=8_000, checkpoints="dense", poll_ms=2_000, read_order="lookup-first", reads=3),
+    dict(lease_ttl_ms=20_000, checkpoints="sparse", poll_ms=3_000, read_order="search-first", reads=12),
+    dict(lease_ttl_ms=29_000, checkpoints="dense", poll_ms=7_000, read_order="search-first", reads=5),
+    dict(lease_ttl_ms=31_000, checkpoints="sparse", poll_ms=1_000, read_order="lookup-first", reads=60),
+    dict(lease_ttl_ms=120_000, checkpoints="sparse", poll_ms=9_000, read_order="search-first", reads=2),
+    dict(lease_ttl_ms=8_000, checkpoints="sparse", poll_ms=2_500, read_order="search-first", reads=4,
+         conservative=True),
+]
+
+
+def test_no_verdict_depends_on_the_adapters_free_choices(lib, monkeypatch):
+    verdicts: dict[str, set] = {}
+    paces: dict[str, set] = {}
+    for n, choices in enumerate(CHOICES):
+        monkeypatch.setattr(independent, f"Varied{n}",
+                            type(f"Varied{n}", (independent.IndependentAdapter,), {"choices": choices}),
+                            raising=False)
+        spec = load_adapter(f"gallery.independent:Varied{n}")
+        for sc in lib:
+            run, res = run_one(sc, spec)
+            verdicts.setdefault(sc.id, set()).add(
+                (res.verdict, tuple(sorted((v.invariant, v.point) for v in res.violations))))
+            paces.setdefault(sc.id, set()).add(len(run.events))
+    changed = {sid: v for sid, v in verdicts.items() if len(v) > 1}
+    assert not changed, changed
+    assert all(v == {("pass", ())} for v in verdicts.values())
+    # the choices really differ: the traces themselves are not the same
+    assert sum(1 for p in paces.values() if len(p) > 1) > len(lib) // 2
+
+
+def test_the_conservative_design_escalates_sooner_than_the_patient_one(lib):
+    sc = next(s for s in lib if s.id == "matrix-reconciliation-down")
+    reads = {}
+    for name in ("Patient", "Conservative"):
+        run, res = run_one(sc, f"gallery.independent:{name}")
+        assert res.verdict == "pass", res.violations
+        reads[name] = sum(1 for e in run.events if e["kind"] == "call" and e["op"] in ("lookup", "search"))
+    assert reads["Conservative"] < reads["Patient"]
+
+
+def test_escalate_every_ambiguity_loses_only_the_reconciliation_point(lib):
+    card = run_suite("gallery.alternatives:EscalateEveryAmbiguity", lib)
+    assert card.total == 19 and card.auto_fail == ()
+    assert {lp.point.split()[0] for lp in card.lost} == {"E4"}
+    assert all(lp.rule and lp.rule["quote"] for lp in card.lost)
