@@ -129,8 +129,11 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
     _, verdict = run_one(E.scenario_of(scenario), spec)
     if verdict.verdict == "pass":
         return True, [f"code: PASS ({scenario}, disposition {verdict.disposition})"]
-    text = failure_message(verdict).replace(spec.text, "your adapter")
-    return False, ["code: FAIL"] + ["  " + line for line in text.splitlines()]
+    lines = [line for line in failure_message(verdict).replace(spec.text, "your adapter").splitlines()
+             if not line.strip().startswith("repro:")]  # the learner's repro is the check command itself
+    again = "crashlab workshop check " + r.id + (" --wire" if wire else "") + \
+        (f" --adapter {shlex.quote(adapter)}" if adapter else "")
+    return False, ["code: FAIL"] + ["  " + line for line in lines] + [f"  again: {again}"]
 
 
 def _check(args, here: Path) -> int:
