@@ -28,8 +28,9 @@ levels, integers within +-(2**63 - 1), finite numbers; 10 s of real time to send
 adapter fault of that scenario, and the suite goes on.
 """
 ADAPTER_HELP = ("adapter under test: module:attribute (in-process Python, e.g. "
-                "reference_impl:ReferenceAdapter) or exec:COMMAND (any language, JSON lines over "
-                "stdin/stdout, see docs/protocol.md); default: the reference adapter")
+                "reference_impl:ReferenceAdapter), exec:COMMAND (any language, JSON lines over "
+                "stdin/stdout, see docs/protocol.md), or wire:module:attribute (a Python adapter over the "
+                "wire, one forked process per worker from a warm server); default: the reference adapter")
 
 
 def _seed(text: str) -> int:

@@ -360,8 +360,9 @@ class SubprocessChannel:
 
     def __init__(self, command: list[str], services: list[str], hello: dict,
                  reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S, cwd: str | None = None,
-                 memory_mb: int = DEFAULT_MEMORY_MB) -> None:
+                 memory_mb: int = DEFAULT_MEMORY_MB, warm: str | None = None) -> None:
         self.command = command
+        self.warm = warm  # module:attribute served by a warm process server (harness.warm)
         self.services = services
         self.hello = hello
         self.reply_timeout_s = reply_timeout_s
@@ -469,9 +470,13 @@ class SubprocessChannel:
 
     def start(self) -> PortCall:
         try:
-            self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, cwd=self.cwd, start_new_session=True,
-                                         preexec_fn=_limit_child(self.memory_mb))
+            if self.warm:
+                from .warm import WarmProcess
+                self.proc = WarmProcess(self.warm, self.memory_mb)
+            else:
+                self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, cwd=self.cwd, start_new_session=True,
+                                             preexec_fn=_limit_child(self.memory_mb))
         except (OSError, subprocess.SubprocessError) as exc:
             raise AdapterFault("died", f"cannot start adapter command {self.command!r}: {exc}") from None
         _LIVE.add(self)
@@ -519,10 +524,10 @@ class SubprocessChannel:
 # --------------------------------------------------------------------------- adapter specs
 @dataclass(frozen=True, slots=True)
 class AdapterSpec:
-    """Parsed ``--adapter`` value: ``module:attribute`` or ``exec:COMMAND``."""
+    """Parsed ``--adapter`` value: ``module:attribute``, ``exec:COMMAND`` or ``wire:module:attribute``."""
 
     text: str
-    kind: str                       # python | exec
+    kind: str                       # python | exec | warm (wire: a Python adapter over the wire, forked warm)
     factory: Callable | None = None
     command: tuple[str, ...] = ()
 
@@ -534,7 +539,8 @@ class AdapterSpec:
                 reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S, memory_mb: int = DEFAULT_MEMORY_MB):
         if self.kind == "python":
             return InProcessChannel(self.factory, services, wall_guard_s)
-        return SubprocessChannel(list(self.command), services, hello, reply_timeout_s, memory_mb=memory_mb)
+        return SubprocessChannel(list(self.command), services, hello, reply_timeout_s, memory_mb=memory_mb,
+                                 warm=self.text[5:] if self.kind == "warm" else None)
 
 
 DEFAULT_ADAPTER = "reference_impl:ReferenceAdapter"
@@ -547,6 +553,11 @@ def load_adapter(spec: str | None) -> AdapterSpec:
         spec.encode("utf-8")
     except UnicodeEncodeError:
         raise UsageError(f"--adapter {spec!r}: not valid UTF-8; name the adapter in UTF-8") from None
+    if spec.startswith("wire:"):
+        inner = load_adapter(spec[5:])  # a clear error now if it does not import
+        if inner.kind != "python":
+            raise UsageError(f"--adapter {spec!r}: wire: takes a Python adapter, module:attribute")
+        return AdapterSpec(text=spec, kind="warm", command=(sys.executable, "-m", "harness.wire", spec[5:]))
     if spec.startswith("exec:"):
         command = shlex.split(spec[5:])
         if not command:

@@ -124,3 +124,16 @@ class SendsHugeKey:
 
 
 NOT_AN_ADAPTER = 5
+
+
+MEMORY: list = []
+
+
+class RemembersAcrossWorkers:
+    """Counts its workers in module memory; a fresh process per worker always sees zero."""
+
+    async def run(self, p):
+        MEMORY.append(1)
+        await p.run.info()
+        await p.clock.sleep(1, f"workers seen in this process: {len(MEMORY)}")
+        raise SystemExit(0) if len(MEMORY) > 1 else RuntimeError("crash me")
