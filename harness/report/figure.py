@@ -153,7 +153,10 @@ def _scatter(ax, xs, ys, marker: str, color: str, filled: bool, size: float, zor
 
 
 class _Figure:
-    def __init__(self, events: list[dict], result: ScenarioResult | None, data: Lanes) -> None:
+    def __init__(self, events: list[dict], result: ScenarioResult | None, data: Lanes, *,
+                 no_answers: bool = False, linear: bool = False) -> None:
+        self.no_answers = no_answers
+        self.linear = linear
         self.events = events
         self.by_seq = {e.get("seq"): e for e in events}
         self.header = events[0]
@@ -562,7 +565,8 @@ class _Figure:
         fig.text(0.01, 1 - 0.18 / height, style.shorten(f"{h.get('scenario')} — {h.get('title')}", 120),
                  fontsize=FONT + 4, fontweight="bold", va="top")
         fig.text(0.01, 1 - 0.48 / height,
-                 style.shorten(f"{verdict} · {disp} · seed {h.get('seed')} · adapter {h.get('adapter')}", 190),
+                 style.shorten(f"{verdict} · {disp} · seed {h.get('seed')}"
+                               + ("" if self.no_answers else f" · adapter {h.get('adapter')}"), 190),
                  fontsize=FONT + 1, va="top",
                  color={"PASS": "#1b5e20", "FAIL": "#b71c1c"}.get(verdict, "#e65100"))
         legend_h = height - top_in - 0.25
@@ -577,16 +581,26 @@ class _Figure:
         return fig
 
 
+def build_figure(events: list[dict], result: ScenarioResult | None, *, data: Lanes | None = None,
+                 no_answers: bool = False, linear: bool = False):
+    """The scenario's timeline figure as a matplotlib Figure (call inside ``rc_context(RC)``)."""
+    return _Figure(events, result, data if data is not None else extract_lanes(events),
+                   no_answers=no_answers, linear=linear).build()
+
+
 def render_figure(events: list[dict], result: ScenarioResult | None, out_base: Path, *,
-                  data: Lanes | None = None) -> tuple[Path, Path]:
-    """Draw the scenario's timeline figure; write ``out_base``.png and .svg; return both paths."""
+                  data: Lanes | None = None, no_answers: bool = False, linear: bool = False,
+                  svg: bool = False) -> Path:
+    """Draw the scenario's timeline figure; write ``out_base``.png (and .svg when asked);
+    return the PNG's path."""
     mpl = matplotlib()
     with mpl.rc_context(RC):
-        fig = _Figure(events, result, data if data is not None else extract_lanes(events)).build()
-        png, svg = out_base.with_suffix(".png"), out_base.with_suffix(".svg")
+        fig = build_figure(events, result, data=data, no_answers=no_answers, linear=linear)
+        png = out_base.with_suffix(".png")
         png.write_bytes(_palette_png(fig))
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
-    return png, svg
+        if svg:
+            fig.savefig(out_base.with_suffix(".svg"), format="svg", metadata={"Date": None, "Creator": None})
+    return png
 
 
 def _palette_png(fig) -> bytes:
