@@ -265,7 +265,7 @@ def test_rerender_from_results_json_and_traces(saved, rendered, tmp_path, monkey
     index = render_inputs([results_json, traces], tmp_path / "b")
     original, _ = rendered
     for r in results:  # the same figures as the direct rendering, byte for byte
-        for rel in (f"figures/{r.id}.png", f"scenarios/{r.id}.html"):
+        for rel in (f"figures/{r.id}.png",):
             assert (index.parent / rel).read_bytes() == (original.parent / rel).read_bytes()
     assert f"Score {card.total}/{card.max}" in index.read_text(encoding="utf-8")
     # the traces also resolve relative to the JSON's own folder
