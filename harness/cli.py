@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from .errors import CrashlabError, InternalError, NondeterminismDetected, UsageError
+from .report.commands import add_parsers as add_report_parsers, add_report_options, report_options
 
 EXIT = {"pass": 0, "fail": 1, "unknown": 2}
 EXIT_CODES_HELP = """exit codes:
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", default="crashlab-out",
                    help="folder for the trace (default: crashlab-out)")
     r.add_argument("--report", metavar="DIR", help="also render the timeline report into DIR")
+    add_report_options(r)
 
     c = cmd("conformance", "run the whole scenario library and score the adapter",
             "Run every library scenario against an adapter and print the twenty-point scorecard: "
@@ -61,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--seed", type=int, metavar="N", help="override every scenario's seed")
     c.add_argument("--json", metavar="PATH", help="write the results JSON (schema: docs/results.md)")
     c.add_argument("--report", metavar="DIR", help="render the HTML/Markdown/figure report into DIR")
+    add_report_options(c)
     c.add_argument("--out", metavar="DIR", default="crashlab-out",
                    help="folder for the traces (default: crashlab-out)")
     c.add_argument("--tag", action="append", metavar="TAG", help="only scenarios with this tag (repeatable)")
@@ -82,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
               "(and a results JSON, if given).")
     rep.add_argument("inputs", nargs="+", metavar="PATH", help="trace files, folders of traces, or a results JSON")
     rep.add_argument("--out", metavar="DIR", default="crashlab-report", help="output folder (default: crashlab-report)")
+    add_report_options(rep)
 
     ls = cmd("list", "list the scenario library", "List every library scenario: id, title and tags.")
     ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -96,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--seed", type=int, default=0, metavar="N", help="hypothesis seed (default 0)")
     ex.add_argument("--base", action="append", metavar="ID", help="base scenario(s) to mutate (default: all)")
     ex.add_argument("--save", metavar="PATH", help="write the shrunk failing scenario YAML here")
+    add_report_parsers(cmd, ADAPTER_HELP)   # show, diff, compare
     return p
 
 
@@ -123,7 +128,7 @@ def _cmd_run(args) -> int:
     _print_result(res)
     if args.report:
         from .report import render_results
-        where = render_results([res], out_dir=Path(args.report))
+        where = render_results([res], out_dir=Path(args.report), **report_options(args))
         print(f"report: {where}")
     return EXIT[res.verdict]
 
@@ -178,7 +183,7 @@ def _cmd_conformance(args) -> int:
         print(f"results: {path}")
     if args.report:
         from .report import render_scorecard
-        where = render_scorecard(card, out_dir=Path(args.report))
+        where = render_scorecard(card, out_dir=Path(args.report), **report_options(args))
         print(f"report: {where}")
     return EXIT[card.verdict]
 
@@ -228,7 +233,7 @@ def _cmd_replay(args) -> int:
 def _cmd_report(args) -> int:
     from .report import render_inputs
 
-    where = render_inputs([Path(p) for p in args.inputs], out_dir=Path(args.out))
+    where = render_inputs([Path(p) for p in args.inputs], out_dir=Path(args.out), **report_options(args))
     print(f"report: {where}")
     return 0
 
@@ -262,7 +267,7 @@ COMMANDS = {"run": _cmd_run, "conformance": _cmd_conformance, "check": _cmd_chec
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        return (COMMANDS.get(args.command) or args.handler)(args)
     except CrashlabError as exc:
         print(f"crashlab: error: {exc}", file=sys.stderr)
         return exc.exit_code

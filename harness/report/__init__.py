@@ -20,7 +20,6 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
-from ..conformance import safe_name
 from ..errors import UsageError
 from ..results import Scorecard, ScenarioResult
 from ..trace import read_jsonl
@@ -184,6 +183,8 @@ def _common_adapter(results: list[ScenarioResult], loaded: dict | None = None) -
 
 # --------------------------------------------------------------------------- rendering
 def _names(results: list[ScenarioResult]) -> list[str]:
+    from ..conformance import safe_name
+
     names, seen = [], set()
     for r in results:
         base = safe_name(r.id)
