@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -197,8 +198,8 @@ def _cmd_check(args) -> int:
     head = events[0]
     from dataclasses import replace
     res = replace(res, seed=head.get("seed", 0),
-                  repro=f"crashlab run {head.get('source') or head.get('scenario')} "
-                        f"--adapter {head.get('adapter')} --seed {head.get('seed')}")
+                  repro=shlex.join(["crashlab", "run", str(head.get("source") or head.get("scenario")),
+                                    "--adapter", str(head.get("adapter")), "--seed", str(head.get("seed"))]))
     _print_result(res)
     return EXIT[res.verdict]
 
