@@ -202,7 +202,7 @@ def expected_observed(item: Item) -> str:
             '<div class="obs"><h4>Observed</h4>' + "<br>".join(e(x) for x in obs) + "</div></div>")
 
 
-def packets_html(item: Item, origin: int) -> str:
+def packets_html(item: Item, origin: int, *, no_answers: bool = False) -> str:
     r = item.result
     escalations = packets(item)
     runs = list(dict.fromkeys(unresolved(item) + list(escalations)))
@@ -219,13 +219,14 @@ def packets_html(item: Item, origin: int) -> str:
         what = (f"ticket {e(last.get('ticket'))}" if last.get("kind") == "escalation" else "finish packet")
         out.append(f"<p><b>{e(run)}</b> ({e(status)}): {what} from {e(last.get('worker'))} at "
                    f"{e(format_time(int(last.get('t') or 0), origin))} (event #{e(last.get('seq'))})</p>")
-        out.append(packets_view.packet_html(last.get("packet"), origin))
-        out.append(packets_view.communications_html(
-            packets_view.facts(run, r.dispositions.get(run), last.get("packet"), item.events or [], origin)))
+        out.append(packets_view.packet_html(last.get("packet"), origin, no_answers=no_answers))
+        out.append(packets_view.communications_html(packets_view.facts(
+            run, r.dispositions.get(run), last.get("packet"), item.events or [], origin, no_answers=no_answers)))
         if len(evs) > 1:
             out.append(f"<details><summary>{len(evs) - 1} earlier packet(s)</summary>"
                        + "".join(f"<p>#{e(x.get('seq'))} {e(x.get('ticket'))}</p>"
-                                 f"{packets_view.packet_html(x.get('packet'), origin)}" for x in evs[:-1])
+                                 f"{packets_view.packet_html(x.get('packet'), origin, no_answers=no_answers)}"
+                                 for x in evs[:-1])
                        + "</details>")
     return "".join(out)
 
@@ -264,7 +265,7 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
     elif item.events is None:
         out.append('<p class="muted">No trace was saved for this scenario, so there is no timeline.</p>')
     out.append("<h3>Invariants</h3>" + violations_html(r, by_seq, origin))
-    out.append(packets_html(item, origin))
+    out.append(packets_html(item, origin, no_answers=no_answers))
     if item.lanes is not None:
         out.append("<h3>State machines</h3><div class='machines'>")
         for run, steps in run_steps(item).items():

@@ -106,7 +106,7 @@ def value_html(value: Any, origin: int, key: str = "", depth: int = 0) -> str:
     if isinstance(value, dict):
         if not value:
             return '<span class="muted">(empty)</span>'
-        if depth >= 2:
+        if depth >= 1:
             return e(_inline(value, origin))
         rows = "".join(f"<dt>{e(k)}</dt><dd>{value_html(v, origin, str(k), depth + 1)}</dd>"
                        for k, v in value.items() if not SECRET_FIELDS.search(str(k)))
@@ -150,9 +150,21 @@ def effect_card(effect: Any, origin: int) -> str:
             f'<dl class="kv">{"".join(rows)}</dl></div>')
 
 
-def packet_html(packet: Any, origin: int) -> str:
+def without_adapter(value: Any) -> Any:
+    """The packet with every field named ``adapter`` removed (a report that hides answers)."""
+    if isinstance(value, dict):
+        return {k: without_adapter(v) for k, v in value.items() if k != "adapter"}
+    if isinstance(value, list):
+        return [without_adapter(v) for v in value]
+    return value
+
+
+def packet_html(packet: Any, origin: int, *, no_answers: bool = False) -> str:
     """The packet: recommended action and alternatives first, one card per effect, then the
-    other panels; a panel the packet lacks is shown as missing."""
+    other panels; a panel the packet lacks is shown as missing. ``no_answers`` drops the
+    fields that name the adapter."""
+    if no_answers:
+        packet = without_adapter(packet)
     if not isinstance(packet, dict):
         return f'<p class="warn">The packet is not an object: {value_html(packet, origin)}</p>'
     out = ['<div class="decide">']
@@ -212,8 +224,11 @@ class Facts:
     inconsistency: str | None
 
 
-def facts(run: str, disposition: str | None, packet: Any, events: list[dict], origin: int) -> Facts:
+def facts(run: str, disposition: str | None, packet: Any, events: list[dict], origin: int, *,
+          no_answers: bool = False) -> Facts:
     p = packet if isinstance(packet, dict) else {}
+    if no_answers:
+        p = without_adapter(p)
     head = p.get("header") if isinstance(p.get("header"), dict) else {}
     effects, recon = [], []
     for x in p.get("effects") or ():
