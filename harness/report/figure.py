@@ -259,7 +259,7 @@ class _Figure:
         own = [e for e in d.effects if e.cause != "other_actor"]
         shown = own[:10]
         for e in shown:
-            label = f"{e.service} {e.ref}" + (f" (release of {e.compensates})" if e.compensates else "")
+            label = f"{e.ref} = release of {e.compensates}" if e.compensates else f"{e.service} {e.ref}"
             if many and e.run:
                 label = f"{e.run}: {label}"
             self.effect_rows[(e.service, e.ref)] = remote_p.add(style.shorten(label, ROW_LABEL))
@@ -466,11 +466,11 @@ class _Figure:
                 ax.scatter([X(m.t) for m in k.stale], [y] * len(k.stale), marker="x", s=36, color="#c62828", zorder=4)
                 self.used["knowledge"].add("stale")
         for kind in ("lags", "contradicts"):
-            color = legend.MISMATCH[kind][0]
+            color, hatch, _ = legend.MISMATCH[kind]
             for key, y in self.key_rows.items():
                 spans = [(X(m.start), X(m.end)) for m in self.story.mismatches if m.key == key and m.kind == kind]
                 if spans:
-                    self._bars(ax, y, spans, "none", height=0.74, edgecolor=color, hatch="////", linewidth=0.9,
+                    self._bars(ax, y, spans, "none", height=0.74, edgecolor=color, hatch=hatch, linewidth=0.9,
                                zorder=3)
                     self.used["mismatch"].add(kind)
         if self.more_keys:
@@ -644,9 +644,11 @@ class _Figure:
             c = g[0]
             text = f"{c.op} → {c.outcome}" + (f" ×{len(g)}" if len(g) > 1 else "")
             color = legend.OUTCOMES[_outcome_kind(c)][0]
-            x = X(c.back if c.back is not None else c.t)
-            self._note(remote_ax, x, self.service_rows[c.service], text, color=color, size=FONT - 1,
-                       offsets=(-0.05, -0.33))
+            for at in dict.fromkeys([g[0], g[len(g) // 2], g[-1]]):
+                x = X(at.back if at.back is not None else at.t)
+                if self._note(remote_ax, x, self.service_rows[c.service], text, color=color, size=FONT - 1,
+                              offsets=(-0.05, -0.33)):
+                    break
 
     # ---------------------------------------------------------------- violations
     def locate(self, seq: int) -> tuple[str, float]:
@@ -704,11 +706,13 @@ class _Figure:
         strip = fig.add_subplot(gs[0])
         axes = [fig.add_subplot(gs[i + 1]) for i in range(3)]   # x is already warped: no sharing
         strip.set_ylim(0, 1)
-        strip.set_yticks([0.5], ["faults & events"])
+        strip.text(-0.006, 0.5, "faults & events", transform=strip.transAxes, ha="right", va="center",
+                   fontsize=FONT)
         for ax, p in zip(axes, panels):
             ax.set_ylim(-p.height + 0.4, 0.6)
-            ax.set_yticks([r.y for r in p.rows], [r.label for r in p.rows])
-            ax.tick_params(axis="y", length=0, labelsize=FONT)
+            row_tr = ax.get_yaxis_transform()
+            for r in p.rows:       # row labels as plain text: cheaper than tick labels
+                ax.text(-0.006, r.y, r.label, transform=row_tr, ha="right", va="center", fontsize=FONT)
             ax.text(-0.005, 1.0, p.name.upper(), transform=ax.transAxes, ha="right", va="bottom",
                     fontsize=FONT, fontweight="bold", color="#37474f")
             if not p.rows:
@@ -720,8 +724,8 @@ class _Figure:
                 ax.spines[side].set_visible(False)
             ax.set_xlim(0, 100)
             ax.set_xticks([])
+            ax.set_yticks([])
         strip.spines["left"].set_visible(False)
-        strip.tick_params(axis="y", length=0)
         by_name = {"strip": strip, "run": axes[0], "remote": axes[1], "knowledge": axes[2]}
         self.draw_run(axes[0])
         self.draw_remote(axes[1])
@@ -735,11 +739,16 @@ class _Figure:
         xs, labels = self.axis.ticks(self.origin, [m.t for m in self.data.markers if m.kind in key],
                                      self.char_x(FONT))
         keep = list(zip(xs, labels))
-        axes[2].set_xticks([x for x, _ in keep], [lab for _, lab in keep])
-        axes[2].tick_params(axis="x", length=3, labelsize=FONT)
+        bottom_tr = axes[2].get_xaxis_transform()
+        axes[2].vlines([x for x, _ in keep], -0.035, 0, transform=bottom_tr, colors="#212121", linewidths=0.6,
+                       clip_on=False)
+        for x, lab in keep:        # tick labels as plain text: cheaper than Tick artists
+            axes[2].annotate(lab, xy=(x, 0), xycoords=bottom_tr, xytext=(0, -4), textcoords="offset points",
+                             ha="center", va="top", fontsize=FONT)
         scale = "linear time" if not self.axis.breaks else "linear time; hatched breaks compress quiet stretches"
-        axes[2].set_xlabel(f"simulated time, scenario clock ({scale})", fontsize=FONT, color="#616161",
-                           labelpad=14 if self.axis.breaks else 4)
+        axes[2].annotate(f"simulated time, scenario clock ({scale})", xy=(TIME_W / 2, 0), xycoords=bottom_tr,
+                         xytext=(0, -27 if self.axis.breaks else -16), textcoords="offset points", ha="center",
+                         va="top", fontsize=FONT, color="#616161")
         for ax in axes[:2] + [strip]:
             ax.vlines([x for x, _ in keep], 0, 1, transform=ax.get_xaxis_transform(), colors="#eeeeee",
                       linewidths=0.6, zorder=0)
@@ -758,10 +767,8 @@ class _Figure:
                  style.shorten(f"{verdict} · {disp} · seed {h.get('seed')}"
                                + ("" if self.no_answers else f" · adapter {h.get('adapter')}"), 175),
                  fontsize=FONT + 1, va="top", color={"PASS": "#1b5e20", "FAIL": "#b71c1c"}.get(verdict, "#e65100"))
-        legend_h = height - top_in - 0.25
         legend.draw(fig, legend.entries(self.used, bool(self.result is not None and self.result.violations)),
-                    1 - (RIGHT_IN - 0.15) / WIDTH_IN, (height - top_in - legend_h) / height,
-                    (RIGHT_IN - 0.2) / WIDTH_IN, legend_h / height, legend_h, FONT, _scatter)
+                    WIDTH_IN - RIGHT_IN + 0.15, top_in, height - top_in - 0.25, FONT)
         for i, note in enumerate(notes[:6]):
             fig.text(0.01, (bottom_in - 0.8 - 0.16 * i) / height, style.shorten(note, 190), fontsize=FONT,
                      color=style.VIOLATION_COLOR, va="top")

@@ -13,8 +13,8 @@ OUTCOMES = {
     "definite": ("#c62828", "-", "answer: definite error (refused, ...)"),
     "lost": ("#9e9e9e", (0, (2, 2)), "answer never seen (worker crashed)"),
 }
-MISMATCH = {"contradicts": ("#d50000", "knowledge contradicts the service"),
-            "lags": ("#ff8f00", "knowledge behind the service (unknown)")}
+MISMATCH = {"contradicts": ("#d50000", "////", "knowledge contradicts the service"),
+            "lags": ("#4e342e", "\\\\\\\\", "knowledge behind the service (unknown)")}
 DELIVERY = {"first": ("o", "#455a64", True, "inbox delivery"),
             "duplicate": ("D", "#c2185b", False, "duplicate delivery (same event id)")}
 AUTHORITY = {"requested": ("o", "#5c6bc0", False, "approval requested"),
@@ -88,9 +88,9 @@ def entries(used: dict[str, set[str]], violations: bool) -> list[tuple[str, dict
                 out.append(("patch", {"facecolor": color}, k))
         if "stale" in used["knowledge"]:
             out.append(("glyph", {"marker": "x", "color": "#c62828", "filled": True}, "append under a stale epoch"))
-        for kind, (color, label) in MISMATCH.items():
+        for kind, (color, hatch, label) in MISMATCH.items():
             if kind in used["mismatch"]:
-                out.append(("patch", {"facecolor": "none", "edgecolor": color, "hatch": "////"}, label))
+                out.append(("patch", {"facecolor": "none", "edgecolor": color, "hatch": hatch}, label))
     if violations:
         out.append(("section", {}, "violations"))
         out.append(("glyph", {"marker": "o", "color": style.VIOLATION_COLOR, "filled": False, "size": 60},
@@ -98,27 +98,34 @@ def entries(used: dict[str, set[str]], violations: bool) -> list[tuple[str, dict
     return out
 
 
-def draw(fig, rows: list[tuple[str, dict, str]], left: float, bottom: float, width: float, height: float,
-         height_in: float, font: float, scatter) -> None:
+def draw(fig, rows: list[tuple[str, dict, str]], left_in: float, top_in: float, height_in: float,
+         font: float) -> None:
+    """Draw the legend straight on the figure (no axes: cheaper), ``left_in`` and ``top_in``
+    in inches from the figure's left and top."""
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
+    from matplotlib.transforms import ScaledTranslation
 
-    ax = fig.add_axes((left, bottom, width, height))
-    ax.set_axis_off()
-    ax.set_xlim(0, 1)
-    ax.set_ylim(height_in, 0)                     # inches from the top
+    fig_h = fig.get_figheight()
+    tr = fig.dpi_scale_trans
     step = min(0.165, (height_in - 0.05) / max(1, len(rows)))
     size = font - 0.5 if step >= 0.14 else font - 1.5
     for i, (kind, spec, label) in enumerate(rows):
-        y = 0.08 + i * step
+        y = fig_h - top_in - 0.08 - i * step
         if kind == "section":
-            ax.text(0.0, y, label, fontsize=size, fontweight="bold", va="center", color="#37474f")
+            fig.text(left_in, y, label, fontsize=size, fontweight="bold", va="center", color="#37474f", transform=tr)
             continue
         if kind == "patch":
-            ax.add_patch(Rectangle((0.0, y - step * 0.3), 0.08, step * 0.6, facecolor=spec["facecolor"],
-                                   edgecolor=spec.get("edgecolor", "none"), hatch=spec.get("hatch"), linewidth=0.6))
+            fig.add_artist(Rectangle((left_in, y - step * 0.3), 0.19, step * 0.6, facecolor=spec["facecolor"],
+                                     edgecolor=spec.get("edgecolor", "none"), hatch=spec.get("hatch"),
+                                     linewidth=0.6, transform=tr))
         elif kind == "line":
-            ax.plot([0.0, 0.08], [y, y], color=spec["color"], linestyle=spec.get("linestyle", "-"),
-                    linewidth=spec["linewidth"])
+            fig.add_artist(Line2D([left_in, left_in + 0.19], [y, y], color=spec["color"],
+                                  linestyle=spec.get("linestyle", "-"), linewidth=spec["linewidth"], transform=tr))
         else:
-            scatter(ax, [0.04], [y], spec["marker"], spec["color"], spec["filled"], spec.get("size", 30))
-        ax.text(0.12, y, label, fontsize=size, va="center")
+            filled = spec["filled"] or spec["marker"] in "x|_+1234"
+            fig.add_artist(Line2D([left_in + 0.095], [y], linestyle="none", marker=spec["marker"],
+                                  markersize=spec.get("size", 30) ** 0.5, markeredgewidth=1.1,
+                                  markerfacecolor=spec["color"] if filled else "none",
+                                  markeredgecolor=spec["color"], transform=tr))
+        fig.text(left_in + 0.28, y, label, fontsize=size, va="center", transform=tr)

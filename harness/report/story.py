@@ -201,17 +201,7 @@ def mismatches(data: Lanes) -> tuple[Mismatch, ...]:
             state = next((s.label for s in reversed(lane.states) if s.start <= a), None)
             if state is None:
                 continue
-            here = present(a)
-            kind = None
-            if lane.kind == "compensation":
-                if state == "COMPENSATED" and not here:
-                    kind = "contradicts"
-            elif state == "CONFIRMED" and not here and not any(x <= a for x, _ in spans):
-                kind = "contradicts"
-            elif state in ("PROPOSED", "REJECTED", "COMPENSATED") and here and state != "COMPENSATED":
-                kind = "contradicts"
-            elif state == "SENT_UNKNOWN" and here:
-                kind = "lags"
+            kind = _disagreement(state, present(a), any(x <= a for x, _ in spans), lane.kind == "compensation")
             if kind is None:
                 continue
             if out and out[-1].key == lane.key and out[-1].kind == kind and out[-1].end == a:
@@ -219,6 +209,25 @@ def mismatches(data: Lanes) -> tuple[Mismatch, ...]:
             else:
                 out.append(Mismatch(key=lane.key, start=a, end=b, kind=kind))
     return tuple(out)
+
+
+def _disagreement(state: str, present: bool, ever: bool, compensation: bool) -> str | None:
+    """How a knowledge state compares with the service's record at one moment: None (they
+    agree, or the knowledge is honestly unknown before anything happened), "lags" or
+    "contradicts". For a compensation key, the record is the release."""
+    if state == "SENT_UNKNOWN":
+        return "lags" if present or (ever and not compensation) else None
+    if state in ("PROPOSED", "REJECTED"):
+        return "contradicts" if present else None
+    if state in ("CONFIRMED", "COMPENSATED") and compensation:
+        return None if present else "contradicts"
+    if state == "CONFIRMED":
+        return None if ever else "contradicts"
+    if state == "COMPENSATION_PROPOSED":
+        return "lags" if ever and not present else None
+    if state == "COMPENSATED":
+        return "contradicts" if present else None
+    return None
 
 
 def story(events: list[dict], data: Lanes) -> Story:
