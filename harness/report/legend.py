@@ -104,7 +104,6 @@ def draw(fig, rows: list[tuple[str, dict, str]], left_in: float, top_in: float, 
     in inches from the figure's left and top."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
-    from matplotlib.transforms import ScaledTranslation
 
     fig_h = fig.get_figheight()
     tr = fig.dpi_scale_trans

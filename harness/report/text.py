@@ -14,7 +14,6 @@ from ..errors import UsageError
 from ..scenario import format_time
 from . import style
 
-from .commands import LANES  # noqa: F401 - the lanes `show --lane` accepts
 #: Port calls that say nothing about the run: hidden unless --all.
 QUIET_CALLS = frozenset({("clock", "now"), ("random", "draw")})
 
