@@ -104,7 +104,7 @@ class _Figure(LaneDrawing):
                 self.placer.take((id(ax), y), mid - w / 2, mid + w / 2)
                 box = dict(boxstyle="round,pad=0.15", fc=color, ec="none", alpha=0.9) if boxed else None
                 ax.text(mid, y, text, ha="center", va="center", fontsize=size, color=style.text_color(color),
-                        bbox=box)
+                        bbox=box, zorder=5)
                 return True
         return False
 
@@ -122,7 +122,7 @@ class _Figure(LaneDrawing):
             key = (id(ax), round(y + dy, 3))
             if self.placer.free(key, x0, x1) and (dy or self.placer.free((id(ax), y), x0, x1)):
                 self.placer.take(key, x0, x1)
-                ax.text(x0, y + dy, text, ha="left", va="center", fontsize=size, color=color,
+                ax.text(x0, y + dy, text, ha="left", va="center", fontsize=size, color=color, zorder=5,
                         bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.8))
                 return True
         return False
@@ -216,7 +216,7 @@ class _Figure(LaneDrawing):
                                               if g[0].kind in style.MARKER_PRIORITY else 99, g[0].t))
         for g in order:
             m = g[0]
-            text = style.shorten(m.label, 28) + (f" ×{len(g)}" if len(g) > 1 else "")
+            text = style.shorten(m.label, 44) + (f" ×{len(g)}" if len(g) > 1 else "")
             x = X(m.t)
             w = len(text) * self.char_x(size)
             x0, x1 = x + 0.3, x + 0.3 + w

@@ -101,7 +101,7 @@ class LaneDrawing:
                 a = group[0]
                 text = {"requested": f"requested {a.label}", "refused": f"not live: {a.label}",
                         "revoked": a.label}[a.kind]
-                text = style.shorten(text, 34) + (f" ×{len(group)}" if len(group) > 1 else "")
+                text = style.shorten(text, 48) + (f" ×{len(group)}" if len(group) > 1 else "")
                 self._note(ax, X(a.t), y, text, color=legend.AUTHORITY[a.kind][1], offsets=(0.36, -0.36))
 
     def draw_inbox(self, ax):
