@@ -188,3 +188,27 @@ def test_figure_labels_the_final_disposition_and_collapses_repeated_faults(figur
     _, fig = figures["combined-deploy-expired-approval"]
     words = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
     assert any("AP-1" in w and "expired" in w for w in words)
+
+
+# --------------------------------------------------------------------------- state machines
+def test_no_state_machine_label_covers_a_state_name():
+    import re
+
+    from harness.report.machines import BOX_H, label_box, layout, svg
+    from harness.report.view import Item, knowledge_steps, run_steps
+
+    checked = 0
+    for path in LIBRARY:
+        events = read_jsonl(path)
+        item = Item(result=check_trace(events), events=events, name=path.stem, lanes=lanes(events))
+        drawings = [("run", svg("run", steps, "t")) for steps in run_steps(item).values()]
+        drawings.append(("knowledge", svg("knowledge", knowledge_steps(item), "t", numbered=False)))
+        for kind, drawing in drawings:
+            states = [(cx - w / 2, cy - BOX_H / 2, cx + w / 2, cy + BOX_H / 2) for cx, cy, w in layout(kind).boxes.values()]
+            for x, y, text in re.findall(r'<text x="([\d.]+)" y="([\d.]+)" text-anchor="middle" fill="#(?:d84315|c62828)" '
+                                         r'font-weight="bold" stroke="white"[^>]*>([^<]+)</text>', drawing):
+                x0, y0, x1, y1 = label_box(float(x), float(y) - 3, text)
+                hit = [s for s in states if x0 < s[2] and s[0] < x1 and y0 < s[3] and s[1] < y1]
+                assert not hit, (path.stem, kind, text)
+                checked += 1
+    assert checked > 100
