@@ -45,7 +45,14 @@ def text_problems(fig) -> list[str]:
             clip = t.get_clip_box()
             if box.x0 < clip.x0 - 1 or box.x1 > clip.x1 + 1 or box.y0 < clip.y0 - 1 or box.y1 > clip.y1 + 1:
                 problems.append(f"clipped by its axes: {t.get_text()!r}")
-    inner = [(t, Bbox.from_extents(b.x0 + 1, b.y0 + 1, b.x1 - 1, b.y1 - 1)) for t, b in shown]
+    inner = []
+    for t, b in shown:          # a multi-line text: one box per line that has ink (blank lines have none)
+        lines = t.get_text().split("\n")
+        h = b.height / len(lines)
+        for i, line in enumerate(lines):
+            if line.strip():
+                top = b.y1 - i * h
+                inner.append((t, Bbox.from_extents(b.x0 + 1, top - h + 1, b.x1 - 1, top - 1)))
     for i, (a, abox) in enumerate(inner):
         for b, bbox in inner[i + 1:]:
             if abox.overlaps(bbox):

@@ -100,21 +100,36 @@ def entries(used: dict[str, set[str]], violations: bool) -> list[tuple[str, dict
 
 def draw(fig, rows: list[tuple[str, dict, str]], left_in: float, top_in: float, height_in: float,
          font: float) -> None:
-    """Draw the legend straight on the figure (no axes: cheaper), ``left_in`` and ``top_in``
-    in inches from the figure's left and top."""
+    """Draw the legend straight on the figure (no axes), ``left_in`` and ``top_in`` in inches
+    from the figure's left and top. The labels are one multi-line text (one text costs about
+    as much to draw as one line of it); the swatches and section titles are placed on its
+    lines, measured once."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
+    if not rows:
+        return
     fig_h = fig.get_figheight()
     tr = fig.dpi_scale_trans
-    step = min(0.165, (height_in - 0.05) / max(1, len(rows)))
-    size = font - 0.5 if step >= 0.14 else font - 1.5
+    size = font - 0.5
+    spacing = 1.45
+    labels = fig.text(left_in + 0.28, fig_h - top_in, "\n".join("" if k == "section" else label for k, _, label in rows),
+                      fontsize=size, va="top", linespacing=spacing, transform=tr)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    box = labels.get_window_extent(renderer)
+    if box.height / fig.dpi > height_in:             # too many rows: tighter lines, smaller type
+        size, spacing = font - 1.5, 1.2
+        labels.set_fontsize(size)
+        labels.set_linespacing(spacing)
+        box = labels.get_window_extent(renderer)
+    step = box.height / fig.dpi / len(rows)
+    top = box.y1 / fig.dpi
     for i, (kind, spec, label) in enumerate(rows):
-        y = fig_h - top_in - 0.08 - i * step
+        y = top - (i + 0.5) * step
         if kind == "section":
             fig.text(left_in, y, label, fontsize=size, fontweight="bold", va="center", color="#37474f", transform=tr)
-            continue
-        if kind == "patch":
+        elif kind == "patch":
             fig.add_artist(Rectangle((left_in, y - step * 0.3), 0.19, step * 0.6, facecolor=spec["facecolor"],
                                      edgecolor=spec.get("edgecolor", "none"), hatch=spec.get("hatch"),
                                      linewidth=0.6, transform=tr))
@@ -127,4 +142,3 @@ def draw(fig, rows: list[tuple[str, dict, str]], left_in: float, top_in: float, 
                                   markersize=spec.get("size", 30) ** 0.5, markeredgewidth=1.1,
                                   markerfacecolor=spec["color"] if filled else "none",
                                   markeredgecolor=spec["color"], transform=tr))
-        fig.text(left_in + 0.28, y, label, fontsize=size, va="center", transform=tr)
