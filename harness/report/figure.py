@@ -282,14 +282,16 @@ class _Figure(LaneDrawing):
         # one label per run of identical answers: "lookup → unavailable ×27"
         groups: list[list] = []
         for c in calls:
-            if groups and (groups[-1][0].op, groups[-1][0].outcome, groups[-1][0].service) == (c.op, c.outcome,
-                                                                                                  c.service):
+            key = (c.op, c.outcome, c.service, outcome_kind(c))
+            if groups and (groups[-1][0].op, groups[-1][0].outcome, groups[-1][0].service,
+                           outcome_kind(groups[-1][0])) == key:
                 groups[-1].append(c)
             else:
                 groups.append([c])
         for g in groups:
             c = g[0]
-            text = f"{c.op} → {c.outcome}" + (f" ×{len(g)}" if len(g) > 1 else "")
+            text = f"{c.op} → {c.outcome}" + (", never seen" if not c.delivered else "") + \
+                (f" ×{len(g)}" if len(g) > 1 else "")
             color = legend.OUTCOMES[outcome_kind(c)][0]
             for at in dict.fromkeys([g[0], g[len(g) // 2], g[-1]]):
                 x = X(at.back if at.back is not None else at.t)
