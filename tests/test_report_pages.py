@@ -13,9 +13,8 @@ from dataclasses import replace
 from html import unescape
 from pathlib import Path
 
-import pytest
 
-from harness.report import render_inputs, render_results
+from harness.report import render_inputs
 from harness.report.findings import group
 from harness.report.packet import clock, collapse, communications, facts, packet_html
 from harness.report.view import Item, ordered, repro

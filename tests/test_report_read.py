@@ -5,7 +5,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 
 from harness.cli import main
 from harness.report.compare import first_divergence, generated_documents, outcome
