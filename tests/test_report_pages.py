@@ -84,6 +84,20 @@ def test_repro_lines_are_shell_quoted_for_any_adapter_spec():
     # from a results JSON without a trace: parsed back from the saved repro line
     r = replace(result("t3-y"), repro="crashlab run t3-y --adapter exec:python my adapter.py --seed 4", seed=4)
     assert shlex.split(repro(item(r)))[3:] == ["--adapter", "exec:python my adapter.py", "--seed", "4"]
+    quoted = replace(r, repro="crashlab run 'my t3.yaml' --adapter 'exec:python my adapter.py' --seed 4")
+    assert shlex.split(repro(item(quoted)))[2:] == ["my t3.yaml", "--adapter", "exec:python my adapter.py", "--seed",
+                                                   "4"]
+
+
+def test_the_adapter_of_results_without_traces_is_read_from_their_repro_lines(tmp_path):
+    from harness.report import render_results
+
+    r = replace(result("t3-y", "fail", Violation(invariant="EFF-01", message="two", events=(3,))),
+                repro="crashlab run t3-y --adapter 'exec:node my adapter.js' --seed 4", seed=4)
+    index = render_results([r], tmp_path / "out")
+    summary = (index.parent / "summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("## crashlab report — adapter `exec:node my adapter.js`")
+    assert "crashlab run t3-y --adapter 'exec:node my adapter.js' --seed 4" in summary
 
 
 def test_a_pasted_repro_of_an_exec_adapter_runs_the_same_adapter(tmp_path):

@@ -176,8 +176,12 @@ def _common_adapter(results: list[ScenarioResult], loaded: dict | None = None) -
             head = next((ev[0] for p, ev in loaded.items() if str(p) == r.trace), None)
         if head is not None:
             adapters.add(head.get("adapter"))
-        elif "--adapter " in r.repro:
-            adapters.add(r.repro.split("--adapter ", 1)[1].split(" ", 1)[0])
+        else:
+            from .view import Item, repro_parts
+
+            adapter = repro_parts(Item(result=r, events=None, name=r.id))[1]
+            if adapter:
+                adapters.add(adapter)
     return adapters.pop() if len(adapters) == 1 else None
 
 

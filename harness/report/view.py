@@ -97,7 +97,15 @@ def repro_parts(item: Item) -> tuple[str, str | None, int]:
     if head is not None:
         return str(head.get("source") or head.get("scenario") or r.id), head.get("adapter"), \
             int(head.get("seed") if head.get("seed") is not None else r.seed)
-    rest = r.repro.removeprefix("crashlab run ")
+    try:                   # a shell-quoted line (as crashlab writes them)
+        words = shlex.split(r.repro)
+    except ValueError:
+        words = []
+    at = words.index("--adapter") if "--adapter" in words else -1
+    if words[:2] == ["crashlab", "run"] and at == 3 and words[at + 2:at + 3] in (["--seed"], []) \
+            and len(words) > at + 1:
+        return words[2], words[at + 1], r.seed
+    rest = r.repro.removeprefix("crashlab run ")     # an older, unquoted line
     source, adapter = r.id, None
     if " --adapter " in rest:
         source, rest = rest.split(" --adapter ", 1)
