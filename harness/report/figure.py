@@ -282,8 +282,8 @@ class _Figure(LaneDrawing):
         # one label per run of identical answers: "lookup → unavailable ×27"
         groups: list[list] = []
         for c in calls:
-            key = (c.op, c.outcome, c.service, outcome_kind(c))
-            if groups and (groups[-1][0].op, groups[-1][0].outcome, groups[-1][0].service,
+            key = (c.worker, c.op, c.outcome, c.service, outcome_kind(c))
+            if groups and (groups[-1][0].worker, groups[-1][0].op, groups[-1][0].outcome, groups[-1][0].service,
                            outcome_kind(groups[-1][0])) == key:
                 groups[-1].append(c)
             else:
