@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
 from .errors import CrashlabError, InternalError, NondeterminismDetected, UsageError
+from .report.commands import add_parsers as add_report_parsers, add_report_options, report_options
 
 EXIT = {"pass": 0, "fail": 1, "unknown": 2}
 EXIT_CODES_HELP = """exit codes:
@@ -106,12 +108,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", default="crashlab-out",
                    help="folder for the trace (default: crashlab-out)")
     r.add_argument("--report", metavar="DIR", help="also render the timeline report into DIR")
+    add_report_options(r)
 
     c = cmd("conformance", "run the whole scenario library and score the adapter",
             "Run every library scenario against an adapter and print the twenty-point scorecard: "
             "classification 5, ownership 4, effect correctness 6, disposition 5.")
     _suite_options(c, "traces")
     c.add_argument("--report", metavar="DIR", help="render the HTML/Markdown/figure report into DIR")
+    add_report_options(c)
 
     sw = cmd("sweep", "the crash matrix: a crash before and after every port call of every scenario",
              "The crash laboratory, exhaustively: run each selected scenario once to find the adapter's port "
@@ -152,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
               "(and a results JSON, if given).")
     rep.add_argument("inputs", nargs="+", metavar="PATH", help="trace files, folders of traces, or a results JSON")
     rep.add_argument("--out", metavar="DIR", default="crashlab-report", help="output folder (default: crashlab-report)")
+    add_report_options(rep)
 
     ls = cmd("list", "list the scenario library", "List every library scenario: id, title and tags.")
     ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -169,6 +174,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from .workshop.cli import add_workshop_parser
     add_workshop_parser(sub, EXIT_CODES_HELP)
+    add_report_parsers(cmd, ADAPTER_HELP)   # show, diff, compare
     return p
 
 
@@ -199,7 +205,7 @@ def _cmd_run(args) -> int:
     _print_result(res)
     if report:
         from .report import render_results
-        where = render_results([res], out_dir=report)
+        where = render_results([res], out_dir=report, **report_options(args))
         print(f"report: {where}")
     return EXIT[res.verdict]
 
@@ -302,7 +308,7 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
         raise interrupted
     if report_dir:
         from .report import render_scorecard
-        where = render_scorecard(card, out_dir=report_dir)
+        where = render_scorecard(card, out_dir=report_dir, **report_options(args))
         print(f"report: {where}")
     if card.extra.get("internal_errors"):
         return InternalError.exit_code
@@ -422,7 +428,7 @@ def _cmd_report(args) -> int:
     from .report import render_inputs
 
     out = check_output_dir(args.out, "--out")
-    where = render_inputs([Path(p) for p in args.inputs], out_dir=out)
+    where = render_inputs([Path(p) for p in args.inputs], out_dir=out, **report_options(args))
     print(f"report: {where}")
     return 0
 
@@ -504,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
             handlers[sig] = signal.signal(sig, _on_signal)
     Interrupted.requested = None
     try:
-        return COMMANDS[args.command](args)
+        return (COMMANDS.get(args.command) or args.handler)(args)
     except CrashlabError as exc:
         print(f"crashlab: error: {_clip(exc, 2000)}", file=sys.stderr)
         return exc.exit_code

@@ -7,6 +7,7 @@ durable state only, and returns the recorded trace.
 from __future__ import annotations
 
 import functools
+import shlex
 from pathlib import Path
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version as pkg_version
@@ -45,7 +46,7 @@ class RunResult:
     @property
     def repro(self) -> str:
         src = portable_source(self.scenario) or self.scenario.id
-        return f"crashlab run {src} --adapter {self.adapter} --seed {self.seed}"
+        return shlex.join(["crashlab", "run", src, "--adapter", self.adapter, "--seed", str(self.seed)])
 
 
 def portable_source(scenario: Scenario) -> str | None:

@@ -72,9 +72,13 @@ class Tags(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
-def section(text: str, scenario: str) -> str:
-    start = text.index(f'<section class="scenario" id="s-{scenario}"')
-    return text[start:text.index("</section>", start)]
+def page(index: Path, scenario: str) -> str:
+    """The scenario's own page."""
+    return (index.parent / "scenarios" / f"{scenario}.html").read_text(encoding="utf-8")
+
+
+def pages(index: Path) -> list[Path]:
+    return [index] + sorted((index.parent / "scenarios").glob("*.html"))
 
 
 def tags_of(text: str) -> list[tuple[str, dict]]:
@@ -84,17 +88,22 @@ def tags_of(text: str) -> list[tuple[str, dict]]:
 
 
 # --------------------------------------------------------------------------- figures
-def test_every_scenario_gets_a_png_and_an_svg_figure(rendered):
+def test_every_scenario_gets_a_png_figure_and_a_page(rendered, tmp_path):
     index, results = rendered
     figures = index.parent / "figures"
-    assert sorted(p.name for p in figures.iterdir()) == sorted(
-        f"{r.id}.{ext}" for r in results for ext in ("png", "svg"))
+    assert sorted(p.name for p in figures.iterdir()) == sorted(f"{r.id}.png" for r in results)
+    assert sorted(p.name for p in (index.parent / "scenarios").iterdir()) == sorted(f"{r.id}.html" for r in results)
     for r in results:
         png = (figures / f"{r.id}.png").read_bytes()
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
-        root = ET.fromstring((figures / f"{r.id}.svg").read_bytes())
-        assert root.tag.endswith("svg")
-        assert len(root.findall(".//{http://www.w3.org/2000/svg}path")) > 20
+    # an SVG is drawn on request (from Python)
+    from harness.report.figure import render_figure
+    from harness.trace import read_jsonl
+
+    events = read_jsonl(results[0].trace)
+    assert render_figure(events, results[0], tmp_path / "x", svg=True) == tmp_path / "x.png"
+    root = ET.fromstring((tmp_path / "x.svg").read_bytes())
+    assert root.tag.endswith("svg") and len(root.findall(".//{http://www.w3.org/2000/svg}path")) > 20
 
 
 def test_rendering_is_deterministic_in_one_process_or_several(saved, tmp_path, monkeypatch):
@@ -104,7 +113,8 @@ def test_rendering_is_deterministic_in_one_process_or_several(saved, tmp_path, m
     one = render_results(results[:2], tmp_path / "one")
     monkeypatch.setattr(harness.report, "PARALLEL_MIN", 1)   # forked workers where the host allows
     two = render_results(results[:2], tmp_path / "two")
-    for rel in ["index.html", "summary.md"] + [f"figures/{r.id}.{x}" for r in results[:2] for x in ("png", "svg")]:
+    for rel in ["index.html", "summary.md"] + [f"{d}/{r.id}.{x}" for r in results[:2]
+                                                for d, x in (("figures", "png"), ("scenarios", "html"))]:
         assert (one.parent / rel).read_bytes() == (two.parent / rel).read_bytes(), rel
 
 
@@ -123,17 +133,26 @@ def test_time_axis_is_monotonic_and_bounded():
 # --------------------------------------------------------------------------- HTML
 def test_html_is_self_contained(rendered):
     index, results = rendered
-    text = index.read_text(encoding="utf-8")
-    tags = tags_of(text)
-    for tag, attrs in tags:
-        for name in ("src", "href", "xlink:href", "action"):
-            value = attrs.get(name) or ""
-            assert not re.match(r"\s*(https?:)?//", value), (tag, name, value)
-        assert tag not in ("script", "link", "iframe", "object", "embed")
-    assert not re.search(r"url\(\s*['\"]?(https?:)?//", text)
-    images = [a for t, a in tags if t == "img"]
+    images = []
+    for path in pages(index):
+        text = path.read_text(encoding="utf-8")
+        tags = tags_of(text)
+        for tag, attrs in tags:
+            for name in ("src", "href", "xlink:href", "action"):
+                value = attrs.get(name) or ""
+                assert not re.match(r"\s*([a-z]+:)?//", value), (path, tag, name, value)
+                assert not value.startswith(("javascript:", "/")), (path, tag, name, value)
+            assert tag not in ("script", "link", "iframe", "object", "embed")
+        assert not re.search(r"url\(\s*['\"]?(https?:)?//", text)
+        images += [a for t, a in tags if t == "img"]
+        assert "Content-Security-Policy" in text and "script-src" not in text
     assert len(images) == len(results) and all(a["src"].startswith("data:image/png;base64,") for a in images)
-    assert "Content-Security-Policy" in text
+    # every relative link of every page leads to a file that exists
+    for path in pages(index):
+        for tag, attrs in tags_of(path.read_text(encoding="utf-8")):
+            href = attrs.get("href")
+            if tag == "a" and href and not href.startswith("#"):
+                assert (path.parent / href.split("#")[0]).resolve().is_file(), (path, href)
 
 
 def test_html_shows_score_lost_points_evidence_cards_packets_and_machines(rendered):
@@ -141,18 +160,20 @@ def test_html_shows_score_lost_points_evidence_cards_packets_and_machines(render
     text = index.read_text(encoding="utf-8")
     assert "Where points were lost" in text
     for r in results:
-        assert f'id="s-{r.id}"' in text
+        assert f'href="scenarios/{r.id}.html"' in text
     blind = next(r for r in results if r.id == "report-blind-retry")
     eff = next(v for v in blind.violations if v.invariant == "EFF-01")
-    # the cited events are shown with their one-line summaries
+    # the cited events are shown with their one-line summaries, on the scenario's page
     for seq in eff.events:
-        assert re.search(rf"#{seq} 09:00:\S* run-7 reservation committed R-\d", text)
-    assert "Authoritative query" in text and "reservation.lookup(key), unavailable until 10:20" in text
-    # the unresolved pressure run escalated: its packet's panels are shown
-    pressure = section(text, "report-pressure")
-    for panel in ("header", "effects", "authority", "compatibility", "budget", "recommended", "alternatives"):
-        assert f"<h4>{panel}</h4>" in pressure
+        assert re.search(rf"#{seq} 09:00:\S* run-7 reservation committed R-\d", page(index, blind.id))
+    pressure = page(index, "report-pressure")
+    assert "Authoritative query" in pressure and "reservation.lookup(key), unavailable until 10:20" in pressure
+    # the unresolved pressure run escalated: its packet's panels are shown, recommendation first
+    for panel in ("Recommended", "Alternatives", "Header", "Effects (1)", "authority", "compatibility", "budget"):
+        assert f">{panel}</h4>" in pressure, panel
+    assert pressure.index(">Recommended</h4>") < pressure.index(">Alternatives</h4>") < pressure.index(">Header</h4>")
     assert "missing from the packet" not in pressure and "CANCELLED_EFFECT_UNKNOWN" in pressure
+    assert "<dt>deadline</dt><dd>10:15</dd>" in pressure          # a clock time, not 900000
     # state machines with the taken transitions highlighted
     assert pressure.count('<svg class="machine"') == 2
     assert "EFFECT_PREPARED → EFFECT_IN_FLIGHT: step" in pressure
@@ -160,8 +181,7 @@ def test_html_shows_score_lost_points_evidence_cards_packets_and_machines(render
 
 def test_hostile_strings_are_escaped(rendered):
     index, _ = rendered
-    text = index.read_text(encoding="utf-8")
-    hostile = section(text, "report-hostile")
+    hostile = page(index, "report-hostile")
     for markup in HOSTILE_MARKUP:
         assert markup not in hostile
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; friends" in hostile      # scenario title
@@ -171,10 +191,19 @@ def test_hostile_strings_are_escaped(rendered):
     assert "&lt;img src=x onerror=alert(&#x27;card&#x27;)&gt;" in hostile        # teaching card
     assert "$\\alpha$ &lt;/td&gt;&lt;/tr&gt;&lt;/table&gt;" in hostile
     assert "&lt;/table&gt;&lt;script&gt;alert(5)&lt;/script&gt;" in hostile       # packet next_owner
-    for tag, attrs in tags_of(text):
-        assert not any(name.startswith("on") for name in attrs), (tag, attrs)
+    for path in pages(index):
+        for tag, attrs in tags_of(path.read_text(encoding="utf-8")):
+            assert not any(name.startswith("on") for name in attrs), (tag, attrs)
     summary = (index.parent / "summary.md").read_text(encoding="utf-8")
-    assert "<script" not in summary and "&lt;script&gt;alert(1)&lt;/script&gt;" in summary
+    assert "<script" not in summary
+    # a failing hostile scenario shows its title in the summary, escaped
+    from harness.report.markdown import summary as markdown_summary
+    from harness.report.view import Item
+
+    hostile_result = next(r for r in rendered[1] if r.id == "report-hostile")
+    text = markdown_summary([Item(result=replace(hostile_result, verdict="fail"), events=None, name="x")],
+                            None, None)
+    assert "<script" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
 
 
 def test_output_names_cannot_escape_the_output_folder(saved, tmp_path):
@@ -194,15 +223,29 @@ def test_output_names_cannot_escape_the_output_folder(saved, tmp_path):
 
 
 # --------------------------------------------------------------------------- Markdown
-def test_markdown_summary_lists_every_scenario_and_the_score(rendered):
+def summary_sections(summary: str) -> dict[str, str]:
+    parts = re.split(r"^### ", summary, flags=re.M)
+    return {p.split("\n", 1)[0].split(" (")[0]: p for p in parts[1:]}
+
+
+def test_markdown_summary_puts_failures_first_with_repro_lines(rendered):
     index, results = rendered
     summary = (index.parent / "summary.md").read_text(encoding="utf-8")
-    rows = [line for line in summary.splitlines() if line.startswith("| ") and not line.startswith("| scenario")]
-    assert len(rows) == len(results)
-    for r, row in zip(results, rows):
-        assert row.startswith(f"| {r.id} — ") and r.verdict in row and len(row.split(" | ")) == 4
     assert re.search(r"\*\*Score \d+/20\*\*", summary)
-    assert "### Points lost" in summary
+    parts = summary_sections(summary)
+    assert list(parts) == ["Points lost", "Findings", "Failures", "Passed"]
+    failed = [r for r in results if r.verdict != "pass"]
+    passed = [r for r in results if r.verdict == "pass"]
+    assert failed and passed
+    for r in failed:
+        assert f"{r.id}**" in parts["Failures"]
+        block = parts["Failures"].split(f"{r.id}**", 1)[1].split("```sh\n", 1)[1].split("\n", 1)[0]
+        assert re.fullmatch(r"crashlab run \S+\.yaml --adapter report_adapters:\w+ --seed \d+", block), block
+        for inv in {v.invariant for v in r.violations}:
+            assert re.search(rf"^- {inv}( ×\d+)?: ", parts["Failures"], re.M)
+    for r in passed:
+        assert r.id in parts["Passed"] and r.id not in parts["Failures"]
+    assert len(summary.encode()) < 64_000          # fits a CI job summary
 
 
 # --------------------------------------------------------------------------- re-rendering
@@ -222,8 +265,7 @@ def test_rerender_from_results_json_and_traces(saved, rendered, tmp_path, monkey
     index = render_inputs([results_json, traces], tmp_path / "b")
     original, _ = rendered
     for r in results:  # the same figures as the direct rendering, byte for byte
-        for ext in ("png", "svg"):
-            rel = f"figures/{r.id}.{ext}"
+        for rel in (f"figures/{r.id}.png",):
             assert (index.parent / rel).read_bytes() == (original.parent / rel).read_bytes()
     assert f"Score {card.total}/{card.max}" in index.read_text(encoding="utf-8")
     # the traces also resolve relative to the JSON's own folder
@@ -237,11 +279,11 @@ def test_rerender_from_traces_only_checks_them_again(saved, tmp_path):
     _, traces, results = saved
     index = render_inputs([traces], tmp_path / "out")
     summary = (index.parent / "summary.md").read_text(encoding="utf-8")
+    parts = summary_sections(summary)
     for r in results:
-        row = next(line for line in summary.splitlines() if line.startswith(f"| {r.id} "))
-        assert r.verdict in row
+        assert r.id in parts["Failures" if r.verdict != "pass" else "Passed"]
         for inv in {v.invariant for v in r.violations}:
-            assert inv in row
+            assert re.search(rf"^- {inv}( ×\d+)?: ", parts["Failures"], re.M)
     assert "Traces checked again from saved files." in index.read_text(encoding="utf-8")
     assert "**Score" not in summary          # three adapters: no common score
 

@@ -186,7 +186,7 @@ def test_results_written_before_rules_existed_still_load():
 
 
 def test_the_reports_show_the_rule_and_the_expected_and_observed_outcomes():
-    from harness.report.html import scorecard_html
+    from harness.report.index import score_html
     from harness.report.markdown import summary
 
     miss = Violation(invariant="EXP-DISPOSITION", message="m", run="run-82", point="E4",
@@ -196,5 +196,5 @@ def test_the_reports_show_the_rule_and_the_expected_and_observed_outcomes():
     text = summary([], card, "x:Y")
     assert "rule (AR-08, Runbook: ambiguous reservation)" in text and "Use the authoritative read" in text
     assert "observed FAILED_EFFECT_UNKNOWN" in text
-    html = scorecard_html(card, [])
+    html = score_html(card, {})
     assert "Use the authoritative read" in html and "observed FAILED_EFFECT_UNKNOWN" in html

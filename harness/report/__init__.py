@@ -1,23 +1,25 @@
 """Reports: the timeline figures, the HTML page and the Markdown summary (docs/reports.md).
 
-Three entry points, all writing into ``out_dir`` and returning the path of ``index.html``:
+Three entry points, all writing into ``out_dir`` and returning the path of ``index.html``
+(each takes ``no_answers=True`` to hide teaching cards and adapter names, as the workshop
+does, and ``linear=True`` for a plain linear time axis):
 
 * :func:`render_results` - scenario results whose traces were saved (``crashlab run --report``);
 * :func:`render_scorecard` - a scored suite (``crashlab conformance --report``);
 * :func:`render_inputs` - saved files only (``crashlab report PATH...``): traces, folders of
   traces and/or a results JSON, re-rendered without re-running anything.
 
-Output: ``index.html`` (self-contained), ``summary.md`` (for a CI job summary) and
-``figures/<scenario>.png`` + ``.svg`` (one figure per scenario). matplotlib is the optional
+Output: ``index.html`` (the findings and every scenario), ``scenarios/<scenario>.html`` (one
+self-contained page each), ``summary.md`` (for a CI job summary) and ``figures/<scenario>.png``. matplotlib is the optional
 ``report`` extra and is imported only here, lazily.
 """
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
-from ..conformance import safe_name
 from ..errors import UsageError
 from ..results import Scorecard, ScenarioResult
 from ..trace import read_jsonl
@@ -28,25 +30,27 @@ INPUT_HINT = ("give trace files (.jsonl, written by `crashlab run`), folders of 
               "written by `crashlab conformance --json PATH`")
 
 
-def render_results(results: list[ScenarioResult], out_dir: Path) -> Path:
+def render_results(results: list[ScenarioResult], out_dir: Path, *, no_answers: bool = False,
+                   linear: bool = False) -> Path:
     """Render scenario results; each result's ``trace`` names its saved JSONL trace."""
     results = list(results)
     return _render(results, [_trace_of(r, []) for r in results], None, Path(out_dir),
-                   adapter=_common_adapter(results), notes=[])
+                   adapter=_common_adapter(results), notes=[], no_answers=no_answers, linear=linear)
 
 
-def render_scorecard(card: Scorecard, out_dir: Path) -> Path:
+def render_scorecard(card: Scorecard, out_dir: Path, *, no_answers: bool = False, linear: bool = False) -> Path:
     """Render a scored suite: the score, where points were lost, and every scenario."""
     scenarios = list(card.scenarios)
     return _render(scenarios, [_trace_of(r, []) for r in scenarios], card, Path(out_dir),
-                   adapter=card.adapter, notes=[])
+                   adapter=card.adapter, notes=[], no_answers=no_answers, linear=linear)
 
 
-def render_inputs(paths: list[Path], out_dir: Path) -> Path:
+def render_inputs(paths: list[Path], out_dir: Path, *, no_answers: bool = False, linear: bool = False) -> Path:
     """Re-render from saved files. With a results JSON, its scores and verdicts are shown as
     saved, and each scenario's trace is found among the given traces or at the path the JSON
     names. With traces only, each is checked again (harness.checks) and, when they all come
     from one adapter, scored."""
+    opts = {"no_answers": no_answers, "linear": linear}
     if not paths:
         raise UsageError("nothing to render", hint=INPUT_HINT)
     traces, results_json = _classify([Path(p) for p in paths])
@@ -68,16 +72,16 @@ def render_inputs(paths: list[Path], out_dir: Path) -> Path:
         unused = len(loaded) - len(used)
         notes = [f"{unused} given trace(s) are not in {results_json} and were not rendered."] if unused else []
         return _render(list(card.scenarios), events_list, card, Path(out_dir), adapter=card.adapter,
-                       notes=[f"Rendered from {results_json} without re-running."] + notes)
+                       notes=[f"Rendered from {results_json} without re-running."] + notes, **opts)
     results = [_recheck(events, p) for p, events in loaded.items()]
     card = _score(results, loaded)
     if card is not None:
         events_for = {str(p): ev for p, ev in loaded.items()}
         ordered = list(card.scenarios)
         return _render(ordered, [events_for.get(r.trace or "") for r in ordered], card, Path(out_dir),
-                       adapter=card.adapter, notes=["Traces checked again from saved files."])
+                       adapter=card.adapter, notes=["Traces checked again from saved files."], **opts)
     return _render(results, list(loaded.values()), None, Path(out_dir), adapter=_common_adapter(results, loaded),
-                   notes=["Traces checked again from saved files."])
+                   notes=["Traces checked again from saved files."], **opts)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -149,8 +153,8 @@ def _recheck(events: list[dict], path: Path) -> ScenarioResult:
     head = events[0]
     result = check_trace(events, trace_path=str(path))
     return replace(result, seed=head.get("seed", 0),
-                   repro=f"crashlab run {head.get('source') or head.get('scenario')} "
-                         f"--adapter {head.get('adapter')} --seed {head.get('seed')}")
+                   repro=shlex.join(["crashlab", "run", str(head.get("source") or head.get("scenario")),
+                                     "--adapter", str(head.get("adapter")), "--seed", str(head.get("seed"))]))
 
 
 def _score(results: list[ScenarioResult], loaded: dict[Path, list[dict]]) -> Scorecard | None:
@@ -172,13 +176,19 @@ def _common_adapter(results: list[ScenarioResult], loaded: dict | None = None) -
             head = next((ev[0] for p, ev in loaded.items() if str(p) == r.trace), None)
         if head is not None:
             adapters.add(head.get("adapter"))
-        elif "--adapter " in r.repro:
-            adapters.add(r.repro.split("--adapter ", 1)[1].split(" ", 1)[0])
+        else:
+            from .view import Item, repro_parts
+
+            adapter = repro_parts(Item(result=r, events=None, name=r.id))[1]
+            if adapter:
+                adapters.add(adapter)
     return adapters.pop() if len(adapters) == 1 else None
 
 
 # --------------------------------------------------------------------------- rendering
 def _names(results: list[ScenarioResult]) -> list[str]:
+    from ..conformance import safe_name
+
     names, seen = [], set()
     for r in results:
         base = safe_name(r.id)
@@ -192,25 +202,35 @@ def _names(results: list[ScenarioResult]) -> list[str]:
 
 
 def _render(results: list[ScenarioResult], events: list[list[dict] | None], card: Scorecard | None,
-            out_dir: Path, *, adapter: str | None, notes: list[str]) -> Path:
-    from . import html, markdown
+            out_dir: Path, *, adapter: str | None, notes: list[str], no_answers: bool = False,
+            linear: bool = False) -> Path:
+    from . import html, index, markdown
     from .figure import matplotlib
     from .lanes import lanes as extract_lanes
-    from .view import Item
+    from .view import Item, ordered
 
     matplotlib()  # fail before writing anything when the extra is missing
     figures = out_dir / "figures"
+    pages = out_dir / "scenarios"
     figures.mkdir(parents=True, exist_ok=True)
+    pages.mkdir(parents=True, exist_ok=True)
     names = _names(results)
     data = [extract_lanes(evs) if evs else None for evs in events]
-    jobs = [(evs, r, d, figures / name) for r, evs, d, name in zip(results, events, data, names) if evs]
+    jobs = [(evs, r, d, figures / name, no_answers, linear)
+            for r, evs, d, name in zip(results, events, data, names) if evs]
     pngs = iter(_figures(jobs))
-    items = [Item(result=r, events=evs, name=name, lanes=d, png=next(pngs) if evs else None)
-             for r, evs, d, name in zip(results, events, data, names)]
-    index = out_dir / "index.html"
-    index.write_text(html.page(items, card, adapter=adapter, notes=notes), encoding="utf-8")
-    (out_dir / "summary.md").write_text(markdown.summary(items, card, adapter), encoding="utf-8")
-    return index
+    items = ordered([Item(result=r, events=evs, name=name, lanes=d, png=next(pngs) if evs else None)
+                     for r, evs, d, name in zip(results, events, data, names)])
+    for i, item in enumerate(items):
+        page = html.scenario_page(item, no_answers=no_answers, prev=items[i - 1] if i else None,
+                                  next_=items[i + 1] if i + 1 < len(items) else None)
+        (pages / f"{item.name}.html").write_text(page, encoding="utf-8")
+    where = out_dir / "index.html"
+    where.write_text(index.index_page(items, card, adapter=adapter, notes=notes, no_answers=no_answers),
+                     encoding="utf-8")
+    (out_dir / "summary.md").write_text(markdown.summary(items, card, adapter, no_answers=no_answers),
+                                        encoding="utf-8")
+    return where
 
 
 #: Below this many figures, forking workers costs more than it saves.
@@ -220,9 +240,8 @@ PARALLEL_MIN = 8
 def _figure(job) -> bytes:
     from .figure import render_figure
 
-    events, result, data, base = job
-    png, _ = render_figure(events, result, base, data=data)
-    return png.read_bytes()
+    events, result, data, base, no_answers, linear = job
+    return render_figure(events, result, base, data=data, no_answers=no_answers, linear=linear).read_bytes()
 
 
 def _figures(jobs: list) -> list[bytes]:

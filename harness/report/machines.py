@@ -101,7 +101,18 @@ def _anchor(box: tuple[float, float, float], toward: tuple[float, float]) -> tup
 
 
 def _curve(lay: Layout, a: str, b: str) -> tuple[str, tuple[float, float]]:
-    """A quadratic curve from box a to box b (bent to one side, so a->b and b->a differ)."""
+    """A quadratic curve from box a to box b (bent to one side, so a->b and b->a differ), and
+    the point halfway along it."""
+    path, (p0, c, p1) = _curve_points(lay, a, b)
+    return path, _at(p0, c, p1, 0.5)
+
+
+def _at(p0, c, p1, t: float) -> tuple[float, float]:
+    u = 1 - t
+    return (u * u * p0[0] + 2 * u * t * c[0] + t * t * p1[0], u * u * p0[1] + 2 * u * t * c[1] + t * t * p1[1])
+
+
+def _curve_points(lay: Layout, a: str, b: str):
     (ax, ay, _), (bx, by, _) = lay.boxes[a][:3], lay.boxes[b][:3]
     mx, my = (ax + bx) / 2, (ay + by) / 2
     dx, dy = bx - ax, by - ay
@@ -110,8 +121,40 @@ def _curve(lay: Layout, a: str, b: str) -> tuple[str, tuple[float, float]]:
     cx, cy = mx - dy / length * bend, my + dx / length * bend
     p0 = _anchor(lay.boxes[a], (cx, cy))
     p1 = _anchor(lay.boxes[b], (cx, cy))
-    mid = (0.25 * p0[0] + 0.5 * cx + 0.25 * p1[0], 0.25 * p0[1] + 0.5 * cy + 0.25 * p1[1])
-    return f"M{p0[0]:.1f},{p0[1]:.1f} Q{cx:.1f},{cy:.1f} {p1[0]:.1f},{p1[1]:.1f}", mid
+    return f"M{p0[0]:.1f},{p0[1]:.1f} Q{cx:.1f},{cy:.1f} {p1[0]:.1f},{p1[1]:.1f}", (p0, (cx, cy), p1)
+
+
+def label_box(x: float, y: float, text: str) -> tuple[float, float, float, float]:
+    """The extent of an edge label drawn centred at (x, y): x0, y0, x1, y1."""
+    w = len(text) * FONT_PX * 0.66 + 4
+    return x - w / 2, y - 7, x + w / 2, y + 6
+
+
+def _hits(box, boxes) -> bool:
+    x0, y0, x1, y1 = box
+    return any(x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1 for b in boxes)
+
+
+def place_label(lay: Layout, a: str, b: str, text: str, taken: list) -> tuple[float, float]:
+    """Where an edge's label goes: the first point along the curve (from its middle outwards)
+    where it covers no state and no other label; the middle if none is free."""
+    states = [(cx - w / 2, cy - BOX_H / 2, cx + w / 2, cy + BOX_H / 2) for cx, cy, w in lay.boxes.values()]
+    if a == b:
+        _, spot = _loop(lay, a)
+        candidates = [spot, (spot[0] + 10, spot[1]), (spot[0] + 10, spot[1] - 10)]
+    else:
+        _, (p0, c, p1) = _curve_points(lay, a, b)
+        candidates = [_at(p0, c, p1, t) for t in (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78)]
+        mx, my = candidates[0]
+        candidates += [(mx + dx, my + dy) for dx, dy in ((0, -14), (0, 14), (-22, 0), (22, 0), (-22, -14),
+                                                             (22, -14), (-22, 14), (22, 14), (0, -26), (0, 26))]
+    for x, y in candidates:
+        box = label_box(x, y, text)
+        if not _hits(box, states) and not _hits(box, taken):
+            taken.append(box)
+            return x, y
+    taken.append(label_box(*candidates[0], text))
+    return candidates[0]
 
 
 def _loop(lay: Layout, a: str) -> tuple[str, tuple[float, float]]:
@@ -156,18 +199,20 @@ def svg(kind: str, steps: list[tuple[str | None, str]], title: str, *, numbered:
         out.append(f'<path d="{path}" fill="none" stroke="#cfd8dc" stroke-width="0.7" '
                    f'marker-end="url(#a-{ids}-n)"/>')
     labels = []
+    placed: list = []
     for (a, b), nums in taken.items():
         if a not in lay.boxes or b not in lay.boxes:
             continue                          # a state the model does not know: listed in text
         legal = b == a or b in table.get(a, ())
         color, arrow = (TAKEN, "t") if legal else (ILLEGAL, "x")
-        path, mid = _loop(lay, a) if a == b else _curve(lay, a, b)
+        path, _ = _loop(lay, a) if a == b else _curve(lay, a, b)
         dash = "" if legal else ' stroke-dasharray="4 3"'
         out.append(f'<path d="{path}" fill="none" stroke="{color}" stroke-width="2"{dash} '
                    f'marker-end="url(#a-{ids}-{arrow})"><title>{escape(a)} → {escape(b)}: step '
                    f'{", ".join(map(str, nums))}{"" if legal else " (not in the transition table)"}</title></path>')
         text = (",".join(map(str, nums[:3])) + ("…" if len(nums) > 3 else "")) if numbered \
             else f"×{len(nums)}"
+        mid = place_label(lay, a, b, text, placed)
         labels.append(f'<text x="{mid[0]:.1f}" y="{mid[1] + 3:.1f}" text-anchor="middle" fill="{color}" '
                       f'font-weight="bold" stroke="white" stroke-width="3" paint-order="stroke">{text}</text>')
     for name, (cx, cy, w) in lay.boxes.items():

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..results import Scorecard, outcome_text
-from .view import Item
+from .view import Item, repro
 
 _MD_SPECIAL = str.maketrans({"|": "\\|", "`": "\\`", "*": "\\*", "[": "\\[", "]": "\\]",
                              "<": "&lt;", ">": "&gt;", "&": "&amp;", "\\": "\\\\", "\n": " ", "\r": " "})
@@ -24,29 +24,79 @@ def score_line(card: Scorecard) -> str:
     return line
 
 
-def summary(items: list[Item], card: Scorecard | None, adapter: str | None) -> str:
+#: Failures shown in full (violations and a repro block); the rest are one table row each.
+DETAILED = 25
+
+
+def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, no_answers: bool = False) -> str:
+    """Failures first, each with its violations and a shell-quoted repro line; the findings
+    grouped by rule; passes as one line. ``items`` are in report order (failures first)."""
+    from .findings import group
+
     counts = {v: sum(1 for i in items if i.result.verdict == v) for v in ("pass", "fail", "unknown")}
-    lines = [f"## crashlab report{f' — adapter `{md(adapter)}`' if adapter else ''}", ""]
+    shown = None if no_answers else adapter
+    lines = [f"## crashlab report{f' — adapter `{md(shown)}`' if shown else ''}", ""]
     if card is not None:
         lines.append(score_line(card))
+        lines.append("")
     lines.append(f"{len(items)} scenarios: {counts['pass']} pass, {counts['fail']} fail, "
                  f"{counts['unknown']} unknown")
-    lines += ["", "| scenario | verdict | disposition | violations |", "|---|---|---|---|"]
-    for item in items:
-        r = item.result
-        invariants = sorted({v.invariant for v in r.violations})
-        lines.append(f"| {md(r.id)} — {md(r.title)} | {VERDICT_MARK.get(r.verdict, md(r.verdict))} | "
-                     f"{md(r.disposition or '—')} | {', '.join(md(i) for i in invariants) or '—'} |")
     if card is not None and card.lost:
+        from .findings import lost_groups
+
         lines += ["", "### Points lost", ""]
-        for p in card.lost:
-            ev = ", ".join(f"#{e}" for e in p.events[:8])
-            lines.append(f"- {md(p.category)} / {md(p.point)}: {md(p.scenario)} — {md(p.invariant)}"
-                         f"{f' ({ev})' if ev else ''} {md(p.message)}".rstrip())
+        for g in lost_groups(card):
+            p = g.first
+            lines.append(f"- {md(g.point)} ({md(g.category)}): {len(g.scenarios)} scenario"
+                         f"{'s' if len(g.scenarios) != 1 else ''}, first {md(p.scenario)} — {md(p.invariant)}: "
+                         f"{md(p.message)}")
             if p.expected is not None or p.observed is not None:
                 lines.append(f"  - expected {md(outcome_text(p.expected))}, observed {md(outcome_text(p.observed))}")
             if p.rule:
                 lines.append(f"  - rule ({md(str(p.rule.get('source')))}): \"{md(str(p.rule.get('quote')))}\"")
-    lines += ["", "The full report (three timelines per scenario, evidence, decision packets) is index.html "
-              "beside this file.", ""]
+    findings = group(items, card)
+    if findings:
+        lines += ["", "### Findings", "", "| rule | scenarios | first example |", "|---|---|---|"]
+        for f in findings:
+            auto = f" (automatic failure: {md(f.auto_fail)})" if f.auto_fail else ""
+            lines.append(f"| {md(f.rule)}{auto} | {len(f.scenarios)} | {md(f.first.result.id)}: "
+                         f"{md(f.example.message)} |")
+    bad = [i for i in items if i.result.verdict != "pass"]
+    if bad:
+        lines += ["", f"### Failures ({len(bad)})", ""]
+    for item in bad[:DETAILED]:
+        r = item.result
+        lines.append(f"**{VERDICT_MARK.get(r.verdict, md(r.verdict))} {md(r.id)}** — {md(r.title)}  ")
+        lines.append(f"disposition: {md(r.disposition or '—')}")
+        by_rule: dict[str, list] = {}
+        for v in r.violations:
+            by_rule.setdefault(v.invariant, []).append(v)
+        for rule, vs in by_rule.items():
+            ev = ", ".join(f"#{e}" for e in vs[0].events[:6])
+            times = f" ×{len(vs)}" if len(vs) > 1 else ""
+            lines.append(f"- {md(rule)}{times}: {md(vs[0].message)}{f' ({ev})' if ev else ''}")
+            first = vs[0]
+            if first.expected is not None or first.observed is not None:
+                lines.append(f"  - expected {md(outcome_text(first.expected))}, observed {md(outcome_text(first.observed))}")
+            if first.rule:
+                lines.append(f"  - rule {md(str(first.point or ''))} ({md(str(first.rule.get('source')))}): "
+                             f"\"{md(str(first.rule.get('quote')))}\"")
+        for n in r.notes[:3]:
+            lines.append(f"- note: {md(n)}")
+        lines += ["", "```sh", repro(item, no_answers=no_answers), "```", ""]
+    if len(bad) > DETAILED:
+        lines += [f"{len(bad) - DETAILED} more:", "", "| scenario | verdict | violations | repro |", "|---|---|---|---|"]
+        for item in bad[DETAILED:]:
+            r = item.result
+            inv = ", ".join(dict.fromkeys(v.invariant for v in r.violations)) or "—"
+            lines.append(f"| {md(r.id)} | {VERDICT_MARK.get(r.verdict, md(r.verdict))} | {md(inv)} | "
+                         f"{md(repro(item, no_answers=no_answers))} |")
+        lines.append("")
+    good = [i.result.id for i in items if i.result.verdict == "pass"]
+    if good:
+        lines += ["", f"### Passed ({len(good)})", "", ", ".join(md(g) for g in good)]
+    if no_answers:
+        lines += ["", "Repro lines read the adapter from `$CRASHLAB_ADAPTER`."]
+    lines += ["", "The full report (findings, one page per scenario with its three timelines, evidence and "
+              "decision packets) is index.html beside this file.", ""]
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """What the report knows about one scenario: its result, its trace and where its figures go."""
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from ..model import DISPOSITION_EFFECT_CLAIM, RunState
@@ -65,3 +66,63 @@ def packets(item: Item) -> dict[str, list[dict]]:
 def unresolved(item: Item) -> list[str]:
     """Runs whose final disposition leaves an effect present-after-failure, unknown, or open."""
     return [run for run, disp in item.result.dispositions.items() if disp not in RESOLVED]
+
+
+# --------------------------------------------------------------------------- order and repro
+#: The eight traces of AR-08 ("Eight traces, not one happy path"), in chapter order.
+CHAPTER_TRACES = tuple(f"t{n}-" for n in range(1, 9))
+#: Stands in for the adapter in a repro line when the report hides adapter names.
+ADAPTER_PLACEHOLDER = '"$CRASHLAB_ADAPTER"'
+
+
+def chapter_rank(scenario_id: str) -> int:
+    """T1..T8 first, in chapter order; every other scenario after them."""
+    return next((n for n, prefix in enumerate(CHAPTER_TRACES) if scenario_id.startswith(prefix)),
+                len(CHAPTER_TRACES))
+
+
+def ordered(items: list[Item]) -> list[Item]:
+    """Failures (fail, then unknown) first, then passes; inside each group the eight traces in
+    chapter order, then the rest in the order given."""
+    weight = {"fail": 0, "unknown": 1}
+    return [item for _, item in sorted(enumerate(items), key=lambda p: (
+        weight.get(p[1].result.verdict, 2), chapter_rank(p[1].result.id), p[0]))]
+
+
+def repro_parts(item: Item) -> tuple[str, str | None, int]:
+    """(scenario source or id, adapter, seed) of a scenario's run: from its trace header, else
+    parsed from the result's repro line."""
+    head = item.events[0] if item.events else None
+    r = item.result
+    if head is not None:
+        return str(head.get("source") or head.get("scenario") or r.id), head.get("adapter"), \
+            int(head.get("seed") if head.get("seed") is not None else r.seed)
+    try:                   # a shell-quoted line (as crashlab writes them)
+        words = shlex.split(r.repro)
+    except ValueError:
+        words = []
+    at = words.index("--adapter") if "--adapter" in words else -1
+    if words[:2] == ["crashlab", "run"] and at == 3 and words[at + 2:at + 3] in (["--seed"], []) \
+            and len(words) > at + 1:
+        return words[2], words[at + 1], r.seed
+    rest = r.repro.removeprefix("crashlab run ")     # an older, unquoted line
+    source, adapter = r.id, None
+    if " --adapter " in rest:
+        source, rest = rest.split(" --adapter ", 1)
+        adapter = rest.rsplit(" --seed ", 1)[0] if " --seed " in rest else rest
+    elif rest and " --seed " in rest:
+        source = rest.rsplit(" --seed ", 1)[0]
+    return source.strip() or r.id, adapter, r.seed
+
+
+def repro(item: Item, *, no_answers: bool = False) -> str:
+    """A shell-quoted command that re-runs the scenario; it works when pasted into a POSIX shell,
+    whatever the adapter spec holds (``exec:node my adapter.js``). Hiding answers replaces the
+    adapter by ``"$CRASHLAB_ADAPTER"``."""
+    source, adapter, seed = repro_parts(item)
+    line = shlex.join(["crashlab", "run", source])
+    if no_answers:
+        line += f" --adapter {ADAPTER_PLACEHOLDER}"
+    elif adapter:
+        line += " --adapter " + shlex.quote(str(adapter))
+    return f"{line} --seed {int(seed)}"

@@ -291,7 +291,7 @@ def _figure(r, kit_dir: Path) -> str | None:
     else:
         return None
     try:
-        written = [render_figure(events, verdict, kit_dir / name)[0] for name, events, verdict in jobs]
+        written = [render_figure(events, verdict, kit_dir / name) for name, events, verdict in jobs]
     except ImportError:
         print("(the annotated figure needs the report extra: pip install 'crashlab[report]')")
         return None

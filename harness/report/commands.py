@@ -1,0 +1,81 @@
+"""The report-side commands of ``crashlab`` (show, diff, compare) and the report options
+(--no-answers, --linear), registered by harness.cli with a few lines. Importing this module
+is cheap: the handlers import their modules when they run."""
+from __future__ import annotations
+
+import argparse
+
+LANES = ("run", "remote", "knowledge", "fault", "worker", "port", "world")
+
+
+def add_report_options(parser: argparse.ArgumentParser) -> None:
+    """The options of every command that renders a report."""
+    parser.add_argument("--no-answers", action="store_true",
+                        help="hide teaching cards and adapter names (for workshops); repro lines read the "
+                             "adapter from $CRASHLAB_ADAPTER")
+    parser.add_argument("--linear", action="store_true",
+                        help="figures on a plain linear time axis (default: long quiet gaps are compressed, "
+                             "marked with break marks)")
+
+
+def report_options(args: argparse.Namespace) -> dict:
+    """Keyword arguments for harness.report's render functions."""
+    return {"no_answers": bool(getattr(args, "no_answers", False)), "linear": bool(getattr(args, "linear", False))}
+
+
+def add_parsers(cmd, adapter_help: str) -> None:
+    """Register show, diff and compare; ``cmd(name, help, description)`` makes a subparser."""
+    p = cmd("show", "print a trace as a readable text timeline",
+            "Print a saved JSONL trace one event per line: time, lane, worker and what happened; a port "
+            "call is printed with its result.")
+    p.add_argument("trace", metavar="TRACE.jsonl")
+    p.add_argument("--lane", action="append", choices=LANES, metavar="LANE",
+                   help=f"only this lane (repeatable): {', '.join(LANES)}")
+    p.add_argument("--worker", metavar="W", help="only this worker (run-82/w2, or just w2)")
+    p.add_argument("--around", type=int, metavar="SEQ", help="only the events around this sequence number")
+    p.add_argument("--context", type=int, default=12, metavar="N", help="events each side of --around (default 12)")
+    p.add_argument("--all", action="store_true", help="also clock reads, random draws and empty inbox polls")
+    p.set_defaults(handler=_show)
+
+    p = cmd("diff", "two traces of one scenario side by side, with the first divergence marked",
+            "Set two saved traces of the same scenario (typically the reference and a candidate, same seed) "
+            "side by side, event by event; mark the first divergence and compare what each run ended with. "
+            "Exit 0 when they do not diverge, 1 when they do.")
+    p.add_argument("trace_a", metavar="TRACE_A.jsonl")
+    p.add_argument("trace_b", metavar="TRACE_B.jsonl")
+    p.add_argument("--width", type=int, metavar="N", help="line width (default: the terminal's, at least 120)")
+    p.set_defaults(handler=_diff)
+
+    p = cmd("compare", "run two implementations on the same scenarios and list where their outcomes differ",
+            "Run two adapters on the same library scenarios (and, with --examples N, the same generated fault "
+            "schedules) and report every scenario where their dispositions, remote effects or next owners "
+            "differ. Exit 0 when none differs, 1 otherwise.")
+    p.add_argument("--adapter", action="append", required=True, metavar="SPEC",
+                   help=adapter_help + " (give exactly two)")
+    p.add_argument("--scenario", action="append", metavar="ID", help="only this scenario (repeatable)")
+    p.add_argument("--tag", action="append", metavar="TAG", help="only scenarios with this tag (repeatable)")
+    p.add_argument("--seed", type=int, metavar="N", help="override every scenario's seed")
+    p.add_argument("--examples", type=int, default=0, metavar="N",
+                   help="also N generated fault schedules, the same for both adapters (default 0)")
+    p.add_argument("--schedule-seed", type=int, default=0, metavar="N",
+                   help="seed of the generated schedules (default 0)")
+    p.add_argument("--save", metavar="DIR", help="write each differing generated schedule here as YAML")
+    p.set_defaults(handler=_compare)
+
+
+def _show(args) -> int:
+    from .text import cmd_show
+
+    return cmd_show(args)
+
+
+def _diff(args) -> int:
+    from .compare import cmd_diff
+
+    return cmd_diff(args)
+
+
+def _compare(args) -> int:
+    from .compare import cmd_compare
+
+    return cmd_compare(args)

@@ -1,0 +1,241 @@
+"""Two runs side by side.
+
+* ``crashlab diff A.jsonl B.jsonl``: two traces of the same scenario (typically the
+  reference and a candidate, same seed) in two columns, aligned event by event, with the
+  first divergence marked, then what each run ended with.
+* ``crashlab compare --adapter A --adapter B``: both implementations on the same library
+  (and, with ``--examples N``, the same generated schedules); every scenario where their
+  dispositions, remote effects or next owners differ is listed. AR-08: equal dispositions
+  across implementations are stronger evidence of provider-neutral semantics than equal API
+  shapes.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+from . import style
+from .text import load
+
+CONTEXT = 6      # events shown before the first divergence
+AFTER = 14       # events shown from it on
+
+
+# --------------------------------------------------------------------------- outcome
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """What a run ended with, as an observer outside the adapter sees it."""
+
+    dispositions: tuple[tuple[str, str], ...]       # (run, final disposition or waiting state)
+    effects: tuple[tuple[str, str, int], ...]       # (run, cause, committed records)
+    released: tuple[tuple[str, int], ...]           # (run, releases that took effect)
+    next_owners: tuple[tuple[str, str], ...]        # (run, next owner of the accepted finish)
+
+    def lines(self) -> list[str]:
+        out = [f"{run}: {d}" for run, d in self.dispositions]
+        out += [f"{run}: {n} effect(s) by {cause}" for run, cause, n in self.effects]
+        out += [f"{run}: {n} release(s)" for run, n in self.released]
+        out += [f"{run}: next owner {o}" for run, o in self.next_owners]
+        return out
+
+
+def outcome(events: list[dict]) -> Outcome:
+    disp: dict[str, str] = {}
+    end = events[-1] if events and events[-1].get("kind") == "end" else {}
+    for run, info in (end.get("runs") or {}).items():
+        if isinstance(info, dict):
+            disp[run] = str(info.get("finished") or info.get("waiting") or "none")
+    effects: dict[tuple[str, str], int] = {}
+    released: dict[str, int] = {}
+    owners: dict[str, str] = {}
+    for ev in events:
+        run = ev.get("run")
+        if ev.get("lane") == "remote" and ev.get("kind") == "effect" and ev.get("cause") != "other_actor":
+            effects[(str(run), str(ev.get("cause")))] = effects.get((str(run), str(ev.get("cause"))), 0) + 1
+        elif ev.get("lane") == "remote" and ev.get("kind") == "released":
+            released[str(run)] = released.get(str(run), 0) + 1
+        elif ev.get("lane") == "run" and ev.get("kind") == "finish" and ev.get("accepted"):
+            owners[str(run)] = str(ev.get("next_owner") or "none")
+    return Outcome(dispositions=tuple(sorted(disp.items())),
+                   effects=tuple(sorted((r, c, n) for (r, c), n in effects.items())),
+                   released=tuple(sorted(released.items())), next_owners=tuple(sorted(owners.items())))
+
+
+# --------------------------------------------------------------------------- diff
+def _steps(events: list[dict]) -> list[tuple[str, str]]:
+    """(comparable text, shown text) per event after the header: the one-line summary
+    without its sequence number, so two runs compare by what happened, not by numbering."""
+    origin = int(events[0].get("origin_ms") or 0)
+    out = []
+    for ev in events[1:]:
+        if ev.get("lane") == "meta":
+            continue
+        shown = style.summarize(ev, origin)
+        out.append((shown.split(" ", 1)[1], shown))
+    return out
+
+
+def first_divergence(a: list[dict], b: list[dict]) -> int | None:
+    """Index (into the aligned steps) of the first event that differs; None when none does."""
+    sa, sb = _steps(a), _steps(b)
+    for i, (x, y) in enumerate(zip(sa, sb)):
+        if x[0] != y[0]:
+            return i
+    return None if len(sa) == len(sb) else min(len(sa), len(sb))
+
+
+def _cell(text: str, width: int) -> str:
+    return style.shorten(text, width).ljust(width)
+
+
+def diff_lines(a: list[dict], b: list[dict], *, width: int = 160, names: tuple[str, str] = ("A", "B")) -> list[str]:
+    ha, hb = a[0], b[0]
+    col = max(30, (width - 5) // 2)
+    out = [f"{names[0]}: {ha.get('scenario')} seed {ha.get('seed')} adapter {ha.get('adapter')} ({len(a)} events)",
+           f"{names[1]}: {hb.get('scenario')} seed {hb.get('seed')} adapter {hb.get('adapter')} ({len(b)} events)"]
+    if ha.get("seed") != hb.get("seed"):
+        out.append(f"note: the seeds differ ({ha.get('seed')} and {hb.get('seed')}): the world itself may differ")
+    at = first_divergence(a, b)
+    sa, sb = _steps(a), _steps(b)
+    if at is None:
+        out.append(f"no divergence: the same {len(sa)} events")
+    else:
+        out.append(f"first divergence at event {at + 1} after the header "
+                   f"({names[0]} {sa[at][1].split(' ', 1)[0] if at < len(sa) else 'ended'}, "
+                   f"{names[1]} {sb[at][1].split(' ', 1)[0] if at < len(sb) else 'ended'})")
+        out.append("")
+        out.append("   " + _cell(names[0], col) + " | " + names[1])
+        for i in range(max(0, at - CONTEXT), min(max(len(sa), len(sb)), at + AFTER)):
+            left = sa[i][1] if i < len(sa) else "(ended)"
+            right = sb[i][1] if i < len(sb) else "(ended)"
+            same = i < len(sa) and i < len(sb) and sa[i][0] == sb[i][0]
+            mark = ">> " if i == at else ("   " if same else " ≠ ")
+            out.append(mark + _cell(left, col) + " | " + style.shorten(right, col))
+    oa, ob = outcome(a), outcome(b)
+    out.append("")
+    out.append("outcome: " + ("the same" if oa == ob else "different"))
+    la, lb = oa.lines(), ob.lines()
+    for i in range(max(len(la), len(lb))):
+        left = la[i] if i < len(la) else ""
+        right = lb[i] if i < len(lb) else ""
+        out.append(("   " if left == right else " ≠ ") + _cell(left, col) + " | " + right)
+    return out
+
+
+def cmd_diff(args: argparse.Namespace, out=None) -> int:
+    out = out or sys.stdout
+    a, b = load(args.trace_a), load(args.trace_b)
+    if a[0].get("scenario") != b[0].get("scenario"):
+        raise UsageError(f"{args.trace_b}: scenario {b[0].get('scenario')!r} is not {a[0].get('scenario')!r} "
+                         f"of {args.trace_a}", hint="diff compares two runs of the same scenario")
+    width = args.width or max(120, shutil.get_terminal_size((160, 40)).columns)
+    for line in diff_lines(a, b, width=width, names=(Path(args.trace_a).name, Path(args.trace_b).name)):
+        print(line, file=out)
+    return 0 if first_divergence(a, b) is None and outcome(a) == outcome(b) else 1
+
+
+# --------------------------------------------------------------------------- compare
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Difference:
+    scenario: str
+    seed: int
+    a: Outcome
+    b: Outcome
+    document: dict | None = None    # a generated schedule (None: a library scenario)
+
+
+def generated_documents(examples: int, seed: int, bases) -> list[tuple[dict, str | None]]:
+    """``examples`` generated schedules, the same for any adapter (drawn from the bases'
+    own services, not from one adapter's calls), in a fixed order for one ``seed``."""
+    import random
+
+    from hypothesis import HealthCheck, find, settings, strategies as st
+    from hypothesis.errors import NoSuchExample
+
+    from ..strategies import schedules
+
+    drawn: list[tuple[dict, str | None]] = []
+    strategy = st.one_of([st.tuples(schedules(dict(s.raw)), st.just(s.source)) for s in bases])
+
+    def keep(pair) -> bool:
+        drawn.append(pair)
+        return False
+
+    config = settings(max_examples=examples, database=None, deadline=None,
+                      suppress_health_check=list(HealthCheck))
+    try:
+        find(strategy, keep, settings=config, random=random.Random(seed))
+    except NoSuchExample:
+        pass
+    return drawn[:examples]
+
+
+def compare(adapter_a: str, adapter_b: str, scenarios, *, examples: int = 0, seed: int = 0,
+            run_seed: int | None = None, progress=None) -> tuple[int, list[Difference]]:
+    """Run both adapters on every scenario (and ``examples`` generated schedules); return the
+    number of runs compared and every scenario whose outcomes differ."""
+    from ..drivers import load_adapter
+    from ..runner import run_scenario
+    from ..scenario import from_dict
+
+    spec_a, spec_b = load_adapter(adapter_a), load_adapter(adapter_b)
+    work = [(s, None) for s in scenarios]
+    if examples:
+        work += [(from_dict(doc, file=source), doc) for doc, source in generated_documents(examples, seed, scenarios)]
+    diffs = []
+    for scenario, doc in work:
+        ra = run_scenario(scenario, spec_a, run_seed)
+        rb = run_scenario(scenario, spec_b, run_seed)
+        oa, ob = outcome(ra.events), outcome(rb.events)
+        if oa != ob:
+            diffs.append(Difference(scenario=scenario.id, seed=ra.seed, a=oa, b=ob, document=doc))
+        if progress is not None:
+            progress(scenario.id, oa == ob)
+    return len(work), diffs
+
+
+def cmd_compare(args: argparse.Namespace, out=None) -> int:
+    from ..scenario import library
+
+    out = out or sys.stdout
+    if len(args.adapter) != 2:
+        raise UsageError(f"compare needs exactly two --adapter options, got {len(args.adapter)}",
+                         hint="crashlab compare --adapter reference_impl:ReferenceAdapter --adapter my_pkg:MyAdapter")
+    if args.examples < 0:
+        raise UsageError("--examples must be 0 or more")
+    scenarios = library()
+    if args.tag:
+        scenarios = [s for s in scenarios if set(args.tag) & set(s.tags)]
+    if args.scenario:
+        known = {s.id for s in scenarios}
+        missing = [i for i in args.scenario if i not in known]
+        if missing:
+            raise UsageError(f"unknown scenario id(s): {', '.join(missing)}; `crashlab list` shows every id")
+        scenarios = [s for s in scenarios if s.id in set(args.scenario)]
+    if not scenarios:
+        raise UsageError("no scenario matches the given --tag/--scenario filters")
+    a, b = args.adapter
+    total, diffs = compare(a, b, scenarios, examples=args.examples, seed=args.schedule_seed, run_seed=args.seed)
+    print(f"compared {total} runs: A = {a}, B = {b}", file=out)
+    saved = Path(args.save) if args.save else None
+    for i, d in enumerate(diffs, 1):
+        print(f"\n{d.scenario} (seed {d.seed}): outcomes differ", file=out)
+        la, lb = d.a.lines(), d.b.lines()
+        for j in range(max(len(la), len(lb))):
+            left = la[j] if j < len(la) else ""
+            right = lb[j] if j < len(lb) else ""
+            print(("   " if left == right else " ≠ ") + f"A {left:<48} | B {right}", file=out)
+        if d.document is not None and saved is not None:
+            from ..explore import to_yaml
+
+            saved.mkdir(parents=True, exist_ok=True)
+            path = saved / f"difference-{i}.yaml"
+            path.write_text(to_yaml(d.document), encoding="utf-8")
+            print(f"   schedule: {path}", file=out)
+    print(f"\n{len(diffs)} of {total} runs differ" if diffs else "\nno difference: the same dispositions, "
+          "effects and next owners everywhere", file=out)
+    return 1 if diffs else 0

@@ -1,0 +1,119 @@
+"""index.html: the verdict, the score, the findings grouped by rule, and every scenario
+(failures first, then the eight traces in chapter order), each linking to its own page."""
+from __future__ import annotations
+
+from ..results import Scorecard
+from .findings import Finding, group, lost_groups
+from .html import badge, e, expected_observed, repro_html, shell, value_html
+from .view import Item
+
+SHOWN_SCENARIOS = 8   # scenario ids listed per finding before "… and n more"
+
+
+def page_href(item: Item) -> str:
+    return f"scenarios/{item.name}.html"
+
+
+def _scenario_links(ids: tuple[str, ...], hrefs: dict[str, str]) -> str:
+    links = [f'<a href="{e(hrefs[i])}">{e(i)}</a>' if i in hrefs else e(i) for i in ids[:SHOWN_SCENARIOS]]
+    more = f" … and {len(ids) - SHOWN_SCENARIOS} more" if len(ids) > SHOWN_SCENARIOS else ""
+    return ", ".join(links) + more
+
+
+def finding_html(f: Finding, hrefs: dict[str, str], *, no_answers: bool) -> str:
+    first = f.first
+    auto = f' <span class="badge auto">automatic failure: {e(f.auto_fail)}</span>' if f.auto_fail else ""
+    where = (f"{f.count} violation{'s' if f.count != 1 else ''} in {len(f.scenarios)} "
+             f"scenario{'s' if len(f.scenarios) != 1 else ''}")
+    cost = f"<br>costs: {e('; '.join(f.points))}" if f.points else ""
+    return (f'<div class="finding" id="f-{e(f.rule)}"><h3><code>{e(f.rule)}</code> — {where}{auto}</h3>'
+            + (f"<blockquote>{e(f.statement)}</blockquote>" if f.statement else "")
+            + f'<p class="muted">{e(f.category or "")}{cost}</p>'
+            + f'<p>First example: <a href="{e(page_href(first))}">{e(first.result.id)}</a> — '
+            f"{e(f.example.message)}</p>"
+            + expected_observed(first) + repro_html(first, no_answers=no_answers)
+            + (f"<p class='muted'>Scenarios: {_scenario_links(f.scenarios, hrefs)}</p>" if len(f.scenarios) > 1
+               else "") + "</div>")
+
+
+def score_html(card: Scorecard, hrefs: dict[str, str]) -> str:
+    rows = "".join(f"<tr><td>{e(name)}</td><td>{c['score']}/{c['max']}</td></tr>"
+                   for name, c in card.categories.items())
+    out = [f'<section id="score"><h2>Score {card.total}/{card.max} {badge(card.verdict)}</h2>',
+           f"<table><tr><th>category</th><th>points</th></tr>{rows}"
+           f"<tr><th>total</th><th>{card.total}/{card.max}</th></tr></table>"]
+    if card.auto_fail:
+        out.append('<p><span class="badge auto">AUTOMATIC FAILURE</span> '
+                   + "; ".join(e(a) for a in card.auto_fail) + "</p>")
+    groups = lost_groups(card)
+    if groups:
+        out.append(f"<h3>Where points were lost ({len(groups)} rubric points, {len(card.lost)} scenario hits)</h3>"
+                   "<div class='scroll'><table class='collapse'><tr><th>point</th><th>category</th>"
+                   "<th>invariants</th><th>scenarios</th><th>first example</th></tr>")
+        for g in groups:
+            out.append(f"<tr><td>{e(g.point)}</td><td>{e(g.category)}</td><td><code>{e(', '.join(g.invariants))}</code>"
+                       f"</td><td>{len(g.scenarios)}: {_scenario_links(g.scenarios, hrefs)}</td>"
+                       f"<td>{e(g.first.scenario)}: {e(g.first.message)}{_rule_html(g.first)}</td></tr>")
+        out.append("</table></div>")
+    else:
+        out.append('<p class="muted">No point was lost.</p>')
+    for key, value in card.extra.items():
+        out.append(f"<details><summary>{e(key)}</summary><div class='scroll'>{value_html(value)}</div></details>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _rule_html(p) -> str:
+    """A lost point's expected and observed outcomes, and the rule (with its quote) that cost it."""
+    from ..results import outcome_text
+
+    out = ""
+    if p.expected is not None or p.observed is not None:
+        out += (f'<br><span class="muted">expected {e(outcome_text(p.expected))}, observed '
+                f'{e(outcome_text(p.observed))}</span>')
+    if p.rule:
+        out += (f'<br><span class="muted">rule ({e(str(p.rule.get("source")))}): '
+                f'&ldquo;{e(str(p.rule.get("quote")))}&rdquo;</span>')
+    return out
+
+
+def scenarios_html(items: list[Item]) -> str:
+    rows = []
+    for item in items:
+        r = item.result
+        inv = ", ".join(dict.fromkeys(v.invariant for v in r.violations))
+        rows.append(f'<tr><td><a href="{e(page_href(item))}">{e(r.id)}</a><br><span class="muted">'
+                    f"{e(r.title)}</span></td><td>{badge(r.verdict)}</td><td>{e(r.disposition)}</td>"
+                    f"<td><code>{e(inv) if inv else ''}</code></td></tr>")
+    return ('<section id="scenarios"><h2>Scenarios</h2><p class="muted">Failures first, then the eight '
+            "traces in chapter order.</p><div class='scroll'><table class='collapse'><tr><th>scenario</th>"
+            "<th>verdict</th><th>disposition</th><th>violations</th></tr>" + "".join(rows)
+            + "</table></div></section>")
+
+
+def index_page(items: list[Item], card: Scorecard | None, *, adapter: str | None, notes: list[str],
+               no_answers: bool = False) -> str:
+    """``items`` in report order (failures first)."""
+    counts = {v: sum(1 for i in items if i.result.verdict == v) for v in ("pass", "fail", "unknown")}
+    verdict = card.verdict if card is not None else (
+        "fail" if counts["fail"] else "unknown" if counts["unknown"] else "pass")
+    hrefs = {i.result.id: page_href(i) for i in items}
+    shown_adapter = None if no_answers else adapter
+    head = (f"<header><h1>crashlab report {badge(verdict)}</h1><p>"
+            + (f"adapter <code>{e(shown_adapter)}</code> · " if shown_adapter else "")
+            + (f"seed {e(card.seed)} · " if card is not None and card.seed is not None else "")
+            + f"{len(items)} scenarios: {counts['pass']} pass, {counts['fail']} fail, {counts['unknown']} unknown"
+            + "</p>" + "".join(f'<p class="muted">{e(n)}</p>' for n in notes) + "</header>")
+    body = [head]
+    findings = group(items, card)
+    if findings:
+        body.append(f'<section id="findings"><h2>Findings ({len(findings)} rules broken)</h2>'
+                    '<p class="muted">Each rule once, with how many scenarios break it and the first '
+                    "example; every scenario has its own page.</p>"
+                    + "".join(finding_html(f, hrefs, no_answers=no_answers) for f in findings) + "</section>")
+    if card is not None:
+        body.append(score_html(card, hrefs))
+    body.append(scenarios_html(items))
+    body.append('<p class="muted">How to read this report: docs/reports.md in the crashlab repository.</p>')
+    title = f"crashlab report — {shown_adapter}" if shown_adapter else "crashlab report"
+    return shell(title, "".join(body))

@@ -1,0 +1,248 @@
+"""Drawing the rows of the figure's three lanes (a mixin of harness.report.figure._Figure):
+checkpoint blocks, authority, inbox deliveries and workers; services, remote records and
+other actors; ledger knowledge with its disagreements; the "where it ended" column."""
+from __future__ import annotations
+
+from . import legend, style
+from .layout import FINAL_X0, FINAL_X1, FONT, STRIP_H, TIME_W, collapse_states, disposition_words, scatter
+
+
+class LaneDrawing:
+    # ---------------------------------------------------------------- run lane
+    def draw_run(self, ax):
+        X = self.axis.x
+        points: dict[tuple[str, str], list] = {}
+        for r in self.data.runs:
+            y = self.state_rows[r.id]
+            blocks = collapse_states(r.states)
+            spans = [(X(first.start), X(last.end)) for first, last, _ in blocks]
+            colors = [style.RUN_COLORS.get(first.label, style.UNKNOWN_COLOR) for first, _, _ in blocks]
+            self._bars(ax, y, spans, colors)
+            for (first, last, seqs), (a, b), c in zip(blocks, spans, colors):
+                self.used["run"].add(first.label)
+                for seq in seqs:
+                    self.loc[seq] = ("run", y)
+                vs = f"v{first.version}" if first is last else f"v{first.version}–v{last.version}"
+                many = f" ×{len(seqs)}" if len(seqs) > 1 else ""
+                self._label_in(ax, a, b, y, [f"{vs} {first.label}{many}", f"{vs} {first.label}", vs + many, vs], c)
+            for w in r.workers:
+                wy = self.worker_rows[w.name]
+                a, b = X(w.start), X(w.end)
+                self._bars(ax, wy, [(a, b)], [style.WORKER_COLOR], height=0.5)
+                for p0, p1 in w.pauses:
+                    ax.broken_barh([(X(p0), max(X(p1) - X(p0), 0.12))], (wy - 0.25, 0.5),
+                                   facecolors="none", edgecolor="#6a1b9a", hatch="////", linewidth=0.6)
+                for l0, l1, epoch in w.leases:
+                    shade = style.LEASE_COLORS[(epoch or 0) % 2]
+                    ax.plot([X(l0), X(l1)], [wy - 0.36, wy - 0.36], color=shade, linewidth=1.6,
+                            solid_capstyle="butt", marker="|", markevery=[0], markersize=6)
+                epochs = "→".join(f"e{e}" for e in dict.fromkeys(e for _, _, e in w.leases))
+                short = w.name.rsplit("/", 1)[-1]
+                self._label_in(ax, a, b, wy, [f"{short} {epochs}".strip(), short], style.WORKER_COLOR,
+                               boxed=bool(w.pauses))
+                self.loc[w.seq] = ("run", wy)
+                if w.end_kind in ("crash", "adapter_fault"):
+                    points.setdefault((w.end_kind, ""), []).append((b, wy))
+                for m in w.marks:
+                    self.loc[m.seq] = ("run", wy)
+                    kind = "finish_stale" if m.kind == "finish" and not m.ok else m.kind
+                    if kind in ("lease", "adapter_fault"):
+                        continue
+                    points.setdefault((kind, ""), []).append((X(m.t), wy))
+                if w.leases:
+                    self.used["worker"].add("lease")
+                if w.pauses:
+                    self.used["worker"].add("paused")
+        for (kind, _), pts in sorted(points.items()):
+            glyph, color, filled, _label = style.WORKER_GLYPHS[kind]
+            xs, ys = zip(*pts)
+            scatter(ax, xs, ys, glyph, color, filled, 30)
+            self.used["worker"].add(kind)
+        self.draw_authority(ax)
+        self.draw_inbox(ax)
+
+    def draw_authority(self, ax):
+        X = self.axis.x
+        for run, y in self.auth_rows.items():
+            items = [a for a in self.story.authority if a.run == run]
+            revokes = sorted(a.t for a in items if a.kind == "revoked")
+            grants = [a for a in items if a.kind == "granted"]
+            spans = []
+            for g in grants:
+                stop = min([t for t in revokes if t >= g.t] + [g.until if g.until is not None else self.axis.end,
+                                                                self.axis.end])
+                spans.append((X(g.t), X(stop)))
+                self.loc[g.seq] = ("run", y)
+                ended = "expired" if g.until is not None and g.until <= self.axis.end else "until"
+                when = style.format_time(g.until, self.origin) if g.until is not None else "never"
+                label = f"{g.label} live, {ended} {when}" if g.until is not None else f"{g.label} live (no expiry)"
+                self.used["authority"].add("granted")
+                if not self._label_in(ax, X(g.t), X(stop), y, [label, g.label], legend.GRANT_COLOR):
+                    self._note(ax, X(g.t), y, label, offsets=(0.0, 0.36))
+                if g.until is not None and g.until <= self.axis.end:
+                    ax.plot([X(g.until)] * 2, [y - 0.3, y + 0.3], color="#6a1b9a", linewidth=1.4)
+            self._bars(ax, y, spans, legend.GRANT_COLOR, height=0.5)
+            by_kind: dict[str, list] = {}
+            groups: list[list] = []
+            for a in items:
+                if a.kind == "granted":
+                    continue
+                self.loc[a.seq] = ("run", y)
+                by_kind.setdefault(a.kind, []).append(X(a.t))
+                if groups and groups[-1][0].kind == a.kind and groups[-1][0].label == a.label:
+                    groups[-1].append(a)
+                else:
+                    groups.append([a])
+            for kind, xs in by_kind.items():
+                g, color, filled, _ = legend.AUTHORITY[kind]
+                scatter(ax, xs, [y] * len(xs), g, color, filled, 28)
+                self.used["authority"].add(kind)
+            for group in groups:
+                a = group[0]
+                text = {"requested": f"requested {a.label}", "refused": f"not live: {a.label}",
+                        "revoked": a.label}[a.kind]
+                text = style.shorten(text, 48) + (f" ×{len(group)}" if len(group) > 1 else "")
+                self._note(ax, X(a.t), y, text, color=legend.AUTHORITY[a.kind][1], offsets=(0.36, -0.36))
+
+    def draw_inbox(self, ax):
+        X = self.axis.x
+        for run, y in self.inbox_rows.items():
+            items = [d for d in self.story.deliveries if d.run == run]
+            first = [X(d.t) for d in items if d.copy == 1]
+            dup = [X(d.t) for d in items if d.copy > 1]
+            for d in items:
+                self.loc[d.seq] = ("run", y)
+            if first:
+                g, color, filled, _ = legend.DELIVERY["first"]
+                scatter(ax, first, [y] * len(first), g, color, filled, 24)
+                self.used["inbox"].add("first")
+            if dup:
+                g, color, filled, _ = legend.DELIVERY["duplicate"]
+                scatter(ax, dup, [y] * len(dup), g, color, filled, 34, zorder=5)
+                self.used["inbox"].add("duplicate")
+            groups: list[list] = []
+            for d in items:
+                what = disposition_words(d.disposition, d.copy > 1)
+                if groups and groups[-1][0].event_id == d.event_id and d.copy > 1 and groups[-1][0].copy > 1 \
+                        and disposition_words(groups[-1][0].disposition, True) == what:
+                    groups[-1].append(d)
+                else:
+                    groups.append([d])
+            for g in groups:
+                d = g[0]
+                what = disposition_words(d.disposition, d.copy > 1)
+                text = (f"{d.type} duplicate{' ×' + str(len(g)) if len(g) > 1 else ''}: {what}" if d.copy > 1
+                        else f"{d.type}: {what}")
+                self._note(ax, X(d.t), y, text, color=legend.DELIVERY["duplicate" if d.copy > 1 else "first"][1],
+                           offsets=(0.36, -0.36))
+
+    # ---------------------------------------------------------------- remote lane
+    def draw_remote(self, ax):
+        X = self.axis.x
+        for e in self.data.effects:
+            if e.cause == "other_actor":
+                continue
+            row = self.effect_rows.get((e.service, e.ref))
+            color = style.CAUSE_COLORS.get(e.cause, "#455a64")
+            self.used["cause"].add(e.cause)
+            if row is None:
+                ax.scatter([X(e.start)], [self.more_effects_row], marker="o", s=22, color=color, zorder=4)
+                self.loc[e.seq] = ("remote", self.more_effects_row)
+                continue
+            self.loc[e.seq] = ("remote", row)
+            if e.compensates:       # a release is an instantaneous effect of its own
+                ax.scatter([X(e.start)], [row], marker="v", s=46, color=color, zorder=4)
+                self._note(ax, X(e.start), row, e.ref, color="#212121", size=FONT - 0.5)
+                continue
+            a, b = X(e.start), X(e.released) if e.released is not None else TIME_W
+            self._bars(ax, row, [(a, b)], [color], height=0.5, alpha=0.9)
+            if e.released is not None:
+                ax.plot([b, b], [row - 0.3, row + 0.3], color="#212121", linewidth=1.4)
+                self.loc[e.released_seq] = ("remote", row)
+                self.used["cause"].add("released")
+            self._label_in(ax, a, b, row, [f"{e.ref} key {style.shorten(e.key, 18)}", e.ref], color)
+        points: dict[str, list] = {}
+        for m in self.data.transport:
+            y = self.service_rows.get(m.label)
+            if y is None:
+                continue
+            points.setdefault(m.kind, []).append((X(m.t), y))
+            self.loc[m.seq] = ("remote", y)
+        for kind, pts in sorted(points.items()):
+            glyph, color, filled, _ = style.TRANSPORT_GLYPHS[kind]
+            xs, ys = zip(*pts)
+            scatter(ax, xs, ys, glyph, color, filled, 34, zorder=6)
+            self.used["transport"].add(kind)
+        if self.other_row is not None:
+            others = [e for e in self.data.effects if e.cause == "other_actor"]
+            ax.scatter([X(e.start) for e in others], [self.other_row] * len(others), marker="o", s=22,
+                       color=style.CAUSE_COLORS["other_actor"], edgecolors="#78909c", zorder=4)
+            for e in others:
+                self.loc[e.seq] = ("remote", self.other_row)
+            self.used["cause"].add("other_actor")
+
+    # ---------------------------------------------------------------- knowledge lane
+    def draw_knowledge(self, ax):
+        X = self.axis.x
+        for k in self.data.knowledge:
+            y = self.key_rows.get(k.key)
+            if y is None:
+                continue
+            spans = [(X(s.start), X(s.end) if s.end is not None else TIME_W) for s in k.states]
+            colors = [style.KNOWLEDGE_COLORS.get(s.label, style.UNKNOWN_COLOR) for s in k.states]
+            self._bars(ax, y, spans, colors)
+            for s, (a, b), c in zip(k.states, spans, colors):
+                self.used["knowledge"].add(s.label)
+                self.loc[s.seq] = ("knowledge", y)
+                self._label_in(ax, a, b, y, [s.label, style.abbreviation(s.label)], c, boxed=True)
+            if k.stale:
+                ax.scatter([X(m.t) for m in k.stale], [y] * len(k.stale), marker="x", s=36, color="#c62828", zorder=4)
+                self.used["knowledge"].add("stale")
+        for kind in ("lags", "contradicts"):
+            color, hatch, _ = legend.MISMATCH[kind]
+            for key, y in self.key_rows.items():
+                spans = [(X(m.start), X(m.end)) for m in self.story.mismatches if m.key == key and m.kind == kind]
+                if spans:
+                    self._bars(ax, y, spans, "none", height=0.74, edgecolor=color, hatch=hatch, linewidth=0.9,
+                               zorder=3)
+                    self.used["mismatch"].add(kind)
+        if self.more_keys:
+            ax.text(TIME_W, min(self.key_rows.values()) - 0.55, f"+{self.more_keys} more keys (see the report)",
+                    ha="right", va="bottom", fontsize=FONT - 1, color="#616161")
+
+    # ---------------------------------------------------------------- where each row ended
+    def draw_final(self, ax):
+        run_ax = remote_ax = know_ax = ax
+        ax.text((FINAL_X0 + FINAL_X1) / 2, -STRIP_H / 2, "where it ended", ha="center", va="center", fontsize=FONT - 0.5,
+                   color="#37474f", fontweight="bold")
+        width = FINAL_X1 - FINAL_X0
+        for r in self.data.runs:
+            y = self.state_rows[r.id]
+            final = r.disposition or (r.states[-1].label if r.states else None)
+            if final is None:
+                continue
+            color = style.RUN_COLORS.get(final, style.UNKNOWN_COLOR)
+            self._bars(run_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.7, edgecolor="#37474f", linewidth=0.8)
+            self.used["run"].add(final)
+            if not self._label_in(run_ax, FINAL_X0, FINAL_X1, y, [final, final.replace("_", " ")], color):
+                head, _, tail = final.partition("_")
+                run_ax.text(FINAL_X0 + width / 2, y, f"{head}\n{tail}", ha="center", va="center", linespacing=0.95,
+                            fontsize=FONT - 1.5, color=style.text_color(color))
+        for k in self.data.knowledge:
+            y = self.key_rows.get(k.key)
+            if y is None or not k.states:
+                continue
+            last = k.states[-1].label
+            color = style.KNOWLEDGE_COLORS.get(last, style.UNKNOWN_COLOR)
+            self._bars(know_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.62)
+            self._label_in(know_ax, FINAL_X0, FINAL_X1, y, [last, style.abbreviation(last)], color)
+        for e in self.data.effects:
+            y = self.effect_rows.get((e.service, e.ref))
+            if y is None or e.compensates:
+                continue
+            held = e.released is None
+            color = style.CAUSE_COLORS.get(e.cause, "#455a64") if held else "#eceff1"
+            self._bars(remote_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.5)
+            self._label_in(remote_ax, FINAL_X0, FINAL_X1, y, ["still held" if held else "released"], color)
+        ax.axvline(TIME_W + 1.2, color="#9e9e9e", linewidth=0.8, linestyle=(0, (1, 2)), zorder=1)
+

@@ -1,0 +1,119 @@
+"""``crashlab show``: a trace read as a text timeline, one event per line.
+
+A port call and its result are printed as one line at the call (``→ ok`` / ``→ timeout
+(indefinite) at 10:01:00.149``), like a message-sequence diagram read top to bottom; the
+three timelines, faults, workers and world events each get their own line. Clock reads,
+random draws and empty inbox polls are left out unless ``--all`` is given.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import UsageError
+from ..scenario import format_time
+from . import style
+
+#: Port calls that say nothing about the run: hidden unless --all.
+QUIET_CALLS = frozenset({("clock", "now"), ("random", "draw")})
+
+
+def _outcome(result: dict | None, origin: int, call_t: int) -> str:
+    if result is None:
+        return "→ (no result: the worker never got one)"
+    if result.get("ok"):
+        value = style._args(result.get("value"), 70)
+        text = "→ ok" + (f" {value}" if value else "")
+    else:
+        err = result.get("error") or {}
+        text = f"→ {err.get('code')} ({'definite' if err.get('definite') else 'indefinite'})"
+    t = int(result.get("t") or 0)
+    if t != call_t:
+        text += f" at {format_time(t, origin)}"
+    if result.get("delivered") is False:
+        text += " [never delivered: the worker crashed]"
+    return text
+
+
+def lines(events: list[dict], *, lanes: set[str] | None = None, worker: str | None = None,
+          around: int | None = None, context: int = 12, everything: bool = False) -> list[str]:
+    """The timeline as text lines (without the header)."""
+    if not events:
+        return []
+    origin = int(events[0].get("origin_ms") or 0)
+    results = {ev.get("call"): ev for ev in events if ev.get("lane") == "port" and ev.get("kind") == "result"}
+    shown: list[tuple[int, str]] = []
+    for ev in events[1:]:
+        lane, kind = ev.get("lane"), ev.get("kind")
+        if lane == "meta" or (lane == "port" and kind == "result"):
+            continue
+        if lanes and lane not in lanes:
+            continue
+        who = ev.get("worker") or ev.get("run") or ""
+        if worker and not (who == worker or who.endswith("/" + worker)):
+            continue
+        if lane == "port" and kind == "call":
+            res = results.get(ev.get("seq"))
+            if not everything and ((ev.get("port"), ev.get("op")) in QUIET_CALLS or (
+                    ev.get("port"), ev.get("op")) == ("inbox", "poll") and res is not None and res.get("ok")
+                    and not (res.get("value") or {}).get("events")):
+                continue
+            body = (f"{ev.get('port')}.{ev.get('op')}({style._args(ev.get('args'), 70)}) "
+                    + _outcome(res, origin, int(ev.get("t") or 0)))
+        else:
+            body = style.summarize(ev, origin).split(" ", 2)[2]
+            if who and body.startswith(who + " "):
+                body = body[len(who) + 1:]
+        text = (f"{ev.get('seq'):>5}  {format_time(int(ev.get('t') or 0), origin):<14} {lane:<9} "
+                f"{style.shorten(who, 14):<14} {body}")
+        shown.append((int(ev.get("seq") or 0), text))
+    if around is not None:
+        at = next((i for i, (seq, _) in enumerate(shown) if seq >= around), len(shown) - 1)
+        lo, hi = max(0, at - context), min(len(shown), at + context + 1)
+        return [(">>" + text[2:]) if seq == around else text for seq, text in shown[lo:hi]]
+    return [text for _, text in shown]
+
+
+def header(events: list[dict]) -> list[str]:
+    head = events[0]
+    origin = int(head.get("origin_ms") or 0)
+    runs = ", ".join(f"{r.get('id')} ({r.get('operation')} on {r.get('service')}"
+                     + (f", deadline {format_time(int(r['deadline']), origin)}" if r.get("deadline") is not None
+                        else "") + ")" for r in head.get("runs") or () if isinstance(r, dict))
+    return [f"{head.get('scenario')} — {head.get('title')}",
+            f"seed {head.get('seed')} · adapter {head.get('adapter')} · clock from {format_time(0, origin)}"
+            + (f" · runs: {runs}" if runs else ""),
+            f"{'seq':>5}  {'time':<14} {'lane':<9} {'who':<14} event"]
+
+
+def dispositions(events: list[dict]) -> list[str]:
+    end = events[-1] if events and events[-1].get("kind") == "end" else {}
+    out = []
+    for run, info in (end.get("runs") or {}).items():
+        if isinstance(info, dict):
+            out.append(f"{run}: {info.get('finished') or info.get('waiting') or 'no terminal disposition'}")
+    return out
+
+
+def load(path: str | Path) -> list[dict]:
+    from ..trace import read_jsonl
+
+    return read_jsonl(Path(path))
+
+
+# --------------------------------------------------------------------------- command
+def cmd_show(args, out=None) -> int:
+    out = out or sys.stdout
+    events = load(args.trace)
+    if args.around is not None and not any(ev.get("seq") == args.around for ev in events):
+        raise UsageError(f"{args.trace}: no event #{args.around} (the trace has #0 to #{len(events) - 1})")
+    body = lines(events, lanes=set(args.lane or ()), worker=args.worker, around=args.around,
+                 context=max(0, args.context), everything=args.all)
+    for line in header(events) + body:
+        print(line, file=out)
+    if not body:
+        print("(no event matches)", file=out)
+    if args.around is None and not args.lane and not args.worker:
+        for line in dispositions(events):
+            print("end: " + line, file=out)
+    return 0
