@@ -19,6 +19,7 @@ import contextlib
 import importlib
 import json
 import os
+import re
 import select
 import shlex
 import signal
@@ -29,6 +30,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+import orjson
 
 from .errors import Interrupted, UsageError
 from .model import PortCall
@@ -161,6 +164,55 @@ def json_copy(value: Any, *, depth: int = MAX_DEPTH, budget: _Budget | None = No
     raise TypeError(f"{type(value).__name__} {_clip(repr(value), 40)} is not a JSON value")
 
 
+_LONG_NUMBER = re.compile(rb"[0-9]{19,}")   # 19 digits or more: maybe beyond +-(2**63 - 1)
+
+
+def _huge_number(data: bytes) -> bool:
+    """Whether the serialised value may hold an integer beyond +-MAX_INT (a digit run in a string
+    counts too: then json_copy decides)."""
+    return _LONG_NUMBER.search(data) is not None and any(int(m) > MAX_INT for m in _LONG_NUMBER.findall(data))
+
+
+def adapter_value(value: Any) -> Any:
+    """What an adapter sends, as a copy within the limits of docs/protocol.md; TypeError names the
+    first limit broken. The common case goes through orjson (C speed); anything unusual (tuples,
+    NaN, huge numbers, deep nesting, surrogates, non-JSON types) is decided by ``json_copy``."""
+    try:
+        data = orjson.dumps(value)
+    except (orjson.JSONEncodeError, TypeError):
+        return json_copy(value)
+    if len(data) > MAX_LINE_BYTES:
+        raise TypeError(f"larger than {MAX_LINE_BYTES} bytes")
+    copy = orjson.loads(data)
+    deep = data.count(b"[") + data.count(b"{") > MAX_DEPTH and not _shallow(copy, MAX_DEPTH)
+    if copy != value or deep or _huge_number(data):
+        return json_copy(value)  # NaN and infinities come back as null; the rest needs a closer look
+    return copy
+
+
+def _shallow(value: Any, limit: int) -> bool:
+    """True when the containers of a JSON value nest no deeper than ``limit`` (no recursion)."""
+    if type(value) is not dict and type(value) is not list:
+        return True
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if level > limit:
+            return False
+        for child in (item.values() if type(item) is dict else item):
+            if type(child) is dict or type(child) is list:
+                stack.append((child, level + 1))
+    return True
+
+
+def harness_value(value: Any) -> Any:
+    """A copy of a result the world hands to an adapter (it may never mutate the stores)."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (orjson.JSONEncodeError, TypeError):
+        return json_copy(value, budget=_Budget(1 << 62))
+
+
 def _unicode(text: str) -> None:
     """Strings must be valid Unicode (a lone surrogate such as "\\ud800" cannot be written as UTF-8)."""
     try:
@@ -207,10 +259,10 @@ class InProcessChannel:
         self.services = services
         self.wall_guard_s = wall_guard_s
         self.coro = None
+        self.threads = threading.active_count()  # more after a step: the adapter started a thread
 
     def _step(self, fn, arg):
         armed = WallGuard.active and self.wall_guard_s > 0
-        threads = threading.active_count()
         try:
             if armed:
                 signal.setitimer(signal.ITIMER_REAL, self.wall_guard_s)
@@ -243,7 +295,7 @@ class InProcessChannel:
             self.kill()
             raise AdapterFault("forked", "adapter forked a process (the child was stopped); adapters act "
                                "only through ports")
-        if threading.active_count() > threads:
+        if threading.active_count() > self.threads:
             self.kill()
             raise AdapterFault("thread", "adapter started a thread; adapters act only through ports, "
                                "one step at a time (the thread is left behind until crashlab exits)")
@@ -254,7 +306,7 @@ class InProcessChannel:
         try:
             # The call crosses the boundary by value, as over the wire: later mutation of the
             # adapter's own objects cannot rewrite what it sent.
-            return PortCall(port=value.port, op=value.op, args=json_copy(value.args))
+            return PortCall(port=value.port, op=value.op, args=adapter_value(value.args))
         except (TypeError, RecursionError) as exc:
             self.kill()
             raise AdapterFault("not_json", f"{_clip(str(value.port), 40)}.{_clip(str(value.op), 40)}: arguments "
@@ -276,7 +328,7 @@ class InProcessChannel:
 
     def send(self, value: Any) -> PortCall:
         # results cross by value too: the adapter never holds a reference into the stores
-        return self._step(self.coro.send, json_copy(value, budget=_Budget(1 << 62)))
+        return self._step(self.coro.send, harness_value(value))
 
     def throw(self, error: PortError) -> PortCall:
         return self._step(self.coro.throw, error)

@@ -359,3 +359,22 @@ def test_fuzz_a_wire_adapter_writing_garbage_never_passes_and_never_crashes_cras
                timeout=120)
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr
+
+
+_ANY = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6)
+                    | st.sampled_from(["k\ud800", 2**63, -(2**63), 2**64, 10**30]),
+                    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+                    | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ANY)
+def test_the_fast_boundary_copy_decides_exactly_as_the_careful_one(value):
+    from harness.drivers import adapter_value
+
+    def outcome(fn):
+        try:
+            return ("ok", json.dumps(fn(value), sort_keys=True))
+        except TypeError as exc:
+            return ("refused", str(exc))
+    assert outcome(adapter_value) == outcome(json_copy)
