@@ -31,26 +31,29 @@ INPUT_HINT = ("give trace files (.jsonl, written by `crashlab run`), folders of 
 
 
 def render_results(results: list[ScenarioResult], out_dir: Path, *, no_answers: bool = False,
-                   linear: bool = False) -> Path:
+                   linear: bool = False, progress=None) -> Path:
     """Render scenario results; each result's ``trace`` names its saved JSONL trace."""
     results = list(results)
     return _render(results, [_trace_of(r, []) for r in results], None, Path(out_dir),
-                   adapter=_common_adapter(results), notes=[], no_answers=no_answers, linear=linear)
+                   adapter=_common_adapter(results), notes=[], no_answers=no_answers, linear=linear,
+                   progress=progress)
 
 
-def render_scorecard(card: Scorecard, out_dir: Path, *, no_answers: bool = False, linear: bool = False) -> Path:
+def render_scorecard(card: Scorecard, out_dir: Path, *, no_answers: bool = False, linear: bool = False,
+                     progress=None) -> Path:
     """Render a scored suite: the score, where points were lost, and every scenario."""
     scenarios = list(card.scenarios)
     return _render(scenarios, [_trace_of(r, []) for r in scenarios], card, Path(out_dir),
-                   adapter=card.adapter, notes=[], no_answers=no_answers, linear=linear)
+                   adapter=card.adapter, notes=[], no_answers=no_answers, linear=linear, progress=progress)
 
 
-def render_inputs(paths: list[Path], out_dir: Path, *, no_answers: bool = False, linear: bool = False) -> Path:
+def render_inputs(paths: list[Path], out_dir: Path, *, no_answers: bool = False, linear: bool = False,
+                  progress=None) -> Path:
     """Re-render from saved files. With a results JSON, its scores and verdicts are shown as
     saved, and each scenario's trace is found among the given traces or at the path the JSON
     names. With traces only, each is checked again (harness.checks) and, when they all come
     from one adapter, scored."""
-    opts = {"no_answers": no_answers, "linear": linear}
+    opts = {"no_answers": no_answers, "linear": linear, "progress": progress}
     if not paths:
         raise UsageError("nothing to render", hint=INPUT_HINT)
     traces, results_json = _classify([Path(p) for p in paths])
@@ -114,13 +117,19 @@ def _looks_like_results(p: Path) -> bool:
     return head.startswith("{") and '"scenarios"' in head and '"seq"' not in head.split("\n", 1)[0]
 
 
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _read_results(p: Path) -> Scorecard:
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{p}: cannot read: {exc}", hint=INPUT_HINT) from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg})", hint=INPUT_HINT) from None
+    except (ValueError, RecursionError) as exc:  # NaN, huge integers, deep nesting
+        raise UsageError(f"{p}: not a crashlab results JSON ({str(exc)[:120]})", hint=INPUT_HINT) from None
     try:
         return Scorecard.from_json(data)
     except (ValueError, TypeError, KeyError) as exc:
@@ -148,13 +157,9 @@ def _trace_of(r: ScenarioResult, bases: list[Path], source: Path | None = None) 
 
 
 def _recheck(events: list[dict], path: Path) -> ScenarioResult:
-    from ..checks import check_trace  # local: the checks import networkx
+    from ..conformance import recheck_saved  # a trace edited out of shape is a usage error, not a crash
 
-    head = events[0]
-    result = check_trace(events, trace_path=str(path))
-    return replace(result, seed=head.get("seed", 0),
-                   repro=shlex.join(["crashlab", "run", str(head.get("source") or head.get("scenario")),
-                                     "--adapter", str(head.get("adapter")), "--seed", str(head.get("seed"))]))
+    return recheck_saved(events, path)
 
 
 def _score(results: list[ScenarioResult], loaded: dict[Path, list[dict]]) -> Scorecard | None:
@@ -203,7 +208,8 @@ def _names(results: list[ScenarioResult]) -> list[str]:
 
 def _render(results: list[ScenarioResult], events: list[list[dict] | None], card: Scorecard | None,
             out_dir: Path, *, adapter: str | None, notes: list[str], no_answers: bool = False,
-            linear: bool = False) -> Path:
+            linear: bool = False, progress=None) -> Path:
+    from ..files import atomic_write_text
     from . import html, index, markdown
     from .figure import matplotlib
     from .lanes import lanes as extract_lanes
@@ -218,18 +224,16 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
     data = [extract_lanes(evs) if evs else None for evs in events]
     jobs = [(evs, r, d, figures / name, no_answers, linear)
             for r, evs, d, name in zip(results, events, data, names) if evs]
-    pngs = iter(_figures(jobs))
+    pngs = iter(_figures(jobs, progress))
     items = ordered([Item(result=r, events=evs, name=name, lanes=d, png=next(pngs) if evs else None)
                      for r, evs, d, name in zip(results, events, data, names)])
     for i, item in enumerate(items):
         page = html.scenario_page(item, no_answers=no_answers, prev=items[i - 1] if i else None,
                                   next_=items[i + 1] if i + 1 < len(items) else None)
-        (pages / f"{item.name}.html").write_text(page, encoding="utf-8")
+        atomic_write_text(pages / f"{item.name}.html", page)
     where = out_dir / "index.html"
-    where.write_text(index.index_page(items, card, adapter=adapter, notes=notes, no_answers=no_answers),
-                     encoding="utf-8")
-    (out_dir / "summary.md").write_text(markdown.summary(items, card, adapter, no_answers=no_answers),
-                                        encoding="utf-8")
+    atomic_write_text(where, index.index_page(items, card, adapter=adapter, notes=notes, no_answers=no_answers))
+    atomic_write_text(out_dir / "summary.md", markdown.summary(items, card, adapter, no_answers=no_answers))
     return where
 
 
@@ -244,17 +248,33 @@ def _figure(job) -> bytes:
     return render_figure(events, result, base, data=data, no_answers=no_answers, linear=linear).read_bytes()
 
 
-def _figures(jobs: list) -> list[bytes]:
+def _figures(jobs: list, progress=None) -> list[bytes]:
     """Render every figure; on a multi-core Linux host, in forked worker processes (the
-    output is the same bytes either way)."""
+    output is the same bytes either way). ``progress`` (harness.progress) counts figures."""
     import multiprocessing as mp
     import os
 
+    if progress is not None:
+        progress.total = len(jobs)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if len(jobs) < PARALLEL_MIN or cpus < 2 or "fork" not in mp.get_all_start_methods() \
-            or mp.current_process().daemon:
-        return [_figure(job) for job in jobs]
-    from concurrent.futures import ProcessPoolExecutor
+    out: list[bytes] = []
+    try:
+        if len(jobs) < PARALLEL_MIN or cpus < 2 or "fork" not in mp.get_all_start_methods() \
+                or mp.current_process().daemon:
+            made = map(_figure, jobs)
+            for png in made:
+                out.append(png)
+                if progress is not None:
+                    progress.update()
+            return out
+        from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=min(cpus, 4), mp_context=mp.get_context("fork")) as pool:
-        return list(pool.map(_figure, jobs, chunksize=max(1, len(jobs) // (4 * min(cpus, 4)))))
+        with ProcessPoolExecutor(max_workers=min(cpus, 4), mp_context=mp.get_context("fork")) as pool:
+            for png in pool.map(_figure, jobs, chunksize=max(1, len(jobs) // (4 * min(cpus, 4)))):
+                out.append(png)
+                if progress is not None:
+                    progress.update()
+        return out
+    finally:
+        if progress is not None:
+            progress.close()

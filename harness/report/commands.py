@@ -13,14 +13,20 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-answers", action="store_true",
                         help="hide teaching cards and adapter names (for workshops); repro lines read the "
                              "adapter from $CRASHLAB_ADAPTER")
+    if not any("--quiet" in a.option_strings for a in parser._actions):
+        parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--linear", action="store_true",
                         help="figures on a plain linear time axis (default: long quiet gaps are compressed, "
                              "marked with break marks)")
 
 
 def report_options(args: argparse.Namespace) -> dict:
-    """Keyword arguments for harness.report's render functions."""
-    return {"no_answers": bool(getattr(args, "no_answers", False)), "linear": bool(getattr(args, "linear", False))}
+    """Keyword arguments for harness.report's render functions (with a progress bar of the figures,
+    silent with -q)."""
+    from ..progress import Progress
+
+    return {"no_answers": bool(getattr(args, "no_answers", False)), "linear": bool(getattr(args, "linear", False)),
+            "progress": Progress(0, "report", quiet=bool(getattr(args, "quiet", False)))}
 
 
 def add_parsers(cmd, adapter_help: str) -> None:
