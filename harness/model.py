@@ -396,3 +396,56 @@ def schema_document(fields: tuple[FieldSpec, ...], title: str) -> dict:
 #: behind them live in harness.checks.rubric); a scenario expectation's rule names one of these.
 RUBRIC_POINT_IDS: tuple[str, ...] = ("C1", "C2", "C3", "C4", "C5", "O1", "O2", "O3", "O4",
                                      "E1", "E2", "E3", "E4", "E5", "E6", "D1", "D2", "D3", "D4", "D5")
+
+
+#: What each checkpoint field means (docs/adapters.md "Field tables" is generated from this).
+CHECKPOINT_FIELD_MEANINGS: dict[str, str] = {
+    "identity": "who and what the run is: stable for the run's life",
+    "identity.run_id": "the run's stable identifier (`run.info()`)",
+    "identity.task_id": "the task the run serves",
+    "identity.tenant": "the tenant the run acts for (part of every intent)",
+    "identity.principal": "the verified principal, never a credential",
+    "control": "where the run stands and who may advance it",
+    "control.state": "the run state (the run state machine): the next permitted transition starts here",
+    "control.state_version": "this checkpoint's version; a write names the version it replaces",
+    "control.owner": "the worker holding the lease that wrote it",
+    "control.lease_epoch": "that lease's epoch: a stale worker's lower epoch is fenced",
+    "control.event_sequence": "the highest inbox sequence number applied (duplicates are at or below it)",
+    "control.cancellation": "the cancellation observed, with its sequence and time (`{}` when none)",
+    "control.deadline": "the absolute business deadline in simulated ms (null: none)",
+    "control.budgets": "what remains: attempts (`attempt_ceiling`), time, reconciliation reads, human waits",
+    "contract": "the versions needed to interpret this checkpoint; a change is a compatibility event",
+    "contract.schema_version": "the checkpoint schema the writer used",
+    "contract.code_version": "the behavioural contract of the writer's code",
+    "contract.canonicalization_version": "how intents are canonicalized into keys and proposal hashes",
+    "contract.policy_version": "the policy in force when the proposal was frozen",
+    "contract.capability_version": "the capability semantics the approval was given under",
+    "contract.approval_ref": "the approval bound to the proposal hash (null: none yet)",
+    "evidence": "validated references the transition rests on",
+    "evidence.proposal_hash": "the frozen proposal's hash, which approvals and intents are bound to",
+    "effects": "every effect of the run with its semantic key and last knowledge: never dropped",
+    "migration": "on a migrated checkpoint: `{from, to, previous_version, changes}`",
+}
+
+#: What each effect-ledger entry field means (docs/adapters.md "Field tables").
+EFFECT_ENTRY_FIELD_MEANINGS: dict[str, str] = {
+    "semantic_key": "the stable idempotency key of one business intent, made before the first dispatch",
+    "kind": "`effect`, or `compensation` (a separate effect that addresses another)",
+    "service": "the service the effect goes to",
+    "operation": "the effect operation (`reserve`, `release`, `send`, `publish`)",
+    "run_id": "the run that prepared it",
+    "intent": "the business fields the key binds (plus `proposal_hash`)",
+    "intent_fingerprint": "a hash of the canonical intent: the same key with another fingerprint is an integrity error",
+    "canonicalization_version": "the canonical form the key and fingerprint were made with",
+    "knowledge": "what the ledger can prove now (the knowledge state machine)",
+    "attempts": "every transport attempt under this key, appended before each send",
+    "lease_epoch": "the epoch of the worker that appended the entry (appends are fenced by it)",
+    "proposal_hash": "the proposal the intent belongs to",
+    "observations": "transport observations as seen: outcome, send boundary, definite or not",
+    "remote_ref": "the service's stable reference once known",
+    "reconciliation": "authoritative reads: query, time, answer, consistency caveat",
+    "compensates": "on a compensation: the key of the effect it addresses",
+    "compensated_by": "on an original: the key of its compensation",
+    "evidence": "references to the trace events or reads that justify this entry",
+    "note": "a free-text remark (never evidence by itself)",
+}

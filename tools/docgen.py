@@ -1,0 +1,87 @@
+"""Regenerate the parts of docs/ that are derived from crashlab's own tables (repository
+tooling: not shipped in the package).
+
+    python tools/docgen.py          # rewrite the generated sections in place
+    python tools/docgen.py --check  # exit 1 if a generated section is out of date
+
+Sections are delimited by ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` markers.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.model import (CHECKPOINT_FIELD_MEANINGS, CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS,  # noqa: E402
+                           EFFECT_ENTRY_FIELDS, KNOWLEDGE_TRANSITIONS, Knowledge, RunState)
+
+_NAMES = {str: "string", int: "integer", dict: "object", list: "array", type(None): "null", bool: "boolean",
+          float: "number"}
+
+
+def field_table(fields, meanings) -> str:
+    rows = ["| field | type | required | meaning |", "|---|---|---|---|"]
+    for spec in fields:
+        kind = " or ".join(_NAMES[t] for t in spec.types)
+        if spec.enum:
+            kind += " (" + ", ".join(f"`{v}`" for v in sorted(spec.enum)) + ")" if len(spec.enum) <= 3 else \
+                " (one of the states below)"
+        rows.append(f"| `{spec.path}` | {kind} | {'yes' if spec.required else 'no'} | {meanings[spec.path]} |")
+    return "\n".join(rows) + "\n"
+
+
+def knowledge_table() -> str:
+    rows = ["| knowledge | may move to |", "|---|---|"]
+    for state in Knowledge:
+        nxt = sorted(k.value if hasattr(k, "value") else str(k) for k in KNOWLEDGE_TRANSITIONS.get(state, ()))
+        rows.append(f"| `{state.value}` | {', '.join(f'`{n}`' for n in nxt) or '(final)'} |")
+    return "\n".join(rows) + "\n"
+
+
+def run_states() -> str:
+    return ", ".join(f"`{s.value}`" for s in RunState) + "\n"
+
+
+SECTIONS = {
+    "docs/adapters.md": {"fields:checkpoint": lambda: field_table(CHECKPOINT_FIELDS, CHECKPOINT_FIELD_MEANINGS),
+                         "fields:effect-entry": lambda: field_table(EFFECT_ENTRY_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS),
+                         "fields:knowledge": knowledge_table, "fields:run-states": run_states},
+    "docs/protocol.md": {"fields:checkpoint": lambda: field_table(CHECKPOINT_FIELDS, CHECKPOINT_FIELD_MEANINGS),
+                         "fields:effect-entry": lambda: field_table(EFFECT_ENTRY_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS)},
+}
+
+
+def render(text: str, sections: dict) -> str:
+    for name, make in sections.items():
+        begin, end = f"<!-- {name}:begin -->\n", f"<!-- {name}:end -->"
+        head, sep, rest = text.partition(begin)
+        if not sep:
+            raise SystemExit(f"tools/docgen.py: no '{begin.strip()}' marker")
+        _, sep, tail = rest.partition(end)
+        if not sep:
+            raise SystemExit(f"tools/docgen.py: no '{end}' marker")
+        text = head + begin + make() + end + tail
+    return text
+
+
+def main(argv: list[str]) -> int:
+    stale = []
+    for rel, sections in SECTIONS.items():
+        path = ROOT / rel
+        old = path.read_text(encoding="utf-8")
+        new = render(old, sections)
+        if new != old:
+            stale.append(rel)
+            if "--check" not in argv:
+                path.write_text(new, encoding="utf-8")
+    if stale and "--check" in argv:
+        print(f"out of date: {', '.join(stale)}; run python tools/docgen.py", file=sys.stderr)
+        return 1
+    print("up to date" if not stale else f"rewrote: {', '.join(stale)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
