@@ -23,10 +23,10 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from .errors import UsageError
+from .errors import InternalError, UsageError
+from .events import LANES, problem
 from .files import atomic_writer
 
-LANES = ("meta", "run", "remote", "knowledge", "fault", "worker", "port", "world")
 
 
 class Trace:
@@ -40,6 +40,9 @@ class Trace:
 
     def emit(self, lane: str, kind: str, *, worker: str | None = None, run: str | None = None,
              **data: Any) -> dict[str, Any]:
+        wrong = problem(lane, kind, data)
+        if wrong is not None:  # a crashlab bug: never write an event the vocabulary does not declare
+            raise InternalError(f"trace event #{len(self.events)}: {wrong} (harness.events)")
         event = {"seq": len(self.events), "t": self._now(), "lane": lane, "kind": kind,
                  "worker": worker, "run": run}
         event.update(data)

@@ -14,6 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.events import kinds_markdown  # noqa: E402
 from harness.model import (CHECKPOINT_FIELD_MEANINGS, CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS,  # noqa: E402
                            EFFECT_ENTRY_FIELDS, KNOWLEDGE_TRANSITIONS, Knowledge, RunState)
 
@@ -48,6 +49,7 @@ SECTIONS = {
     "docs/adapters.md": {"fields:checkpoint": lambda: field_table(CHECKPOINT_FIELDS, CHECKPOINT_FIELD_MEANINGS),
                          "fields:effect-entry": lambda: field_table(EFFECT_ENTRY_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS),
                          "fields:knowledge": knowledge_table, "fields:run-states": run_states},
+    "docs/trace.md": {"trace:kinds": kinds_markdown},
     "docs/protocol.md": {"fields:checkpoint": lambda: field_table(CHECKPOINT_FIELDS, CHECKPOINT_FIELD_MEANINGS),
                          "fields:effect-entry": lambda: field_table(EFFECT_ENTRY_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS)},
 }

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-LANES = ("run", "remote", "knowledge", "fault", "worker", "port", "world")
+from ..events import LANES as ALL_LANES
+
+LANES = tuple(lane for lane in ALL_LANES if lane != "meta")  # the lanes `crashlab show` can filter on
 
 
 def add_report_options(parser: argparse.ArgumentParser) -> None:
