@@ -20,7 +20,7 @@ import yaml
 
 from .errors import InvalidScenario
 from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, RUBRIC_POINT_IDS, SERVICE_OPS, Knowledge, RunState
-from .services import PROFILE_DEFAULTS
+from .services import PROFILE_DEFAULTS, profile_conflicts
 
 # --------------------------------------------------------------------------- time
 _CLOCK = re.compile(r"^(\d{1,2}):([0-5]\d)(?::([0-5]\d)(?:\.(\d{1,3}))?)?$")
@@ -241,6 +241,7 @@ TRACE_KINDS = frozenset({
     "approval_requested", "escalation", "finish", "ledger", "effect", "replayed", "refused", "released",
     "dropped", "response_lost", "late_arrival", "late_rejected", "duplicate_delivery", "proxy_retry",
     "server_error", "other_actor_rejected", "fault", "crash", "pause", "resume", "start", "stop",
+    "ledger_rejected",
     "takeover", "adapter_fault", "restart_budget_exhausted", "deliver", "approval_granted",
 }) | EVENT_TYPES
 #: ``expect.evidence`` items: what the trace must contain besides the generic invariants.
@@ -552,6 +553,8 @@ def _read_services(rd: _Reader, doc: dict) -> dict[str, dict]:
                 merged[target] = rd.get(prof, key, path, _string_list)
             else:
                 merged[target] = rd.get(prof, key, path, _string)
+        for knob, why in profile_conflicts(name, merged):
+            rd.fail(prof, knob if knob in prof else next(iter(prof)), _join(path, knob), why)
         if merged.get("consistency") == "strong" and merged.get("lag_ms"):
             rd.fail(prof, "lag", f"{path}.lag", "a lag needs consistency: eventual; set it or drop the lag")
         services[name] = merged
