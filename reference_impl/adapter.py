@@ -186,6 +186,15 @@ async def dispatch_primary(s: Session, f: Facts, t: Transition) -> None:
         n, what, floor = owed
         await s.backoff(n, what, floor, s.record.deadline)
         return
+    retry_at = f.primary.retry_at
+    if retry_at is not None and s.backed_off.get(f.primary.key) != f.primary.attempts:
+        now = await s.now()
+        if now < retry_at:
+            # a retry-after (or backoff) recorded in the ledger binds every worker of the run,
+            # not only the one that saw it: a restarted worker waits it out, then observes again
+            await s.backoff(f.primary.attempts, f"recorded retry-after {s.ledger[f.primary.key]['service']}",
+                            retry_at - now, s.record.deadline)
+            return
     claim = f.pending_retry if f.primary.attempts >= f.primary.ceiling else None
     await effects.dispatch(s, f.primary.key, retry_id=claim)
 

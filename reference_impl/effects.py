@@ -356,6 +356,7 @@ async def dispatch(s: Session, key: str, retry_id: str | None = None) -> None:
         # a retry that fits before the deadline follows its backoff; one that does not is
         # never sent (the decision table stops the run: deadline_passed)
         what, floor = f"{row.name} {entry['service']}.{entry['operation']}", observation["retry_after_ms"] or 0
+        s.backed_off[key] = n
         if n < fact.ceiling:
             await s.backoff(n, what, floor, s.record.deadline)
         else:

@@ -81,6 +81,7 @@ class Session:
         #: Backoffs this worker owes before its next attempt of a key: a retryable failure at
         #: the attempt ceiling, whose next attempt only a deliberate retry request admits.
         self.owed_backoff: dict[str, tuple[int, str, int]] = {}   # key -> (attempt, what, floor)
+        self.backed_off: dict[str, int] = {}     # key -> the attempt whose backoff this worker keeps
         self.started_at = 0
         self.finished = False
 

@@ -202,7 +202,10 @@ def test_without_a_read_an_ambiguous_outcome_stays_unknown_and_is_never_retried(
     assert [e["knowledge"] for e in end["effects"]] == ["SENT_UNKNOWN"]
     packet = escalations(result)[0]["packet"]
     assert packet["effects"][0]["authoritative_read"] == "none"
-    assert packet["recommended"]["action"] == "RECONCILE"
+    # no read exists, so the packet recommends none: STOP with the effect unknown, and an
+    # independent verification as the alternative
+    assert packet["recommended"]["action"] == "STOP" and packet["recommended"]["effect"] == "unknown"
+    assert [a["action"] for a in packet["alternatives"]] == ["MARK_EXTERNAL_REFERENCE"]
 
 
 def test_notification_stays_unknown_and_the_disposition_stays_about_the_reservation():
