@@ -64,6 +64,11 @@ def _recommendation(row: matrix.Row, disposition: RunState, unresolved: list[dic
                  "semantic_key": first["semantic_key"], "expected": ["found", "absent", "unavailable"]},
                 [{"action": "STOP", "effect": "unknown"},
                  {"action": "MARK_EXTERNAL_REFERENCE", "requires": "independent verification"}])
+    if row.name == "shared_effect":
+        return ({"action": "STOP", "effect": "remains",
+                 "reason": "another run of the same intent caused the effect and may still report it"},
+                [{"action": "COMPENSATE", "proposal": "release of the shared effect",
+                  "requires": "agreement of the run that caused it and coordinator authority"}])
     if disposition in (RunState.CANCELLED_EFFECT_REMAINS, RunState.FAILED_EFFECT_REMAINS) and not can_release:
         return ({"action": "STOP", "effect": "remains", "reason": "the service cannot release it"},
                 [{"action": "NEW_REQUEST", "requires": "the service owner corrects the effect by hand"}])
