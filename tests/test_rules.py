@@ -286,3 +286,20 @@ def test_the_new_rules_are_registered_with_a_rubric_point():
 
     for inv in ("PKT-01", "FENCE-01", "PREP-02", "JIT-01", "EVT-02", "PIN-01"):
         assert inv in BY_ID and [p.id for p in RUBRIC if inv in p.invariants], inv
+
+
+# --------------------------------------------------------------------------- calibration
+@pytest.mark.parametrize("ttl", [60_000, 300_000, 3_600_000])
+@pytest.mark.parametrize("case", ["lost response", "throttled", "zombie with fencing", "cancel after commit"])
+def test_a_careful_adapter_not_derived_from_the_reference_passes_whatever_its_lease_ttl(ttl, case):
+    """The chapter leaves the lease TTL free: the new rules must not move the verdict of a
+    careful adapter written from the docs alone (tests/data/checks/checks_mini.py) with it."""
+    import checks_mini
+    from test_checks import CLEAN, scenario
+
+    from harness.runner import run_scenario
+
+    name = f"GoodTtl{ttl}"
+    setattr(checks_mini, name, type(name, (checks_mini.Good,), {"TTL": ttl}))
+    res = check_trace(run_scenario(scenario(**CLEAN[case]), f"checks_mini:{name}").events)
+    assert res.verdict == "pass", [(v.invariant, v.message) for v in res.violations]
