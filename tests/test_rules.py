@@ -303,3 +303,29 @@ def test_a_careful_adapter_not_derived_from_the_reference_passes_whatever_its_le
     setattr(checks_mini, name, type(name, (checks_mini.Good,), {"TTL": ttl}))
     res = check_trace(run_scenario(scenario(**CLEAN[case]), f"checks_mini:{name}").events)
     assert res.verdict == "pass", [(v.invariant, v.message) for v in res.violations]
+
+
+def _approval_requested_twice(same_worker: bool) -> list[dict]:
+    b = TraceBuilder(approval="manual")
+    b.start(W1)
+    b.acquire(W1, 1)
+    b.deliver("intake", event_id="intake-1", intent=dict(SENT))
+    b.io(W1, "authority", "request", proposal_hash="ph-1", action="reserve", value={"request_id": "AR-1"})
+    b.deliver("intake", event_id="intake-1", intent=dict(SENT))
+    asker = W1
+    if not same_worker:
+        asker = W2
+        b.start(W2)
+        b.acquire(W2, 2)
+    events = [{"seq": 1, "event_id": "intake-1", "type": "intake"}, {"seq": 2, "event_id": "intake-1",
+                                                                      "type": "intake"}]
+    b.io(asker, "inbox", "poll", after_seq=0, value={"events": events})
+    b.io(asker, "authority", "request", proposal_hash="ph-1", action="reserve", value={"request_id": "AR-2"})
+    return b.end()
+
+
+def test_evt_02_no_second_approval_request_for_a_duplicate_intake():
+    again = [v.message for v in check_trace(_approval_requested_twice(True)).violations if v.invariant == "EVT-02"]
+    assert again and "asked for approval" in again[0]
+    # a replacement that never saw the first request may ask again
+    assert "EVT-02" not in ids(check_trace(_approval_requested_twice(False)))

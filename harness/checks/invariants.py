@@ -1437,7 +1437,7 @@ INVARIANTS: tuple[Invariant, ...] = (
          "naming the event_id, or keyed by it, that holds the duplicate's inbox seq); and the worker that "
          "saw a duplicate intake neither validates it again (a VALIDATED checkpoint once the run was past "
          "it, resumption from MIGRATING / PINNED / WAITING_OPERATOR excepted) nor requests approval again "
-         "for a proposal hash whose request is still unanswered.",
+         "for a proposal hash whose request it made and saw accepted is still unanswered.",
          "the duplicate delivery, the poll, and the checkpoint or the second transition"),
     _inv("KEY-02", "A key never carries a changed intent.", "effect_correctness", True, None, _key_02,
          "No key is sent with two different intents (proposal hash included), in one run or across runs "

@@ -214,7 +214,7 @@ def evt_02(ix: TraceIndex) -> Iterator[Finding]:
                 yield run.id, f"the duplicate delivery of {eid} (inbox seq {inbox_seq}, #{dup['seq']}) seen at " \
                               f"#{poll_seq} has no recorded disposition in any later checkpoint", \
                     (dup["seq"], poll_seq, later[-1]["seq"]), False
-            yield from _second_transition(run, first, dup, poll_seq, worker)
+            yield from _second_transition(ix, run, first, dup, poll_seq, worker)
 
 
 def _polled(ix: TraceIndex) -> dict:
@@ -232,9 +232,21 @@ def _polled(ix: TraceIndex) -> dict:
     return out
 
 
-def _second_transition(run: RunIndex, first: dict, dup: dict, poll_seq: int, worker: str) -> Iterator[Finding]:
+def _seen_ok(ix: TraceIndex) -> set:
+    """Call seqs whose successful answer reached the calling worker."""
+    found = ix.memo.get("seen_ok")
+    if found is None:
+        found = ix.memo["seen_ok"] = {ev["call"] for ev in ix.events if ev.get("lane") == "port"
+                                      and ev.get("kind") == "result" and ev.get("ok") and ev.get("delivered")}
+    return found
+
+
+def _second_transition(ix: TraceIndex, run: RunIndex, first: dict, dup: dict, poll_seq: int,
+                       worker: str) -> Iterator[Finding]:
     """A duplicate causes no transition: no second validation (a return to VALIDATED once the
-    run was past it) and no second approval request while the first is still unanswered."""
+    run was past it) and no second approval request while the first, which the same worker
+    made and saw accepted, is still unanswered (a replacement that never learnt of a request
+    may ask again)."""
     etype = dup["event"].get("type")
     if etype != "intake":
         return
@@ -254,14 +266,16 @@ def _second_transition(run: RunIndex, first: dict, dup: dict, poll_seq: int, wor
         prev_state = state
         past = past or state not in (None, "INTAKE", "VALIDATED")
     requests: dict = {}
+    seen = _seen_ok(ix)
     for seq, call in sorted(run.calls.items()):
-        if call["port"] != "authority" or call["op"] != "request":
+        if call["port"] != "authority" or call["op"] != "request" or call["worker"] != worker:
             continue
         args = obj(call.get("args"))
         ident = (args.get("proposal_hash"), args.get("action"))
         earlier = requests.get(ident)
-        requests[ident] = seq
-        if earlier is None or seq < poll_seq or call["worker"] != worker:
+        if seq in seen:
+            requests[ident] = seq
+        if earlier is None or seq < poll_seq:
             continue
         answered = any(earlier < ev["seq"] < seq and ev["event"].get("type") == "approval"
                        and obj(ev["event"].get("payload")).get("proposal_hash") == ident[0] for ev in run.inbox)
