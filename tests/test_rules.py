@@ -329,3 +329,35 @@ def test_evt_02_no_second_approval_request_for_a_duplicate_intake():
     assert again and "asked for approval" in again[0]
     # a replacement that never saw the first request may ask again
     assert "EVT-02" not in ids(check_trace(_approval_requested_twice(False)))
+
+
+# --------------------------------------------------------------------------- the correction SENT_UNKNOWN -> PROPOSED
+def _correction(read_at: int | None, services=None) -> list[dict]:
+    """A timeout, then (maybe) a negative lookup, then the correction back to PROPOSED and a
+    redispatch under the same key."""
+    b = TraceBuilder(services=services)
+    b.clean_prefix()
+    b.reserve(W1, "k-1", commit=False, error=TIMEOUT)
+    if read_at is not None:
+        b.t = read_at
+        b.acquire(W1, 1, ttl=600_000)
+        negative_lookup(b, W1, read_at)
+    b.append(W1, "k-1", "PROPOSED", "SENT_UNKNOWN", 1, evidence=["authoritative absence"])
+    b.append(W1, "k-1", "SENT_UNKNOWN", "PROPOSED", 1)
+    _, ref = b.reserve(W1, "k-1")
+    b.append(W1, "k-1", "CONFIRMED", "SENT_UNKNOWN", 1, remote_ref=ref)
+    b.checkpoint(W1, "EFFECT_CONFIRMED", 1, effects=[("k-1", "CONFIRMED")])
+    b.checkpoint(W1, "SUCCEEDED", 1, effects=[("k-1", "CONFIRMED")])
+    b.finish(W1, "SUCCEEDED", effects=[("k-1", "CONFIRMED")])
+    return b.end(finished="SUCCEEDED")
+
+
+def test_authoritative_absence_is_the_evidence_for_the_correction_back_to_proposed():
+    """AR-08: "If absence is authoritative, revalidate and possibly redispatch with the same key."
+    The correction SENT_UNKNOWN -> PROPOSED is accepted with that evidence and only with it."""
+    assert check_trace(_correction(read_at=5_000)).verdict == "pass"
+    blind = check_trace(_correction(read_at=None))
+    assert {"KNOW-02", "RETRY-01"} <= ids(blind)
+    # a key-only service collapses a late arrival too: a read covering the answer suffices
+    key_only = {"reservation": {**PROFILE, "idempotency": "key_only", "lookup": "by_key"}}
+    assert check_trace(_correction(read_at=5_000, services=key_only)).verdict == "pass"
