@@ -361,3 +361,38 @@ def test_authoritative_absence_is_the_evidence_for_the_correction_back_to_propos
     # a key-only service collapses a late arrival too: a read covering the answer suffices
     key_only = {"reservation": {**PROFILE, "idempotency": "key_only", "lookup": "by_key"}}
     assert check_trace(_correction(read_at=5_000, services=key_only)).verdict == "pass"
+
+
+# --------------------------------------------------------------------------- OWN-04: trace 8
+def _compensation_failed(escalate: bool) -> list[dict]:
+    b = TraceBuilder()
+    b.clean_prefix()
+    _, ref = b.reserve(W1, "k-1")
+    b.append(W1, "k-1", "CONFIRMED", "SENT_UNKNOWN", 1, remote_ref=ref)
+    b.checkpoint(W1, "EFFECT_CONFIRMED", 1, effects=[("k-1", "CONFIRMED")])
+    b.deliver("cancel")
+    b.append(W1, "c-1", "PROPOSED", None, 1, kind="compensation", compensates="k-1")
+    b.append(W1, "k-1", "COMPENSATION_PROPOSED", "CONFIRMED", 1)
+    b.checkpoint(W1, "COMPENSATING", 1, effects=[("k-1", "COMPENSATION_PROPOSED"), ("c-1", "PROPOSED")])
+    b.append(W1, "c-1", "SENT_UNKNOWN", "PROPOSED", 1, kind="compensation", compensates="k-1")
+    c = b.call(W1, "reservation", "release", key="c-1", ref=ref, intent={"proposal_hash": "ph-c"})
+    b.result(c, error={"code": "validation_failed", "definite": True, "message": "", "details": {}})
+    b.append(W1, "c-1", "REJECTED", "SENT_UNKNOWN", 1, kind="compensation", compensates="k-1")
+    b.append(W1, "k-1", "CONFIRMED", "COMPENSATION_PROPOSED", 1)
+    effects = [("k-1", "CONFIRMED"), ("c-1", "REJECTED")]
+    if escalate:
+        packet = {**GOOD_PACKET, "effects": [{"semantic_key": k, "knowledge": v} for k, v in effects],
+                  "recommended": {"action": "STOP", "effect": "remains"}}
+        e = b.call(W1, "operator", "escalate", packet=packet)
+        b.emit("run", "escalation", worker=W1, call=e, ticket="OP-1", packet=packet)
+        b.result(e, value={"ticket": "OP-1"})
+    b.checkpoint(W1, "CANCELLED_EFFECT_REMAINS", 1, effects=effects)
+    b.finish(W1, "CANCELLED_EFFECT_REMAINS", effects=effects, next_owner="operator" if escalate else None)
+    return b.end(finished="CANCELLED_EFFECT_REMAINS")
+
+
+def test_own_04_a_definitely_failed_compensation_is_escalated():
+    """AR-08 trace 8: preserve original and corrective records, mark effects remaining, and escalate."""
+    hits = [v.message for v in check_trace(_compensation_failed(False)).violations if v.invariant == "OWN-04"]
+    assert hits and "failed definitely" in hits[0]
+    assert "OWN-04" not in ids(check_trace(_compensation_failed(True)))

@@ -745,8 +745,13 @@ def _own_04(ix: TraceIndex) -> Iterator[Finding]:
             elif disp in _TERMINAL:
                 open_keys = [k for k in run.ledger_keys_before(f["seq"])
                              if run.knowledge_before(k, f["seq"]) in _UNRESOLVED]
+                failed = [k for k in run.ledger_keys_before(f["seq"])
+                          if obj(run.ledger_by_key[k][0].get("entry")).get("kind") == "compensation"
+                          and run.knowledge_before(k, f["seq"]) == "REJECTED"]
                 if open_keys:
                     why = f"{open_keys[0]} unresolved in the ledger"
+                elif failed:
+                    why = f"the compensation {failed[0]} failed definitely"
             if why is None:
                 continue
             owner = f.get("next_owner")
@@ -1377,8 +1382,10 @@ INVARIANTS: tuple[Invariant, ...] = (
          "the backoff sleep"),
     _inv("OWN-04", "Every unresolved state names an accountable next owner and escalates a decision packet.",
          "ownership", False, None, _own_04,
-         "An accepted finish that is *_EFFECT_UNKNOWN or WAITING_OPERATOR, lists an unresolved effect, or "
-         "ends terminal while the ledger holds an unresolved key, must name next_owner and follow an "
+         "An accepted finish that is *_EFFECT_UNKNOWN or WAITING_OPERATOR, lists an unresolved effect, "
+         "ends terminal while the ledger holds an unresolved key, or ends terminal after a compensation "
+         "failed definitely (its entry REJECTED: AR-08 trace 8, mark effects remaining and escalate), must "
+         "name next_owner and follow an "
          "operator.escalate whose packet has header, effects, authority, compatibility, budget and "
          "recommended.",
          "the finish and the escalation"),
