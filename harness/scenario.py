@@ -228,7 +228,8 @@ RULE_FIELDS: Mapping[str, frozenset[str]] = {
 RULE_ACTION = {"faults": "fault", "crashes": "crash", "pauses": "pause"}
 MATCH_FIELDS = frozenset({"port", "op", "nth", "worker", "run", "from", "until", "knowledge", "state",
                           "appends", "disposition"})
-EXPECT_FIELDS = frozenset({"dispositions", "remote_effects", "evidence", "violations", "verdict", "rules"})
+EXPECT_FIELDS = frozenset({"dispositions", "remote_effects", "evidence", "absent", "disposition_at", "violations",
+                           "verdict", "rules"})
 #: ``expect.rules.<expectation>``: the rubric point a miss costs and the passage that justifies it.
 EXPECT_RULE_FIELDS = ("point", "source", "quote")
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,79}$"
@@ -511,7 +512,7 @@ def from_dict(doc: Any, *, file: str | None = None) -> Scenario:
     run_ids = [r.id for r in runs]
     events = _read_events(rd, doc, services, run_ids, at, origin, horizon)
     rules = _read_rules(rd, doc, services, run_ids, at)
-    expect = _read_expect(rd, doc, services, run_ids)
+    expect = _read_expect(rd, doc, services, run_ids, at)
     env = dict(DEFAULT_ENV)
     if "env" in doc:
         env_doc = rd.mapping(doc, "env", "env", frozenset(DEFAULT_ENV))
@@ -731,7 +732,7 @@ def _read_rules(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at) 
     return tuple(rules)
 
 
-def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str]) -> dict:
+def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at: Callable[[Any], int]) -> dict:
     if "expect" not in doc:
         return {}
     e = rd.mapping(doc, "expect", "expect", EXPECT_FIELDS)
@@ -749,6 +750,21 @@ def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str]) -> 
         items = rd.items(e, "evidence", "expect.evidence")
         out["evidence"] = [rd.get(items, i, "expect.evidence", lambda v: _evidence(v, services))
                            for i in range(len(items))]
+    if "absent" in e:
+        items = rd.items(e, "absent", "expect.absent")
+        out["absent"] = [rd.get(items, i, "expect.absent", lambda v: _evidence(v, services))
+                         for i in range(len(items))]
+    if "disposition_at" in e:
+        d = rd.mapping(e, "disposition_at", "expect.disposition_at", frozenset({"at", "dispositions"}))
+        for need in ("at", "dispositions"):
+            if need not in d:
+                rd.fail(e, "disposition_at", f"expect.disposition_at.{need}",
+                        "give both 'at' (a clock time) and 'dispositions' (the allowed list)")
+        items = rd.items(d, "dispositions", "expect.disposition_at.dispositions")
+        out["disposition_at"] = {
+            "at_ms": rd.get(d, "at", "expect.disposition_at", at),
+            "dispositions": [rd.get(items, i, "expect.disposition_at.dispositions",
+                                    _choice(DISPOSITIONS, "disposition")) for i in range(len(items))]}
     if "violations" in e:
         items = rd.items(e, "violations", "expect.violations")
         out["violations"] = [rd.get(items, i, "expect.violations",
@@ -996,6 +1012,9 @@ def schema_document() -> dict:
     expect = obj({"dispositions": {"type": "array", "minItems": 1, "items": {"enum": sorted(DISPOSITIONS)}},
                   "remote_effects": remote_effects,
                   "evidence": {"type": "array", "items": evidence},
+                  "absent": {"type": "array", "items": evidence},
+                  "disposition_at": obj({"at": time, "dispositions": {"type": "array", "minItems": 1,
+                                                                      "items": {"enum": sorted(DISPOSITIONS)}}}),
                   "violations": {"type": "array", "items": {"type": "string", "pattern": INVARIANT_PATTERN}},
                   "verdict": {"enum": list(VERDICTS)}})
     rule = obj({"point": {"enum": list(RUBRIC_POINT_IDS)}, "source": text, "quote": text}, EXPECT_RULE_FIELDS)

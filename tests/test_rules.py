@@ -396,3 +396,44 @@ def test_own_04_a_definitely_failed_compensation_is_escalated():
     hits = [v.message for v in check_trace(_compensation_failed(False)).violations if v.invariant == "OWN-04"]
     assert hits and "failed definitely" in hits[0]
     assert "OWN-04" not in ids(check_trace(_compensation_failed(True)))
+
+
+# --------------------------------------------------------------------------- expectations of absence and of a time
+def test_exp_absent_flags_forbidden_evidence():
+    clean = TraceBuilder(expect={"absent": ["reservation.release", "released"]}).clean()
+    assert "EXP-ABSENT" not in ids(check_trace(clean))
+    hit = [v for v in check_trace(TraceBuilder(expect={"absent": ["reservation.reserve"]}).clean()).violations
+           if v.invariant == "EXP-ABSENT"]
+    assert hit and "reservation.reserve" in hit[0].message and len(hit[0].events) == 1
+
+
+def test_exp_disposition_at_judges_the_record_in_force_at_that_time():
+    def trace(at_ms, allowed):
+        return TraceBuilder(expect={"disposition_at": {"at_ms": at_ms, "dispositions": allowed}}).clean()
+
+    assert "EXP-DISPOSITION-AT" not in ids(check_trace(trace(1_000_000, ["SUCCEEDED"])))
+    late = [v.message for v in check_trace(trace(1, ["SUCCEEDED"])).violations if v.invariant == "EXP-DISPOSITION-AT"]
+    assert late and "no disposition was recorded" in late[0]
+    wrong = [v.message for v in check_trace(trace(1_000_000, ["CANCELLED_EFFECT_UNKNOWN"])).violations
+             if v.invariant == "EXP-DISPOSITION-AT"]
+    assert wrong and "was SUCCEEDED" in wrong[0]
+
+
+def test_the_loader_reads_absent_and_disposition_at_and_refuses_bad_ones():
+    from harness.errors import InvalidScenario
+    from harness.scenario import from_dict
+
+    base = {"id": "x", "title": "x", "clock": {"origin": "10:00", "horizon": "10:20"},
+            "runs": [{"id": "run-82", "intent": {"tenant": "T-1", "incident": "I-82", "part": "P-204",
+                                                  "slot": "S-19", "quantity": 1}}]}
+    sc = from_dict({**base, "expect": {"absent": ["released"],
+                                       "disposition_at": {"at": "10:15", "dispositions": ["SUCCEEDED"]}}},
+                   file="x.yaml")
+    assert sc.expect["absent"] == ["released"]
+    assert sc.expect["disposition_at"] == {"at_ms": 900_000, "dispositions": ["SUCCEEDED"]}
+    for bad, field in (({"absent": ["no-such-thing"]}, "expect.absent"),
+                       ({"disposition_at": {"at": "10:15"}}, "expect.disposition_at.dispositions"),
+                       ({"disposition_at": {"at": "09:00", "dispositions": ["SUCCEEDED"]}}, "expect.disposition_at")):
+        with pytest.raises(InvalidScenario) as err:
+            from_dict({**base, "expect": bad}, file="x.yaml")
+        assert field in str(err.value), str(err.value)

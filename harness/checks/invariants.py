@@ -1203,6 +1203,49 @@ def _exp_effects(ix: TraceIndex) -> Iterator[Finding]:
                     tuple(per_run[rid]), False
 
 
+def _evidence_items(ix: TraceIndex, ev: dict) -> tuple[str, ...]:
+    """The expect.evidence items one trace event is an instance of."""
+    kind = ev["kind"]
+    if kind == "result" and ev.get("delivered"):
+        call = ix.calls.get(ev.get("call"))
+        if call is not None:
+            return kind, f"{call['port']}.{call['op']}"
+    elif kind == "ledger":
+        return kind, f"ledger:{ev['knowledge']}"
+    elif kind == "checkpoint":
+        return kind, f"checkpoint:{ev['state']}"
+    elif kind == "finish" and ev.get("accepted"):
+        return kind, f"finish:{ev['disposition']}"
+    return (kind,)
+
+
+def _exp_absent(ix: TraceIndex) -> Iterator[Finding]:
+    banned = {item for item in (ix.header.get("expect") or {}).get("absent") or () if isinstance(item, str)}
+    if not banned:
+        return
+    for ev in ix.events:
+        for item in _evidence_items(ix, ev):
+            if item in banned:
+                banned.discard(item)
+                yield ev.get("run"), f"the scenario forbids evidence {item!r}, which appears at #{ev['seq']}", \
+                    (ev["seq"],), False
+
+
+def _exp_disposition_at(ix: TraceIndex) -> Iterator[Finding]:
+    want = (ix.header.get("expect") or {}).get("disposition_at")
+    if not isinstance(want, dict) or not want.get("dispositions"):
+        return
+    at, allowed = want.get("at_ms"), want["dispositions"]
+    for run in ix.runs.values():
+        held = [f for f in run.finishes if f.get("accepted") and f["t"] <= at]
+        if not held:
+            yield run.id, f"no disposition was recorded by {ix.fmt(at)}; the scenario expects one of " \
+                          f"{', '.join(allowed)}", (), False
+        elif held[-1]["disposition"] not in allowed:
+            yield run.id, f"the disposition recorded at {ix.fmt(at)} was {held[-1]['disposition']}, not one of " \
+                          f"{', '.join(allowed)}", (held[-1]["seq"],), False
+
+
 def _exp_evidence(ix: TraceIndex) -> Iterator[Finding]:
     wanted = (ix.header.get("expect") or {}).get("evidence")
     if not wanted:
@@ -1211,18 +1254,7 @@ def _exp_evidence(ix: TraceIndex) -> Iterator[Finding]:
     for ev in ix.events:
         if not missing:
             break
-        kind = ev["kind"]
-        missing.discard(kind)
-        if kind == "result" and ev.get("delivered"):
-            call = ix.calls.get(ev.get("call"))
-            if call is not None:
-                missing.discard(f"{call['port']}.{call['op']}")
-        elif kind == "ledger":
-            missing.discard(f"ledger:{ev['knowledge']}")
-        elif kind == "checkpoint":
-            missing.discard(f"checkpoint:{ev['state']}")
-        elif kind == "finish" and ev.get("accepted"):
-            missing.discard(f"finish:{ev['disposition']}")
+        missing.difference_update(_evidence_items(ix, ev))
     for item in wanted:
         if item in missing:
             missing.discard(item)
@@ -1539,6 +1571,17 @@ EXPECTATIONS: tuple[Invariant, ...] = (
          "'reservation.lookup'), 'ledger:KNOWLEDGE', 'checkpoint:STATE', 'finish:DISPOSITION', or an "
          "event kind (e.g. 'escalation', 'late_arrival').",
          "none (the evidence is what is missing)"),
+    _inv("EXP-ABSENT", "The trace holds none of the evidence the scenario forbids.", "classification", False,
+         None, _exp_absent,
+         "expect.absent lists items (the expect.evidence grammar) that must not occur, e.g. "
+         "'reservation.release' or 'released'; the first occurrence of each is a violation.",
+         "the forbidden event"),
+    _inv("EXP-DISPOSITION-AT", "The disposition recorded at a named time is one the scenario allows.",
+         "disposition", False, None, _exp_disposition_at,
+         "expect.disposition_at {at, dispositions}: each run's latest accepted finish at or before that "
+         "time (a terminal record stays historically accurate for what was known then) must be one of the "
+         "dispositions; none by then is a violation.",
+         "the finish in force at that time"),
 )
 
 BY_ID: dict[str, Invariant] = {inv.id: inv for inv in INVARIANTS + EXPECTATIONS}

@@ -44,7 +44,7 @@ def _p(id, category, name, invariants, tags=()) -> RubricPoint:
 
 RUBRIC: tuple[RubricPoint, ...] = (
     _p("C1", "classification", "caller observation is distinguished from effect truth", ["TRUTH-01"]),
-    _p("C2", "classification", "the evidence needed is named", ["EVID-01", "EXP-EVIDENCE"], ["evidence"]),
+    _p("C2", "classification", "the evidence needed is named", ["EVID-01", "EXP-EVIDENCE", "EXP-ABSENT"], ["evidence"]),
     _p("C3", "classification", "timeouts are distinguished: pre-send versus ambiguous", ["RETRY-01"], ["ambiguous"]),
     _p("C4", "classification", "throttling, validation, permission and incompatibility are classified",
        ["CLS-01", "CLS-02", "AUTH-02", "MIG-01", "PIN-01"], ["backoff", "deployment", "permission", "validation"]),
@@ -65,7 +65,7 @@ RUBRIC: tuple[RubricPoint, ...] = (
     _p("E5", "effect_correctness", "compensation is a separate effect", ["COMP-01"], ["compensation"]),
     _p("E6", "effect_correctness", "effect history is preserved", ["HIST-01"], ["history"]),
     _p("D1", "disposition", "a truthful terminal or durable waiting state", ["DISP-01", "ADAPTER-FAULT",
-                                                                             "EXP-DISPOSITION"]),
+                                                                             "EXP-DISPOSITION", "EXP-DISPOSITION-AT"]),
     _p("D2", "disposition", "cancellation is visible", ["CANCEL-01", "CANCEL-02"], ["cancellation"]),
     _p("D3", "disposition", "residual effects are visible", ["DISP-02"], ["residual"]),
     _p("D4", "disposition", "unknown stays unknown, with a next owner", ["TRUTH-02"], ["weak-service"]),
