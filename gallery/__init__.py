@@ -248,6 +248,11 @@ ENTRIES: tuple[Entry, ...] = (
     _entry(blindspots.PinNamesNewVersions, "pin-names-new-versions", "Deployment compatibility",
            "Pin means old code drains old runs under bounded operational ownership.",
            invariants=("PIN-01",), categories=("classification",)),
+    _entry(blindspots.LedgerOverService, "ledger-over-service", "Recovery when dependencies disagree",
+           "A local ledger can prove what FieldOps recorded, not current remote state.",
+           invariants=("TRUTH-01",), categories=("classification",),
+           note="matrix-ledger-confirmed-service-disagrees: an operator removed the hold while the worker "
+                "was down; the record it replays is no longer true."),
     # -------------------------------------------------------------- correct alternatives
     _entry(alternatives.EscalateEveryAmbiguity, "escalate-every-ambiguity", "Worked FieldOps recovery",
            "It records FAILED_EFFECT_UNKNOWN, names the operator escalation, and stops. Durability "

@@ -2,7 +2,8 @@
 docs/adapters.md, enforced as its own invariant (docs/invariants.md)."""
 from __future__ import annotations
 
-from reference_impl import ReferenceAdapter, inbox, matrix, migrations
+from harness.model import RunState
+from reference_impl import ReferenceAdapter, effects, inbox, matrix, migrations
 from reference_impl.behaviour import Behaviour
 from reference_impl.inbox import Absorbed
 from reference_impl.session import Session
@@ -107,3 +108,15 @@ class PinNamesNewVersions(ReferenceAdapter):
     as the ones to pin."""
 
     behaviour = Behaviour(compatibility=_pin_new_versions)
+
+
+async def _replay_recorded_confirmation(s, f, t) -> None:
+    """Advance the checkpoint on the ledger's CONFIRMED alone, whoever recorded it."""
+    await effects.commit(s, RunState.EFFECT_CONFIRMED)
+
+
+class LedgerOverService(ReferenceAdapter):
+    """A restarted worker that finds the reservation CONFIRMED in the ledger reports success
+    from that record alone, without verifying the hold at the service."""
+
+    behaviour = Behaviour(actions={"record_confirmed": _replay_recorded_confirmation})

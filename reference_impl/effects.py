@@ -511,6 +511,44 @@ async def _verify_release(s: Session, compensation: dict, row: matrix.Row, note:
     await commit(s, RunState.COMPENSATING)
 
 
+#: Reads a recovering worker makes to verify a confirmation an earlier owner recorded.
+VERIFY_READS = 3
+
+
+async def verify_recorded(s: Session, key: str) -> str | None:
+    """Verify a CONFIRMED entry an earlier owner recorded (AR-08 "Six crash points": recovery
+    finds CONFIRMED, verifies the effect). -> a description of the contradiction when the
+    authoritative read disagrees (the hold is released, or the key holds another intent, or a
+    strong read finds nothing) or cannot be made after a few tries, else None. A contradiction is recorded beside the confirmation (the entry
+    stays CONFIRMED: history is never rewritten)."""
+    entry = s.ledger[key]
+    profile = await s.describe(entry["service"])
+    read = read_request(entry, entry, profile)
+    if read is None:
+        return None
+    for n in range(1, VERIFY_READS + 1):
+        try:
+            response = await s.ports.service(entry["service"]).call(read.op, **read.args)
+            code, ref, as_of = interpret_read(read, response, entry, False)
+            break
+        except PortError as exc:
+            code, ref, as_of = exc.code, None, None
+            if n < VERIFY_READS:
+                await s.backoff(n, f"verify {entry['service']}.{read.op}")
+    else:
+        # the record cannot be verified now: what remains remotely is unknown, not confirmed
+        code = f"unverifiable ({code})"
+    if code == "found" or code == "in_flight" or (code == "negative" and profile["consistency"] != "strong"):
+        return None
+    now = await s.now()
+    s.reads.append(f"{read.label} -> {code} at {now}")
+    row = s.classify("read", "mismatch")
+    note = {"at": now, "read": read.label, "code": code, "as_of": as_of, "ref": ref}
+    await s.append(evolve(s, entry, _K.CONFIRMED, f"{row.name}: the ledger says CONFIRMED, {read.label} says {code}",
+                          reconciliation=[*entry["reconciliation"], _verdict(row, len(entry["attempts"]), note)]))
+    return f"the ledger records {entry['remote_ref']} CONFIRMED; {read.label} says {code}"
+
+
 def committed_before_first_attempt(entry: Mapping[str, Any], record: Mapping[str, Any] | None) -> bool:
     """The remote record under the entry's key predates the entry's first attempt: another run
     of the same intent (which shares the semantic key) committed it."""

@@ -82,6 +82,7 @@ class Session:
         #: the attempt ceiling, whose next attempt only a deliberate retry request admits.
         self.owed_backoff: dict[str, tuple[int, str, int]] = {}   # key -> (attempt, what, floor)
         self.backed_off: dict[str, int] = {}     # key -> the attempt whose backoff this worker keeps
+        self.contradiction: str | None = None    # the ledger and the authoritative read disagree
         self.started_at = 0
         self.finished = False
 
