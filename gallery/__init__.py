@@ -226,7 +226,8 @@ ENTRIES: tuple[Entry, ...] = (
            note="OWN-04 still passes: the finish names its next_owner; only the packet's content check "
                 "sees that the packet itself names no one."),
     _entry(blindspots.ConstantFence, "constant-fence", "Design the checkpoint as a recovery contract",
-           "External services that support fencing tokens can enforce the epoch.",
+           "External services that support fencing tokens can enforce the epoch; otherwise the adapter "
+           "must minimize the interval and reconcile any in-flight ambiguity.",
            invariants=("FENCE-01",), categories=("ownership",),
            note="Where the stale request arrives first the service's own fencing may still stop it; "
                 "matrix-stale-send-fencing-service shows the second hold it lets through."),
