@@ -87,7 +87,8 @@ def _reference_table():
     return TABLE
 
 
-from . import alternatives, authority, cancellation, identity, knowledge, ownership, recovery, retries  # noqa: E402
+from . import (alternatives, authority, blindspots, cancellation, identity, knowledge, ownership, recovery,  # noqa: E402
+               retries)
 
 _IDEMPOTENCY = "Specify semantic idempotency, not merely a key header"
 _TRAPS = "Common durability traps"
@@ -102,11 +103,11 @@ ENTRIES: tuple[Entry, ...] = (
            auto_fail="blind ambiguous retry"),
     _entry(retries.TimeoutAsPreSend, "timeout-as-pre-send", _DRILL,
            "The client deadline expired. It proves only that the client stopped waiting.",
-           invariants=("KNOW-02", "TRUTH-01", "EFF-01"),
-           categories=("classification", "effect_correctness"), gaps=("RETRY-01",),
-           note="The retry is as blind as blind-retry's, but it follows the adapter's own PROPOSED "
-                "record: RETRY-01 counts a ledger PROPOSED after the attempt as settling it even when "
-                "KNOW-02 finds that record unwarranted, so the blind retry escapes the automatic failure."),
+           invariants=("RETRY-01", "KNOW-02", "TRUTH-01", "EFF-01"),
+           categories=("classification", "effect_correctness"), auto_fail="blind ambiguous retry",
+           note="The retry follows the adapter's own PROPOSED record. Warrant is judged on what the "
+                "adapter saw (an indefinite timeout), never on what it wrote down: a recorded absence "
+                "counts only when that record was itself warranted, so the retry is blind (RETRY-01)."),
     _entry(knowledge.DeadlineAsFailure, "deadline-as-failure", "Effect ledger and semantic identity",
            "The ledger never upgrades SENT_UNKNOWN to failure because a deadline elapsed.",
            invariants=("KNOW-02", "TRUTH-01"), categories=("classification",)),
@@ -216,6 +217,43 @@ ENTRIES: tuple[Entry, ...] = (
            "Cancellation theater: cancelling local compute while leaving a remote effect unresolved is "
            "not complete cancellation.",
            invariants=("TRUTH-02", "TRUTH-01"), categories=("disposition", "classification")),
+    # -------------------------------------------------------------- rules enforced by their own invariant
+    _entry(blindspots.PacketWithoutOwner, "packet-without-owner", "Operate the recovery system",
+           "The recovery surface should answer: what is the run trying to do, who owns it, what state is "
+           "durable, which effects are known, which are ambiguous, what authority is live, what deadline "
+           "remains, and what actions are permitted now?",
+           invariants=("PKT-01",), categories=("ownership",),
+           note="OWN-04 still passes: the finish names its next_owner; only the packet's content check "
+                "sees that the packet itself names no one."),
+    _entry(blindspots.ConstantFence, "constant-fence", "Design the checkpoint as a recovery contract",
+           "External services that support fencing tokens can enforce the epoch; otherwise the adapter "
+           "must minimize the interval and reconcile any in-flight ambiguity.",
+           invariants=("FENCE-01",), categories=("ownership",),
+           note="Where the stale request arrives first the service's own fencing may still stop it; "
+                "matrix-stale-send-fencing-service shows the second hold it lets through."),
+    _entry(blindspots.SentUnknownOnce, "sent-unknown-once", "Six crash points in one reservation",
+           "After send, before remote commit is known. The ledger becomes SENT_UNKNOWN.",
+           invariants=("PREP-02",), categories=("effect_correctness",)),
+    _entry(blindspots.FixedJitter, "fixed-jitter", "Classify before retrying",
+           "Throttling uses coordinated backoff and seeded jitter.",
+           invariants=("JIT-01",), categories=("ownership",)),
+    _entry(blindspots.SilentDuplicates, "silent-duplicates", "Failure-injection workshop",
+           "For duplicate input, deliver the same event twice. Expect one transition and an auditable "
+           "duplicate disposition.",
+           invariants=("EVT-02",), categories=("effect_correctness",)),
+    _entry(blindspots.RetryAfterForgottenOnRestart, "retry-after-forgotten-on-restart", "Classify before retrying",
+           "Throttling uses coordinated backoff and seeded jitter.",
+           invariants=("CLS-02",), categories=("classification",),
+           note="matrix-throttling-restart: the retry-after was recorded in the ledger before the crash, "
+                "so it binds the replacement as it bound the worker that saw it."),
+    _entry(blindspots.PinNamesNewVersions, "pin-names-new-versions", "Deployment compatibility",
+           "Pin means old code drains old runs under bounded operational ownership.",
+           invariants=("PIN-01",), categories=("classification",)),
+    _entry(blindspots.LedgerOverService, "ledger-over-service", "Recovery when dependencies disagree",
+           "A local ledger can prove what FieldOps recorded, not current remote state.",
+           invariants=("TRUTH-01",), categories=("classification",),
+           note="matrix-ledger-confirmed-service-disagrees: an operator removed the hold while the worker "
+                "was down; the record it replays is no longer true."),
     # -------------------------------------------------------------- correct alternatives
     _entry(alternatives.EscalateEveryAmbiguity, "escalate-every-ambiguity", "Worked FieldOps recovery",
            "It records FAILED_EFFECT_UNKNOWN, names the operator escalation, and stops. Durability "

@@ -102,6 +102,15 @@ def _score(o: Outcome) -> str:
     return f"{o.card.total}/{o.card.max}" + (" (auto-fail)" if o.card.auto_fail else "")
 
 
+def _caught_by(o: Outcome) -> str:
+    """Whether a generic invariant catches the adapter, or only scenario expectations."""
+    caught = o.caught()
+    generic = [inv for inv in caught if not inv.startswith("EXP-")]
+    if generic:
+        return "generic invariant"
+    return "scenario expectation only" if caught else "nothing"
+
+
 def render_matrix(outcomes: list[Outcome]) -> str:
     codes = _codes()
     lib = library()
@@ -121,15 +130,19 @@ def render_matrix(outcomes: list[Outcome]) -> str:
         "",
         "## Summary",
         "",
-        "| adapter | kind | score | automatic failure | expected invariants | caught (safety) | categories losing points |",
-        "|---|---|---|---|---|---|---|",
+        "The *caught by* column says whether a generic invariant (computed from the trace alone, so it "
+        "holds for any scenario and any generated schedule) catches a mistake, or only a scenario's "
+        "expectations do.",
+        "",
+        "| adapter | kind | score | automatic failure | expected invariants | caught by | caught (safety) | categories losing points |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
         kind = "control" if o.entry is None else ("correct alternative" if o.entry.correct else "mistake")
         expected_inv = ", ".join(o.entry.invariants) if o.entry else ""
         safety = ", ".join(o.safety_violations()) or "none"
         lines.append(f"| `{o.adapter}` | {kind} | {_score(o)} | {'; '.join(o.card.auto_fail) or '-'} | "
-                     f"{expected_inv or '-'} | {safety} | {', '.join(o.categories()) or '-'} |")
+                     f"{expected_inv or '-'} | {_caught_by(o)} | {safety} | {', '.join(o.categories()) or '-'} |")
     lines += ["", "## Adapters x invariants", "",
               "| adapter | " + " | ".join(f"{c}{'*' if c in SAFETY else ''}" for c in columns) + " |",
               "|---|" + "---|" * len(columns)]

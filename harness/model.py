@@ -164,7 +164,8 @@ KNOWLEDGE_TRANSITIONS: Mapping[Knowledge | None, frozenset[Knowledge]] = {
 }
 #: The evidence a move into a state needs (the warrant rule, checked against port results).
 KNOWLEDGE_EVIDENCE: Mapping[tuple[Knowledge | None, Knowledge], str] = {
-    (_K.SENT_UNKNOWN, _K.PROPOSED): "definite pre-send failure of every attempt",
+    (_K.SENT_UNKNOWN, _K.PROPOSED): "definite pre-send failure of every attempt, or authoritative absence "
+                                    "(the correction before a redispatch under the same key)",
     (_K.PROPOSED, _K.CONFIRMED): "authoritative positive read or accepted response",
     (_K.SENT_UNKNOWN, _K.CONFIRMED): "authoritative positive read or accepted response",
     (_K.PROPOSED, _K.REJECTED): "no attempt ever left the worker",

@@ -19,8 +19,9 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from .errors import InvalidScenario
+from .events import BY_NAME as KIND_NAMES
 from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, RUBRIC_POINT_IDS, SERVICE_OPS, Knowledge, RunState
-from .services import PROFILE_DEFAULTS
+from .services import PROFILE_DEFAULTS, profile_conflicts
 
 # --------------------------------------------------------------------------- time
 _CLOCK = re.compile(r"^(\d{1,2}):([0-5]\d)(?::([0-5]\d)(?:\.(\d{1,3}))?)?$")
@@ -230,21 +231,16 @@ RULE_FIELDS: Mapping[str, frozenset[str]] = {
 RULE_ACTION = {"faults": "fault", "crashes": "crash", "pauses": "pause"}
 MATCH_FIELDS = frozenset({"port", "op", "nth", "worker", "run", "from", "until", "knowledge", "state",
                           "appends", "disposition"})
-EXPECT_FIELDS = frozenset({"dispositions", "remote_effects", "evidence", "violations", "verdict", "rules"})
+EXPECT_FIELDS = frozenset({"dispositions", "remote_effects", "evidence", "absent", "disposition_at", "violations",
+                           "verdict", "rules"})
 #: ``expect.rules.<expectation>``: the rubric point a miss costs and the passage that justifies it.
 EXPECT_RULE_FIELDS = ("point", "source", "quote")
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,79}$"
 TAG_PATTERN = r"^[^\s](?:[^\n]{0,58}[^\s])?$"
 INVARIANT_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 
-#: Every event kind a trace holds (docs/trace.md); ``expect.evidence`` may name any of them.
-TRACE_KINDS = frozenset({
-    "header", "end", "call", "result", "lease", "checkpoint", "checkpoint_rejected",
-    "approval_requested", "escalation", "finish", "ledger", "effect", "replayed", "refused", "released",
-    "dropped", "response_lost", "late_arrival", "late_rejected", "duplicate_delivery", "proxy_retry",
-    "server_error", "other_actor_rejected", "fault", "crash", "pause", "resume", "start", "stop",
-    "takeover", "adapter_fault", "restart_budget_exhausted", "deliver", "approval_granted",
-}) | EVENT_TYPES
+#: Every event kind a trace holds (harness.events, docs/trace.md); ``expect.evidence`` may name any of them.
+TRACE_KINDS = frozenset(KIND_NAMES) | EVENT_TYPES
 #: ``expect.evidence`` items: what the trace must contain besides the generic invariants.
 EVIDENCE_FORMS = {
     "<port>.<op>": "a port call of this operation whose result reached the worker (reservation.lookup)",
@@ -533,7 +529,7 @@ def from_dict(doc: Any, *, file: str | None = None) -> Scenario:
     run_ids = [r.id for r in runs]
     events = _read_events(rd, doc, services, run_ids, at, origin, horizon)
     rules = _read_rules(rd, doc, services, run_ids, at)
-    expect = _read_expect(rd, doc, services, run_ids)
+    expect = _read_expect(rd, doc, services, run_ids, at)
     env = dict(DEFAULT_ENV)
     if "env" in doc:
         env_doc = rd.mapping(doc, "env", "env", frozenset(DEFAULT_ENV))
@@ -575,6 +571,8 @@ def _read_services(rd: _Reader, doc: dict) -> dict[str, dict]:
                 merged[target] = rd.get(prof, key, path, _string_list)
             else:
                 merged[target] = rd.get(prof, key, path, _string)
+        for knob, why in profile_conflicts(name, merged):
+            rd.fail(prof, knob if knob in prof else next(iter(prof)), _join(path, knob), why)
         if merged.get("consistency") == "strong" and merged.get("lag_ms"):
             rd.fail(prof, "lag", f"{path}.lag", "a lag needs consistency: eventual; set it or drop the lag")
         services[name] = merged
@@ -784,7 +782,7 @@ def _read_rules(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at) 
     return tuple(rules)
 
 
-def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str]) -> dict:
+def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at: Callable[[Any], int]) -> dict:
     if "expect" not in doc:
         return {}
     e = rd.mapping(doc, "expect", "expect", EXPECT_FIELDS)
@@ -802,6 +800,21 @@ def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str]) -> 
         items = rd.items(e, "evidence", "expect.evidence")
         out["evidence"] = [rd.get(items, i, "expect.evidence", lambda v: _evidence(v, services))
                            for i in range(len(items))]
+    if "absent" in e:
+        items = rd.items(e, "absent", "expect.absent")
+        out["absent"] = [rd.get(items, i, "expect.absent", lambda v: _evidence(v, services))
+                         for i in range(len(items))]
+    if "disposition_at" in e:
+        d = rd.mapping(e, "disposition_at", "expect.disposition_at", frozenset({"at", "dispositions"}))
+        for need in ("at", "dispositions"):
+            if need not in d:
+                rd.fail(e, "disposition_at", f"expect.disposition_at.{need}",
+                        "give both 'at' (a clock time) and 'dispositions' (the allowed list)")
+        items = rd.items(d, "dispositions", "expect.disposition_at.dispositions")
+        out["disposition_at"] = {
+            "at_ms": rd.get(d, "at", "expect.disposition_at", at),
+            "dispositions": [rd.get(items, i, "expect.disposition_at.dispositions",
+                                    _choice(DISPOSITIONS, "disposition")) for i in range(len(items))]}
     if "violations" in e:
         items = rd.items(e, "violations", "expect.violations")
         out["violations"] = [rd.get(items, i, "expect.violations",
@@ -1112,6 +1125,9 @@ def schema_document() -> dict:
     expect = obj({"dispositions": {"type": "array", "minItems": 1, "items": {"enum": sorted(DISPOSITIONS)}},
                   "remote_effects": remote_effects,
                   "evidence": {"type": "array", "items": evidence},
+                  "absent": {"type": "array", "items": evidence},
+                  "disposition_at": obj({"at": time, "dispositions": {"type": "array", "minItems": 1,
+                                                                      "items": {"enum": sorted(DISPOSITIONS)}}}),
                   "violations": {"type": "array", "items": {"type": "string", "pattern": INVARIANT_PATTERN}},
                   "verdict": {"enum": list(VERDICTS)}})
     rule = obj({"point": {"enum": list(RUBRIC_POINT_IDS)}, "source": text, "quote": text}, EXPECT_RULE_FIELDS)

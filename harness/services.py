@@ -55,6 +55,17 @@ PROFILE_CHOICES = {
 }
 
 
+def profile_conflicts(kind: str, profile: dict) -> list[tuple[str, str]]:
+    """Knob combinations a service could not honour as ``describe()`` states them:
+    (knob, why and what to do). The scenario loader refuses them."""
+    out = []
+    if kind == "reservation" and profile.get("lookup") == "by_key" and profile.get("idempotency") == "none":
+        out.append(("lookup", "lookup: by_key needs a key index, and idempotency: none keeps none (the lookup "
+                              "could never find a hold); use idempotency: key_only or semantic, or lookup: "
+                              "by_incident_slot or none"))
+    return out
+
+
 @dataclass(slots=True)
 class Record:
     """One remote effect as the service holds it."""

@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 
 from hypothesis import strategies as st
 
-from .model import PLATFORM_PORTS, SERVICE_OPS
+from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS
 
 #: Transport faults drawn on service calls (each with its own send boundary).
 SERVICE_FAULTS = ("refused", "timeout_before_send", "drop_request", "lost_response", "late_arrival",
@@ -80,6 +80,16 @@ def service_faults(services: Iterable[str], calls: Sequence[Call] = ()) -> st.Se
     return st.one_of(st.builds(fault, st.sampled_from(made), st.sampled_from(SERVICE_FAULTS), delays), anywhere)
 
 
+def conflicts(services: Iterable[str], calls: Sequence[Call] = ()) -> st.SearchStrategy[dict]:
+    """An injected 409 (conflict_in_flight: the same key is executing elsewhere) on an effect call."""
+    ops = [(svc, op) for svc in sorted(services) for op in sorted(SERVICE_OPS[svc])
+           if op in EFFECT_OPS.get(svc, ())]
+    made = sorted({(p, o, n) for p, o, n in calls if (p, o) in set(ops)}) or [(*t, 1) for t in ops]
+    return st.builds(lambda target: {"match": {"port": target[0], "op": target[1], "nth": target[2]},
+                                     "fault": "error", "code": "conflict_in_flight"},
+                     st.sampled_from(made))
+
+
 def store_faults() -> st.SearchStrategy[dict]:
     return st.builds(
         lambda target, nth: {"match": {"port": target[0], "op": target[1], "nth": nth}, "fault": "unavailable"},
@@ -87,25 +97,33 @@ def store_faults() -> st.SearchStrategy[dict]:
 
 
 #: Input events drawn on top of a base: a user's cancellation, an operator's deliberate retry
-#: (one fixed event id, so its copies are duplicates of one intent), a late manual approval.
-INPUT_EVENTS = ("cancel", "retry", "approve")
+#: (one fixed event id, so its copies are duplicates of one intent), a late manual approval, a
+#: stray completion callback (duplicated, it is a duplicate callback).
+INPUT_EVENTS = ("cancel", "retry", "approve", "callback")
 #: Base events whose delivery can be duplicated (the same event id delivered again).
 DUPLICABLE = frozenset({"cancel", "callback", "operator_answer", "retry", "deny", "event"})
 
 
 def input_events(run_ids: Sequence[str], horizon_ms: int) -> st.SearchStrategy[dict]:
     """Input events, duplicated and reordered: the same event id delivered more than once, at a
-    time inside the first half of the base's clock (so recovery has time to react)."""
+    time inside the first half of the base's clock (so recovery has time to react), or late in
+    the second half, when the run is usually terminal (a post-terminal event must rewrite no
+    history)."""
     def event(kind, run, at, dups, gap):
         ev = {"at": f"{at}ms", "type": kind, "run": run}
         if kind == "retry":
             ev.update(event_id="retry-generated", producer="operator")
+        if kind == "callback":
+            ev.update(event_id="callback-generated", producer="reservation")
         if kind != "approve":
             ev.update(duplicates=dups, duplicate_after=f"{gap}ms")
         return ev
 
+    half = max(1, horizon_ms // 2 - 1)
+    early = st.integers(0, half)
+    late = st.integers(half + 1, max(half + 1, horizon_ms - 60_000))
     return st.builds(event, st.sampled_from(INPUT_EVENTS), st.sampled_from(list(run_ids)),
-                     st.integers(0, max(1, horizon_ms // 2 - 1)), st.integers(0, 2), st.integers(0, 30_000))
+                     st.one_of(early, late), st.integers(0, 2), st.integers(0, 30_000))
 
 
 @st.composite
@@ -130,7 +148,8 @@ def schedules(draw, base: dict, calls: Sequence[Call] | None = None, *, max_cras
     run_ids = [r.get("id", f"run-{i + 1}") for i, r in enumerate(doc.get("runs", []))] or ["run-1"]
     doc["crashes"] = list(doc.get("crashes") or []) + draw(st.lists(boundaries(points), max_size=max_crashes))
     doc["faults"] = list(doc.get("faults") or []) + draw(
-        st.lists(st.one_of(service_faults(services, points), store_faults()), max_size=max_faults))
+        st.lists(st.one_of(service_faults(services, points), store_faults(), conflicts(services, points)),
+                 max_size=max_faults))
     if pauses_allowed:
         doc["pauses"] = list(doc.get("pauses") or []) + draw(st.lists(pauses(points), max_size=1))
     if events_allowed:

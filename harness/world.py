@@ -725,11 +725,11 @@ class World:
         gap = int(data.pop("duplicate_after_ms", 0))
         event_id = data.pop("event_id", None)
         producer_seq = data.pop("producer_seq", None)
+        producer = data.pop("producer", "user")     # every copy keeps the declared producer
         if event_id is None:
             self._event_ids += 1
             event_id = f"ev-{self._event_ids}"
         for copy in range(copies):
             if copy and gap:
                 yield self.env.timeout(gap)
-            self.deliver(run, etype, data, producer=data.pop("producer", "user") if copy == 0
-                         else "user", event_id=event_id, producer_seq=producer_seq)
+            self.deliver(run, etype, data, producer=producer, event_id=event_id, producer_seq=producer_seq)

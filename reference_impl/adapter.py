@@ -186,6 +186,15 @@ async def dispatch_primary(s: Session, f: Facts, t: Transition) -> None:
         n, what, floor = owed
         await s.backoff(n, what, floor, s.record.deadline)
         return
+    retry_at = f.primary.retry_at
+    if retry_at is not None and s.backed_off.get(f.primary.key) != f.primary.attempts:
+        now = await s.now()
+        if now < retry_at:
+            # a retry-after (or backoff) recorded in the ledger binds every worker of the run,
+            # not only the one that saw it: a restarted worker waits it out, then observes again
+            await s.backoff(f.primary.attempts, f"recorded retry-after {s.ledger[f.primary.key]['service']}",
+                            retry_at - now, s.record.deadline)
+            return
     claim = f.pending_retry if f.primary.attempts >= f.primary.ceiling else None
     await effects.dispatch(s, f.primary.key, retry_id=claim)
 
@@ -196,7 +205,15 @@ async def reconcile_primary(s: Session, f: Facts, t: Transition) -> None:
 
 async def record_confirmed(s: Session, f: Facts, t: Transition) -> None:
     """The ledger holds the confirmed effect (every intent field was verified before it
-    was appended); advance the checkpoint and replay the result, never the effect."""
+    was appended); advance the checkpoint and replay the result, never the effect. A
+    confirmation an earlier owner recorded is verified first: when the service now
+    disagrees, the conflict is escalated under a named owner, never resolved by choosing
+    the convenient source (AR-08 "Recovery when dependencies disagree")."""
+    if s.ledger[f.primary.key]["lease_epoch"] != s.epoch:
+        s.contradiction = await effects.verify_recorded(s, f.primary.key)
+        if s.contradiction is not None:
+            await finish_run(s, s.classify("read", "mismatch"))
+            return
     await effects.commit(s, _S.EFFECT_CONFIRMED)
 
 
@@ -245,7 +262,7 @@ def truthful_disposition(s: Session) -> RunState:
     primary = fact_of(entry) if entry else None
     if primary is None or primary.nothing_landed or primary.knowledge is _K.COMPENSATED:
         return _S.CANCELLED_NO_EFFECT if cancelled else _S.FAILED_NO_EFFECT
-    if primary.knowledge is _K.CONFIRMED:
+    if primary.knowledge is _K.CONFIRMED and s.contradiction is None:
         return _S.CANCELLED_EFFECT_REMAINS if cancelled else _S.SUCCEEDED
     return _S.CANCELLED_EFFECT_UNKNOWN if cancelled else _S.FAILED_EFFECT_UNKNOWN
 

@@ -337,10 +337,13 @@ async def dispatch(s: Session, key: str, retry_id: str | None = None) -> None:
     await s.append(sent)
     await commit(s, IN_FLIGHT_STATE[role])          # the last lease-checked write before the send
     error: PortError | None = None
+    shared = False
     try:
         response = await s.send(entry["service"], entry["operation"],
                                 effect_request(sent, profile, s.epoch))
         code, ref = interpret_response(sent, response)
+        shared = (role is Role.PRIMARY and code == "accepted" and response.get("replayed") is True
+                  and committed_before_first_attempt(sent, response))
     except PortError as exc:
         error, (code, ref) = exc, (exc.code, None)
     row = s.classify("dispatch", code)
@@ -349,6 +352,8 @@ async def dispatch(s: Session, key: str, retry_id: str | None = None) -> None:
     observation = {"attempt": n, "at": await s.now(), "code": code, "row": row.name,
                    "definite": error.definite if error else True,
                    "retry_after_ms": error.details.get("retry_after_ms") if error else None}
+    if error is None and shared:
+        observation["shared"] = True
     await _record_dispatch(s, sent, role, row, observation, ref)
     fact = fact_of(s.ledger[key])
     next_at = observation["at"] + retry_delay(n, observation["retry_after_ms"])
@@ -356,6 +361,7 @@ async def dispatch(s: Session, key: str, retry_id: str | None = None) -> None:
         # a retry that fits before the deadline follows its backoff; one that does not is
         # never sent (the decision table stops the run: deadline_passed)
         what, floor = f"{row.name} {entry['service']}.{entry['operation']}", observation["retry_after_ms"] or 0
+        s.backed_off[key] = n
         if n < fact.ceiling:
             await s.backoff(n, what, floor, s.record.deadline)
         else:
@@ -414,6 +420,7 @@ async def reconcile(s: Session, key: str) -> None:
     verifying_release = role is Role.COMPENSATION
     read = read_request(entry, target, profile)
     ref = as_of = None
+    shared = False
     if read is None:
         code = "no_read"
     else:
@@ -421,6 +428,10 @@ async def reconcile(s: Session, key: str) -> None:
             response = await s.ports.service(entry["service"]).call(read.op, **read.args)
             code, ref, as_of = interpret_read(read, response, target, verifying_release)
             s.read_failures = 0
+            if code == "found" and role is Role.PRIMARY:
+                found = [r for r in response.get("records") or [response.get("record")]
+                         if isinstance(r, dict) and r.get("ref") == ref]
+                shared = bool(found) and committed_before_first_attempt(entry, found[0])
         except PortError as exc:
             code = exc.code
             s.read_failures += 1
@@ -433,6 +444,8 @@ async def reconcile(s: Session, key: str) -> None:
     s.reads.append(f"{read.label if read else 'no read'} -> {code} at {now}")
     n = len(entry["attempts"])
     note = {"at": now, "read": read.label if read else None, "code": code, "as_of": as_of, "ref": ref}
+    if shared:
+        note["shared"] = True
     if role is Role.COMPENSATION and entry["knowledge"] == _K.CONFIRMED.value:
         await _verify_release(s, entry, row, note)
         return
@@ -498,6 +511,56 @@ async def _verify_release(s: Session, compensation: dict, row: matrix.Row, note:
     await commit(s, RunState.COMPENSATING)
 
 
+#: Reads a recovering worker makes to verify a confirmation an earlier owner recorded.
+VERIFY_READS = 3
+
+
+async def verify_recorded(s: Session, key: str) -> str | None:
+    """Verify a CONFIRMED entry an earlier owner recorded (AR-08 "Six crash points": recovery
+    finds CONFIRMED, verifies the effect). -> a description of the contradiction when the
+    authoritative read disagrees (the hold is released, or the key holds another intent, or a
+    strong read finds nothing) or cannot be made after a few tries, else None. A contradiction is recorded beside the confirmation (the entry
+    stays CONFIRMED: history is never rewritten)."""
+    entry = s.ledger[key]
+    profile = await s.describe(entry["service"])
+    read = read_request(entry, entry, profile)
+    if read is None:
+        return None
+    for n in range(1, VERIFY_READS + 1):
+        try:
+            response = await s.ports.service(entry["service"]).call(read.op, **read.args)
+            code, ref, as_of = interpret_read(read, response, entry, False)
+            break
+        except PortError as exc:
+            code, ref, as_of = exc.code, None, None
+            if n < VERIFY_READS:
+                await s.backoff(n, f"verify {entry['service']}.{read.op}")
+    else:
+        # the record cannot be verified now: what remains remotely is unknown, not confirmed
+        code = f"unverifiable ({code})"
+    if code == "found" or code == "in_flight" or (code == "negative" and profile["consistency"] != "strong"):
+        return None
+    now = await s.now()
+    s.reads.append(f"{read.label} -> {code} at {now}")
+    row = s.classify("read", "mismatch")
+    note = {"at": now, "read": read.label, "code": code, "as_of": as_of, "ref": ref}
+    await s.append(evolve(s, entry, _K.CONFIRMED, f"{row.name}: the ledger says CONFIRMED, {read.label} says {code}",
+                          reconciliation=[*entry["reconciliation"], _verdict(row, len(entry["attempts"]), note)]))
+    return f"the ledger records {entry['remote_ref']} CONFIRMED; {read.label} says {code}"
+
+
+def committed_before_first_attempt(entry: Mapping[str, Any], record: Mapping[str, Any] | None) -> bool:
+    """The remote record under the entry's key predates the entry's first attempt: another run
+    of the same intent (which shares the semantic key) committed it."""
+    committed = (record or {}).get("committed_at")
+    attempts = entry["attempts"]
+    return isinstance(committed, int) and bool(attempts) and committed < attempts[0]["at"]
+
+
+def caused_elsewhere(entry: Mapping[str, Any]) -> bool:
+    return any(o.get("shared") for o in [*entry["observations"], *entry["reconciliation"]])
+
+
 async def compensate(s: Session) -> matrix.Row | None:
     """Cancellation after commit: prepare a separate, separately authorized release, and
     link it to the original (CONFIRMED -> COMPENSATION_PROPOSED). Resumable: a worker that
@@ -508,6 +571,10 @@ async def compensate(s: Session) -> matrix.Row | None:
     if not profile.get("compensation", False):
         return s.classify("compensation", "not_supported")
     entry = entry_of(s, Role.COMPENSATION)
+    if entry is None and caused_elsewhere(original):
+        # a run compensates only what it caused: an effect it shares with another run of the
+        # same intent is escalated, never released from under the run that reports it
+        return s.classify("compensation", "shared")
     if entry is None:
         version = rec.contract["canonicalization_version"]
         proposal = {"tenant": rec.tenant, "principal": rec.principal,

@@ -49,14 +49,29 @@ def _effect_panel(s: Session) -> list[dict]:
     return panel
 
 
-def _recommendation(row: matrix.Row, disposition: RunState, unresolved: list[dict]) -> tuple[dict, list[dict]]:
+def _recommendation(row: matrix.Row, disposition: RunState, unresolved: list[dict],
+                    can_release: bool) -> tuple[dict, list[dict]]:
     claim = DISPOSITION_EFFECT_CLAIM.get(disposition, "unknown")
     if unresolved:
         first = unresolved[0]
+        if first["authoritative_read"] == "none":
+            # the service has no read that identifies the effect: recommending one would send
+            # the operator to a query that does not exist
+            return ({"action": "STOP", "effect": "unknown", "semantic_key": first["semantic_key"],
+                     "reason": f"{first['service']} offers no read that identifies the effect"},
+                    [{"action": "MARK_EXTERNAL_REFERENCE", "requires": "independent verification"}])
         return ({"action": "RECONCILE", "query": f"{first['service']}.{first['authoritative_read']}",
                  "semantic_key": first["semantic_key"], "expected": ["found", "absent", "unavailable"]},
                 [{"action": "STOP", "effect": "unknown"},
                  {"action": "MARK_EXTERNAL_REFERENCE", "requires": "independent verification"}])
+    if row.name == "shared_effect":
+        return ({"action": "STOP", "effect": "remains",
+                 "reason": "another run of the same intent caused the effect and may still report it"},
+                [{"action": "COMPENSATE", "proposal": "release of the shared effect",
+                  "requires": "agreement of the run that caused it and coordinator authority"}])
+    if disposition in (RunState.CANCELLED_EFFECT_REMAINS, RunState.FAILED_EFFECT_REMAINS) and not can_release:
+        return ({"action": "STOP", "effect": "remains", "reason": "the service cannot release it"},
+                [{"action": "NEW_REQUEST", "requires": "the service owner corrects the effect by hand"}])
     if disposition in (RunState.CANCELLED_EFFECT_REMAINS, RunState.FAILED_EFFECT_REMAINS):
         return ({"action": "COMPENSATE", "proposal": "release of the remaining effect",
                  "requires": "coordinator authority for the release"},
@@ -80,7 +95,9 @@ def build(s: Session, *, row: matrix.Row, disposition: RunState, next_owner: str
         fact = fact_of(primary)
         attempts_remaining = max(0, fact.ceiling - fact.attempts)
     authority = s.authority or {}
-    recommended, alternatives = _recommendation(row, disposition, unresolved)
+    profile = s.profiles.get((rec.intake or {}).get("service")) or {}
+    recommended, alternatives = _recommendation(row, disposition, unresolved,
+                                                profile.get("compensation") is not False)
     return {
         "header": {"run_id": rec.run_id, "tenant": rec.tenant, "goal": _goal(rec.intake),
                    "consequence": CONSEQUENCE.get((rec.intake or {}).get("service"), "external effect"),

@@ -81,6 +81,8 @@ class Session:
         #: Backoffs this worker owes before its next attempt of a key: a retryable failure at
         #: the attempt ceiling, whose next attempt only a deliberate retry request admits.
         self.owed_backoff: dict[str, tuple[int, str, int]] = {}   # key -> (attempt, what, floor)
+        self.backed_off: dict[str, int] = {}     # key -> the attempt whose backoff this worker keeps
+        self.contradiction: str | None = None    # the ledger and the authoritative read disagree
         self.started_at = 0
         self.finished = False
 

@@ -202,7 +202,10 @@ def test_without_a_read_an_ambiguous_outcome_stays_unknown_and_is_never_retried(
     assert [e["knowledge"] for e in end["effects"]] == ["SENT_UNKNOWN"]
     packet = escalations(result)[0]["packet"]
     assert packet["effects"][0]["authoritative_read"] == "none"
-    assert packet["recommended"]["action"] == "RECONCILE"
+    # no read exists, so the packet recommends none: STOP with the effect unknown, and an
+    # independent verification as the alternative
+    assert packet["recommended"]["action"] == "STOP" and packet["recommended"]["effect"] == "unknown"
+    assert [a["action"] for a in packet["alternatives"]] == ["MARK_EXTERNAL_REFERENCE"]
 
 
 def test_notification_stays_unknown_and_the_disposition_stays_about_the_reservation():
@@ -651,3 +654,19 @@ def test_a_retry_after_past_the_deadline_stops_without_resending():
     end = finishes(result)[-1]
     assert end["disposition"] == "FAILED_NO_EFFECT" and end["t"] <= 120_000
     assert ledger(result)[-1]["entry"]["knowledge"] == "REJECTED"
+
+
+def test_a_cancelled_resubmission_escalates_the_shared_hold_instead_of_releasing_it():
+    """A run compensates only what it caused: the hold run-82b created (and reports) is
+    found by run-82 under the shared key, committed before run-82's first attempt."""
+    result = run("shared_hold")
+    assert not events(result, "remote", "released")
+    assert not [c for c in calls(result, "reservation", "release")]
+    last = {f["run"]: f for f in finishes(result)}
+    assert last["run-82b"]["disposition"] == "SUCCEEDED"
+    assert last["run-82"]["disposition"] == "CANCELLED_EFFECT_REMAINS"
+    assert last["run-82"]["next_owner"] == "operator"
+    packet = [e for e in events(result, "run", "escalation") if e["run"] == "run-82"][-1]["packet"]
+    assert packet["classification"]["row"] == "shared_effect" and packet["recommended"]["action"] == "STOP"
+    from harness.checks import check_trace
+    assert check_trace(result.events).verdict == "pass"

@@ -43,7 +43,7 @@ def test_late_arrival_lands_after_the_timeout():
 
 
 def test_duplicate_delivery_runs_twice_without_idempotency():
-    sc = scenario(services={"reservation": {"idempotency": "none"}},
+    sc = scenario(services={"reservation": {"idempotency": "none", "lookup": "none"}},
                   faults=[{"match": {"port": "reservation", "op": "reserve"}, "fault": "duplicate_delivery"}])
     result = run(sc)
     assert [e["cause"] for e in effects(result)] == ["adapter", "duplicate_delivery"]
@@ -57,7 +57,7 @@ def test_duplicate_delivery_collapses_under_semantic_idempotency():
 
 
 def test_proxy_retries_amplify_a_5xx_unless_the_caller_owns_retries():
-    sc = scenario(services={"reservation": {"idempotency": "none", "proxy_retries": 2}},
+    sc = scenario(services={"reservation": {"idempotency": "none", "lookup": "none", "proxy_retries": 2}},
                   faults=[{"match": {"port": "reservation", "op": "reserve"}, "fault": "server_error_after"}])
     result = run(sc)
     assert [e["cause"] for e in effects(result)] == ["adapter", "proxy_retry", "proxy_retry"]

@@ -13,8 +13,9 @@ Strengths, strongest first:
   error that certainly did not take effect);
 * ``authoritative``: the worker saw an identifying read (lookup by key, search compared on
   every intent field, version read, job status) that settles it;
-* ``durable``: the ledger recorded a resolution after the dispatch (its own warrant is
-  checked where it was appended);
+* ``durable``: the ledger recorded a resolution after the dispatch; a recorded absence
+  counts only when that append was itself warranted by what its worker observed
+  (:func:`warranted_absence`);
 * ``weak``: only a read that cannot settle it (eventually consistent and too early, past
   the key-retention horizon, on a service without a key index, a record whose intent
   differs, a job still running, an ``already_exists`` answer);
@@ -234,7 +235,7 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
                 break
             if s > since:
                 k = e["knowledge"]
-                if k in ABSENT_KNOWLEDGE:
+                if k in ABSENT_KNOWLEDGE and warranted_absence(ix, run, e):
                     durable = Finding(state="absent", strength="durable", cites=(s,),
                                       why=f"the ledger recorded {k}")
                 elif k in PRESENT_KNOWLEDGE:
@@ -254,6 +255,20 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
                 return Finding(state="present", strength="callback", cites=(s,),
                                why="only a completion callback")
     return NOTHING
+
+
+def warranted_absence(ix: TraceIndex, run: RunIndex, e: dict) -> bool:
+    """Whether the ledger append ``e`` (PROPOSED or REJECTED) rested on what its worker had
+    observed: every earlier dispatch of its key settled absent (a definite error, an
+    authoritative read). What an adapter wrote down is never evidence by itself: an entry
+    recorded after an indefinite answer settles nothing for anyone."""
+    memo = ix.memo.setdefault("absence_warrant", {})
+    found = memo.get(e["seq"])
+    if found is None:
+        before = e.get("call") if isinstance(e.get("call"), int) else e["seq"]
+        mode = "claim" if e["knowledge"] == "REJECTED" else "redispatch"
+        found = memo[e["seq"]] = absence(ix, run, e["key"], e["worker"], before, mode)[0]
+    return found
 
 
 def presence(ix: TraceIndex, run: RunIndex, key, worker: str, before: int) -> Finding:

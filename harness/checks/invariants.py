@@ -17,6 +17,7 @@ import networkx as nx
 
 from ..model import (DISPOSITION_EFFECT_CLAIM, KNOWLEDGE_EVIDENCE, KNOWLEDGE_TRANSITIONS,
                      RUN_TRANSITIONS, TERMINAL_STATES, UNRESOLVED_KNOWLEDGE, RunState)
+from . import evidence, records
 from .evidence import PRESENT_KNOWLEDGE, absence, presence, resolve
 from .index import (COMPENSATION_OPS, RECORD_FAULTS, WALL_CLOCK_FAULTS, Dispatch, RunIndex, TraceIndex,
                     dig, effect_items, effect_keys, hashable, identity, matches, obj)
@@ -392,9 +393,11 @@ def _cls_02(ix: TraceIndex) -> Iterator[Finding]:
             if err.get("code") != "throttled":
                 continue
             after = (err.get("details") or {}).get("retry_after_ms") or 0
-            # the next send by the worker that saw the answer (one that never saw it cannot honour it)
+            # the next send by the worker that saw the answer, or by any worker once that worker
+            # recorded the key in the ledger after it (a replacement that never learnt of it cannot)
             nxt = next((x for x in run.dispatches[i + 1:] if x.key == d.key and x.op == d.op
-                        and x.seq > r["seq"] and x.worker == r["worker"]), None)
+                        and x.seq > r["seq"] and (x.worker == r["worker"] or _recorded_between(
+                            run, d.key, r["worker"], r["seq"], _stall_horizon(run, x)))), None)
             if nxt is not None and nxt.t < r["t"] + after:
                 yield run.id, f"throttled at #{r['seq']} asked to wait {after} ms; {d.key} was re-sent " \
                               f"after {nxt.t - r['t']} ms (#{nxt.seq})", (r["seq"], nxt.seq), False
@@ -742,8 +745,13 @@ def _own_04(ix: TraceIndex) -> Iterator[Finding]:
             elif disp in _TERMINAL:
                 open_keys = [k for k in run.ledger_keys_before(f["seq"])
                              if run.knowledge_before(k, f["seq"]) in _UNRESOLVED]
+                failed = [k for k in run.ledger_keys_before(f["seq"])
+                          if obj(run.ledger_by_key[k][0].get("entry")).get("kind") == "compensation"
+                          and run.knowledge_before(k, f["seq"]) == "REJECTED"]
                 if open_keys:
                     why = f"{open_keys[0]} unresolved in the ledger"
+                elif failed:
+                    why = f"the compensation {failed[0]} failed definitely"
             if why is None:
                 continue
             owner = f.get("next_owner")
@@ -1076,6 +1084,10 @@ def _disp_02(ix: TraceIndex) -> Iterator[Finding]:
                     (f["seq"],), False
 
 
+def _latest_entry(run: RunIndex, key, before: int) -> dict:
+    return [e for e in run.ledger_by_key[key] if e["seq"] < before][-1]
+
+
 def _truth_02(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():
         for f in run.finishes:
@@ -1099,8 +1111,10 @@ def _truth_02(ix: TraceIndex) -> Iterator[Finding]:
                                   f"entry or an authoritative observation: an exactly-once claim", (f["seq"],), True
                 continue
             for k in keys:
-                if run.knowledge_before(k, call) in ("REJECTED", "COMPENSATED"):
-                    continue
+                held = run.knowledge_before(k, call)
+                if held == "COMPENSATED" or (held == "REJECTED" and evidence.warranted_absence(
+                        ix, run, _latest_entry(run, k, call))):
+                    continue        # a recorded absence counts only when that record was warranted
                 ok, why = absence(ix, run, k, w, call, "claim")
                 if not ok:
                     yield run.id, f"{disp} at #{f['seq']} claims no effect, but dispatch #{why.cites[0]} of {k} " \
@@ -1189,6 +1203,49 @@ def _exp_effects(ix: TraceIndex) -> Iterator[Finding]:
                     tuple(per_run[rid]), False
 
 
+def _evidence_items(ix: TraceIndex, ev: dict) -> tuple[str, ...]:
+    """The expect.evidence items one trace event is an instance of."""
+    kind = ev["kind"]
+    if kind == "result" and ev.get("delivered"):
+        call = ix.calls.get(ev.get("call"))
+        if call is not None:
+            return kind, f"{call['port']}.{call['op']}"
+    elif kind == "ledger":
+        return kind, f"ledger:{ev['knowledge']}"
+    elif kind == "checkpoint":
+        return kind, f"checkpoint:{ev['state']}"
+    elif kind == "finish" and ev.get("accepted"):
+        return kind, f"finish:{ev['disposition']}"
+    return (kind,)
+
+
+def _exp_absent(ix: TraceIndex) -> Iterator[Finding]:
+    banned = {item for item in (ix.header.get("expect") or {}).get("absent") or () if isinstance(item, str)}
+    if not banned:
+        return
+    for ev in ix.events:
+        for item in _evidence_items(ix, ev):
+            if item in banned:
+                banned.discard(item)
+                yield ev.get("run"), f"the scenario forbids evidence {item!r}, which appears at #{ev['seq']}", \
+                    (ev["seq"],), False
+
+
+def _exp_disposition_at(ix: TraceIndex) -> Iterator[Finding]:
+    want = (ix.header.get("expect") or {}).get("disposition_at")
+    if not isinstance(want, dict) or not want.get("dispositions"):
+        return
+    at, allowed = want.get("at_ms"), want["dispositions"]
+    for run in ix.runs.values():
+        held = [f for f in run.finishes if f.get("accepted") and f["t"] <= at]
+        if not held:
+            yield run.id, f"no disposition was recorded by {ix.fmt(at)}; the scenario expects one of " \
+                          f"{', '.join(allowed)}", (), False
+        elif held[-1]["disposition"] not in allowed:
+            yield run.id, f"the disposition recorded at {ix.fmt(at)} was {held[-1]['disposition']}, not one of " \
+                          f"{', '.join(allowed)}", (held[-1]["seq"],), False
+
+
 def _exp_evidence(ix: TraceIndex) -> Iterator[Finding]:
     wanted = (ix.header.get("expect") or {}).get("evidence")
     if not wanted:
@@ -1197,18 +1254,7 @@ def _exp_evidence(ix: TraceIndex) -> Iterator[Finding]:
     for ev in ix.events:
         if not missing:
             break
-        kind = ev["kind"]
-        missing.discard(kind)
-        if kind == "result" and ev.get("delivered"):
-            call = ix.calls.get(ev.get("call"))
-            if call is not None:
-                missing.discard(f"{call['port']}.{call['op']}")
-        elif kind == "ledger":
-            missing.discard(f"ledger:{ev['knowledge']}")
-        elif kind == "checkpoint":
-            missing.discard(f"checkpoint:{ev['state']}")
-        elif kind == "finish" and ev.get("accepted"):
-            missing.discard(f"finish:{ev['disposition']}")
+        missing.difference_update(_evidence_items(ix, ev))
     for item in wanted:
         if item in missing:
             missing.discard(item)
@@ -1264,7 +1310,9 @@ INVARIANTS: tuple[Invariant, ...] = (
     _inv("CLS-02", "Throttling is honoured: a throttled effect is retried only after its retry-after.",
          "classification", False, None, _cls_02,
          "After a delivered throttled answer with retry_after_ms, the next dispatch under the key by the "
-         "worker that saw it starts at least that long after the answer.",
+         "worker that saw it, or by any later worker once that worker recorded the key in the ledger after "
+         "the answer (a restarted worker inherits the recorded retry-after), starts at least that long "
+         "after the answer.",
          "the throttled answer, the early retry"),
     _inv("AUTH-02", "A permission denial is not answered with another credential.", "classification", True,
          None, _auth_02,
@@ -1281,6 +1329,12 @@ INVARIANTS: tuple[Invariant, ...] = (
          "violation). No dispatch while a "
          "MIGRATING checkpoint is the latest; a MIGRATING checkpoint carries a migration record (from, to).",
          "the checkpoint the worker started from, the offending checkpoint or dispatch"),
+    _inv("PIN-01", "A pin names the old versions it pins and keeps them.", "classification", True, None,
+         records.pin_01,
+         "An accepted PINNED finish carries packet.pinned_env with the schema_version and "
+         "canonicalization_version of the checkpoint the run is pinned at (the latest before the finish), "
+         "and no later checkpoint of the run changes them before a MIGRATING one.",
+         "the checkpoint and the finish, or the finish and the checkpoint that changed the versions"),
     _inv("KNOW-01", "Knowledge moves only along the ledger's transition table.", "classification", True, None,
          _moves("KNOW-01"),
          "Each ledger append's (previous, knowledge) pair must be an edge of KNOWLEDGE_TRANSITIONS, held as "
@@ -1333,6 +1387,12 @@ INVARIANTS: tuple[Invariant, ...] = (
          "The ledger and the checkpoint store fence stale epochs themselves (ledger_rejected, "
          "checkpoint_rejected), so in a crashlab trace what a stale worker can still do is send.",
          "the evidence of lost ownership, the action"),
+    _inv("FENCE-01", "A fencing service receives the sender's current lease epoch as its fence.", "ownership",
+         True, None, records.fence_01,
+         "Every effect or compensation dispatch to a service whose profile declares fencing: true carries "
+         "args.fence equal to the lease epoch its worker last acquired (no fence, a constant or an inherited "
+         "epoch is a violation even when the service's own fencing happens to stop the write).",
+         "the dispatch"),
     _inv("RETRY-03", "One retry owner: no inner client retry, no proxy retry.", "ownership", True,
          "two retry owners", _retry_03,
          "A proxy_retry on the remote lane (the call did not declare retry_owner='caller'), or one worker "
@@ -1347,17 +1407,40 @@ INVARIANTS: tuple[Invariant, ...] = (
          "one worker's consecutive attempts of a key are separated by clock.sleep(reason 'backoff ...') or "
          "a read (a new worker counts as the separation).",
          "the dispatch and the checkpoint with the ceiling"),
+    _inv("JIT-01", "Every backoff draws its jitter from random.draw.", "ownership", False, None, records.jit_01,
+         "Each clock.sleep whose reason starts with 'backoff' follows a random.draw by the same worker "
+         "since its previous backoff sleep (or its start): one draw per backoff, so the jitter is seeded "
+         "and recorded.",
+         "the backoff sleep"),
     _inv("OWN-04", "Every unresolved state names an accountable next owner and escalates a decision packet.",
          "ownership", False, None, _own_04,
-         "An accepted finish that is *_EFFECT_UNKNOWN or WAITING_OPERATOR, lists an unresolved effect, or "
-         "ends terminal while the ledger holds an unresolved key, must name next_owner and follow an "
+         "An accepted finish that is *_EFFECT_UNKNOWN or WAITING_OPERATOR, lists an unresolved effect, "
+         "ends terminal while the ledger holds an unresolved key, or ends terminal after a compensation "
+         "failed definitely (its entry REJECTED: AR-08 trace 8, mark effects remaining and escalate), must "
+         "name next_owner and follow an "
          "operator.escalate whose packet has header, effects, authority, compatibility, budget and "
          "recommended.",
          "the finish and the escalation"),
     # effect correctness
+    _inv("PKT-01", "A decision packet names its owner, the ledger's effects, the deadline and a legal action.",
+         "ownership", False, None, records.pkt_01,
+         "Every operator.escalate packet names next_owner; its effects list holds every key of the run's "
+         "ledger with the knowledge the ledger held at that moment, and nothing else; its budget panel has a "
+         "deadline (null when there is none); recommended.action is given, and is legal from the recorded "
+         "state: RECONCILE names as query an identifying read the service offers (lookup needs lookup "
+         "by_key, search a lookup other than none, get_version / wait_job a registry) and needs an "
+         "unresolved key; COMPENSATE needs a confirmed effect on a service that can release; STOP says "
+         "whether an effect remains or is unknown.",
+         "the escalation"),
     _inv("PREP-01", "Prepare before dispatch: every effect call follows a ledger entry for its key.",
          "effect_correctness", True, None, _prep_01,
          "Every dispatch carries a semantic key that has a ledger entry appended before the call.",
+         "the dispatch"),
+    _inv("PREP-02", "Every send follows its own SENT_UNKNOWN entry.", "effect_correctness", True, None,
+         records.prep_02,
+         "Every dispatch under a key follows a SENT_UNKNOWN ledger append of that key by the dispatching "
+         "worker, made after that worker's previous dispatch of the key: each attempt, not only the first, is "
+         "recorded as possibly sent before it leaves.",
          "the dispatch"),
     _inv("KEY-01", "One stable key per intent across attempts and workers.", "effect_correctness", True, None,
          _key_01,
@@ -1386,6 +1469,15 @@ INVARIANTS: tuple[Invariant, ...] = (
          "Waiting again with no attempt in between (a restarted worker) admits nothing, and a send in the "
          "fencing gap (a zombie's) is no attempt of the owner's.",
          "the releases, compensation dispatches or retry admissions"),
+    _inv("EVT-02", "A duplicate event gets an auditable disposition and causes no transition.",
+         "effect_correctness", False, None, records.evt_02,
+         "For every event id delivered more than once, once a worker's poll returned the later delivery: "
+         "some accepted checkpoint written after that poll records its disposition in evidence (an object "
+         "naming the event_id, or keyed by it, that holds the duplicate's inbox seq); and the worker that "
+         "saw a duplicate intake neither validates it again (a VALIDATED checkpoint once the run was past "
+         "it, resumption from MIGRATING / PINNED / WAITING_OPERATOR excepted) nor requests approval again "
+         "for a proposal hash whose request it made and saw accepted is still unanswered.",
+         "the duplicate delivery, the poll, and the checkpoint or the second transition"),
     _inv("KEY-02", "A key never carries a changed intent.", "effect_correctness", True, None, _key_02,
          "No key is sent with two different intents (proposal hash included), in one run or across runs "
          "(a key that omits a field such as the tenant collides), and no ledger key is recorded with two "
@@ -1448,8 +1540,9 @@ INVARIANTS: tuple[Invariant, ...] = (
          "A present claim (SUCCEEDED, *_EFFECT_REMAINS) needs the ledger CONFIRMED / COMPENSATION_PROPOSED "
          "or an accepted response / authoritative positive read seen by the finishing worker; without it, an "
          "exactly-once claim. An absent claim (*_NO_EFFECT) needs every attempt of the run's effect settled "
-         "absent (ledger REJECTED / COMPENSATED, definite error, authoritative negative read past the late-"
-         "delivery bound).",
+         "absent (ledger COMPENSATED, a ledger REJECTED that was itself warranted, a definite error, an "
+         "authoritative negative read past the late-delivery bound): never a ledger entry recorded without "
+         "that evidence.",
          "the finish and the unsettled dispatch"),
     _inv("TERM-01", "Terminal is terminal; run states move only along the transition table.", "disposition",
          True, None, _term_01,
@@ -1478,6 +1571,17 @@ EXPECTATIONS: tuple[Invariant, ...] = (
          "'reservation.lookup'), 'ledger:KNOWLEDGE', 'checkpoint:STATE', 'finish:DISPOSITION', or an "
          "event kind (e.g. 'escalation', 'late_arrival').",
          "none (the evidence is what is missing)"),
+    _inv("EXP-ABSENT", "The trace holds none of the evidence the scenario forbids.", "classification", False,
+         None, _exp_absent,
+         "expect.absent lists items (the expect.evidence grammar) that must not occur, e.g. "
+         "'reservation.release' or 'released'; the first occurrence of each is a violation.",
+         "the forbidden event"),
+    _inv("EXP-DISPOSITION-AT", "The disposition recorded at a named time is one the scenario allows.",
+         "disposition", False, None, _exp_disposition_at,
+         "expect.disposition_at {at, dispositions}: each run's latest accepted finish at or before that "
+         "time (a terminal record stays historically accurate for what was known then) must be one of the "
+         "dispositions; none by then is a violation.",
+         "the finish in force at that time"),
 )
 
 BY_ID: dict[str, Invariant] = {inv.id: inv for inv in INVARIANTS + EXPECTATIONS}

@@ -24,11 +24,12 @@ from ..model import is_dispatch
 from .index import TraceIndex
 
 #: The point an expectation miss costs when the scenario names no rule for it.
-KIND_POINT: dict[str, str] = {"dispositions": "D1", "evidence": "C2", "remote_effects": "E2",
-                              "violations": "D1", "verdict": "D1"}
+KIND_POINT: dict[str, str] = {"dispositions": "D1", "evidence": "C2", "remote_effects": "E2", "absent": "C2",
+                              "disposition_at": "D1", "violations": "D1", "verdict": "D1"}
 #: The expectation field each EXP-* check reads.
 EXPECTATION_FIELD: dict[str, str] = {"EXP-DISPOSITION": "dispositions", "EXP-EFFECTS": "remote_effects",
-                                     "EXP-EVIDENCE": "evidence"}
+                                     "EXP-EVIDENCE": "evidence", "EXP-ABSENT": "absent",
+                                     "EXP-DISPOSITION-AT": "disposition_at"}
 
 TWO_LIVE_WORKERS = "two live recovery workers"
 KEY_WITHOUT_INTENT = "key without defined intent"
@@ -84,7 +85,14 @@ def _expected_observed(ix: TraceIndex, field: str, want: Any, run: str | None, m
         if isinstance(want, dict) and run in want:
             return {run: want[run]}, {run: len(cites)}
         return want, len(cites)
+    if field == "disposition_at":
+        want = want or {}
+        held = [ix.events[s]["disposition"] for s in cites if 0 <= s < len(ix.events)
+                and ix.events[s].get("kind") == "finish"]
+        return list(want.get("dispositions") or ()), (held[-1] if held else "none recorded by then")
     found = re.search(r"evidence (['\"])(.*)\1", message)
+    if field == "absent":
+        return f"no {found.group(2) if found else ', '.join(want or ())}", "present in the trace"
     return (found.group(2) if found else list(want or ())), "absent from the trace"
 
 

@@ -16,7 +16,8 @@ class Careful(Good):
             except PortError as exc:
                 if exc.code == "unavailable" and attempt < 5:
                     # a store was down: back off and start over from durable state
-                    await p.clock.sleep(1000 * attempt, f"backoff after {exc.code}")
+                    jitter = (await p.random.draw(0, 100, "backoff jitter"))["value"]
+                    await p.clock.sleep(1000 * attempt + jitter, f"backoff after {exc.code}")
                     continue
                 if exc.code in ("stale_epoch", "version_conflict", "fenced") and hasattr(self, "known"):
                     # lost ownership: stop and hand over (the platform refuses the finish of a

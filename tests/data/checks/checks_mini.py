@@ -72,7 +72,7 @@ class Good:
             raise RuntimeError("the adapter's own bug")
         self.run_id, self.me, self.env = info["run_id"], info["worker"], info["env"]
         self.deadline = info.get("deadline")
-        events = (await p.inbox.poll(0))["events"]
+        events = await self.poll()
         intake = next(e for e in events if e["type"] == "intake")
         self.intent = {k: intake["payload"]["intent"][k] for k in BUSINESS if k in intake["payload"]["intent"]}
         self.cancel = any(e["type"] == "cancel" for e in events)
@@ -133,6 +133,17 @@ class Good:
         await p.run.finish("WAITING_OPERATOR", next_owner="platform", reason="lease never freed")
         return None
 
+    async def poll(self):
+        """Poll the inbox and keep an audit of every delivery: a redelivered event id is a
+        duplicate of the first, recorded, and causes no transition."""
+        events = (await self.p.inbox.poll(0))["events"]
+        audit = self.__dict__.setdefault("audit", {})
+        for e in events:
+            first = audit.setdefault(e["event_id"], {"type": e["type"], "seq": e["seq"], "duplicates": []})
+            if e["seq"] != first["seq"] and e["seq"] not in first["duplicates"]:
+                first["duplicates"].append(e["seq"])
+        return events
+
     async def checkpoint(self, state, migration=None):
         effects = []
         if getattr(self, "known", None):
@@ -145,7 +156,8 @@ class Good:
                           "budgets": {} if self.NO_CEILING else {"attempt_ceiling": self.CEILING}},
               "contract": {"schema_version": self.env["schema_version"], "code_version": self.env["code_version"],
                            "canonicalization_version": self.env["canonicalization_version"]},
-              "evidence": {"proposal_hash": getattr(self, "phash", None)}, "effects": effects}
+              "evidence": {"proposal_hash": getattr(self, "phash", None),
+                           "events": getattr(self, "audit", {})}, "effects": effects}
         if migration is not None:
             cp["migration"] = migration
         res = await self.p.checkpoints.write(cp, self.version, self.epoch)
@@ -185,7 +197,7 @@ class Good:
     async def poll_cancel(self):
         if self.IGNORE_CANCEL:
             return False
-        events = (await self.p.inbox.poll(0))["events"]
+        events = await self.poll()
         self.cancel = self.cancel or any(e["type"] == "cancel" for e in events)
         return self.cancel
 
@@ -284,7 +296,7 @@ class Good:
 
     async def confirm_from_callback(self):
         await self.p.clock.sleep(5000, "wait for the callback")
-        events = [e for e in (await self.p.inbox.poll(0))["events"] if e["type"] == "callback"]
+        events = [e for e in await self.poll() if e["type"] == "callback"]
         if events:
             await self.append("CONFIRMED", evidence=["callback"], remote_ref=events[-1]["payload"]["result"]["ref"])
         return bool(events)
