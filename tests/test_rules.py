@@ -68,9 +68,11 @@ def test_switching_the_late_delivery_bound_off_lets_the_early_claim_through(monk
 
 
 # --------------------------------------------------------------------------- warrant is what the adapter saw
-def _retry_after_own_record() -> list[dict]:
-    """A timeout recorded as a definite pre-send failure (PROPOSED), then a second send."""
-    b = TraceBuilder()
+def _retry_after_own_record(idempotency: str = "none") -> list[dict]:
+    """A timeout recorded as a definite pre-send failure (PROPOSED), then a second send (to a service
+    without idempotency by default, where the resend could duplicate the hold)."""
+    b = TraceBuilder(services={"reservation": {**PROFILE, "idempotency": idempotency,
+                                               **({"lookup": "none"} if idempotency == "none" else {})}})
     b.clean_prefix()
     b.reserve(W1, "k-1", commit=True, error=TIMEOUT)
     b.append(W1, "k-1", "PROPOSED", "SENT_UNKNOWN", 1)
@@ -83,6 +85,9 @@ def test_a_retry_after_a_falsely_recorded_pre_send_failure_is_blind():
     res = check_trace(_retry_after_own_record())
     retry = [v for v in res.violations if v.invariant == "RETRY-01"]
     assert retry and retry[0].auto_fail == "blind ambiguous retry"
+    # to a service that deduplicates the key, the same blind resend cannot duplicate: C3, not automatic failure
+    dedup = [v for v in check_trace(_retry_after_own_record("semantic")).violations if v.invariant == "RETRY-01"]
+    assert dedup and dedup[0].auto_fail is None
 
 
 def test_switching_the_recorded_absence_warrant_off_hides_the_blind_retry(monkeypatch):
@@ -113,6 +118,10 @@ GOOD_PACKET = {"header": {"run_id": "run-82"}, "effects": [{"semantic_key": "k-1
     ({"next_owner": None}, "accountable owner"),
     ({"effects": []}, "omits k-1"),
     ({"effects": [{"semantic_key": "k-1", "knowledge": "CONFIRMED"}]}, "ledger holds SENT_UNKNOWN"),
+    ({"effects": GOOD_PACKET["effects"] + [{"semantic_key": "k-9", "knowledge": "CONFIRMED"}]},
+     "lists k-9 as CONFIRMED, but the ledger does not hold it"),
+    ({"effects": GOOD_PACKET["effects"] + [{"semantic_key": "k-9", "knowledge": None, "note": "not prepared"}]},
+     None),                                          # an intent not yet prepared may be named
     ({"budget": {}}, "deadline"),
     ({"recommended": {"action": "RECONCILE", "query": "reservation.search(incident, slot)"}}, None),
     ({"recommended": {"action": "COMPENSATE"}}, "no confirmed effect"),
@@ -122,7 +131,7 @@ def test_pkt_01_checks_the_packet_content(change, needle):
     res = check_trace(_escalation({**GOOD_PACKET, **change}))
     hits = [v.message for v in res.violations if v.invariant == "PKT-01"]
     if needle is None:
-        assert not hits, hits                        # search exists where lookup is by key
+        assert not hits, hits                        # search exists where lookup is by key; k-9 unprepared
     else:
         assert hits and needle in hits[0], hits
 

@@ -44,10 +44,10 @@ def test_base_exceptions_are_faults_through_the_warm_server(monkeypatch):
 
 def test_nothing_is_left_running_after_the_command():
     proc = subprocess.run([sys.executable, "-m", "harness", "conformance", "-q", "-j", "2", "--adapter",
-                           "wire:gallery.independent:Patient", "--tag", "trace", "--out", "/tmp/crashlab-warm-test"],
+                           "wire:reference_impl.adapter:ReferenceAdapter", "--tag", "trace", "--out", "/tmp/crashlab-warm-test"],
                           capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    left = subprocess.run(["pgrep", "-f", "harness.warm gallery.independent:Patient"], capture_output=True,
+    left = subprocess.run(["pgrep", "-f", "harness.warm reference_impl.adapter:ReferenceAdapter"], capture_output=True,
                           text=True).stdout.split()
     assert not left
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from ..model import Knowledge
 from .index import RunIndex, TraceIndex, dig, effect_items, obj
 
 Finding = tuple
@@ -23,6 +24,7 @@ _READS = {
 _UNRESOLVED = frozenset({"SENT_UNKNOWN", "COMPENSATION_PROPOSED"})
 _PRESENT = frozenset({"CONFIRMED", "COMPENSATION_PROPOSED"})
 _CONTRACT = ("schema_version", "canonicalization_version")
+_KNOWLEDGE = frozenset(k.value for k in Knowledge)
 
 
 def reads_of(ix: TraceIndex, service: str) -> set[str]:
@@ -59,9 +61,9 @@ def packet_problems(ix: TraceIndex, run: RunIndex, packet: Any, before: int) -> 
             problems.append(f"omits {key} ({knowledge} in the ledger)")
         elif listed[key] != knowledge:
             problems.append(f"lists {key} as {listed[key]} while the ledger holds {knowledge}")
-    for key in listed:
-        if key not in held:
-            problems.append(f"lists {key}, which the ledger does not hold")
+    for key, knowledge in listed.items():
+        if key not in held and knowledge in _KNOWLEDGE:  # an intent not yet prepared may be named, not graded
+            problems.append(f"lists {key} as {knowledge}, but the ledger does not hold it")
     if "deadline" not in obj(packet.get("budget")):
         problems.append("gives no deadline in its budget panel (null when there is none)")
     rec = packet.get("recommended")
