@@ -38,12 +38,12 @@ import simpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.checks import check_trace  # noqa: E402
-from harness.conformance import run_suite  # noqa: E402
-from harness.drivers import InProcessChannel, load_adapter  # noqa: E402
-from harness.runner import Runner, Limits  # noqa: E402
-from harness.scenario import _parse, from_dict, library, library_dir  # noqa: E402
-from harness.trace import jsonl  # noqa: E402
+from crashlab.checks import check_trace  # noqa: E402
+from crashlab.conformance import run_suite  # noqa: E402
+from crashlab.drivers import InProcessChannel, load_adapter  # noqa: E402
+from crashlab.runner import Runner, Limits  # noqa: E402
+from crashlab.scenario import _parse, from_dict, library, library_dir  # noqa: E402
+from crashlab.trace import jsonl  # noqa: E402
 
 TIMELINE = "combined-cancellation-under-pressure"
 
@@ -130,7 +130,7 @@ def timed(fn, repeat: int) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--adapter", default="reference_impl:ReferenceAdapter")
+    ap.add_argument("--adapter", default="crashlab.reference_impl:ReferenceAdapter")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--no-report", action="store_true", help="skip the report-rendering figure")
     ap.add_argument("--sweeps", action="store_true",
@@ -227,7 +227,7 @@ def main() -> int:
         # 5: report rendering of the whole library
         if not args.no_report:
             try:
-                from harness.report import render_scorecard
+                from crashlab.report import render_scorecard
             except ImportError as exc:  # matplotlib is an optional extra
                 print(f"report rendering               skipped ({exc})")
             else:
@@ -237,7 +237,7 @@ def main() -> int:
     # 8: sweeps, explore and the wire
     if args.sweeps:
         here = Path(__file__).resolve().parent.parent
-        cmd = [sys.executable, "-m", "harness"]
+        cmd = [sys.executable, "-m", "crashlab"]
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
             subprocess.run(cmd + ["sweep", "-q", "--jobs", "2", "--keep-traces", "none", "--out", tmp,
@@ -251,7 +251,7 @@ def main() -> int:
                            stdout=subprocess.DEVNULL)
             explore_s = time.perf_counter() - start
             print(f"explore                        {n / explore_s:8.1f} schedules/s   ({n} schedules, one process)")
-            for how, wire in (("fresh interpreter", f"exec:{sys.executable} -m harness.wire {adapter.text}"),
+            for how, wire in (("fresh interpreter", f"exec:{sys.executable} -m crashlab.wire {adapter.text}"),
                               ("warm server", f"wire:{adapter.text}")):
                 for jobs in ("1", "2"):
                     start = time.perf_counter()

@@ -34,7 +34,7 @@ def main() -> int:
     ap.add_argument("--serial", action="store_true", help="render in this process only")
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
-    import harness.report as report
+    import crashlab.report as report
 
     if args.serial:
         report.PARALLEL_MIN = 10 ** 9

@@ -1,6 +1,6 @@
 """A gallery of known-bad adapters, and the correct alternatives beside them.
 
-Every adapter here is ``reference_impl:ReferenceAdapter`` with one decision replaced
+Every adapter here is ``crashlab.reference_impl:ReferenceAdapter`` with one decision replaced
 (reference_impl/behaviour.py): one realistic mistake from AR-08's "Common durability
 traps", "Design review through counterexamples" and "Evidence interpretation drill", or
 one legitimate choice that differs from the reference's. Each is importable for
@@ -8,7 +8,7 @@ one legitimate choice that differs from the reference's. Each is importable for
 
 :data:`ENTRIES` is the registry: the mistake in one sentence (the class docstring), the
 chapter passage it violates, and what must catch it (invariants, rubric categories, the
-automatic-failure reason). ``python -m gallery.matrix`` runs every entry on the library
+automatic-failure reason). ``python -m crashlab.gallery.matrix`` runs every entry on the library
 and writes the detection matrix (docs/detection-matrix.md) and the workshop exhibits (docs/gallery.md).
 """
 from __future__ import annotations
@@ -55,8 +55,8 @@ def load(entry: Entry) -> type:
 
 def changes(entry: Entry) -> list[str]:
     """The reference decisions an entry's adapter replaces (its Behaviour fields)."""
-    from reference_impl.behaviour import REFERENCE
-    from reference_impl.session import Session
+    from crashlab.reference_impl.behaviour import REFERENCE
+    from crashlab.reference_impl.session import Session
 
     behaviour = load(entry).behaviour
     out = []
@@ -82,7 +82,7 @@ def changes(entry: Entry) -> list[str]:
 
 
 def _reference_table():
-    from reference_impl.transitions import TABLE
+    from crashlab.reference_impl.transitions import TABLE
 
     return TABLE
 

@@ -8,12 +8,12 @@ never reconciles a release because it never sends one (E5), PinInsteadOfMigrate 
 nothing."""
 from __future__ import annotations
 
-from harness.model import Knowledge, RunState
-from reference_impl import ReferenceAdapter, effects, migrations
-from reference_impl.behaviour import Behaviour
-from reference_impl.effects import evolve
-from reference_impl.matrix import Action, Row
-from reference_impl.transitions import TABLE, Transition
+from crashlab.model import Knowledge, RunState
+from crashlab.reference_impl import ReferenceAdapter, effects, migrations
+from crashlab.reference_impl.behaviour import Behaviour
+from crashlab.reference_impl.effects import evolve
+from crashlab.reference_impl.matrix import Action, Row
+from crashlab.reference_impl.transitions import TABLE, Transition
 
 _K, _S = Knowledge, RunState
 

@@ -3,11 +3,11 @@
 before a retry policy")."""
 from __future__ import annotations
 
-from harness.model import Knowledge, RunState
-from reference_impl import ReferenceAdapter, migrations
-from reference_impl.behaviour import Behaviour
-from reference_impl.matrix import Action, Row
-from reference_impl.session import Session
+from crashlab.model import Knowledge, RunState
+from crashlab.reference_impl import ReferenceAdapter, migrations
+from crashlab.reference_impl.behaviour import Behaviour
+from crashlab.reference_impl.matrix import Action, Row
+from crashlab.reference_impl.session import Session
 
 _S = RunState
 

@@ -2,11 +2,11 @@
 docs/adapters.md, enforced as its own invariant (docs/invariants.md)."""
 from __future__ import annotations
 
-from harness.model import RunState
-from reference_impl import ReferenceAdapter, effects, inbox, matrix, migrations
-from reference_impl.behaviour import Behaviour
-from reference_impl.inbox import Absorbed
-from reference_impl.session import Session
+from crashlab.model import RunState
+from crashlab.reference_impl import ReferenceAdapter, effects, inbox, matrix, migrations
+from crashlab.reference_impl.behaviour import Behaviour
+from crashlab.reference_impl.inbox import Absorbed
+from crashlab.reference_impl.session import Session
 
 
 class _OwnerlessPacketSession(Session):

@@ -2,12 +2,12 @@
 forward recovery", "Common durability traps")."""
 from __future__ import annotations
 
-from harness.model import TERMINAL_STATES, Knowledge, RunState
-from reference_impl import ReferenceAdapter
-from reference_impl.adapter import truthful_disposition
-from reference_impl.behaviour import Behaviour
-from reference_impl.session import Session
-from reference_impl.transitions import TABLE, Transition
+from crashlab.model import TERMINAL_STATES, Knowledge, RunState
+from crashlab.reference_impl import ReferenceAdapter
+from crashlab.reference_impl.adapter import truthful_disposition
+from crashlab.reference_impl.behaviour import Behaviour
+from crashlab.reference_impl.session import Session
+from crashlab.reference_impl.transitions import TABLE, Transition
 
 _K, _S = Knowledge, RunState
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 
-from reference_impl import ReferenceAdapter, canonical
-from reference_impl.behaviour import Behaviour
-from reference_impl.session import Session
+from crashlab.reference_impl import ReferenceAdapter, canonical
+from crashlab.reference_impl.behaviour import Behaviour
+from crashlab.reference_impl.session import Session
 
 
 async def _send_under(session: Session, service: str, op: str, args: dict, key: str):

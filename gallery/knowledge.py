@@ -3,12 +3,12 @@ transition needs (AR-08 "Evidence interpretation drill", "Effect ledger and sema
 identity", "Reconciliation is a first-class capability")."""
 from __future__ import annotations
 
-from harness.model import RUN_TRANSITIONS, Knowledge, RunState
-from reference_impl import ReferenceAdapter, effects
-from reference_impl.adapter import finish_run, truthful_disposition
-from reference_impl.behaviour import Behaviour
-from reference_impl.effects import evolve
-from reference_impl.matrix import Action, Row
+from crashlab.model import RUN_TRANSITIONS, Knowledge, RunState
+from crashlab.reference_impl import ReferenceAdapter, effects
+from crashlab.reference_impl.adapter import finish_run, truthful_disposition
+from crashlab.reference_impl.behaviour import Behaviour
+from crashlab.reference_impl.effects import evolve
+from crashlab.reference_impl.matrix import Action, Row
 
 _K, _S = Knowledge, RunState
 

@@ -2,9 +2,9 @@
 and ownership", "Design the checkpoint as a recovery contract")."""
 from __future__ import annotations
 
-from reference_impl import ReferenceAdapter
-from reference_impl.behaviour import Behaviour
-from reference_impl.session import FencedOut, Session, StaleView, StoreDown
+from crashlab.reference_impl import ReferenceAdapter
+from crashlab.reference_impl.behaviour import Behaviour
+from crashlab.reference_impl.session import FencedOut, Session, StaleView, StoreDown
 
 
 class _UnfencedSession(Session):

@@ -2,10 +2,10 @@
 "Checkpoint identity and ownership", "Late, duplicate, and reordered events")."""
 from __future__ import annotations
 
-from harness.model import RunState
-from reference_impl import ReferenceAdapter, inbox
-from reference_impl.behaviour import Behaviour
-from reference_impl.effects import new_entry
+from crashlab.model import RunState
+from crashlab.reference_impl import ReferenceAdapter, inbox
+from crashlab.reference_impl.behaviour import Behaviour
+from crashlab.reference_impl.effects import new_entry
 
 _S = RunState
 _MID_EFFECT = (_S.EFFECT_PREPARED, _S.EFFECT_IN_FLIGHT, _S.RECONCILING, _S.WAITING_RETRY)

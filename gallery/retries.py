@@ -2,12 +2,12 @@
 retrying", "Keep retry budgets end to end")."""
 from __future__ import annotations
 
-from harness.ports import PortError
-from reference_impl import ReferenceAdapter, effects, matrix
-from reference_impl.adapter import dispatch_primary
-from reference_impl.behaviour import Behaviour
-from reference_impl.matrix import ROW
-from reference_impl.session import Session
+from crashlab.ports import PortError
+from crashlab.reference_impl import ReferenceAdapter, effects, matrix
+from crashlab.reference_impl.adapter import dispatch_primary
+from crashlab.reference_impl.behaviour import Behaviour
+from crashlab.reference_impl.matrix import ROW
+from crashlab.reference_impl.session import Session
 
 _PRE_SEND = ROW["timeout_before_send"]
 

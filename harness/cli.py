@@ -1,4 +1,4 @@
-"""The ``crashlab`` command: a thin layer over harness.conformance and harness.report.
+"""The ``crashlab`` command: a thin layer over crashlab.conformance and crashlab.report.
 
 Exit codes are listed in EXIT_CODES_HELP (printed by ``crashlab --help``).
 """
@@ -30,7 +30,7 @@ levels, integers within +-(2**63 - 1), finite numbers; 10 s of real time to send
 adapter fault of that scenario, and the suite goes on.
 """
 ADAPTER_HELP = ("adapter under test: module:attribute (in-process Python, e.g. "
-                "reference_impl:ReferenceAdapter), exec:COMMAND (any language, JSON lines over "
+                "crashlab.reference_impl:ReferenceAdapter), exec:COMMAND (any language, JSON lines over "
                 "stdin/stdout, see docs/protocol.md), or wire:module:attribute (a Python adapter over the "
                 "wire, one forked process per worker from a warm server); default: the reference adapter")
 
@@ -379,13 +379,13 @@ def _cmd_check(args) -> int:
 
 
 #: Adapters shipped with crashlab: a trace naming one of these may be replayed without --trust-adapter.
-SHIPPED_ADAPTER_MODULES = ("reference_impl", "gallery")
+SHIPPED_ADAPTER_MODULES = ("crashlab.reference_impl", "crashlab.gallery")
 
 
 def _shipped(spec: str) -> bool:
     module, sep, attr = spec.partition(":")
-    return (not spec.startswith("exec:") and bool(sep and attr)
-            and module.split(".", 1)[0] in SHIPPED_ADAPTER_MODULES)
+    return (not spec.startswith(("exec:", "wire:")) and bool(sep and attr)
+            and any(module == m or module.startswith(m + ".") for m in SHIPPED_ADAPTER_MODULES))
 
 
 def _cmd_replay(args) -> int:

@@ -1,7 +1,7 @@
 """The conformance suite as plain functions (trio's ``check_one_way_stream`` style).
 
 ``run_suite`` runs scenarios against an adapter and scores them; ``check_adapter`` raises
-:class:`~harness.errors.ConformanceFailure` (an AssertionError) naming the invariant, the
+:class:`~crashlab.errors.ConformanceFailure` (an AssertionError) naming the invariant, the
 evidence and a one-line repro command. The CLI and the pytest plugin are glue around these.
 """
 from __future__ import annotations
@@ -57,9 +57,9 @@ def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scen
     Whatever one scenario's adapter does, the suite goes on to the next (it becomes that
     scenario's adapter fault). A bug of crashlab's own in one scenario is recorded as that
     scenario's unknown verdict and listed under ``extra["internal_errors"]``. ``executor``
-    (harness.sweep) runs the scenarios in parallel or on a cluster and ``shard`` keeps one
+    (crashlab.sweep) runs the scenarios in parallel or on a cluster and ``shard`` keeps one
     share of them; the results are the same either way. On an interrupt the
-    :class:`~harness.errors.Interrupted` raised carries ``partial``: the scorecard of the
+    :class:`~crashlab.errors.Interrupted` raised carries ``partial``: the scorecard of the
     scenarios that finished, marked partial (verdict unknown)."""
     from .checks.rubric import score
     from .sweep import execute, scenario_jobs

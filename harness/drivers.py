@@ -414,7 +414,7 @@ class SubprocessChannel:
                  reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S, cwd: str | None = None,
                  memory_mb: int = DEFAULT_MEMORY_MB, warm: str | None = None) -> None:
         self.command = command
-        self.warm = warm  # module:attribute served by a warm process server (harness.warm)
+        self.warm = warm  # module:attribute served by a warm process server (crashlab.warm)
         self.services = services
         self.hello = hello
         self.reply_timeout_s = reply_timeout_s
@@ -595,7 +595,7 @@ class AdapterSpec:
                                  warm=self.text[5:] if self.kind == "warm" else None)
 
 
-DEFAULT_ADAPTER = "reference_impl:ReferenceAdapter"
+DEFAULT_ADAPTER = "crashlab.reference_impl:ReferenceAdapter"
 
 
 def load_adapter(spec: str | None) -> AdapterSpec:
@@ -609,7 +609,7 @@ def load_adapter(spec: str | None) -> AdapterSpec:
         inner = load_adapter(spec[5:])  # a clear error now if it does not import
         if inner.kind != "python":
             raise UsageError(f"--adapter {spec!r}: wire: takes a Python adapter, module:attribute")
-        return AdapterSpec(text=spec, kind="warm", command=(sys.executable, "-m", "harness.wire", spec[5:]))
+        return AdapterSpec(text=spec, kind="warm", command=(sys.executable, "-m", "crashlab.wire", spec[5:]))
     if spec.startswith("exec:"):
         command = shlex.split(spec[5:])
         if not command:

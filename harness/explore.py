@@ -3,7 +3,7 @@
 ``crash_matrix`` enumerates a crash before and after every port call an adapter makes in
 a scenario (the chapter's crash laboratory, exhaustively), and with ``double=True`` a
 second crash while recovering from the first. ``explore`` draws schedules with hypothesis
-(harness.strategies), checks each with the generic invariants, and when one fails shrinks
+(crashlab.strategies), checks each with the generic invariants, and when one fails shrinks
 it to a minimal schedule and prints it as a YAML scenario. docs/exploration.md has the
 commands and what they cost.
 """
@@ -168,14 +168,14 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
 
 
 def matrix_main(argv: list[str] | None = None, out=None) -> int:
-    """``python -m harness.explore``: the crash matrix (and, with --double, double crashes) of
+    """``python -m crashlab.explore``: the crash matrix (and, with --double, double crashes) of
     an adapter over the library or chosen scenarios; prints each failing schedule as YAML."""
     import argparse
 
     from .conformance import failure_message
     from .errors import UsageError
 
-    parser = argparse.ArgumentParser(prog="python -m harness.explore",
+    parser = argparse.ArgumentParser(prog="python -m crashlab.explore",
                                      description="Crash an adapter before and after every port call of "
                                                  "every scenario and check every invariant.")
     parser.add_argument("--adapter", metavar="SPEC", help="module:Class or exec:COMMAND (default: the reference)")

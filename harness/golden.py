@@ -5,8 +5,8 @@ expected terminal states; a new implementation earns compatibility by reproducin
 ``traces/`` holds one JSONL trace per library scenario and ``traces/MANIFEST.json`` with,
 per scenario, the seed, the contract versions, the terminal states and the trace digest.
 
-    python -m harness.golden            # compare: exit 1 and name every difference
-    python -m harness.golden --update   # rewrite traces/ from the current reference adapter
+    python -m crashlab.golden            # compare: exit 1 and name every difference
+    python -m crashlab.golden --update   # rewrite traces/ from the current reference adapter
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def compare(folder: Path = GOLDEN_DIR) -> list[str]:
             problems.append(f"{sid}: archived but no longer in the library")
             continue
         if sid not in manifest:
-            problems.append(f"{sid}: in the library but not archived (run python -m harness.golden --update)")
+            problems.append(f"{sid}: in the library but not archived (run python -m crashlab.golden --update)")
             continue
         text, entry = fresh[sid]
         old = manifest[sid]
@@ -81,7 +81,7 @@ def compare(folder: Path = GOLDEN_DIR) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.golden", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m crashlab.golden", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--update", action="store_true", help="rewrite the archive from the current reference adapter")
     args = ap.parse_args(argv)

@@ -394,7 +394,7 @@ def schema_document(fields: tuple[FieldSpec, ...], title: str) -> dict:
 
 
 #: The twenty rubric points of AR-08 "Assess the eight traces" by id (their names and the invariants
-#: behind them live in harness.checks.rubric); a scenario expectation's rule names one of these.
+#: behind them live in crashlab.checks.rubric); a scenario expectation's rule names one of these.
 RUBRIC_POINT_IDS: tuple[str, ...] = ("C1", "C2", "C3", "C4", "C5", "O1", "O2", "O3", "O4",
                                      "E1", "E2", "E3", "E4", "E5", "E6", "D1", "D2", "D3", "D4", "D5")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-DEFAULT_ADAPTER = "reference_impl:ReferenceAdapter"
+DEFAULT_ADAPTER = "crashlab.reference_impl:ReferenceAdapter"
 
 
 def pytest_addoption(parser):

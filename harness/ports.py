@@ -1,7 +1,7 @@
 """The ports an in-process adapter sees.
 
 An adapter is any object with ``async def run(self, ports: Ports) -> None``. Every
-method below returns a :class:`~harness.model.PortCall`; awaiting it hands the call to
+method below returns a :class:`~crashlab.model.PortCall`; awaiting it hands the call to
 the harness, which runs it on the simulated world (one step, one place where a fault or
 a crash can be injected) and resumes the coroutine with the result, or raises
 :class:`PortError`. No asyncio loop is involved: the harness drives the coroutine itself,
@@ -95,7 +95,7 @@ class CheckpointPort(_Port):
 
 class LedgerPort(_Port):
     def append(self, entry: dict) -> PortCall:
-        """Append one effect-ledger entry (schema: harness.model.EFFECT_ENTRY_FIELDS).
+        """Append one effect-ledger entry (schema: crashlab.model.EFFECT_ENTRY_FIELDS).
         -> ``{"index": n}``. The ledger is append-only; the latest entry per key is its state."""
         return self._call("append", entry=entry)
 

@@ -35,7 +35,7 @@ class Violation:
     rule: dict[str, str] | None = None   # an expectation's rule: {"source", "quote"}
     expected: Any = None           # an expectation miss: what the scenario expects ...
     observed: Any = None           # ... and what the trace shows
-    cap: str | None = None         # a chapter scoring rule it triggers (harness.checks.rubric.CAPS)
+    cap: str | None = None         # a chapter scoring rule it triggers (crashlab.checks.rubric.CAPS)
 
     def to_json(self) -> dict[str, Any]:
         out = {"invariant": self.invariant, "message": self.message, "events": list(self.events),

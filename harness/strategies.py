@@ -7,13 +7,13 @@ schedule is a plain scenario document, a failing one shrinks (hypothesis does th
 prints as a YAML scenario that reproduces it::
 
     from hypothesis import given
-    from harness.strategies import schedules
+    from crashlab.strategies import schedules
 
     @given(schedules(base_doc))
     def test_my_adapter(doc):
         check_scenario(from_dict(doc), "my_pkg:MyAdapter")
 
-``calls`` (from :func:`harness.explore.probe_calls`) narrows crash and pause points to the
+``calls`` (from :func:`crashlab.explore.probe_calls`) narrows crash and pause points to the
 port calls the adapter actually makes, so most draws hit a real boundary.
 """
 from __future__ import annotations

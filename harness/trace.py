@@ -42,7 +42,7 @@ class Trace:
              **data: Any) -> dict[str, Any]:
         wrong = problem(lane, kind, data)
         if wrong is not None:  # a crashlab bug: never write an event the vocabulary does not declare
-            raise InternalError(f"trace event #{len(self.events)}: {wrong} (harness.events)")
+            raise InternalError(f"trace event #{len(self.events)}: {wrong} (crashlab.events)")
         event = {"seq": len(self.events), "t": self._now(), "lane": lane, "kind": kind,
                  "worker": worker, "run": run}
         event.update(data)

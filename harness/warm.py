@@ -2,8 +2,8 @@
 
 Starting a Python interpreter and importing an adapter costs about 0.15 s; a suite starts a
 worker process more than a hundred times. The server imports the adapter once and *forks*
-one fresh child per worker: the child speaks the wire protocol (harness.wire) on the pipes
-the harness hands it, exactly like ``exec:python -m harness.wire module:Class``. The
+one fresh child per worker: the child speaks the wire protocol (crashlab.wire) on the pipes
+the harness hands it, exactly like ``exec:python -m crashlab.wire module:Class``. The
 one-process-per-worker rule holds: every worker is a new process forked from the pristine
 server (which never runs adapter code), so a crash (SIGKILL to the child's process group)
 still loses all of a worker's memory.
@@ -36,7 +36,7 @@ class Server:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         from .drivers import _limit_child
 
-        self.proc = subprocess.Popen([sys.executable, "-m", "harness.warm", spec, str(theirs.fileno()),
+        self.proc = subprocess.Popen([sys.executable, "-m", "crashlab.warm", spec, str(theirs.fileno()),
                                       str(memory_mb)],
                                      pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                                      start_new_session=True, preexec_fn=_limit_child(0))

@@ -1,6 +1,6 @@
 """Run an in-process Python adapter as a subprocess speaking the wire protocol.
 
-    crashlab run t2-commit-before-record --adapter "exec:python -m harness.wire reference_impl:ReferenceAdapter"
+    crashlab run t2-commit-before-record --adapter "exec:python -m crashlab.wire crashlab.reference_impl:ReferenceAdapter"
 
 The shim reads the ``init`` line, drives the adapter's ``run(ports)`` coroutine, writes one
 request line per port call and resumes the coroutine with each reply (docs/protocol.md).
@@ -29,10 +29,10 @@ def serve(spec: str, stdin=None, stdout=None) -> int:
     try:
         adapter = load_adapter(spec)
     except UsageError as exc:
-        print(f"harness.wire: {exc}", file=sys.stderr)
+        print(f"crashlab.wire: {exc}", file=sys.stderr)
         return 3
     if adapter.kind != "python":
-        print("harness.wire: the adapter must be module:attribute", file=sys.stderr)
+        print("crashlab.wire: the adapter must be module:attribute", file=sys.stderr)
         return 3
     init = json.loads(stdin.readline() or "{}")
     try:
@@ -78,7 +78,7 @@ def serve(spec: str, stdin=None, stdout=None) -> int:
 
 def main() -> int:
     if len(sys.argv) != 2:
-        print("usage: python -m harness.wire module:attribute", file=sys.stderr)
+        print("usage: python -m crashlab.wire module:attribute", file=sys.stderr)
         return 3
     return serve(sys.argv[1])
 

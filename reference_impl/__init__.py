@@ -1,4 +1,4 @@
-"""The reference AR-08 v0.1.0 adapter: ``reference_impl:ReferenceAdapter``.
+"""The reference AR-08 v0.1.0 adapter: ``crashlab.reference_impl:ReferenceAdapter``.
 
 Reading order (each module cites the chapter section it implements):
 

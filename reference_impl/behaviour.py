@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 if TYPE_CHECKING:  # annotations only
-    from harness.model import RunState
+    from crashlab.model import RunState
 
     from .inbox import Absorbed
     from .matrix import Row

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Mapping
 
-from harness.model import Knowledge, RunState
-from harness.ports import PortError
+from crashlab.model import Knowledge, RunState
+from crashlab.ports import PortError
 
 from . import canonical, matrix
 from .matrix import ROW, Action

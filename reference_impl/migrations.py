@@ -21,7 +21,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from harness.model import RunState
+from crashlab.model import RunState
 
 from .record import events_from_v1
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from harness.model import TERMINAL_STATES, Knowledge, RunState
+from crashlab.model import TERMINAL_STATES, Knowledge, RunState
 
 from . import matrix
 from .effects import EffectFact

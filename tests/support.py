@@ -1,8 +1,8 @@
 """Small scripted adapters and scenario builders for the harness's own tests."""
 from __future__ import annotations
 
-from harness.runner import Limits, run_scenario
-from harness.scenario import from_dict
+from crashlab.runner import Limits, run_scenario
+from crashlab.scenario import from_dict
 
 INTENT = {"tenant": "T-1", "incident": "I-82", "part": "P-204", "slot": "S-19",
           "technician": "TECH-4", "quantity": 1, "principal": "U-7"}

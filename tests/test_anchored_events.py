@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 import support
-from harness.errors import InvalidScenario
-from harness.scenario import library
+from crashlab.errors import InvalidScenario
+from crashlab.scenario import library
 from support import kinds, run, scenario
 
 

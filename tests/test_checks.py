@@ -17,12 +17,12 @@ sys.path.insert(0, str(Path(__file__).parent / "data" / "checks"))
 
 from checks_traces import INTENT, SENT, TraceBuilder  # noqa: E402
 
-from harness.checks import EXPECTATIONS, INVARIANTS, check_trace, timelines  # noqa: E402
-from harness.checks.invariants import BY_ID, KNOWLEDGE_GRAPH, RUN_GRAPH  # noqa: E402
-from harness.explore import crash_documents, probe_calls  # noqa: E402
-from harness.drivers import load_adapter  # noqa: E402
-from harness.runner import run_scenario  # noqa: E402
-from harness.scenario import from_dict  # noqa: E402
+from crashlab.checks import EXPECTATIONS, INVARIANTS, check_trace, timelines  # noqa: E402
+from crashlab.checks.invariants import BY_ID, KNOWLEDGE_GRAPH, RUN_GRAPH  # noqa: E402
+from crashlab.explore import crash_documents, probe_calls  # noqa: E402
+from crashlab.drivers import load_adapter  # noqa: E402
+from crashlab.runner import run_scenario  # noqa: E402
+from crashlab.scenario import from_dict  # noqa: E402
 
 W1, W2 = "run-82/w1", "run-82/w2"
 
@@ -506,7 +506,7 @@ def test_timelines_are_frozen_values():
 
 
 def test_a_corrupt_trace_is_invalid_input_not_a_crash():
-    from harness.errors import UsageError
+    from crashlab.errors import UsageError
     events = TraceBuilder().clean()
     del events[3]["worker"]
     with pytest.raises(UsageError, match="not a well-formed crashlab trace"):

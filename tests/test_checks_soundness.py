@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent / "data" / "checks"))
 
 from checks_traces import ENV, INTENT, SENT, TraceBuilder  # noqa: E402
 
-from harness.checks import check_trace  # noqa: E402
+from crashlab.checks import check_trace  # noqa: E402
 
 W1, W2, W3 = "run-82/w1", "run-82/w2", "run-82/w3"
 LATER = 200_000                                  # past every late-delivery bound

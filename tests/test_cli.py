@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from crashlab.cli import main
 
 HERE = Path(__file__).parent
 SCENARIO = HERE / "data" / "determinism.yaml"
@@ -47,7 +47,7 @@ def test_run_prints_verdict_trace_and_repro(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "t2-commit-before-record: PASS" in out
-    assert "repro: crashlab run t2-commit-before-record --adapter reference_impl:ReferenceAdapter --seed" in out
+    assert "repro: crashlab run t2-commit-before-record --adapter crashlab.reference_impl:ReferenceAdapter --seed" in out
     [trace] = tmp_path.glob("*.jsonl")
     assert main(["check", str(trace)]) == 0
 
@@ -91,6 +91,6 @@ def test_list_json_and_conformance_json_schema(tmp_path, capsys):
 
 
 def test_list_into_a_closed_pipe_is_quiet():
-    proc = subprocess.run(f"{sys.executable} -m harness list | head -1", shell=True, capture_output=True,
+    proc = subprocess.run(f"{sys.executable} -m crashlab list | head -1", shell=True, capture_output=True,
                           text=True)
     assert proc.stdout.count("\n") == 1 and "Error" not in proc.stderr

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.drivers import load_adapter
-from harness.errors import UsageError
+from crashlab.cli import main
+from crashlab.drivers import load_adapter
+from crashlab.errors import UsageError
 from support import Script, effects, kinds, run, scenario
 
 WIRE = Path(__file__).parent / "data" / "wire"
@@ -142,7 +142,7 @@ def test_subprocess_crash_is_sigkill_and_a_fresh_process(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
     sc = scenario(crashes=[{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "after"}])
     inproc = run(sc)
-    wire = run(sc, f"exec:{PY} -m harness.wire support:Script")
+    wire = run(sc, f"exec:{PY} -m crashlab.wire support:Script")
     strip = lambda events: [{k: v for k, v in e.items() if k != "adapter"} for e in events]  # noqa: E731
     assert strip(inproc.events) == strip(wire.events)
     assert len(kinds(wire, "start")) == 2

@@ -1,14 +1,14 @@
-"""The trace vocabulary (harness.events) declares every event crashlab writes."""
+"""The trace vocabulary (crashlab.events) declares every event crashlab writes."""
 import pytest
 
-from harness.errors import InternalError
-from harness.events import BY_NAME, KINDS, LANES, problem
-from harness.scenario import library
-from harness.trace import Trace
+from crashlab.errors import InternalError
+from crashlab.events import BY_NAME, KINDS, LANES, problem
+from crashlab.scenario import library
+from crashlab.trace import Trace
 
 
 def test_every_event_of_the_library_matches_its_declaration_and_every_field_is_documented():
-    from harness.runner import run_scenario
+    from crashlab.runner import run_scenario
 
     seen: dict[str, set] = {}
     for sc in library():

@@ -18,18 +18,18 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 
-from harness.cli import main
-from harness.conformance import check_run
-from harness.drivers import load_adapter
-from harness.explore import (check_document, crash_documents, double_crash_documents, probe_calls,
+from crashlab.cli import main
+from crashlab.conformance import check_run
+from crashlab.drivers import load_adapter
+from crashlab.explore import (check_document, crash_documents, double_crash_documents, probe_calls,
                              to_yaml)
-from harness.runner import run_scenario
-from harness.scenario import from_dict, library, load_file
-from harness.strategies import schedules
+from crashlab.runner import run_scenario
+from crashlab.scenario import from_dict, library, load_file
+from crashlab.strategies import schedules
 
 sys.path.insert(0, str(Path(__file__).parent / "data" / "checks"))
 
-ADAPTER = "reference_impl:ReferenceAdapter"
+ADAPTER = "crashlab.reference_impl:ReferenceAdapter"
 LIBRARY = {s.id: s for s in library()}
 #: At least 2,000 generated schedules in all, shared evenly among the library's scenarios.
 EXAMPLES_PER_BASE = math.ceil(2000 / len(LIBRARY))
@@ -181,7 +181,7 @@ def test_a_recorded_reference_bug_scenario_passes(path):
 
 
 def test_the_crash_matrix_command_prints_each_failing_schedule_and_a_summary(capsys):
-    from harness.explore import matrix_main
+    from crashlab.explore import matrix_main
 
     assert matrix_main(["--scenario", "matrix-permission-denied", "--double"]) == 0
     assert re.fullmatch(r"[1-9]\d* double-crash schedules over 1 scenario\(s\): 0 failing",

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from gallery import BY_ID, CATEGORIES, ENTRIES, changes, load
-from gallery.matrix import DOCS, evaluate_all, render_gallery, render_matrix
-from harness.checks import INVARIANTS
-from harness.checks.rubric import AUTO_FAIL_REASONS
-from reference_impl import ReferenceAdapter
-from reference_impl.behaviour import REFERENCE
+from crashlab.gallery import BY_ID, CATEGORIES, ENTRIES, changes, load
+from crashlab.gallery.matrix import DOCS, evaluate_all, render_gallery, render_matrix
+from crashlab.checks import INVARIANTS
+from crashlab.checks.rubric import AUTO_FAIL_REASONS
+from crashlab.reference_impl import ReferenceAdapter
+from crashlab.reference_impl.behaviour import REFERENCE
 
 MISTAKES = [e for e in ENTRIES if not e.correct]
 CORRECT = [e for e in ENTRIES if e.correct]
@@ -29,12 +29,12 @@ def by_name(outcomes):
 
 def test_the_detection_matrix_is_current(outcomes):
     assert (DOCS / "detection-matrix.md").read_text() == render_matrix(outcomes), \
-        "docs/detection-matrix.md is stale: run python -m gallery.matrix and review the diff"
+        "docs/detection-matrix.md is stale: run python -m crashlab.gallery.matrix and review the diff"
 
 
 def test_the_gallery_page_is_current(outcomes):
     assert (DOCS / "gallery.md").read_text() == render_gallery(outcomes), \
-        "docs/gallery.md is stale: run python -m gallery.matrix and review the diff"
+        "docs/gallery.md is stale: run python -m crashlab.gallery.matrix and review the diff"
 
 
 def test_the_reference_is_a_clean_control(by_name):

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import gallery.independent as independent
-from harness.conformance import run_one, run_suite
-from harness.drivers import load_adapter
-from harness.scenario import library
+import crashlab.gallery.independent as independent
+from crashlab.conformance import run_one, run_suite
+from crashlab.drivers import load_adapter
+from crashlab.scenario import library
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "gallery" / "independent" / "fieldops.py"
@@ -71,7 +71,7 @@ def test_no_verdict_depends_on_the_adapters_free_choices(lib, monkeypatch):
         monkeypatch.setattr(independent, f"Varied{n}",
                             type(f"Varied{n}", (independent.IndependentAdapter,), {"choices": choices}),
                             raising=False)
-        spec = load_adapter(f"gallery.independent:Varied{n}")
+        spec = load_adapter(f"crashlab.gallery.independent:Varied{n}")
         for sc in lib:
             run, res = run_one(sc, spec)
             verdicts.setdefault(sc.id, set()).add(
@@ -95,7 +95,7 @@ def test_the_conservative_design_escalates_sooner_than_the_patient_one(lib):
 
 
 def test_escalate_every_ambiguity_loses_only_the_reconciliation_point(lib):
-    card = run_suite("gallery.alternatives:EscalateEveryAmbiguity", lib)
+    card = run_suite("crashlab.gallery.alternatives:EscalateEveryAmbiguity", lib)
     assert card.total == 19 and card.auto_fail == ()
     assert {lp.point.split()[0] for lp in card.lost} == {"E4"}
     assert all(lp.rule and lp.rule["quote"] for lp in card.lost)

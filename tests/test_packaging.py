@@ -19,12 +19,14 @@ def wheel(tmp_path_factory):
     return whl
 
 
-def test_wheel_ships_the_library_and_both_packages(wheel):
+def test_wheel_ships_the_library_under_one_top_level_package(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    assert any(n.startswith("harness/scenarios/") and n.endswith(".yaml") for n in names)
-    assert "reference_impl/__init__.py" in names
-    assert "harness/plugin.py" in names
+    assert any(n.startswith("crashlab/scenarios/") and n.endswith(".yaml") for n in names)
+    assert "crashlab/reference_impl/__init__.py" in names and "crashlab/gallery/__init__.py" in names
+    assert "crashlab/plugin.py" in names and "crashlab/py.typed" in names
     assert any(n.endswith("entry_points.txt") for n in names)
+    top = {n.split("/", 1)[0] for n in names if "/" in n and not n.split("/", 1)[0].endswith(".dist-info")}
+    assert top == {"crashlab"}, f"the wheel installs other top-level names: {sorted(top - {'crashlab'})}"
 
 
 def test_installed_wheel_runs_from_anywhere(wheel, tmp_path):
@@ -40,6 +42,7 @@ def test_installed_wheel_runs_from_anywhere(wheel, tmp_path):
     listed = subprocess.run([crashlab, "list", "--json"], cwd=work, env=clean, capture_output=True, text=True)
     assert listed.returncode == 0, listed.stderr
     assert '"id"' in listed.stdout
-    where = subprocess.run([str(py), "-c", "import harness, reference_impl; print(harness.__file__)"],
+    where = subprocess.run([str(py), "-c", "import crashlab, crashlab.reference_impl, crashlab.gallery.retries; "
+                                           "print(crashlab.__file__)"],
                            cwd=work, env=clean, capture_output=True, text=True, check=True)
     assert str(env_dir) in where.stdout, "must import the installed copy, not the source tree"

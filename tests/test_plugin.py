@@ -2,7 +2,7 @@
 import textwrap
 
 BROKEN = textwrap.dedent('''
-    from reference_impl import ReferenceAdapter
+    from crashlab.reference_impl import ReferenceAdapter
 
     class Declares:
         """Claims success without ever sending anything."""
@@ -13,11 +13,11 @@ BROKEN = textwrap.dedent('''
 
 
 def test_conformance_suite_collected_from_an_empty_directory(pytester):
-    result = pytester.runpytest("--crashlab-adapter=reference_impl:ReferenceAdapter",
+    result = pytester.runpytest("--crashlab-adapter=crashlab.reference_impl:ReferenceAdapter",
                                 "--crashlab-scenario=t1-crash-before-dispatch",
                                 "--crashlab-scenario=t2-commit-before-record", "-v")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["crashlab: adapter reference_impl:ReferenceAdapter, seed per scenario",
+    result.stdout.fnmatch_lines(["crashlab: adapter crashlab.reference_impl:ReferenceAdapter, seed per scenario",
                                  "*t1-crash-before-dispatch PASSED*"])
 
 
@@ -33,10 +33,10 @@ def test_failure_names_invariant_evidence_and_repro(pytester):
 
 
 def test_tag_filter_and_seed_override(pytester):
-    result = pytester.runpytest("--crashlab-adapter=reference_impl:ReferenceAdapter", "--crashlab-tag=seed-000",
+    result = pytester.runpytest("--crashlab-adapter=crashlab.reference_impl:ReferenceAdapter", "--crashlab-tag=seed-000",
                                 "--crashlab-seed=5", "-v")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["crashlab: adapter reference_impl:ReferenceAdapter, seed 5"])
+    result.stdout.fnmatch_lines(["crashlab: adapter crashlab.reference_impl:ReferenceAdapter, seed 5"])
 
 
 def test_users_own_scenario_files_are_collected(pytester):
@@ -79,7 +79,7 @@ def test_fixture_runs_a_scenario_against_an_adapter(pytester):
 
 
 def test_crash_points_on_request(pytester):
-    result = pytester.runpytest("--crashlab-adapter=reference_impl:ReferenceAdapter",
+    result = pytester.runpytest("--crashlab-adapter=crashlab.reference_impl:ReferenceAdapter",
                                 "--crashlab-scenario=matrix-validation-failure", "--crashlab-crash-points", "-q")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0

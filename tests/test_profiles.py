@@ -7,11 +7,11 @@ import itertools
 
 import pytest
 
-from harness.errors import InvalidScenario
-from harness.ports import PortError
-from harness.runner import run_scenario
-from harness.scenario import PROFILE_CHOICES, from_dict
-from harness.services import PROFILE_DEFAULTS, Reservation, profile_conflicts
+from crashlab.errors import InvalidScenario
+from crashlab.ports import PortError
+from crashlab.runner import run_scenario
+from crashlab.scenario import PROFILE_CHOICES, from_dict
+from crashlab.services import PROFILE_DEFAULTS, Reservation, profile_conflicts
 
 INTENT = {"tenant": "T-1", "incident": "I-82", "part": "P-204", "slot": "S-19", "technician": "TECH-4",
           "quantity": 1, "principal": "U-7"}
@@ -97,7 +97,7 @@ def test_a_fencing_profile_refuses_an_older_fence():
 def test_duplicated_events_keep_their_declared_producer():
     doc = {**BASE, "events": [{"at": "10:00:01", "type": "event", "kind": "note", "producer": "queue",
                                "producer_seq": 4, "duplicates": 2, "duplicate_after": "1s"}]}
-    events = run_scenario(from_dict(doc, file="dup.yaml"), "reference_impl:ReferenceAdapter").events
+    events = run_scenario(from_dict(doc, file="dup.yaml"), "crashlab.reference_impl:ReferenceAdapter").events
     notes = [e["event"] for e in events if e["kind"] == "deliver" and e["event"]["type"] == "note"]
     assert len(notes) == 3
     assert {(n["producer"], n["producer_seq"], n["event_id"]) for n in notes} == {("queue", 4, notes[0]["event_id"])}

@@ -3,7 +3,7 @@
 Every assertion reads the trace directly: the ``remote`` lane is the ground truth of
 what the services did, the ``knowledge`` lane is what the ledger asserted, the ``run``
 lane holds checkpoints, escalations and finishes, and the ``port`` lane every call.
-The generic invariant checker (harness.checks) must also accept every trace.
+The generic invariant checker (crashlab.checks) must also accept every trace.
 """
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner import RunResult, run_scenario
-from harness.scenario import from_dict, load_file
+from crashlab.runner import RunResult, run_scenario
+from crashlab.scenario import from_dict, load_file
 
-from reference_impl import canonical
+from crashlab.reference_impl import canonical
 
 DATA = Path(__file__).parent / "data" / "reference"
-ADAPTER = "reference_impl:ReferenceAdapter"
+ADAPTER = "crashlab.reference_impl:ReferenceAdapter"
 INTENT = {"tenant": "T-1", "incident": "I-82", "part": "P-204", "slot": "S-19",
           "technician": "TECH-4", "quantity": 1, "principal": "U-7"}
 #: Where the reference adapter and the invariant checker disagree, with the argument.
@@ -92,7 +92,7 @@ def escalations(result: RunResult) -> list[dict]:
 
 
 def checker_violations(result: RunResult) -> set[str]:
-    from harness.checks import check_trace
+    from crashlab.checks import check_trace
     return {v.invariant for v in check_trace(result.events).violations}
 
 
@@ -668,5 +668,5 @@ def test_a_cancelled_resubmission_escalates_the_shared_hold_instead_of_releasing
     assert last["run-82"]["next_owner"] == "operator"
     packet = [e for e in events(result, "run", "escalation") if e["run"] == "run-82"][-1]["packet"]
     assert packet["classification"]["row"] == "shared_effect" and packet["recommended"]["action"] == "STOP"
-    from harness.checks import check_trace
+    from crashlab.checks import check_trace
     assert check_trace(result.events).verdict == "pass"

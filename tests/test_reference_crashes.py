@@ -9,8 +9,8 @@ from functools import cache
 
 import pytest
 
-from harness.runner import run_scenario
-from harness.scenario import Match, Rule, load_file
+from crashlab.runner import run_scenario
+from crashlab.scenario import Match, Rule, load_file
 
 from test_reference import ADAPTER, DATA, calls, checker_violations, effects, final, run
 

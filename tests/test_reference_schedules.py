@@ -6,11 +6,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.drivers import load_adapter
-from harness.explore import probe_calls, to_yaml
-from harness.runner import run_scenario
-from harness.scenario import from_dict, load_file
-from harness.strategies import schedules
+from crashlab.drivers import load_adapter
+from crashlab.explore import probe_calls, to_yaml
+from crashlab.runner import run_scenario
+from crashlab.scenario import from_dict, load_file
+from crashlab.strategies import schedules
 
 from test_reference import ADAPTER, DATA
 
@@ -28,7 +28,7 @@ _STRATEGY = st.one_of([schedules(dict(load_file(DATA / f"{b}.yaml").raw),
           suppress_health_check=list(HealthCheck))
 @given(_STRATEGY)
 def test_generated_schedules_keep_every_invariant(doc):
-    from harness.checks import check_trace
+    from crashlab.checks import check_trace
 
     result = run_scenario(from_dict(doc), _SPEC)
     verdict = check_trace(result.events)

@@ -11,13 +11,13 @@ from unittest import mock
 
 import pytest
 
-from harness.model import ERROR_CODES, Knowledge, RunState, validate_checkpoint
-from harness.runner import run_scenario
-from harness.scenario import load_file
+from crashlab.model import ERROR_CODES, Knowledge, RunState, validate_checkpoint
+from crashlab.runner import run_scenario
+from crashlab.scenario import load_file
 
-from reference_impl import adapter as adapter_module, canonical, matrix, migrations, transitions
-from reference_impl.inbox import absorb, ordered
-from reference_impl.record import RunRecord, decode, encode, events_from_v1, events_to_v1
+from crashlab.reference_impl import adapter as adapter_module, canonical, matrix, migrations, transitions
+from crashlab.reference_impl.inbox import absorb, ordered
+from crashlab.reference_impl.record import RunRecord, decode, encode, events_from_v1, events_to_v1
 
 from test_reference import ADAPTER, DATA, INTENT, SCENARIOS, _collision, checkpoints, run
 
@@ -234,7 +234,7 @@ def test_each_transition_names_its_chapter_section_and_an_action():
 # --------------------------------------------------------------------------- determinism
 def test_a_seed_reproduces_the_trace_byte_for_byte_in_another_process():
     path = DATA / "cancel_in_flight.yaml"
-    code = ("import sys; from harness.scenario import load_file; from harness.runner import run_scenario; "
+    code = ("import sys; from crashlab.scenario import load_file; from crashlab.runner import run_scenario; "
             f"sys.stdout.write(run_scenario(load_file({str(path)!r}), {ADAPTER!r}).to_jsonl())")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

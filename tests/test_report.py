@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.checks import check_trace
-from harness.errors import UsageError
-from harness.report import render_inputs, render_results, render_scorecard
-from harness.report.figure import TimeAxis
-from harness.report.machines import layout, svg
-from harness.results import LostPoint, Scorecard
-from harness.runner import run_scenario
-from harness.scenario import load_file
-from harness.trace import write_jsonl
+from crashlab.checks import check_trace
+from crashlab.errors import UsageError
+from crashlab.report import render_inputs, render_results, render_scorecard
+from crashlab.report.figure import TimeAxis
+from crashlab.report.machines import layout, svg
+from crashlab.results import LostPoint, Scorecard
+from crashlab.runner import run_scenario
+from crashlab.scenario import load_file
+from crashlab.trace import write_jsonl
 
 DATA = Path(__file__).parent / "data" / "report"
 sys.path.insert(0, str(DATA))
@@ -97,8 +97,8 @@ def test_every_scenario_gets_a_png_figure_and_a_page(rendered, tmp_path):
         png = (figures / f"{r.id}.png").read_bytes()
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
     # an SVG is drawn on request (from Python)
-    from harness.report.figure import render_figure
-    from harness.trace import read_jsonl
+    from crashlab.report.figure import render_figure
+    from crashlab.trace import read_jsonl
 
     events = read_jsonl(results[0].trace)
     assert render_figure(events, results[0], tmp_path / "x", svg=True) == tmp_path / "x.png"
@@ -107,11 +107,11 @@ def test_every_scenario_gets_a_png_figure_and_a_page(rendered, tmp_path):
 
 
 def test_rendering_is_deterministic_in_one_process_or_several(saved, tmp_path, monkeypatch):
-    import harness.report
+    import crashlab.report
 
     _, _, results = saved
     one = render_results(results[:2], tmp_path / "one")
-    monkeypatch.setattr(harness.report, "PARALLEL_MIN", 1)   # forked workers where the host allows
+    monkeypatch.setattr(crashlab.report, "PARALLEL_MIN", 1)   # forked workers where the host allows
     two = render_results(results[:2], tmp_path / "two")
     for rel in ["index.html", "summary.md"] + [f"{d}/{r.id}.{x}" for r in results[:2]
                                                 for d, x in (("figures", "png"), ("scenarios", "html"))]:
@@ -197,8 +197,8 @@ def test_hostile_strings_are_escaped(rendered):
     summary = (index.parent / "summary.md").read_text(encoding="utf-8")
     assert "<script" not in summary
     # a failing hostile scenario shows its title in the summary, escaped
-    from harness.report.markdown import summary as markdown_summary
-    from harness.report.view import Item
+    from crashlab.report.markdown import summary as markdown_summary
+    from crashlab.report.view import Item
 
     hostile_result = next(r for r in rendered[1] if r.id == "report-hostile")
     text = markdown_summary([Item(result=replace(hostile_result, verdict="fail"), events=None, name="x")],
@@ -341,7 +341,7 @@ def test_missing_matplotlib_names_the_extra(saved, tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- state machines
 def test_state_machine_layout_covers_every_state_and_flags_illegal_steps():
-    from harness.model import RunState
+    from crashlab.model import RunState
 
     assert set(layout("run").boxes) == {s.value for s in RunState}
     drawing = svg("run", [(None, "VALIDATED"), ("VALIDATED", "PROPOSED"), ("PROPOSED", "SUCCEEDED")], "t")

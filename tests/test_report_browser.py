@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import render_inputs
+from crashlab.report import render_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium")

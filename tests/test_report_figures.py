@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.checks import check_trace
-from harness.report.axis import TimeAxis
-from harness.report.figure import RC, build_figure, collapse_states, matplotlib
-from harness.report.lanes import lanes
-from harness.report.story import story
-from harness.trace import read_jsonl
+from crashlab.checks import check_trace
+from crashlab.report.axis import TimeAxis
+from crashlab.report.figure import RC, build_figure, collapse_states, matplotlib
+from crashlab.report.lanes import lanes
+from crashlab.report.story import story
+from crashlab.trace import read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = sorted((ROOT / "traces").glob("*.jsonl"))
@@ -201,8 +201,8 @@ def test_figure_labels_the_final_disposition_and_collapses_repeated_faults(figur
 def test_no_state_machine_label_covers_a_state_name():
     import re
 
-    from harness.report.machines import BOX_H, label_box, layout, svg
-    from harness.report.view import Item, knowledge_steps, run_steps
+    from crashlab.report.machines import BOX_H, label_box, layout, svg
+    from crashlab.report.view import Item, knowledge_steps, run_steps
 
     checked = 0
     for path in LIBRARY:

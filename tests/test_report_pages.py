@@ -14,14 +14,14 @@ from html import unescape
 from pathlib import Path
 
 
-from harness.report import render_inputs
-from harness.report.findings import group
-from harness.report.packet import clock, collapse, communications, facts, packet_html
-from harness.report.view import Item, ordered, repro
-from harness.results import ScenarioResult, Violation
-from harness.runner import run_scenario
-from harness.scenario import resolve
-from harness.trace import read_jsonl, write_jsonl
+from crashlab.report import render_inputs
+from crashlab.report.findings import group
+from crashlab.report.packet import clock, collapse, communications, facts, packet_html
+from crashlab.report.view import Item, ordered, repro
+from crashlab.results import ScenarioResult, Violation
+from crashlab.runner import run_scenario
+from crashlab.scenario import resolve
+from crashlab.trace import read_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
@@ -90,7 +90,7 @@ def test_repro_lines_are_shell_quoted_for_any_adapter_spec():
 
 
 def test_the_adapter_of_results_without_traces_is_read_from_their_repro_lines(tmp_path):
-    from harness.report import render_results
+    from crashlab.report import render_results
 
     r = replace(result("t3-y", "fail", Violation(invariant="EFF-01", message="two", events=(3,))),
                 repro="crashlab run t3-y --adapter 'exec:node my adapter.js' --seed 4", seed=4)
@@ -116,7 +116,7 @@ def test_a_pasted_repro_of_an_exec_adapter_runs_the_same_adapter(tmp_path):
     lines = [line for line in summary.splitlines() if line.startswith("crashlab run ")] or [
         line for line in summary.splitlines() if "crashlab run" in line]
     assert in_page in summary or any(in_page in unescape(line) for line in lines)
-    pasted = in_page.replace("crashlab ", f"{shlex.quote(sys.executable)} -m harness ", 1)
+    pasted = in_page.replace("crashlab ", f"{shlex.quote(sys.executable)} -m crashlab ", 1)
     done = subprocess.run(["bash", "-c", pasted + " --out replay"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode in (0, 1, 2), done.stderr
@@ -127,9 +127,9 @@ def test_a_pasted_repro_of_an_exec_adapter_runs_the_same_adapter(tmp_path):
 
 # --------------------------------------------------------------------------- --no-answers
 def test_no_answers_hides_teaching_cards_and_adapter_names(tmp_path):
-    from harness.report.figure import RC, build_figure, matplotlib
+    from crashlab.report.figure import RC, build_figure, matplotlib
 
-    run = run_scenario(resolve("combined-cancellation-under-pressure"), "reference_impl:ReferenceAdapter")
+    run = run_scenario(resolve("combined-cancellation-under-pressure"), "crashlab.reference_impl:ReferenceAdapter")
     trace = tmp_path / "t.jsonl"
     write_jsonl(run.events, trace)
     shown = render_inputs([trace], tmp_path / "shown")
@@ -151,7 +151,7 @@ def test_no_answers_hides_teaching_cards_and_adapter_names(tmp_path):
 
 
 def test_cli_passes_no_answers_through(tmp_path):
-    from harness.cli import main
+    from crashlab.cli import main
 
     code = main(["report", str(TRACES / "t4-approval-wait-crash.jsonl"), "--out", str(tmp_path / "r"),
                  "--no-answers"])

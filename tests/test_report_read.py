@@ -6,11 +6,11 @@ import re
 from pathlib import Path
 
 
-from harness.cli import main
-from harness.report.compare import first_divergence, generated_documents, outcome
-from harness.runner import run_scenario
-from harness.scenario import resolve
-from harness.trace import read_jsonl, write_jsonl
+from crashlab.cli import main
+from crashlab.report.compare import first_divergence, generated_documents, outcome
+from crashlab.runner import run_scenario
+from crashlab.scenario import resolve
+from crashlab.trace import read_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 T2 = ROOT / "traces" / "t2-commit-before-record.jsonl"
@@ -69,8 +69,8 @@ def test_show_of_a_file_that_is_not_a_trace_is_a_usage_error(tmp_path, capsys):
 # --------------------------------------------------------------------------- diff
 def test_diff_marks_the_first_divergence_and_the_different_outcomes(tmp_path, capsys):
     scenario = resolve("fieldops-no-key-lookup")
-    ref = run_scenario(scenario, "reference_impl:ReferenceAdapter")
-    bad = run_scenario(scenario, "gallery.retries:BlindRetry", ref.seed)
+    ref = run_scenario(scenario, "crashlab.reference_impl:ReferenceAdapter")
+    bad = run_scenario(scenario, "crashlab.gallery.retries:BlindRetry", ref.seed)
     a, b = tmp_path / "ref.jsonl", tmp_path / "bad.jsonl"
     write_jsonl(ref.events, a)
     write_jsonl(bad.events, b)
@@ -103,7 +103,7 @@ def test_outcome_reads_dispositions_effects_and_next_owners():
 
 
 def test_compare_lists_every_scenario_whose_outcomes_differ(tmp_path, capsys):
-    code = main(["compare", "--adapter", "reference_impl:ReferenceAdapter", "--adapter", "gallery.retries:BlindRetry",
+    code = main(["compare", "--adapter", "crashlab.reference_impl:ReferenceAdapter", "--adapter", "crashlab.gallery.retries:BlindRetry",
                  "--scenario", "fieldops-no-key-lookup", "--scenario", "t1-crash-before-dispatch"])
     out = capsys.readouterr().out
     assert code == 1
@@ -111,10 +111,10 @@ def test_compare_lists_every_scenario_whose_outcomes_differ(tmp_path, capsys):
     assert "t1-crash-before-dispatch" not in out.split("\n", 1)[1]      # same dispositions and effects there
     assert "1 of 2 runs differ" in out
     # an implementation against itself: no difference
-    assert main(["compare", "--adapter", "reference_impl:ReferenceAdapter", "--adapter",
-                 "reference_impl:ReferenceAdapter", "--scenario", "t1-crash-before-dispatch"]) == 0
+    assert main(["compare", "--adapter", "crashlab.reference_impl:ReferenceAdapter", "--adapter",
+                 "crashlab.reference_impl:ReferenceAdapter", "--scenario", "t1-crash-before-dispatch"]) == 0
     assert "no difference" in capsys.readouterr().out
-    assert main(["compare", "--adapter", "reference_impl:ReferenceAdapter"]) == 3
+    assert main(["compare", "--adapter", "crashlab.reference_impl:ReferenceAdapter"]) == 3
     assert "exactly two --adapter" in capsys.readouterr().err
 
 
@@ -123,7 +123,7 @@ def test_compare_runs_both_adapters_on_the_same_generated_schedules(tmp_path, ca
     one = generated_documents(4, 3, bases)
     assert len(one) == 4 and json.dumps(one, sort_keys=True) == json.dumps(generated_documents(4, 3, bases),
                                                                            sort_keys=True)
-    code = main(["compare", "--adapter", "reference_impl:ReferenceAdapter", "--adapter", "gallery.retries:BlindRetry",
+    code = main(["compare", "--adapter", "crashlab.reference_impl:ReferenceAdapter", "--adapter", "crashlab.gallery.retries:BlindRetry",
                  "--scenario", "fieldops-no-key-lookup", "--examples", "4", "--schedule-seed", "3",
                  "--save", str(tmp_path / "diffs")])
     out = capsys.readouterr().out
@@ -131,8 +131,8 @@ def test_compare_runs_both_adapters_on_the_same_generated_schedules(tmp_path, ca
     saved = sorted((tmp_path / "diffs").glob("*.yaml"))
     assert saved and all("fieldops-no-key-lookup.generated" in p.read_text() for p in saved)
     # a saved schedule reproduces the difference
-    from harness.scenario import load_file
+    from crashlab.scenario import load_file
 
     scenario = load_file(saved[0])
-    assert outcome(run_scenario(scenario, "reference_impl:ReferenceAdapter").events) != \
-        outcome(run_scenario(scenario, "gallery.retries:BlindRetry").events)
+    assert outcome(run_scenario(scenario, "crashlab.reference_impl:ReferenceAdapter").events) != \
+        outcome(run_scenario(scenario, "crashlab.gallery.retries:BlindRetry").events)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.checks.docs import invariants_markdown, rubric_markdown
-from harness.checks.invariants import BY_ID, INVARIANTS
-from harness.checks.rubric import AUTO_FAIL_REASONS, CATEGORY_MAX, RUBRIC, point_for, render, score
-from harness.results import ScenarioResult, Violation
+from crashlab.checks.docs import invariants_markdown, rubric_markdown
+from crashlab.checks.invariants import BY_ID, INVARIANTS
+from crashlab.checks.rubric import AUTO_FAIL_REASONS, CATEGORY_MAX, RUBRIC, point_for, render, score
+from crashlab.results import ScenarioResult, Violation
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -121,9 +121,9 @@ def test_render_prints_the_mapping_with_the_score():
 
 def test_docs_are_generated_from_the_code():
     assert (DOCS / "invariants.md").read_text(encoding="utf-8") == invariants_markdown(), \
-        "docs/invariants.md is stale: run python -m harness.checks.docs"
+        "docs/invariants.md is stale: run python -m crashlab.checks.docs"
     assert (DOCS / "rubric.md").read_text(encoding="utf-8") == rubric_markdown(), \
-        "docs/rubric.md is stale: run python -m harness.checks.docs"
+        "docs/rubric.md is stale: run python -m crashlab.checks.docs"
 
 
 def test_docs_name_every_invariant_and_point():
@@ -144,8 +144,8 @@ def _scenario(expect):
 def test_a_scenario_rule_reaches_the_violation_the_failure_message_and_the_results_json():
     import json
 
-    from harness.conformance import failure_message, run_one
-    from harness.results import Scorecard
+    from crashlab.conformance import failure_message, run_one
+    from crashlab.results import Scorecard
 
     rule = {"point": "D2", "source": "AR-08, Cancellation races", "quote": "Before dispatch, stop cleanly"}
     _, res = run_one(_scenario({"dispositions": ["CANCELLED_NO_EFFECT"], "rules": {"dispositions": rule}}),
@@ -164,7 +164,7 @@ def test_a_scenario_rule_reaches_the_violation_the_failure_message_and_the_resul
 
 
 def test_a_miss_in_a_file_without_rules_costs_the_point_of_its_kind():
-    from harness.conformance import run_one
+    from crashlab.conformance import run_one
 
     _, res = run_one(_scenario({"remote_effects": 3}), "support:Script")
     [miss] = [v for v in res.violations if v.invariant == "EXP-EFFECTS"]
@@ -172,7 +172,7 @@ def test_a_miss_in_a_file_without_rules_costs_the_point_of_its_kind():
 
 
 def test_results_written_before_rules_existed_still_load():
-    from harness.results import Scorecard
+    from crashlab.results import Scorecard
 
     old = {"adapter": "x:Y", "seed": None, "verdict": "fail",
            "score": {"total": 19, "max": 20, "categories": {"disposition": {"score": 4, "max": 5}}},
@@ -186,8 +186,8 @@ def test_results_written_before_rules_existed_still_load():
 
 
 def test_the_reports_show_the_rule_and_the_expected_and_observed_outcomes():
-    from harness.report.index import score_html
-    from harness.report.markdown import summary
+    from crashlab.report.index import score_html
+    from crashlab.report.markdown import summary
 
     miss = Violation(invariant="EXP-DISPOSITION", message="m", run="run-82", point="E4",
                      rule={"source": "AR-08, Runbook: ambiguous reservation", "quote": "Use the authoritative read"},

@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).parent / "data" / "checks"))
 
 from checks_traces import PROFILE, SENT, TraceBuilder  # noqa: E402
 
-from harness.checks import check_trace, evidence, invariants, verdict  # noqa: E402
-from harness.checks.invariants import BY_ID  # noqa: E402
+from crashlab.checks import check_trace, evidence, invariants, verdict  # noqa: E402
+from crashlab.checks.invariants import BY_ID  # noqa: E402
 
 W1, W2 = "run-82/w1", "run-82/w2"
 TIMEOUT = {"code": "timeout", "definite": False, "message": "client deadline", "details": {}}
@@ -291,7 +291,7 @@ def test_pin_01_names_and_keeps_the_old_versions(monkeypatch):
 
 
 def test_the_new_rules_are_registered_with_a_rubric_point():
-    from harness.checks.rubric import RUBRIC
+    from crashlab.checks.rubric import RUBRIC
 
     for inv in ("PKT-01", "FENCE-01", "PREP-02", "JIT-01", "EVT-02", "PIN-01"):
         assert inv in BY_ID and [p.id for p in RUBRIC if inv in p.invariants], inv
@@ -306,7 +306,7 @@ def test_a_careful_adapter_not_derived_from_the_reference_passes_whatever_its_le
     import checks_mini
     from test_checks import CLEAN, scenario
 
-    from harness.runner import run_scenario
+    from crashlab.runner import run_scenario
 
     name = f"GoodTtl{ttl}"
     setattr(checks_mini, name, type(name, (checks_mini.Good,), {"TTL": ttl}))
@@ -429,8 +429,8 @@ def test_exp_disposition_at_judges_the_record_in_force_at_that_time():
 
 
 def test_the_loader_reads_absent_and_disposition_at_and_refuses_bad_ones():
-    from harness.errors import InvalidScenario
-    from harness.scenario import from_dict
+    from crashlab.errors import InvalidScenario
+    from crashlab.scenario import from_dict
 
     base = {"id": "x", "title": "x", "clock": {"origin": "10:00", "horizon": "10:20"},
             "runs": [{"id": "run-82", "intent": {"tenant": "T-1", "incident": "I-82", "part": "P-204",

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import harness.scenario as scenario_module
-from harness.errors import InvalidScenario
-from harness.scenario import (CARD_FIELDS, DEFAULT_ORIGIN_MS, EVENT_TYPES, clock_ms, format_time, from_dict,
+import crashlab.scenario as scenario_module
+from crashlab.errors import InvalidScenario
+from crashlab.scenario import (CARD_FIELDS, DEFAULT_ORIGIN_MS, EVENT_TYPES, clock_ms, format_time, from_dict,
                               library, library_dir, load_file, load_text, parse_duration, parse_time, resolve)
 
 BASE = """\
@@ -314,14 +314,14 @@ def test_bad_expectation_rules_name_the_field(rules, field, words):
 
 
 def test_rubric_point_ids_match_the_rubric():
-    from harness.checks.rubric import RUBRIC
-    from harness.model import RUBRIC_POINT_IDS
+    from crashlab.checks.rubric import RUBRIC
+    from crashlab.model import RUBRIC_POINT_IDS
     assert tuple(p.id for p in RUBRIC) == RUBRIC_POINT_IDS
 
 
 def test_every_library_expectation_names_its_rule_and_passage():
     """A miss is charged to the point its rule names, so the library gives one for each expectation."""
-    from harness.scenario import EXPECT_FIELDS
+    from crashlab.scenario import EXPECT_FIELDS
 
     for sc in library():
         rules = sc.expect.get("rules") or {}

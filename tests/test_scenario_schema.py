@@ -9,11 +9,11 @@ import yaml
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from harness.errors import InvalidScenario  # noqa: E402
-from harness.scenario import (DOCS_PATH, SCHEMA_PATH, TABLE_BEGIN, TABLE_END, from_dict,  # noqa: E402
+from crashlab.errors import InvalidScenario  # noqa: E402
+from crashlab.scenario import (DOCS_PATH, SCHEMA_PATH, TABLE_BEGIN, TABLE_END, from_dict,  # noqa: E402
                               library, library_dir, library_table, schema_document, schema_text)
 
-REGENERATE = "regenerate with `python -m harness.scenario`"
+REGENERATE = "regenerate with `python -m crashlab.scenario`"
 
 
 @pytest.fixture(scope="module")

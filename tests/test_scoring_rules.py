@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 import support
-from harness.checks.rubric import CAPS, score
-from harness.checks.rules import KEY_WITHOUT_INTENT, TWO_LIVE_WORKERS
-from harness.conformance import check_run, run_one
-from harness.ports import PortError
-from harness.results import ScenarioResult, Violation
-from harness.scenario import library
+from crashlab.checks.rubric import CAPS, score
+from crashlab.checks.rules import KEY_WITHOUT_INTENT, TWO_LIVE_WORKERS
+from crashlab.conformance import check_run, run_one
+from crashlab.ports import PortError
+from crashlab.results import ScenarioResult, Violation
+from crashlab.scenario import library
 from support import INTENT, checkpoint, entry, run, scenario
 
 
@@ -79,8 +79,8 @@ def _scenarios(*ids):
 
 def test_blind_retry_gallery_adapter_is_automatic_failure_only_where_the_service_could_duplicate():
     dedup, none = _scenarios("matrix-ambiguous-effect", "matrix-weak-service")
-    kept = run_one(dedup, "gallery.retries:BlindRetry")[1]
-    failed = run_one(none, "gallery.retries:BlindRetry")[1]
+    kept = run_one(dedup, "crashlab.gallery.retries:BlindRetry")[1]
+    failed = run_one(none, "crashlab.gallery.retries:BlindRetry")[1]
     assert {v.auto_fail for v in kept.violations if v.invariant == "RETRY-01"} == {None}
     assert "blind ambiguous retry" in {v.auto_fail for v in failed.violations if v.invariant == "RETRY-01"}
 
@@ -91,26 +91,26 @@ def _card(adapter, *ids):
 
 
 def test_two_live_recovery_workers_zero_the_ownership_category():
-    card = _card("gallery.ownership:UnfencedZombie", "matrix-stale-checkpoint")
+    card = _card("crashlab.gallery.ownership:UnfencedZombie", "matrix-stale-checkpoint")
     assert card.categories["ownership"]["score"] == 0
     assert [c["rule"] for c in card.extra["caps"]] == [TWO_LIVE_WORKERS]
     assert card.extra["caps"][0]["scenarios"] == ["matrix-stale-checkpoint"]
 
 
 def test_an_ownership_loss_without_a_second_live_worker_costs_only_its_point():
-    card = _card("gallery.retries:UnboundedThrottleRetry", "matrix-throttling-deadline")
+    card = _card("crashlab.gallery.retries:UnboundedThrottleRetry", "matrix-throttling-deadline")
     assert card.categories["ownership"]["score"] == 3 and card.extra["caps"] == []
 
 
 # --------------------------------------------------------------------------- 3. keys without intent
 def test_a_key_without_defined_intent_earns_at_most_one_effect_correctness_point():
-    card = _card("gallery.identity:TenantlessKey", "matrix-cross-tenant-key-collision")
+    card = _card("crashlab.gallery.identity:TenantlessKey", "matrix-cross-tenant-key-collision")
     assert card.categories["effect_correctness"]["score"] == 1
     assert [c["rule"] for c in card.extra["caps"]] == [KEY_WITHOUT_INTENT]
 
 
 def test_an_effect_loss_with_a_defined_key_costs_only_its_point():
-    card = _card("gallery.knowledge:EventualNegativeAsAbsence", "matrix-eventual-consistency-lag")
+    card = _card("crashlab.gallery.knowledge:EventualNegativeAsAbsence", "matrix-eventual-consistency-lag")
     assert card.categories["effect_correctness"]["score"] == 5 and card.extra["caps"] == []
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.conformance import run_suite
-from harness.drivers import load_adapter
-from harness.errors import UsageError
-from harness.progress import Progress
-from harness.scenario import resolve
-from harness.sweep import LocalExecutor, Shard, merge, sweep
+from crashlab.cli import main
+from crashlab.conformance import run_suite
+from crashlab.drivers import load_adapter
+from crashlab.errors import UsageError
+from crashlab.progress import Progress
+from crashlab.scenario import resolve
+from crashlab.sweep import LocalExecutor, Shard, merge, sweep
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -42,7 +42,7 @@ def _json(path: Path, out: Path | None = None) -> dict:
 
 def test_results_and_traces_are_identical_whatever_the_jobs_and_shards(tmp_path, capsys):
     for command in ("conformance", "sweep"):
-        base = ["--adapter", "gallery.retries:BlindRetry", "-q", "--scenario", SCENARIOS[1]]
+        base = ["--adapter", "crashlab.gallery.retries:BlindRetry", "-q", "--scenario", SCENARIOS[1]]
         base += ["--scenario", SCENARIOS[0]] if command == "conformance" else []
         one, many = tmp_path / command / "one", tmp_path / command / "many"
         main([command, *base, "--out", str(one), "--json", str(one / "r.json"), "-j", "1"])
@@ -61,10 +61,10 @@ def test_results_and_traces_are_identical_whatever_the_jobs_and_shards(tmp_path,
 
 def test_the_dask_executor_gives_the_same_results(tmp_path):
     pytest.importorskip("distributed", reason="the Dask executor needs crashlab[dask]")
-    from harness.sweep import DaskExecutor
+    from crashlab.sweep import DaskExecutor
 
     scenarios = [resolve(s) for s in SCENARIOS]
-    adapter = load_adapter("gallery.retries:BlindRetry")
+    adapter = load_adapter("crashlab.gallery.retries:BlindRetry")
     local = sweep(adapter, scenarios, executor=LocalExecutor(1), out_dir=tmp_path / "local",
                   shard=Shard(1, 2))
     dask = DaskExecutor(None, jobs=2, batch=8)
@@ -79,7 +79,7 @@ def test_the_dask_executor_gives_the_same_results(tmp_path):
 
 
 def test_every_distinct_failure_is_a_finding_whose_repro_runs_as_pasted(tmp_path, capsys):
-    assert main(["sweep", "--adapter", "gallery.retries:BlindRetry", "--scenario", SCENARIOS[1], "-q",
+    assert main(["sweep", "--adapter", "crashlab.gallery.retries:BlindRetry", "--scenario", SCENARIOS[1], "-q",
                  "--out", str(tmp_path)]) == 1
     index = [json.loads(line) for line in (tmp_path / "findings" / "index.jsonl").read_text().splitlines()]
     assert index and len({(f["base"], tuple(f["invariants"])) for f in index}) == len(index)
@@ -92,7 +92,7 @@ def test_every_distinct_failure_is_a_finding_whose_repro_runs_as_pasted(tmp_path
 
 def test_a_sweep_resumes_where_it_was_interrupted(tmp_path):
     scenarios = [resolve(s) for s in SCENARIOS]
-    adapter = load_adapter("reference_impl:ReferenceAdapter")
+    adapter = load_adapter("crashlab.reference_impl:ReferenceAdapter")
     full = sweep(adapter, scenarios, out_dir=tmp_path / "full")
     out = tmp_path / "cut"
     sweep(adapter, scenarios, out_dir=out)
@@ -109,8 +109,8 @@ def test_a_sweep_resumes_where_it_was_interrupted(tmp_path):
 
 def test_ctrl_c_on_a_sweep_keeps_the_journal_and_says_how_to_resume(tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.Popen([PY, "-m", "harness", "sweep", "--scenario", SCENARIOS[1], "--out", str(out), "-j", "1", "--json",
-                             str(out / "r.json"), "--adapter", f"exec:{PY} -m harness.wire reference_impl:ReferenceAdapter"],
+    proc = subprocess.Popen([PY, "-m", "crashlab", "sweep", "--scenario", SCENARIOS[1], "--out", str(out), "-j", "1", "--json",
+                             str(out / "r.json"), "--adapter", f"exec:{PY} -m crashlab.wire crashlab.reference_impl:ReferenceAdapter"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     journal = out / "sweep.journal.jsonl"
     deadline = time.monotonic() + 120
@@ -144,7 +144,7 @@ def test_bad_shards_are_usage_errors(text, capsys, tmp_path):
 def test_progress_is_a_periodic_line_when_not_a_terminal(monkeypatch):
     stream = io.StringIO()
     progress = Progress(4, "sweep", stream=stream)
-    monkeypatch.setattr("harness.progress.STATUS_EVERY_S", 0.0)
+    monkeypatch.setattr("crashlab.progress.STATUS_EVERY_S", 0.0)
     for failed in (False, True, False):
         progress.update(failed=failed)
     lines = stream.getvalue().splitlines()

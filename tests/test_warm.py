@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.drivers import load_adapter
-from harness.errors import UsageError
-from harness.scenario import resolve
+from crashlab.drivers import load_adapter
+from crashlab.errors import UsageError
+from crashlab.scenario import resolve
 from support import kinds, run, scenario
 
 HERE = Path(__file__).parent
@@ -22,9 +22,9 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)])}
 @pytest.mark.parametrize("name", ["t2-commit-before-record", "matrix-lease-loss", "t4-approval-wait-crash"])
 def test_the_warm_server_gives_the_same_trace_as_a_fresh_interpreter(name):
     sc = resolve(name)
-    warm = run(sc, "wire:reference_impl:ReferenceAdapter").to_jsonl().splitlines()
-    cold = run(sc, f"exec:{sys.executable} -m harness.wire reference_impl:ReferenceAdapter").to_jsonl().splitlines()
-    assert warm[1:] == cold[1:] and len(kinds(run(sc, "wire:reference_impl:ReferenceAdapter"), "start")) >= 1
+    warm = run(sc, "wire:crashlab.reference_impl:ReferenceAdapter").to_jsonl().splitlines()
+    cold = run(sc, f"exec:{sys.executable} -m crashlab.wire crashlab.reference_impl:ReferenceAdapter").to_jsonl().splitlines()
+    assert warm[1:] == cold[1:] and len(kinds(run(sc, "wire:crashlab.reference_impl:ReferenceAdapter"), "start")) >= 1
 
 
 def test_every_worker_is_a_fresh_process(monkeypatch):
@@ -43,11 +43,11 @@ def test_base_exceptions_are_faults_through_the_warm_server(monkeypatch):
 
 
 def test_nothing_is_left_running_after_the_command():
-    proc = subprocess.run([sys.executable, "-m", "harness", "conformance", "-q", "-j", "2", "--adapter",
-                           "wire:reference_impl.adapter:ReferenceAdapter", "--tag", "trace", "--out", "/tmp/crashlab-warm-test"],
+    proc = subprocess.run([sys.executable, "-m", "crashlab", "conformance", "-q", "-j", "2", "--adapter",
+                           "wire:crashlab.reference_impl.adapter:ReferenceAdapter", "--tag", "trace", "--out", "/tmp/crashlab-warm-test"],
                           capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    left = subprocess.run(["pgrep", "-f", "harness.warm reference_impl.adapter:ReferenceAdapter"], capture_output=True,
+    left = subprocess.run(["pgrep", "-f", "crashlab.warm crashlab.reference_impl.adapter:ReferenceAdapter"], capture_output=True,
                           text=True).stdout.split()
     assert not left
 

@@ -4,13 +4,13 @@ import sys
 
 import pytest
 
-from harness.conformance import check_run
-from harness.drivers import load_adapter
-from harness.runner import run_scenario
-from harness.scenario import library
+from crashlab.conformance import check_run
+from crashlab.drivers import load_adapter
+from crashlab.runner import run_scenario
+from crashlab.scenario import library
 
-INPROC = load_adapter("reference_impl:ReferenceAdapter")
-WIRE = load_adapter(f"exec:{sys.executable} -m harness.wire reference_impl:ReferenceAdapter")
+INPROC = load_adapter("crashlab.reference_impl:ReferenceAdapter")
+WIRE = load_adapter(f"exec:{sys.executable} -m crashlab.wire crashlab.reference_impl:ReferenceAdapter")
 
 
 def _without_adapter_name(events):

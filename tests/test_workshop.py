@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
-from harness.workshop import grade as G
-from harness.workshop import keys as K
-from harness.workshop import solutions
-from harness.workshop.ladder import rung, rungs
+from crashlab.cli import main
+from crashlab.workshop import grade as G
+from crashlab.workshop import keys as K
+from crashlab.workshop import solutions
+from crashlab.workshop.ladder import rung, rungs
 
 RUNG_IDS = [r.id for r in rungs()]
 
@@ -80,7 +80,7 @@ def test_every_rung_fails_a_wrong_submission_and_passes_the_model_answer(room, r
         assert f"row {row}, column {col}" in capsys.readouterr().out
 
     if r.kind == "handoff":
-        from harness.workshop import handoff
+        from crashlab.workshop import handoff
         plan = handoff.model_plan(1)
         wrong = {**plan, "runs": {**plan["runs"], "B": {**plan["runs"]["B"], "actions": ["dispatch_again"]}}}
         (kit / "plan.yaml").write_text(yaml.safe_dump(wrong), encoding="utf-8")
@@ -101,8 +101,8 @@ def test_every_rung_fails_a_wrong_submission_and_passes_the_model_answer(room, r
 
 def _forbidden(r) -> list[str]:
     """Strings that would give a rung's answer away."""
-    from gallery import ENTRIES
-    from harness.workshop import evidence as E
+    from crashlab.gallery import ENTRIES
+    from crashlab.workshop import evidence as E
 
     out = []
     for entry in ENTRIES:
@@ -115,7 +115,7 @@ def _forbidden(r) -> list[str]:
             out.append(" ".join(str(value).split())[:60])
     out += [h for h in r.hints]
     if r.kind == "handoff":
-        from harness.workshop import handoff
+        from crashlab.workshop import handoff
         for name in handoff.pool():
             out.append(name)
             out += [" ".join(str(v).split())[:60] for v in E.scenario_of(name).card.values()]
@@ -196,7 +196,7 @@ def test_spot_the_bug_reveal_names_the_gallery_entries(room, capsys):
     capsys.readouterr()
     main(["workshop", "reveal", "spot"])
     out = capsys.readouterr().out
-    assert "gallery.retries:BlindRetry" in out
+    assert "crashlab.gallery.retries:BlindRetry" in out
     pytest.importorskip("matplotlib")
     assert (room / "workshop/spot/reveal-figure-A.png").exists() and "reveal-figure-D.png" in out
 
@@ -283,9 +283,9 @@ def test_the_wheel_ships_the_workshop_data(tmp_path):
                     "-w", str(tmp_path), str(root)], check=True, capture_output=True)
     [whl] = tmp_path.glob("crashlab-*.whl")
     names = zipfile.ZipFile(whl).namelist()
-    for name in ("harness/workshop/data/rungs.yaml", "harness/workshop/data/answers.yaml",
-                 "harness/workshop/data/starters/request_key.py", "harness/workshop/data/starters/wire_resend.py",
-                 "harness/workshop/data/scenarios/weak-outbox-ack.yaml", "harness/workshop/cli.py"):
+    for name in ("crashlab/workshop/data/rungs.yaml", "crashlab/workshop/data/answers.yaml",
+                 "crashlab/workshop/data/starters/request_key.py", "crashlab/workshop/data/starters/wire_resend.py",
+                 "crashlab/workshop/data/scenarios/weak-outbox-ack.yaml", "crashlab/workshop/cli.py"):
         assert name in names
 
 
@@ -326,8 +326,8 @@ def test_rubric_scores_within_one_point_pass_and_two_points_off_fail():
 def test_handoff_keys_hold_against_the_reference_evidence():
     """Every pool run's recorded outcome is a permitted disposition, and after the handoff
     point the reference never dispatches where dispatching is prohibited."""
-    from harness.workshop import evidence as E
-    from harness.workshop import handoff
+    from crashlab.workshop import evidence as E
+    from crashlab.workshop import handoff
 
     for name, key in handoff.pool().items():
         events = E.trace(name)
@@ -341,7 +341,7 @@ def test_handoff_keys_hold_against_the_reference_evidence():
 
 
 def test_handoff_artifacts_hold_no_ground_truth(room):
-    from harness.workshop import handoff
+    from crashlab.workshop import handoff
 
     assert main(["workshop", "handoff", "--seed", "4"]) == 0
     kit = room / "workshop" / "handoff"
@@ -354,7 +354,7 @@ def test_handoff_artifacts_hold_no_ground_truth(room):
 
 
 def test_compare_names_where_two_reviewers_disagree(room, capsys):
-    from harness.workshop import handoff
+    from crashlab.workshop import handoff
 
     a = handoff.model_plan(2, "ana")
     b = handoff.model_plan(2, "ben")

@@ -2,10 +2,10 @@
 platform primitives. Each test reads the ground truth from the trace's remote lane."""
 import pytest
 
-from harness.ports import PortError
-from harness.scenario import from_dict
-from harness.services import Reservation, Registry, PROFILE_DEFAULTS
-from harness.world import Streams
+from crashlab.ports import PortError
+from crashlab.scenario import from_dict
+from crashlab.services import Reservation, Registry, PROFILE_DEFAULTS
+from crashlab.world import Streams
 from support import INTENT, Script, effects, kinds, run, scenario
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.events import kinds_markdown  # noqa: E402
-from harness.model import (CHECKPOINT_FIELD_MEANINGS, CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS,  # noqa: E402
+from crashlab.events import kinds_markdown  # noqa: E402
+from crashlab.model import (CHECKPOINT_FIELD_MEANINGS, CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS,  # noqa: E402
                            EFFECT_ENTRY_FIELDS, KNOWLEDGE_TRANSITIONS, Knowledge, RunState)
 
 _NAMES = {str: "string", int: "integer", dict: "object", list: "array", type(None): "null", bool: "boolean",

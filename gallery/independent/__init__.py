@@ -13,8 +13,8 @@ separately and preserves both histories") charge E5. See docs/gallery.md.
 """
 from __future__ import annotations
 
-from harness.model import PortCall
-from harness.ports import PortError
+from crashlab.model import PortCall
+from crashlab.ports import PortError
 
 from .fieldops import Config, PortFailure, Worker
 

@@ -108,7 +108,7 @@ def effect_items(items: Any) -> list[tuple[str, str | None]]:
 
 @dataclass(slots=True)
 class Dispatch:
-    """One effect call (harness.model.is_dispatch) and its result, if any."""
+    """One effect call (crashlab.model.is_dispatch) and its result, if any."""
 
     seq: int
     t: int

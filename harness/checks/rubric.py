@@ -5,9 +5,9 @@ invariants that can take it away and the chapter passage that defines it; a poin
 when any of them fails in any scenario, and the scorecard names the scenario, the finding,
 the rule and the evidence events for every loss. A scenario expectation miss (EXP-*) takes
 the point its scenario's ``expect.rules`` names, else the point of its kind
-(harness.checks.rules.KIND_POINT); no scenario tag routes anything.
+(crashlab.checks.rules.KIND_POINT); no scenario tag routes anything.
 
-The chapter's three scoring rules (harness.checks.rules): a blind retry is an automatic
+The chapter's three scoring rules (crashlab.checks.rules): a blind retry is an automatic
 failure only when the resend could duplicate; two live recovery workers able to cause
 effects at once zero the ownership category; a key without defined intent caps effect
 correctness at one point.
@@ -15,7 +15,7 @@ correctness at one point.
 Automatic failure (total 0): an exactly-once claim, a blind ambiguous retry, compensation
 as rollback, a checkpoint without version or owner, two retry owners.
 
-docs/rubric.md is generated from this module (``python -m harness.checks.docs``).
+docs/rubric.md is generated from this module (``python -m crashlab.checks.docs``).
 """
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ for _point in RUBRIC:
 class Cap:
     """One of the chapter's scoring rules that bounds a whole category."""
 
-    rule: str                        # harness.checks.rules: the finding's ``cap``
+    rule: str                        # crashlab.checks.rules: the finding's ``cap``
     category: str
     limit: int                       # the category scores at most this
     source: str

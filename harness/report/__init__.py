@@ -51,7 +51,7 @@ def render_inputs(paths: list[Path], out_dir: Path, *, no_answers: bool = False,
                   progress=None) -> Path:
     """Re-render from saved files. With a results JSON, its scores and verdicts are shown as
     saved, and each scenario's trace is found among the given traces or at the path the JSON
-    names. With traces only, each is checked again (harness.checks) and, when they all come
+    names. With traces only, each is checked again (crashlab.checks) and, when they all come
     from one adapter, scored."""
     opts = {"no_answers": no_answers, "linear": linear, "progress": progress}
     if not paths:
@@ -250,7 +250,7 @@ def _figure(job) -> bytes:
 
 def _figures(jobs: list, progress=None) -> list[bytes]:
     """Render every figure; on a multi-core Linux host, in forked worker processes (the
-    output is the same bytes either way). ``progress`` (harness.progress) counts figures."""
+    output is the same bytes either way). ``progress`` (crashlab.progress) counts figures."""
     import multiprocessing as mp
     import os
 

@@ -1,5 +1,5 @@
 """The report-side commands of ``crashlab`` (show, diff, compare) and the report options
-(--no-answers, --linear), registered by harness.cli with a few lines. Importing this module
+(--no-answers, --linear), registered by crashlab.cli with a few lines. Importing this module
 is cheap: the handlers import their modules when they run."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
 
 
 def report_options(args: argparse.Namespace) -> dict:
-    """Keyword arguments for harness.report's render functions (with a progress bar of the figures,
+    """Keyword arguments for crashlab.report's render functions (with a progress bar of the figures,
     silent with -q)."""
     from ..progress import Progress
 

@@ -204,7 +204,7 @@ def cmd_compare(args: argparse.Namespace, out=None) -> int:
     out = out or sys.stdout
     if len(args.adapter) != 2:
         raise UsageError(f"compare needs exactly two --adapter options, got {len(args.adapter)}",
-                         hint="crashlab compare --adapter reference_impl:ReferenceAdapter --adapter my_pkg:MyAdapter")
+                         hint="crashlab compare --adapter crashlab.reference_impl:ReferenceAdapter --adapter my_pkg:MyAdapter")
     if args.examples < 0:
         raise UsageError("--examples must be 0 or more")
     scenarios = library()

@@ -13,7 +13,7 @@ knowledge, whether each record is still held. Violations are numbered red rings 
 events they cite, listed under the plot.
 
 The time axis is linear with breaks: long quiet stretches are compressed into narrow
-hatched zones labelled with their duration (harness.report.axis); ``linear=True`` draws a
+hatched zones labelled with their duration (crashlab.report.axis); ``linear=True`` draws a
 plain linear axis.
 """
 from __future__ import annotations

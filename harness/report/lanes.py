@@ -4,7 +4,7 @@ Three timelines per scenario (AR-08 "Readers should draw three timelines"): the 
 (checkpoint states and versions, workers with their lease epochs), the remote lane (what
 the services really did) and the knowledge lane (ledger knowledge per semantic key), plus
 the vertical markers (faults, crashes, pauses, cancellations, deployments, deadlines).
-The lanes themselves come from :func:`harness.checks.timelines`, the same extraction the
+The lanes themselves come from :func:`crashlab.checks.timelines`, the same extraction the
 invariants read.
 """
 from __future__ import annotations
@@ -95,7 +95,7 @@ class Lanes:
 
 def lanes(events: list[dict]) -> Lanes:
     """The figure's data for one trace (header first): the three timelines come from
-    :func:`harness.checks.timelines`; the workers' lifetimes, escalations, refused writes and
+    :func:`crashlab.checks.timelines`; the workers' lifetimes, escalations, refused writes and
     the vertical markers (faults, crashes, pauses, world events, deadlines) are added here."""
     from ..checks import timelines  # local: the checks import networkx
 

@@ -1,4 +1,4 @@
-"""Drawing the rows of the figure's three lanes (a mixin of harness.report.figure._Figure):
+"""Drawing the rows of the figure's three lanes (a mixin of crashlab.report.figure._Figure):
 checkpoint blocks, authority, inbox deliveries and workers; services, remote records and
 other actors; ledger knowledge with its disagreements; the "where it ended" column."""
 from __future__ import annotations

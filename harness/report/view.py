@@ -17,7 +17,7 @@ RESOLVED = frozenset(s.value for s, claim in DISPOSITION_EFFECT_CLAIM.items()
 class Item:
     result: ScenarioResult
     events: list[dict] | None       # None: no trace was saved
-    name: str                       # output file stem, safe (harness.conformance.safe_name)
+    name: str                       # output file stem, safe (crashlab.conformance.safe_name)
     lanes: Lanes | None = None
     png: bytes | None = None        # the rendered figure, for embedding
 

@@ -121,7 +121,7 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
         spec = load_adapter(f"exec:{shlex.quote(sys.executable)} {shlex.quote(str(kit_dir.resolve() / 'wire_adapter.py'))}")
     elif wire:
         spec = load_adapter(f"exec:{shlex.quote(sys.executable)} -c \"import sys; sys.path.insert(0, sys.argv[1]); "
-                            f"from harness.wire import serve; sys.exit(serve('adapter:Adapter'))\" "
+                            f"from crashlab.wire import serve; sys.exit(serve('adapter:Adapter'))\" "
                             f"{shlex.quote(str(kit_dir.resolve()))}")
     else:
         spec = _load_kit_adapter(kit_dir / "adapter.py")
@@ -258,7 +258,7 @@ def _reveal(args, here: Path) -> int:
         print("\nthe decision, corrected:\n")
         print(solutions.SOLUTIONS[r.starter])
     if r.kind == "exhibits":
-        from gallery import BY_ID
+        from crashlab.gallery import BY_ID
         for label, (entry_id, scenario) in EXHIBITS.items():
             entry = BY_ID[entry_id]
             print(f"exhibit {label}: {entry.adapter} on {scenario}: {entry.statement}")

@@ -31,12 +31,12 @@ def _run(name: str, adapter: str, seed: int | None) -> tuple[tuple[dict, ...], A
     return tuple(result.events), verdict
 
 
-def trace(name: str, adapter: str = "reference_impl:ReferenceAdapter", seed: int | None = None) -> list[dict]:
+def trace(name: str, adapter: str = "crashlab.reference_impl:ReferenceAdapter", seed: int | None = None) -> list[dict]:
     """The events of one run (cached: the same seed always gives the same trace)."""
     return list(_run(name, adapter, seed)[0])
 
 
-def verdict(name: str, adapter: str = "reference_impl:ReferenceAdapter", seed: int | None = None):
+def verdict(name: str, adapter: str = "crashlab.reference_impl:ReferenceAdapter", seed: int | None = None):
     return _run(name, adapter, seed)[1]
 
 

@@ -20,7 +20,7 @@ RULES = tuple(inv.id for inv in INVARIANTS)
 
 
 def adapter_of(label: str) -> str:
-    from gallery import BY_ID
+    from crashlab.gallery import BY_ID
 
     return BY_ID[EXHIBITS[label][0]].adapter
 

@@ -81,7 +81,7 @@ def artifacts(events: list[dict], label: str) -> dict:
 
 
 def _matrix_markdown() -> str:
-    from reference_impl.matrix import ROWS
+    from crashlab.reference_impl.matrix import ROWS
 
     lines = ["# Recovery matrix", "", "| row | trigger | evidence | action | reconciliation read | escalation | terminal |",
              "|---|---|---|---|---|---|---|"]
@@ -92,7 +92,7 @@ def _matrix_markdown() -> str:
 
 
 def _compatibility_markdown() -> str:
-    from reference_impl.migrations import IMPLEMENTED, MIGRATIONS
+    from crashlab.reference_impl.migrations import IMPLEMENTED, MIGRATIONS
 
     lines = ["# Compatibility table", "", "| axis | versions this code executes |", "|---|---|"]
     lines += [f"| {axis} | {', '.join(map(str, v))} |" for axis, v in IMPLEMENTED.items()]

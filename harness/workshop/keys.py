@@ -2,7 +2,7 @@
 
 ``expected(rung)`` returns, per question (and per table cell), an :class:`Expected`: the
 set of acceptable answers computed from the trace with the selectors of
-harness.workshop.evidence, never a hard-coded number.
+crashlab.workshop.evidence, never a hard-coded number.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from . import evidence as E
 from .evidence import DATA
 from .ladder import TRACE_LABELS, Rung
 
-REFERENCE = "reference_impl:ReferenceAdapter"
+REFERENCE = "crashlab.reference_impl:ReferenceAdapter"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

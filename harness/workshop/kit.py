@@ -1,7 +1,7 @@
 """A rung's kit: the task in the chapter's words, the scenario, the evidence, the blank
 worksheet (and its JSON Schema), the starting adapter, and a printable handout.
 
-Nothing here reads data/answers.yaml, harness.workshop.solutions or a teaching card: a
+Nothing here reads data/answers.yaml, crashlab.workshop.solutions or a teaching card: a
 kit never contains its answer (tests/test_workshop.py checks it).
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The ladder: the rung definitions of data/rungs.yaml as frozen values.
 
 Everything here may be shown to a learner. Answer keys are in data/answers.yaml, read only
-by harness.workshop.keys.
+by crashlab.workshop.keys.
 """
 from __future__ import annotations
 

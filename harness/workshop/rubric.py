@@ -17,7 +17,7 @@ SHOWN = ("t1-crash-before-dispatch", "t2-commit-before-record", "t3-record-befor
 
 
 def adapter() -> str:
-    from gallery import BY_ID
+    from crashlab.gallery import BY_ID
 
     return BY_ID[EXHIBIT].adapter
 

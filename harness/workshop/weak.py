@@ -12,9 +12,9 @@ from .keys import Expected
 PROFILES = {"as_is": "weak-as-is", "human_proposal": "weak-human-proposal",
             "service_command": "weak-service-command", "outbox_ack": "weak-outbox-ack"}
 #: design name (the closed vocabulary) -> the adapter that implements it
-DESIGNS = {"store_and_retry": "gallery.retries:BlindRetry",
-           "reconcile_or_escalate": "reference_impl:ReferenceAdapter",
-           "escalate_every_ambiguity": "gallery.alternatives:EscalateEveryAmbiguity"}
+DESIGNS = {"store_and_retry": "crashlab.gallery.retries:BlindRetry",
+           "reconcile_or_escalate": "crashlab.reference_impl:ReferenceAdapter",
+           "escalate_every_ambiguity": "crashlab.gallery.alternatives:EscalateEveryAmbiguity"}
 SAFETY = frozenset(inv.id for inv in INVARIANTS if inv.safety)
 
 

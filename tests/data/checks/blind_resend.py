@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from checks_mini import Good
 
-from harness.ports import PortError
+from crashlab.ports import PortError
 
 
 class Careful(Good):

@@ -13,10 +13,10 @@ def approval_is_live(answer: dict, resumed_wait: bool) -> bool:
 
 
 # ----------------------------------------------------------------- plumbing (no need to edit)
-from harness.model import RunState  # noqa: E402
-from reference_impl import ReferenceAdapter  # noqa: E402
-from reference_impl.behaviour import Behaviour  # noqa: E402
-from reference_impl.session import Session  # noqa: E402
+from crashlab.model import RunState  # noqa: E402
+from crashlab.reference_impl import ReferenceAdapter  # noqa: E402
+from crashlab.reference_impl.behaviour import Behaviour  # noqa: E402
+from crashlab.reference_impl.session import Session  # noqa: E402
 
 
 class _Session(Session):

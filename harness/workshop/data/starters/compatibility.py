@@ -14,8 +14,8 @@ def compatibility(old: dict, new: dict, migration_tested: bool) -> str:
 
 
 # ----------------------------------------------------------------- plumbing (no need to edit)
-from reference_impl import ReferenceAdapter, migrations  # noqa: E402
-from reference_impl.behaviour import Behaviour  # noqa: E402
+from crashlab.reference_impl import ReferenceAdapter, migrations  # noqa: E402
+from crashlab.reference_impl.behaviour import Behaviour  # noqa: E402
 
 
 def _decide(checkpoint, env):

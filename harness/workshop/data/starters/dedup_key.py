@@ -15,8 +15,8 @@ def dedup_key(delivery: dict) -> str:
 
 
 # ----------------------------------------------------------------- plumbing (no need to edit)
-from reference_impl import ReferenceAdapter, inbox  # noqa: E402
-from reference_impl.behaviour import Behaviour  # noqa: E402
+from crashlab.reference_impl import ReferenceAdapter, inbox  # noqa: E402
+from crashlab.reference_impl.behaviour import Behaviour  # noqa: E402
 
 
 def _absorb(record, events):

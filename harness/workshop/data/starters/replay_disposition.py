@@ -17,9 +17,9 @@ def replay_disposition(recorded_state: str, recorded_effects: list) -> str:
 
 
 # ----------------------------------------------------------------- plumbing (no need to edit)
-from harness.model import RunState  # noqa: E402
-from reference_impl import ReferenceAdapter  # noqa: E402
-from reference_impl.behaviour import Behaviour  # noqa: E402
+from crashlab.model import RunState  # noqa: E402
+from crashlab.reference_impl import ReferenceAdapter  # noqa: E402
+from crashlab.reference_impl.behaviour import Behaviour  # noqa: E402
 
 
 async def _replay(s, f, t) -> None:

@@ -17,9 +17,9 @@ def request_key(prepared_key: str, attempt: int) -> str:
 
 
 # ----------------------------------------------------------------- plumbing (no need to edit)
-from reference_impl import ReferenceAdapter  # noqa: E402
-from reference_impl.behaviour import Behaviour  # noqa: E402
-from reference_impl.session import Session  # noqa: E402
+from crashlab.reference_impl import ReferenceAdapter  # noqa: E402
+from crashlab.reference_impl.behaviour import Behaviour  # noqa: E402
+from crashlab.reference_impl.session import Session  # noqa: E402
 
 
 class _Session(Session):

@@ -11,9 +11,9 @@ Tools you may use (each is a coroutine: await it):
   effects.commit(session, state)        write the checkpoint in `state`
   session.ledger[key]                   the ledger entry (knowledge, attempts, evidence)
 """
-from harness.model import Knowledge, RunState
-from reference_impl import effects
-from reference_impl.effects import evolve
+from crashlab.model import Knowledge, RunState
+from crashlab.reference_impl import effects
+from crashlab.reference_impl.effects import evolve
 
 
 async def resolve_unknown(s, key: str) -> None:
@@ -27,8 +27,8 @@ async def resolve_unknown(s, key: str) -> None:
 
 
 # ----------------------------------------------------------------- plumbing (no need to edit)
-from reference_impl import ReferenceAdapter  # noqa: E402
-from reference_impl.behaviour import Behaviour  # noqa: E402
+from crashlab.reference_impl import ReferenceAdapter  # noqa: E402
+from crashlab.reference_impl.behaviour import Behaviour  # noqa: E402
 
 
 async def _action(s, f, t) -> None:

@@ -10,7 +10,7 @@ Tools you may use (each is a coroutine: await it):
   session.backoff(n, "why", deadline=...)  wait (exponential, jittered)
   session.ledger[key]                   the ledger entry (knowledge, attempts, evidence)
 """
-from reference_impl import effects
+from crashlab.reference_impl import effects
 
 
 async def resolve_unknown(s, key: str) -> None:
@@ -22,8 +22,8 @@ async def resolve_unknown(s, key: str) -> None:
 
 
 # ----------------------------------------------------------------- plumbing (no need to edit)
-from reference_impl import ReferenceAdapter  # noqa: E402
-from reference_impl.behaviour import Behaviour  # noqa: E402
+from crashlab.reference_impl import ReferenceAdapter  # noqa: E402
+from crashlab.reference_impl.behaviour import Behaviour  # noqa: E402
 
 
 async def _action(s, f, t) -> None:
