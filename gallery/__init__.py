@@ -8,7 +8,7 @@ one legitimate choice that differs from the reference's. Each is importable for
 
 :data:`ENTRIES` is the registry: the mistake in one sentence (the class docstring), the
 chapter passage it violates, and what must catch it (invariants, rubric categories, the
-automatic-failure reason). ``python -m crashlab.gallery.matrix`` runs every entry on the library
+automatic-failure reason). ``python tools/docgen.py`` runs every entry on the library
 and writes the detection matrix (docs/detection-matrix.md) and the workshop exhibits (docs/gallery.md).
 """
 from __future__ import annotations

@@ -5,15 +5,15 @@ expected terminal states; a new implementation earns compatibility by reproducin
 ``traces/`` holds one JSONL trace per library scenario and ``traces/MANIFEST.json`` with,
 per scenario, the seed, the contract versions, the terminal states and the trace digest.
 
-    python -m crashlab.golden            # compare: exit 1 and name every difference
-    python -m crashlab.golden --update   # rewrite traces/ from the current reference adapter
+    python tools/golden.py               # compare: exit 1 and name every difference
+    python tools/golden.py --update      # rewrite traces/ from the current reference adapter
+
+(``tools/`` is repository tooling; this module only generates and compares.)
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 from .drivers import DEFAULT_ADAPTER, load_adapter
@@ -40,21 +40,6 @@ def generate(scenarios: list[Scenario] | None = None, adapter: str = DEFAULT_ADA
     return out
 
 
-def update(folder: Path = GOLDEN_DIR) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    manifest = {}
-    for sid, (text, entry) in generate().items():
-        (folder / entry["trace"]).write_text(text, encoding="utf-8")
-        manifest[sid] = entry
-    for stale in folder.glob("*.jsonl"):
-        if stale.stem not in manifest:
-            stale.unlink()
-    path = folder / "MANIFEST.json"
-    path.write_text(json.dumps({"adapter": DEFAULT_ADAPTER, "scenarios": manifest}, indent=2, sort_keys=True)
-                    + "\n", encoding="utf-8")
-    return path
-
-
 def compare(folder: Path = GOLDEN_DIR) -> list[str]:
     """Every difference between the archive and a fresh run, one line each."""
     manifest = json.loads((folder / "MANIFEST.json").read_text(encoding="utf-8"))["scenarios"]
@@ -65,7 +50,7 @@ def compare(folder: Path = GOLDEN_DIR) -> list[str]:
             problems.append(f"{sid}: archived but no longer in the library")
             continue
         if sid not in manifest:
-            problems.append(f"{sid}: in the library but not archived (run python -m crashlab.golden --update)")
+            problems.append(f"{sid}: in the library but not archived (run python tools/golden.py --update)")
             continue
         text, entry = fresh[sid]
         old = manifest[sid]
@@ -78,22 +63,3 @@ def compare(folder: Path = GOLDEN_DIR) -> list[str]:
             first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
             problems.append(f"{sid}: trace differs from line {first + 1} (archived {len(a)} lines, now {len(b)})")
     return problems
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m crashlab.golden", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--update", action="store_true", help="rewrite the archive from the current reference adapter")
-    args = ap.parse_args(argv)
-    if args.update:
-        print(f"wrote {update()}")
-        return 0
-    problems = compare()
-    for line in problems:
-        print(line)
-    print("golden traces: " + ("identical" if not problems else f"{len(problems)} difference(s)"))
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

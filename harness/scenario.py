@@ -1156,15 +1156,7 @@ def schema_text() -> str:
     return json.dumps(schema_document(), indent=2, sort_keys=True) + "\n"
 
 
-def write_schema(path: str | Path = SCHEMA_PATH) -> Path:
-    """Regenerate harness/data/scenario.schema.json from the loader's tables."""
-    target = Path(path)
-    target.write_text(schema_text(), encoding="utf-8")
-    return target
-
-
 # --------------------------------------------------------------------------- library table
-DOCS_PATH = Path(__file__).resolve().parent.parent / "docs" / "scenarios.md"
 TABLE_BEGIN, TABLE_END = "<!-- library:begin -->", "<!-- library:end -->"
 
 
@@ -1175,18 +1167,3 @@ def library_table(scenarios: list[Scenario] | None = None) -> str:
         title = sc.title.replace("|", "\\|")
         rows.append(f"| `{sc.id}` | {title} | {', '.join(sc.tags)} |")
     return "\n".join(rows) + "\n"
-
-
-def write_library_table(path: str | Path = DOCS_PATH) -> Path:
-    """Replace the table between the library markers of docs/scenarios.md."""
-    target = Path(path)
-    text = target.read_text(encoding="utf-8")
-    head, rest = text.split(TABLE_BEGIN, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    target.write_text(f"{head}{TABLE_BEGIN}\n{library_table()}{TABLE_END}{tail}", encoding="utf-8")
-    return target
-
-
-if __name__ == "__main__":  # python -m crashlab.scenario: regenerate the schema and the docs table
-    print(write_schema())
-    print(write_library_table())

@@ -29,12 +29,12 @@ def by_name(outcomes):
 
 def test_the_detection_matrix_is_current(outcomes):
     assert (DOCS / "detection-matrix.md").read_text() == render_matrix(outcomes), \
-        "docs/detection-matrix.md is stale: run python -m crashlab.gallery.matrix and review the diff"
+        "docs/detection-matrix.md is stale: run python tools/docgen.py and review the diff"
 
 
 def test_the_gallery_page_is_current(outcomes):
     assert (DOCS / "gallery.md").read_text() == render_gallery(outcomes), \
-        "docs/gallery.md is stale: run python -m crashlab.gallery.matrix and review the diff"
+        "docs/gallery.md is stale: run python tools/docgen.py and review the diff"
 
 
 def test_the_reference_is_a_clean_control(by_name):

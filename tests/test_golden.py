@@ -3,9 +3,9 @@ from crashlab.golden import GOLDEN_DIR, compare
 
 
 def test_golden_traces_are_reproduced_byte_for_byte():
-    assert (GOLDEN_DIR / "MANIFEST.json").exists(), "run python -m crashlab.golden --update"
+    assert (GOLDEN_DIR / "MANIFEST.json").exists(), "run python tools/golden.py --update"
     problems = compare()
-    assert not problems, "\n".join(problems) + "\n(if the change is intended: python -m crashlab.golden --update)"
+    assert not problems, "\n".join(problems) + "\n(if the change is intended: python tools/golden.py --update)"
 
 
 def test_compare_notices_a_changed_archive(tmp_path):

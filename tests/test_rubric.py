@@ -121,9 +121,9 @@ def test_render_prints_the_mapping_with_the_score():
 
 def test_docs_are_generated_from_the_code():
     assert (DOCS / "invariants.md").read_text(encoding="utf-8") == invariants_markdown(), \
-        "docs/invariants.md is stale: run python -m crashlab.checks.docs"
+        "docs/invariants.md is stale: run python tools/docgen.py"
     assert (DOCS / "rubric.md").read_text(encoding="utf-8") == rubric_markdown(), \
-        "docs/rubric.md is stale: run python -m crashlab.checks.docs"
+        "docs/rubric.md is stale: run python tools/docgen.py"
 
 
 def test_docs_name_every_invariant_and_point():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -10,10 +11,11 @@ import yaml
 jsonschema = pytest.importorskip("jsonschema")
 
 from crashlab.errors import InvalidScenario  # noqa: E402
-from crashlab.scenario import (DOCS_PATH, SCHEMA_PATH, TABLE_BEGIN, TABLE_END, from_dict,  # noqa: E402
+from crashlab.scenario import (SCHEMA_PATH, TABLE_BEGIN, TABLE_END, from_dict,  # noqa: E402
                               library, library_dir, library_table, schema_document, schema_text)
 
-REGENERATE = "regenerate with `python -m crashlab.scenario`"
+REGENERATE = "regenerate with `python tools/docgen.py`"
+DOCS_PATH = Path(__file__).resolve().parent.parent / "docs" / "scenarios.md"
 
 
 @pytest.fixture(scope="module")

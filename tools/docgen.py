@@ -1,9 +1,11 @@
-"""Regenerate the parts of docs/ that are derived from crashlab's own tables (repository
-tooling: not shipped in the package).
+"""Regenerate everything in docs/ (and the scenario JSON Schema) that is derived from crashlab's
+own tables: repository tooling, not shipped in the package.
 
-    python tools/docgen.py          # rewrite the generated sections in place
-    python tools/docgen.py --check  # exit 1 if a generated section is out of date
+    python tools/docgen.py          # rewrite every generated document and section
+    python tools/docgen.py --check  # exit 1 naming what is out of date, change nothing
 
+Whole documents: docs/invariants.md, docs/rubric.md, docs/detection-matrix.md, docs/gallery.md
+(the gallery run on the library takes a few seconds) and harness/data/scenario.schema.json.
 Sections are delimited by ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` markers.
 """
 from __future__ import annotations
@@ -14,7 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from crashlab.checks.docs import invariants_markdown, rubric_markdown  # noqa: E402
 from crashlab.events import kinds_markdown  # noqa: E402
+from crashlab.scenario import SCHEMA_PATH, library_table, schema_text  # noqa: E402
 from crashlab.model import (CHECKPOINT_FIELD_MEANINGS, CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS,  # noqa: E402
                            EFFECT_ENTRY_FIELDS, KNOWLEDGE_TRANSITIONS, Knowledge, RunState)
 
@@ -50,6 +54,7 @@ SECTIONS = {
                          "fields:effect-entry": lambda: field_table(EFFECT_ENTRY_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS),
                          "fields:knowledge": knowledge_table, "fields:run-states": run_states},
     "docs/trace.md": {"trace:kinds": kinds_markdown},
+    "docs/scenarios.md": {"library": library_table},
     "docs/protocol.md": {"fields:checkpoint": lambda: field_table(CHECKPOINT_FIELDS, CHECKPOINT_FIELD_MEANINGS),
                          "fields:effect-entry": lambda: field_table(EFFECT_ENTRY_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS)},
 }
@@ -68,17 +73,29 @@ def render(text: str, sections: dict) -> str:
     return text
 
 
+def documents() -> dict[Path, str]:
+    """Every whole generated file and its fresh text."""
+    from crashlab.gallery.matrix import DOCUMENTS, evaluate_all
+
+    out = {ROOT / "docs" / "invariants.md": invariants_markdown(), ROOT / "docs" / "rubric.md": rubric_markdown(),
+           SCHEMA_PATH: schema_text()}
+    outcomes = evaluate_all()
+    out.update({ROOT / "docs" / name: render(outcomes) for name, render in DOCUMENTS.items()})
+    return out
+
+
 def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    fresh = {ROOT / rel: render(ROOT.joinpath(rel).read_text(encoding="utf-8"), sections)
+             for rel, sections in SECTIONS.items()}
+    fresh.update(documents())
     stale = []
-    for rel, sections in SECTIONS.items():
-        path = ROOT / rel
-        old = path.read_text(encoding="utf-8")
-        new = render(old, sections)
-        if new != old:
-            stale.append(rel)
-            if "--check" not in argv:
-                path.write_text(new, encoding="utf-8")
-    if stale and "--check" in argv:
+    for path, text in fresh.items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            stale.append(str(path.relative_to(ROOT)))
+            if not check:
+                path.write_text(text, encoding="utf-8")
+    if stale and check:
         print(f"out of date: {', '.join(stale)}; run python tools/docgen.py", file=sys.stderr)
         return 1
     print("up to date" if not stale else f"rewrote: {', '.join(stale)}")

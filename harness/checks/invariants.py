@@ -6,7 +6,7 @@ the run lane (checkpoints, finishes), and what it observed is every port result
 delivered to one of its workers. A check yields findings ``(run, message, events,
 auto_fail)``; ``events`` are the trace sequence numbers it cites as evidence.
 
-docs/invariants.md is generated from this module (``python -m crashlab.checks.docs``).
+docs/invariants.md is generated from this module (``python tools/docgen.py``).
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ correctness at one point.
 Automatic failure (total 0): an exactly-once claim, a blind ambiguous retry, compensation
 as rollback, a checkpoint without version or owner, two retry owners.
 
-docs/rubric.md is generated from this module (``python -m crashlab.checks.docs``).
+docs/rubric.md is generated from this module (``python tools/docgen.py``).
 """
 from __future__ import annotations
 
