@@ -16,6 +16,7 @@ The time axis is linear with breaks: long quiet stretches are compressed into na
 hatched zones labelled with their duration (crashlab.report.axis); ``linear=True`` draws a
 plain linear axis.
 """
+from ..files import atomic_write_bytes
 from __future__ import annotations
 
 import io
@@ -429,7 +430,7 @@ def render_figure(events: list[dict], result: ScenarioResult | None, out_base: P
     with mpl.rc_context(RC):
         fig = build_figure(events, result, data=data, no_answers=no_answers, linear=linear)
         png = out_base.with_suffix(".png")
-        png.write_bytes(_palette_png(fig))
+        atomic_write_bytes(png, _palette_png(fig))
         if svg:
             fig.savefig(out_base.with_suffix(".svg"), format="svg", metadata={"Date": None, "Creator": None})
     return png
