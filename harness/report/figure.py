@@ -16,13 +16,13 @@ The time axis is linear with breaks: long quiet stretches are compressed into na
 hatched zones labelled with their duration (crashlab.report.axis); ``linear=True`` draws a
 plain linear axis.
 """
-from ..files import atomic_write_bytes
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
 from ..errors import UsageError
+from ..files import atomic_write_bytes
 from ..results import ScenarioResult
 from . import legend, style
 from .axis import TimeAxis, duration_label
