@@ -171,6 +171,19 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--seed", type=_seed, default=0, metavar="N", help="hypothesis seed (default 0)")
     ex.add_argument("--base", action="append", metavar="ID", help="base scenario(s) to mutate (default: all)")
     ex.add_argument("--save", metavar="PATH", help="write the shrunk failing scenario YAML here")
+    ex.add_argument("--findings", metavar="DIR", default="crashlab-findings",
+                    help="folder for every distinct failure, written as found, and the journal "
+                         "(default: crashlab-findings)")
+    ex.add_argument("--resume", action="store_true", help="skip the chunks an interrupted run with the same "
+                                                          "options finished (FINDINGS/explore.journal.jsonl)")
+    ex.add_argument("--json", metavar="PATH", help="write every chunk's outcome as JSON (joinable with merge)")
+    ex.add_argument("-j", "--jobs", type=_count, metavar="N",
+                    help="worker processes (default: the machine's cores); the schedules tried are the same")
+    ex.add_argument("--shard", metavar="I/N", help="explore only the I-th of N deterministic shares of the chunks")
+    ex.add_argument("--executor", choices=("local", "dask"), default="local", help="local processes or Dask")
+    ex.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: the scheduler address")
+    ex.add_argument("--batch", type=_count, default=1, metavar="N", help="chunks per task (default 1)")
+    ex.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
     from .workshop.cli import add_workshop_parser
     add_workshop_parser(sub, EXIT_CODES_HELP)
@@ -352,11 +365,38 @@ def _cmd_sweep(args) -> int:
     return _scored(args, "sweep", run)
 
 
+def _explorations(paths: list[str]) -> list[tuple[str, dict]]:
+    """The given files as explore outcomes (``--json`` of explore), or [] when they are results JSON."""
+    out = []
+    for name in paths:
+        try:
+            data = json.loads(Path(name).read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return []  # merge() reports what is wrong with it
+        if not isinstance(data, dict) or data.get("kind") != "explore":
+            if out:
+                raise UsageError(f"{name}: not an explore outcome, unlike {out[0][0]}; merge one kind at a time")
+            return []
+        out.append((name, data))
+    return out
+
+
 def _cmd_merge(args) -> int:
     from .files import atomic_write_text, check_output_file
     from .sweep import merge
 
     json_path = check_output_file(args.json, "--json") if args.json else None
+    explorations = _explorations(args.results)
+    if explorations:
+        from .explore import merge_explorations
+        merged = merge_explorations(explorations)
+        failures = [c for c in merged["chunks"] if c.get("failure") is not None]
+        print(f"explore: {len(merged['chunks'])} chunks, {sum(c.get('tried', 0) for c in merged['chunks'])} "
+              f"schedules, {len(failures)} chunk(s) with a failure")
+        if json_path:
+            atomic_write_text(json_path, json.dumps(merged, indent=2, sort_keys=True) + "\n")
+            print(f"results: {json_path}")
+        return 1 if failures else 0
     card = merge([Path(p) for p in args.results])
     if args.quiet:
         print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}")
@@ -459,20 +499,34 @@ def _cmd_explore(args) -> int:
 
     from .errors import Interrupted
     from .explore import explore
-    from .files import check_output_file
+    from .files import check_output_dir, check_output_file
+    from .progress import Progress
+    from .sweep import Shard
 
     if args.save:
         check_output_file(args.save, "--save")
+    json_path = check_output_file(args.json, "--json") if args.json else None
+    findings = check_output_dir(args.findings, "--findings")
+    shard = Shard.parse(args.shard) if args.shard else None
+    executor = _executor(args)
     try:
         return explore(adapter=args.adapter, examples=args.examples, seed=args.seed, bases=args.base,
-                       save=args.save)
-    except Interrupted:
-        again = ["crashlab", "explore", "--examples", str(args.examples), "--seed", str(args.seed)]
+                       save=args.save, executor=executor, shard=shard, findings_dir=findings, resume=args.resume,
+                       progress=Progress(0, "explore", quiet=args.quiet), json_path=json_path)
+    except Interrupted as exc:
+        done, planned, tried, where = getattr(exc, "explored", (0, 0, 0, findings))
+        again = ["crashlab", "explore", "--examples", str(args.examples), "--seed", str(args.seed),
+                 "--findings", str(where), "--resume"]
         again += ["--adapter", args.adapter] if args.adapter else []
         again += [x for b in args.base or () for x in ("--base", b)]
-        print(f"crashlab: explore interrupted before it finished (hypothesis seed {args.seed}); no failing "
-              f"schedule was reported; to explore the same schedules again: {shlex.join(again)}", file=sys.stderr)
+        again += ["--shard", args.shard] if args.shard else []
+        print(f"crashlab: explore interrupted: {done} of {planned} chunks done, {tried} schedules tried "
+              f"(seed {args.seed}); findings so far in {where}/; continue with: {shlex.join(again)}",
+              file=sys.stderr)
         raise
+    finally:
+        if hasattr(executor, "close"):
+            executor.close()
 
 
 COMMANDS = {"run": _cmd_run, "conformance": _cmd_conformance, "sweep": _cmd_sweep, "merge": _cmd_merge,

@@ -10,13 +10,19 @@ commands and what they cost.
 from __future__ import annotations
 
 import copy
+import functools
+import hashlib
+import json
 import random
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 import yaml
 
 from .drivers import AdapterSpec, load_adapter
+from .errors import Interrupted
 from .model import is_dispatch
 from .runner import run_scenario
 from .scenario import Scenario, from_dict, library
@@ -118,14 +124,82 @@ def to_yaml(doc: dict) -> str:
     return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100)
 
 
-def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] | None,
-            save: str | None, out=None) -> int:
+#: Schedules per unit of work. The examples are cut into chunks of this size per base scenario,
+#: each explored with its own seed derived from (seed, base, chunk), so that the schedules tried
+#: and the failures found are the same whatever the number of workers, shards or executor.
+CHUNK = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    id: str               # "<base>#<n>"
+    base: str
+    index: int
+    examples: int
+    seed: int
+
+
+def chunks(pool: list[Scenario], examples: int, seed: int) -> list[Chunk]:
+    """The examples shared evenly among the base scenarios, cut into CHUNK-sized units."""
+    per_base = -(-examples // max(len(pool), 1))
+    out = []
+    for sc in pool:
+        left, n = per_base, 0
+        while left > 0:
+            size = min(CHUNK, left)
+            digest = hashlib.sha256(f"{seed}:{sc.id}:{n}".encode()).digest()
+            out.append(Chunk(id=f"{sc.id}#{n}", base=sc.id, index=n, examples=size,
+                             seed=int.from_bytes(digest[:8], "big")))
+            left -= size
+            n += 1
+    return out
+
+
+_PROBES: dict = {}
+
+
+def explore_chunk(chunk: Chunk, adapter: str) -> dict:
+    """Explore one chunk: ``{"id", "tried", "failure": the shrunk failing document or None}``."""
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
-    from .conformance import check_run, failure_message
+    from .conformance import check_run
+    from .scenario import resolve
     from .strategies import schedules
-    from hypothesis import strategies as st
+
+    spec = load_adapter(adapter)
+    base = resolve(chunk.base)
+    key = (adapter, chunk.base)
+    if key not in _PROBES:
+        _PROBES[key] = probe_calls(base, spec)
+    tried = 0
+
+    def fails(doc: dict) -> bool:
+        nonlocal tried
+        tried += 1
+        return check_run(run_scenario(from_dict(doc), spec)).verdict == "fail"
+
+    config = settings(max_examples=chunk.examples, database=None, deadline=None,
+                      suppress_health_check=list(HealthCheck))
+    try:
+        doc = find(schedules(dict(base.raw), _PROBES[key]), fails, settings=config, random=random.Random(chunk.seed))
+    except NoSuchExample:
+        doc = None
+    return {"id": chunk.id, "base": chunk.base, "tried": tried, "failure": doc}
+
+
+def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] | None,
+            save: str | None, out=None, executor=None, shard=None, findings_dir: Path | None = None,
+            resume: bool = False, progress=None, json_path: Path | None = None) -> int:
+    """Swarm-test ``adapter`` with generated schedules; print the first failure (shrunk) as a YAML
+    scenario, write every distinct failure to ``findings_dir`` as it is found, and return 1 when
+    one was found. The work is chunked (CHUNK schedules per base scenario and chunk, each with its
+    own derived seed): ``executor`` runs chunks in parallel, ``shard`` keeps one share, and the
+    outcome is the same either way. A journal beside the findings lets ``resume`` skip the chunks
+    an interrupted run finished."""
+    from .conformance import check_run, failure_message
+    from .files import atomic_write_text
+    from .sweep import Findings, Job, LocalExecutor
 
     out = out or sys.stdout
     spec = load_adapter(adapter)
@@ -137,34 +211,114 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
             from .errors import UsageError
             raise UsageError(f"unknown base scenario(s): {', '.join(missing)}; `crashlab list` shows every id")
         pool = [known[b] for b in bases]
-    strategies = [schedules(dict(s.raw), probe_calls(s, spec)) for s in pool]
-    tried = 0
-
-    def fails(doc: dict) -> bool:
-        nonlocal tried
-        tried += 1
-        verdict = check_run(run_scenario(from_dict(doc), spec))
-        return verdict.verdict == "fail"
-
-    config = settings(max_examples=examples, database=None, deadline=None,
-                      suppress_health_check=list(HealthCheck))
+    todo = chunks(pool, examples, seed)
+    if shard is not None:
+        todo = todo[shard.index - 1::shard.count]
+    findings_dir = Path(findings_dir or "crashlab-findings")
+    journal_path = findings_dir / ("explore.journal.jsonl" if shard is None else
+                                   f"explore.shard-{shard.index}-of-{shard.count}.journal.jsonl")
+    header = {"journal": 1, "adapter": spec.text, "seed": seed, "examples": examples,
+              "bases": [s.id for s in pool], "shard": shard.to_json() if shard else None}
+    done: dict[str, dict] = {}
+    if resume and journal_path.is_file():
+        lines = journal_path.read_text(encoding="utf-8").splitlines()
+        if not lines or json.loads(lines[0]) != header:
+            from .errors import UsageError
+            raise UsageError(f"--resume: {journal_path} is the journal of another exploration (adapter, seed, "
+                             "examples, bases or --shard differ); remove it or run without --resume")
+        for line in lines[1:]:
+            try:
+                item = json.loads(line)
+                done[item["id"]] = item
+            except (ValueError, KeyError, TypeError):
+                continue  # the last line of an interrupted write
+    findings = Findings(findings_dir, spec.text)
+    findings_dir.mkdir(parents=True, exist_ok=True)
+    if not (resume and journal_path.is_file()):
+        atomic_write_text(journal_path, json.dumps(header, sort_keys=True) + "\n")
+    if progress is not None:
+        progress.total, progress.done = len(todo), len(done)
+    outcomes: dict[str, dict] = dict(done)
+    pending = [c for c in todo if c.id not in done]
+    executor = executor or LocalExecutor(1)
+    fn = functools.partial(explore_chunk, adapter=spec.text)
+    tried_so_far = sum(o["tried"] for o in done.values())
     try:
-        doc = find(st.one_of(strategies), fails, settings=config, random=random.Random(seed))
-    except NoSuchExample:
-        print(f"explored {tried} schedules over {len(pool)} base scenario(s) with {spec.text}: "
-              "no invariant violated", file=out)
+        with open(journal_path, "a", encoding="utf-8") as journal:
+            for chunk, outcome in zip(pending, executor.map(fn, pending)):
+                outcomes[chunk.id] = outcome
+                tried_so_far += outcome["tried"]
+                journal.write(json.dumps(outcome, sort_keys=True) + "\n")
+                journal.flush()
+                if outcome["failure"] is not None:
+                    doc = outcome["failure"]
+                    result = check_run(run_scenario(from_dict(doc), spec))
+                    findings.add(Job(id=doc.get("id", chunk.base), base=chunk.base, doc=doc), result)
+                if progress is not None:
+                    progress.update(failed=outcome["failure"] is not None)
+    except Interrupted as exc:
+        exc.explored = (sum(1 for c in todo if c.id in outcomes), len(todo), tried_so_far, findings_dir)
+        raise
+    finally:
+        if progress is not None:
+            progress.close()
+    ordered = [outcomes[c.id] for c in todo]
+    tried = sum(o["tried"] for o in ordered)
+    failures = [o for o in ordered if o["failure"] is not None]
+    if json_path is not None:
+        atomic_write_text(json_path, json.dumps({
+            "kind": "explore", "adapter": spec.text, "seed": seed, "examples": examples,
+            "bases": [s.id for s in pool], **({"shard": shard.to_json()} if shard else {}),
+            "chunks": ordered}, indent=2, sort_keys=True) + "\n")
+    if not failures:
+        print(f"explored {tried} schedules in {len(ordered)} chunk(s) over {len(pool)} base scenario(s) with "
+              f"{spec.text}: no invariant violated", file=out)
         return 0
+    doc = failures[0]["failure"]
     text = to_yaml(doc)
     if save:
-        with open(save, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        atomic_write_text(Path(save), text)
     verdict = check_run(run_scenario(from_dict(doc, file=save), spec))
-    print(f"explored {tried} schedules; the minimal failing schedule:\n", file=out)
+    print(f"explored {tried} schedules; {len(failures)} chunk(s) found a failure; the first, shrunk:\n", file=out)
     print(text, file=out)
     print(failure_message(verdict), file=out)
     if save:
         print(f"saved: {save} (run it with: crashlab run {save} --adapter {spec.text})", file=out)
+    print(f"findings: {findings_dir}/ (one scenario file per distinct failure, each with its repro command)",
+          file=out)
     return 1
+
+
+def merge_explorations(parts: list[tuple[str, dict]]) -> dict:
+    """Join the ``--json`` outcomes of the shards of one exploration into the unsharded outcome."""
+    from .errors import UsageError
+
+    first_name, first = parts[0]
+    same = ("adapter", "seed", "examples", "bases")
+    seen: dict[int, str] = {}
+    counts = set()
+    for name, data in parts:
+        for field in same:
+            if data.get(field) != first.get(field):
+                raise UsageError(f"{name}: {field} differs from {first_name}'s; merge the shards of one exploration")
+        shard = data.get("shard")
+        if not isinstance(shard, dict):
+            raise UsageError(f"{name}: not the outcome of a shard (no 'shard' field); run with --shard I/N")
+        if shard.get("index") in seen:
+            raise UsageError(f"{name}: shard {shard.get('index')} is also {seen[shard['index']]}")
+        seen[shard.get("index")] = name
+        counts.add(shard.get("count"))
+    if len(counts) != 1:
+        raise UsageError("merge: the shards were cut differently (--shard I/N with different N)")
+    count = counts.pop()
+    missing = sorted(set(range(1, count + 1)) - set(seen))
+    if missing:
+        raise UsageError(f"merge: shard(s) {', '.join(map(str, missing))} of {count} missing")
+    by_index = {data["shard"]["index"]: data["chunks"] for _, data in parts}
+    ordered = []
+    for row in range(max(len(c) for c in by_index.values())):
+        ordered.extend(by_index[i][row] for i in range(1, count + 1) if row < len(by_index[i]))
+    return {**{k: first[k] for k in ("kind",) + same}, "chunks": ordered}
 
 
 def matrix_main(argv: list[str] | None = None, out=None) -> int:

@@ -96,8 +96,9 @@ def run_job(job: Job, *, adapter: str, seed: int | None, out_dir: str | None, ke
     return Outcome(result, tuple(files))
 
 
-def _run_batch(jobs: list[Job], **kw) -> list[Outcome]:
-    return [run_job(job, **kw) for job in jobs]
+def _apply_batch(fn: Callable[..., Any], items: list, kw: dict) -> list:
+    """One Dask task: a batch of jobs through a module-level function (run_job, explore_chunk)."""
+    return [fn(item, **kw) for item in items]
 
 
 # --------------------------------------------------------------------------- executors
@@ -154,13 +155,11 @@ class DaskExecutor:
         except (OSError, TimeoutError) as exc:
             raise UsageError(f"--scheduler {scheduler}: cannot reach the Dask scheduler: {exc}") from None
 
-    def map(self, fn: Callable[[Job], Outcome], jobs: list[Job]) -> Iterator[Outcome]:
+    def map(self, fn: Callable[[Any], Any], jobs: list) -> Iterator[Any]:
         batches = [jobs[i:i + self.batch] for i in range(0, len(jobs), self.batch)]
         inner = fn.func if isinstance(fn, functools.partial) else fn
         kw = fn.keywords if isinstance(fn, functools.partial) else {}
-        if inner is not run_job:
-            raise TypeError("the Dask executor runs run_job only")
-        futures = [self.client.submit(_run_batch, b, pure=False, **kw) for b in batches]
+        futures = [self.client.submit(_apply_batch, inner, b, kw, pure=False) for b in batches]
         try:
             for future in futures:
                 yield from future.result()

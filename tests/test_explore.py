@@ -121,7 +121,7 @@ def test_generated_schedules_violate_no_invariant(base):
 def test_a_blind_resend_is_found_shrunk_and_printed_as_a_scenario_that_reproduces_it(tmp_path, capsys):
     saved = tmp_path / "found.yaml"
     code = main(["explore", "--adapter", "blind_resend:BlindResend", "--base", "matrix-timeout-before-send",
-                 "--examples", "300", "--seed", "1", "--save", str(saved)])
+                 "--examples", "300", "--seed", "1", "--save", str(saved), "--findings", str(tmp_path / "f")])
     out = capsys.readouterr().out
     assert code == 1, out
     text = saved.read_text(encoding="utf-8")

@@ -161,3 +161,42 @@ def test_run_suite_with_a_pool_matches_the_inline_run(tmp_path):
     assert [s.to_json() | {"trace": None} for s in inline.scenarios] == \
         [s.to_json() | {"trace": None} for s in pooled.scenarios]
     assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+
+
+# --------------------------------------------------------------------------- explore
+def _explore(tmp_path, name, *extra):
+    out = tmp_path / name
+    code = main(["explore", "--adapter", "blind_resend:BlindResend", "--base", "matrix-timeout-before-send",
+                 "--base", "t1-crash-before-dispatch", "--examples", "120", "--seed", "5", "-q",
+                 "--findings", str(out), "--json", str(out / "r.json"), *extra])
+    return code, json.loads((out / "r.json").read_text()), out
+
+
+def test_explore_finds_the_same_failures_whatever_the_jobs_and_shards(tmp_path, capsys):
+    sys.path.insert(0, str(HERE / "data" / "checks"))
+    code1, one, out1 = _explore(tmp_path, "one", "-j", "1")
+    code2, two, _ = _explore(tmp_path, "two", "-j", "2")
+    assert code1 == code2 == 1 and one == two
+    assert any(c["failure"] is not None for c in one["chunks"])
+    index = [json.loads(line) for line in (out1 / "index.jsonl").read_text().splitlines()]
+    assert index and all(Path(f["file"]).is_file() and "RETRY-01" in f["invariants"] for f in index)
+    parts = []
+    for i in (1, 2):
+        _, part, out = _explore(tmp_path, f"shard{i}", "--shard", f"{i}/2")
+        parts.append(out / "r.json")
+    assert main(["merge", str(parts[1]), str(parts[0]), "--json", str(tmp_path / "merged.json")]) == 1
+    assert json.loads((tmp_path / "merged.json").read_text()) == one
+
+
+def test_explore_resumes_from_its_journal(tmp_path, capsys):
+    sys.path.insert(0, str(HERE / "data" / "checks"))
+    _, full, out = _explore(tmp_path, "f")
+    journal = out / "explore.journal.jsonl"
+    lines = journal.read_text().splitlines()
+    journal.write_text("\n".join(lines[:2]) + "\n")           # as if interrupted after one chunk
+    _, resumed, _ = _explore(tmp_path, "f", "--resume")
+    assert resumed == full
+    with pytest.raises(SystemExit):
+        main(["explore", "--examples", "0", "--findings", str(out)])
+    assert main(["explore", "--adapter", "blind_resend:BlindResend", "--base", "t1-crash-before-dispatch",
+                 "--examples", "120", "--seed", "6", "-q", "--findings", str(out), "--resume"]) == 3
