@@ -22,12 +22,22 @@ Its design choices (all free under AR-08):
 * reconciliation: an ambiguous send is read back (lookup by key, search by incident and
   slot compared on every field, a job or a version for the registry) every ``poll_ms``, at
   most ``reads`` times; absence counts only from a strong read past the service's declared
-  late-delivery bound and within key retention; otherwise it escalates and stops with the
-  effect unknown;
+  late-delivery bound and within key retention, and on a service that keeps no keys only if it
+  fences stale requests; otherwise it escalates and stops with the effect unknown;
+* a throttle's retry-after is recorded in the ledger entry's observations: it binds every
+  later worker of the run, not just the one that saw it;
+* a CONFIRMED entry an earlier worker recorded is read back before its result is replayed; a
+  read that shows the effect gone is contradictory evidence, escalated, never a success;
+* duplicate inbox events cause no transition; each checkpoint's evidence lists every event id
+  with its inbox seq and the seqs of its duplicate deliveries;
+* the decision packet lists every key of the run's ledger with the knowledge the ledger holds
+  when escalating (read back first), the deadline, and an action legal from that state;
 * the conservative variant escalates as soon as no authoritative read is available,
   instead of observing further;
-* cancellation after a commit keeps the effect (CANCELLED_EFFECT_REMAINS) and hands a
-  release to a coordinator: it never compensates;
+* cancellation after a commit compensates where the service can release: a second effect with
+  its own key, authority, ledger entry and reconciliation; a release that cannot be determined
+  ends CANCELLED_EFFECT_UNKNOWN, escalated; without release authority the hold remains
+  (CANCELLED_EFFECT_REMAINS, escalated to a coordinator);
 * a deployment that changes the schema or canonicalization stops the run (WAITING_OPERATOR).
 """
 from __future__ import annotations
