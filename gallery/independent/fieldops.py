@@ -431,7 +431,8 @@ class Worker(Base):
                                            version=self.intent.get("version"))
                 self.readings.append({"at": now, "read": "get_version", "found": got.get("found"), "verify": True})
                 if not got.get("found"):
-                    return "absent"
+                    weak = got.get("in_flight") or got.get("consistency", "strong") != "strong"
+                    return "unavailable" if weak else "absent"
                 return "present" if self._matches(got.get("record")) else "mismatch"
             if self.service != "reservation":
                 return "none"
