@@ -22,11 +22,21 @@ def lib():
     return library()
 
 
+#: Library expectations allowed to reject these designs: none. (When one does, widen it where the
+#: chapter permits the outcome, or name the chapter rule the design breaks in docs/adapters.md.)
+CONTESTED: frozenset[str] = frozenset()
+
+
+def uncontested(lost):
+    """The lost points (or violations) that no contested expectation explains."""
+    return [lp for lp in lost if not (lp.scenario in CONTESTED and lp.invariant.startswith("EXP-"))]
+
+
 @pytest.mark.parametrize("name", ["Patient", "Brisk", "Conservative"])
 def test_each_independent_design_scores_twenty(name, lib):
     card = run_suite(f"gallery.independent:{name}", lib)
-    assert (card.total, card.auto_fail, card.verdict) == (20, (), "pass"), \
-        [(lp.scenario, lp.invariant, lp.message) for lp in card.lost]
+    assert card.auto_fail == ()
+    assert not uncontested(card.lost), [(lp.scenario, lp.invariant, lp.message) for lp in uncontested(card.lost)]
 
 
 def test_the_wire_adapter_is_a_standalone_stdlib_script_and_scores_twenty(lib):
@@ -39,7 +49,8 @@ def test_the_wire_adapter_is_a_standalone_stdlib_script_and_scores_twenty(lib):
                      if isinstance(node, ast.ImportFrom) and node.module}
     assert imported <= set(sys.stdlib_module_names) | {"__future__", "fieldops_core"}, imported
     card = run_suite(f"exec:{sys.executable} {SCRIPT} --lease-ttl 25000 --checkpoints sparse --poll 6000", lib)
-    assert (card.total, card.verdict) == (20, "pass"), [(lp.scenario, lp.message) for lp in card.lost]
+    assert card.auto_fail == ()
+    assert not uncontested(card.lost), [(lp.scenario, lp.message) for lp in uncontested(card.lost)]
 
 
 def test_the_independent_package_uses_no_reference_or_gallery_code():
@@ -77,9 +88,10 @@ def test_no_verdict_depends_on_the_adapters_free_choices(lib, monkeypatch):
             verdicts.setdefault(sc.id, set()).add(
                 (res.verdict, tuple(sorted((v.invariant, v.point) for v in res.violations))))
             paces.setdefault(sc.id, set()).add(len(run.events))
-    changed = {sid: v for sid, v in verdicts.items() if len(v) > 1}
+    changed = {sid: v for sid, v in verdicts.items() if len(v) > 1 and sid not in CONTESTED}
     assert not changed, changed
-    assert all(v == {("pass", ())} for v in verdicts.values())
+    assert all(v == {("pass", ())} for sid, v in verdicts.items() if sid not in CONTESTED)
+    assert all(inv.startswith("EXP-") for sid in CONTESTED for _, found in verdicts.get(sid, ()) for inv, _ in found)
     # the choices really differ: the traces themselves are not the same
     assert sum(1 for p in paces.values() if len(p) > 1) > len(lib) // 2
 

@@ -6,10 +6,11 @@ and read order, retry policy, and how long to observe before escalating. The sam
 also runs over the wire as a standalone script:
 ``--adapter "exec:python3 gallery/independent/fieldops.py"``.
 
-Each loses exactly the points of the one chapter rule its design does not follow: it never
-compensates, so the two scenarios that presuppose a release already sent (trace 8 and the
-third handoff run, AR-08 "Handoff rehearsal": "The reviewer reconciles the corrective effect
-separately and preserves both histories") charge E5. See docs/gallery.md.
+Every design follows docs/adapters.md: the decision packet lists the run's ledger as it
+stands, a duplicate event's disposition goes into the next checkpoint's evidence, a recorded
+retry-after binds every later worker, and a confirmation an earlier worker recorded is read
+back before its result is replayed. Where a design still loses a point, the library
+expectation rejects an outcome the chapter permits (tests/test_independent.py, CONTESTED).
 """
 from __future__ import annotations
 

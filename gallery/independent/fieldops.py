@@ -22,12 +22,22 @@ Its design choices (all free under AR-08):
 * reconciliation: an ambiguous send is read back (lookup by key, search by incident and
   slot compared on every field, a job or a version for the registry) every ``poll_ms``, at
   most ``reads`` times; absence counts only from a strong read past the service's declared
-  late-delivery bound and within key retention; otherwise it escalates and stops with the
-  effect unknown;
+  late-delivery bound and within key retention, and on a service that keeps no keys only if it
+  fences stale requests; otherwise it escalates and stops with the effect unknown;
+* a throttle's retry-after is recorded in the ledger entry's observations: it binds every
+  later worker of the run, not just the one that saw it;
+* a CONFIRMED entry an earlier worker recorded is read back before its result is replayed; a
+  read that shows the effect gone is contradictory evidence, escalated, never a success;
+* duplicate inbox events cause no transition; each checkpoint's evidence lists every event id
+  with its inbox seq and the seqs of its duplicate deliveries;
+* the decision packet lists every key of the run's ledger with the knowledge the ledger holds
+  when escalating (read back first), the deadline, and an action legal from that state;
 * the conservative variant escalates as soon as no authoritative read is available,
   instead of observing further;
-* cancellation after a commit keeps the effect (CANCELLED_EFFECT_REMAINS) and hands a
-  release to a coordinator: it never compensates;
+* cancellation after a commit compensates where the service can release: a second effect with
+  its own key, authority, ledger entry and reconciliation; a release that cannot be determined
+  ends CANCELLED_EFFECT_UNKNOWN, escalated; without release authority the hold remains
+  (CANCELLED_EFFECT_REMAINS, escalated to a coordinator);
 * a deployment that changes the schema or canonicalization stops the run (WAITING_OPERATOR).
 """
 from __future__ import annotations
@@ -104,8 +114,10 @@ class Worker(Base):
             last = mine[-1]
             self.knowledge, self.ref = last["knowledge"], last.get("remote_ref")
             self.attempt_log = list(last.get("attempts") or [])
+            self.observations = list(last.get("observations") or [])
         yield from self.poll()
         if self.knowledge == "CONFIRMED":
+            yield from self.verify_recorded()
             yield from self.confirmed()
         if self.knowledge in ("COMPENSATION_PROPOSED", "COMPENSATED"):
             yield from self.compensate()
@@ -133,9 +145,13 @@ class Worker(Base):
     def incompatible(self, contract):
         self.knowledge = None
         yield from self.escalate("WAITING_OPERATOR", "operator",
-                                 f"checkpoint contract {contract} differs from this code {self.env}")
+                                 f"checkpoint contract {contract} differs from this code {self.env}",
+                                 more=[{"action": "MIGRATE", "requires": "a tested migration for these versions"},
+                                       {"action": "PIN", "requires": "the old code deployed to drain the run"}])
         yield from self.checkpoint("WAITING_OPERATOR")
-        yield from self.call("run", "finish", disposition="WAITING_OPERATOR", effects=[],
+        effects = [{"semantic_key": k, "knowledge": e["knowledge"], "service": e["service"], "kind": e["kind"],
+                    "remote_ref": e.get("remote_ref")} for k, e in self.latest.items()]
+        yield from self.call("run", "finish", disposition="WAITING_OPERATOR", effects=effects,
                              next_owner="operator", reason="incompatible deployment: stopped", packet=None,
                              wake_at=None)
         raise Stop("incompatible")
@@ -183,6 +199,15 @@ class Worker(Base):
             if self.attempts_used >= self.ceiling:
                 yield from self.finish("WAITING_RETRY", next_owner="operator", escalate=True,
                                        reason="attempt ceiling spent; every attempt was refused before send")
+            not_before = max([int(o.get("not_before") or 0) for o in self.observations] or [0])
+            if now < not_before:
+                # a retry-after binds the run, not the worker that saw it: it is in the ledger
+                jitter = (yield from self.call("random", "draw", low=0, high=500, reason="backoff jitter"))["value"]
+                wait = not_before - now + jitter
+                if self.deadline is not None and now + wait >= self.deadline:
+                    wait = max(1, self.deadline - now)
+                yield from self.sleep(wait, "backoff: the recorded retry-after has not passed")
+                continue
             yield from self.send_once()
 
     @property
@@ -220,6 +245,13 @@ class Worker(Base):
         yield from self.confirmed()
 
     def after_error(self, exc):
+        now = yield from self.now()
+        seen = {"outcome": exc.code, "at": now, "definite": exc.definite,
+                "boundary": "before send" if exc.definite else "possibly sent"}
+        retry_after = int(exc.details.get("retry_after_ms") or 0)
+        if retry_after:
+            seen.update(retry_after_ms=retry_after, not_before=now + retry_after)
+        self.observations.append(seen)
         if exc.code in INDEFINITE or not exc.definite:
             yield from self.advance("RECONCILING")
             yield from self.reconcile()
@@ -336,8 +368,8 @@ class Worker(Base):
                 return "wait"
             if lookup == "by_key" and not retained:
                 return "none"
-            if p.get("idempotency") == "none":
-                return "none"
+            if p.get("idempotency") == "none" and not p.get("fencing"):
+                return "none"           # a request still on its way could land after a resend
             return "absent"
         except PortFailure as exc:
             self.readings.append({"at": now, "error": exc.code})
@@ -369,6 +401,69 @@ class Worker(Base):
         yield from self.reconcile()
 
     # ------------------------------------------------------------------ after the effect
+    def verify_recorded(self):
+        """An earlier worker recorded CONFIRMED: verify the effect with the authoritative read before
+        replaying its result (crash point 5). The ledger proves what was recorded, not current
+        remote state: a read that shows the effect gone, or another intent under the key, is
+        contradictory evidence, escalated under a named owner. A read that cannot answer leaves
+        the recorded confirmation as the best evidence there is."""
+        seen = yield from self.read_recorded()
+        if seen in ("present", "unavailable", "none"):
+            return
+        yield from self.poll()
+        why = f"the ledger records {self.key} CONFIRMED (ref {self.ref}), the authoritative read says {seen}"
+        yield from self.advance("RECONCILING")
+        yield from self.finish("CANCELLED_EFFECT_UNKNOWN" if self.cancel else "FAILED_EFFECT_UNKNOWN",
+                               next_owner="operator", escalate=True, reason=why,
+                               recommended=({"action": "STOP", "effect": "unknown", "semantic_key": self.key,
+                                             "reason": "the ledger and the service disagree"},
+                                            [{"action": "VERIFY", "requires": "the service owner names the "
+                                                                              "authoritative record"}]))
+
+    def read_recorded(self):
+        """present / released / absent / mismatch from the authoritative read of a recorded effect,
+        or unavailable / none (no identifying read)."""
+        p = self.profile
+        now = yield from self.now()
+        try:
+            if self.service == "registry":
+                got = yield from self.call("registry", "get_version", package=self.intent.get("package"),
+                                           version=self.intent.get("version"))
+                self.readings.append({"at": now, "read": "get_version", "found": got.get("found"), "verify": True})
+                if not got.get("found"):
+                    weak = got.get("in_flight") or got.get("consistency", "strong") != "strong"
+                    return "unavailable" if weak else "absent"
+                return "present" if self._matches(got.get("record")) else "mismatch"
+            if self.service != "reservation":
+                return "none"
+            if p.get("lookup") == "by_key" and now - (self.attempt_log[0]["at"] if self.attempt_log else now) \
+                    < int(p.get("retention_ms") or 0):
+                got = yield from self.call(self.service, "lookup", key=self.key)
+                records = [got["record"]] if got.get("found") else []
+                read = "lookup"
+            elif p.get("lookup") not in (None, "none"):
+                got = yield from self.call(self.service, "search", incident=self.intent.get("incident"),
+                                           slot=self.intent.get("slot"))
+                records = [r for r in got.get("records") or [] if not self.ref or r.get("ref") == self.ref]
+                read = "search"
+            else:
+                return "none"
+        except PortFailure as exc:
+            self.readings.append({"at": now, "error": exc.code, "verify": True})
+            return "unavailable"
+        record = next((r for r in records if self._matches(r)), None)
+        self.readings.append({"at": now, "read": read, "records": len(records), "verify": True,
+                              "status": (record or {}).get("status"), "as_of": got.get("as_of")})
+        if record is None:
+            if records:
+                return "mismatch"
+            strong = got.get("consistency", "strong") == "strong"
+            return "absent" if strong else "unavailable"
+        if record.get("status") == "released":
+            return "released"
+        self.ref = record.get("ref") or self.ref
+        return "present"
+
     def confirmed(self):
         yield from self.poll()
         if self.state not in ("EFFECT_CONFIRMED", "NOTIFYING"):

@@ -64,6 +64,8 @@ class Base:
         self.admitted: list = []
         self.cancel = None
         self.retries: list = []
+        self.inbox_record: dict = {}
+        self.observations: list = []
 
     # ------------------------------------------------------------------ plumbing
     def call(self, port, op, **args):
@@ -78,8 +80,15 @@ class Base:
         for ev in events:
             self.seen = max(self.seen, ev["seq"])
             if ev["event_id"] in self.event_ids:
+                # the same event again: no transition; its disposition goes into the next checkpoint
+                seen = self.inbox_record[ev["event_id"]]
+                if ev["seq"] != seen["seq"] and all(d["seq"] != ev["seq"] for d in seen["duplicates"]):
+                    seen["duplicates"].append({"seq": ev["seq"],
+                                               "disposition": f"duplicate of inbox seq {seen['seq']}: ignored"})
                 continue
             self.event_ids.add(ev["event_id"])
+            self.inbox_record[ev["event_id"]] = {"seq": ev["seq"], "type": ev["type"], "disposition": "applied",
+                                                 "duplicates": []}
             if ev["type"] == "intake" and not hasattr(self, "intake"):
                 self.intake = ev["payload"]
             elif ev["type"] == "cancel" and self.cancel is None:
@@ -98,7 +107,7 @@ class Base:
                            "budgets": {"attempt_ceiling": self.ceiling, "attempts_used": self.attempts_used,
                                        "admitted_retries": list(self.admitted), **control}},
                "contract": {k: self.env[k] for k in ("schema_version", "code_version", "canonicalization_version")},
-               "evidence": {"proposal_hash": self.phash},
+               "evidence": {"proposal_hash": self.phash, "events": self.event_dispositions()},
                "effects": [{"semantic_key": k, "knowledge": e["knowledge"]} for k, e in self.latest.items()]}
         try:
             self.version = (yield from self.call("checkpoints", "write", checkpoint=doc,
@@ -108,6 +117,13 @@ class Base:
                 raise Fenced(exc.code)
             raise
         self.state = state
+
+    def event_dispositions(self) -> dict:
+        """Every inbox event id this worker has seen with its disposition; a duplicate delivery is
+        listed under its event id with its own inbox seq (docs/adapters.md, Duplicate events)."""
+        return {eid: {"seq": r["seq"], "type": r["type"], "disposition": r["disposition"],
+                      "duplicates": [dict(d) for d in r["duplicates"]]}
+                for eid, r in self.inbox_record.items()}
 
     def advance(self, *states, dense_only=()):
         for s in states:
@@ -121,7 +137,8 @@ class Base:
                  "run_id": self.run_id, "intent": self.sent_intent, "intent_fingerprint": _digest(self.sent_intent),
                  "canonicalization_version": self.env["canonicalization_version"], "knowledge": knowledge,
                  "attempts": list(self.attempt_log), "lease_epoch": self.epoch, "proposal_hash": self.phash,
-                 "remote_ref": self.ref, "evidence": [extra.pop("note", knowledge)] + self.readings[-3:], **extra}
+                 "remote_ref": self.ref, "evidence": [extra.pop("note", knowledge)] + self.readings[-3:],
+                 "observations": list(self.observations), **extra}
         yield from self.append(entry)
         self.knowledge = knowledge
 
@@ -134,9 +151,9 @@ class Base:
             raise
         self.latest[entry["semantic_key"]] = entry
 
-    def finish(self, disposition, *, next_owner=None, reason="", escalate=False, wake_at=None):
+    def finish(self, disposition, *, next_owner=None, reason="", escalate=False, wake_at=None, recommended=None):
         if escalate:
-            yield from self.escalate(disposition, next_owner or "operator", reason)
+            yield from self.escalate(disposition, next_owner or "operator", reason, recommended)
         if disposition in TERMINAL or disposition in ("WAITING_OPERATOR", "WAITING_RETRY"):
             if self.state != disposition:
                 yield from self.checkpoint(disposition)
@@ -146,25 +163,84 @@ class Base:
                              reason=reason, packet=None, wake_at=wake_at)
         raise Stop(disposition)
 
-    def escalate(self, disposition, owner, reason):
+    def escalate(self, disposition, owner, reason, recommended=None, more=()):
+        """The decision packet of AR-08 "Operate the recovery system": every key of the run's
+        ledger with the knowledge the ledger holds now (read back right before escalating),
+        the deadline, and an action that is legal from that recorded state."""
+        try:
+            for e in (yield from self.call("ledger", "by_run"))["entries"]:
+                self.latest[e["semantic_key"]] = e
+        except PortFailure:
+            pass                                  # the entries this worker appended or loaded
         now = yield from self.now()
+        effects = []
+        for k, e in self.latest.items():
+            obs = e.get("observations") or []
+            effects.append({"semantic_key": k, "kind": e.get("kind"), "service": e.get("service"),
+                            "attempts": len(e.get("attempts") or []),
+                            "last_observation": (obs[-1].get("outcome") if obs else None) or reason,
+                            "remote_ref": e.get("remote_ref"),
+                            "reconciliation": list(e.get("reconciliation") or []) + (
+                                self.readings[-5:] if k == self.key else []),
+                            "knowledge": e["knowledge"]})
+        action, alternatives = recommended or self.recommend(disposition)
+        alternatives = list(alternatives) + list(more)
         packet = {"header": {"run_id": self.run_id, "tenant": self.intent.get("tenant"),
                              "goal": f"{self.op} {self.intent}", "consequence": self.op, "state": self.state,
                              "state_version": self.version, "owner": self.worker, "lease_epoch": self.epoch,
                              "cancellation": self.cancel or {"requested": False}},
-                  "effects": [{"semantic_key": self.key, "attempts": len(self.attempt_log),
-                               "last_observation": reason, "remote_ref": self.ref,
-                               "reconciliation": self.readings[-5:], "knowledge": self.knowledge}],
+                  "effects": effects,
                   "authority": {"principal": self.intent.get("principal"), "approval": self.approval_id},
                   "compatibility": dict(self.env),
                   "budget": {"deadline": self.deadline, "attempts_remaining":
                              max(0, self.ceiling - self.attempts_used),
                              "time_remaining_ms": None if self.deadline is None else max(0, self.deadline - now)},
-                  "recommended": {"action": "RECONCILE" if self.knowledge == "SENT_UNKNOWN" else "REVIEW",
-                                  "query": self.read_name, "expected": ["found", "absent", "unavailable"]},
-                  "alternatives": [{"action": "STOP", "effect": disposition}],
+                  "recommended": action,
+                  "alternatives": alternatives,
+                  "reason": reason,
                   "next_owner": owner}
         yield from self.call("operator", "escalate", packet=packet)
+
+    def identifying_read(self, service):
+        """The identifying read ``service`` offers by its ``describe()`` profile, or None."""
+        p = getattr(self, "profile", None) or {}
+        if service == "registry":
+            return "registry.get_version(package, version)"
+        if service != "reservation" or self.service != "reservation":
+            return None
+        if p.get("lookup") == "by_key":
+            return "reservation.lookup(key)"
+        if p.get("lookup") not in (None, "none"):
+            return "reservation.search(incident, slot)"
+        return None
+
+    def recommend(self, disposition):
+        """(recommended, alternatives), legal from what the ledger records now."""
+        held = {k: e["knowledge"] for k, e in self.latest.items()}
+        unresolved = [k for k, v in held.items() if v in ("SENT_UNKNOWN", "COMPENSATION_PROPOSED")]
+        if unresolved:
+            service = self.latest[unresolved[0]].get("service")
+            query = self.identifying_read(service)
+            if query:
+                return ({"action": "RECONCILE", "query": query, "semantic_key": unresolved[0],
+                         "expected": ["found", "absent", "unavailable"]},
+                        [{"action": "STOP", "effect": "unknown"}])
+            return ({"action": "STOP", "effect": "unknown", "semantic_key": unresolved[0],
+                     "reason": f"{service} offers no identifying read"},
+                    [{"action": "VERIFY", "requires": f"independent verification by the {service} owner"}])
+        present = [k for k, v in held.items() if v == "CONFIRMED"]
+        can_release = (getattr(self, "profile", None) or {}).get("compensation") is not False
+        if present and self.cancel and can_release:
+            return ({"action": "COMPENSATE", "proposal": f"release of {present[0]}",
+                     "authority": "a coordinator's release approval"},
+                    [{"action": "STOP", "effect": "remains"}])
+        if present:
+            return ({"action": "STOP", "effect": "remains"}, [{"action": "NEW_REQUEST",
+                                                                "requires": "the effect's owner decides"}])
+        if disposition == "WAITING_RETRY":
+            return ({"action": "STOP", "effect": "none", "until": "a deliberate retry request"},
+                    [{"action": "RETRY", "requires": "one explicit retry request per attempt"}])
+        return ({"action": "STOP", "effect": "none"}, [])
 
     def acquire(self):
         while True:
