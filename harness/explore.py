@@ -293,31 +293,16 @@ def merge_explorations(parts: list[tuple[str, dict]]) -> dict:
     """Join the ``--json`` outcomes of the shards of one exploration into the unsharded outcome."""
     from .errors import UsageError
 
+    from .sweep import _interleave, shard_order
+
     first_name, first = parts[0]
     same = ("adapter", "seed", "examples", "bases")
-    seen: dict[int, str] = {}
-    counts = set()
     for name, data in parts:
         for field in same:
             if data.get(field) != first.get(field):
                 raise UsageError(f"{name}: {field} differs from {first_name}'s; merge the shards of one exploration")
-        shard = data.get("shard")
-        if not isinstance(shard, dict):
-            raise UsageError(f"{name}: not the outcome of a shard (no 'shard' field); run with --shard I/N")
-        if shard.get("index") in seen:
-            raise UsageError(f"{name}: shard {shard.get('index')} is also {seen[shard['index']]}")
-        seen[shard.get("index")] = name
-        counts.add(shard.get("count"))
-    if len(counts) != 1:
-        raise UsageError("merge: the shards were cut differently (--shard I/N with different N)")
-    count = counts.pop()
-    missing = sorted(set(range(1, count + 1)) - set(seen))
-    if missing:
-        raise UsageError(f"merge: shard(s) {', '.join(map(str, missing))} of {count} missing")
-    by_index = {data["shard"]["index"]: data["chunks"] for _, data in parts}
-    ordered = []
-    for row in range(max(len(c) for c in by_index.values())):
-        ordered.extend(by_index[i][row] for i in range(1, count + 1) if row < len(by_index[i]))
+    order = shard_order([(name, data.get("shard")) for name, data in parts])
+    ordered = _interleave([parts[i][1]["chunks"] for i in order])
     return {**{k: first[k] for k in ("kind",) + same}, "chunks": ordered}
 
 

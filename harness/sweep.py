@@ -403,11 +403,8 @@ def merge(paths: list[Path]) -> Scorecard:
         except (ValueError, TypeError, KeyError, RecursionError) as exc:
             raise UsageError(f"{p}: not a crashlab results JSON: {str(exc)[:200]}") from None
     first_path, first = cards[0]
-    same = ("adapter", "seed")
-    counts = set()
-    seen: dict[int, Path] = {}
     for p, card in cards:
-        for name in same:
+        for name in ("adapter", "seed"):
             if getattr(card, name) != getattr(first, name):
                 raise UsageError(f"{p}: {name} {getattr(card, name)!r} differs from {first_path}'s "
                                  f"{getattr(first, name)!r}; merge the shards of one run")
@@ -416,22 +413,8 @@ def merge(paths: list[Path]) -> Scorecard:
                 raise UsageError(f"{p}: {name} differs from {first_path}'s; merge the shards of one run")
         if card.extra.get("partial"):
             raise UsageError(f"{p}: partial results (interrupted); run that shard again (sweeps: --resume)")
-        shard = card.extra.get("shard")
-        if not isinstance(shard, dict):
-            raise UsageError(f"{p}: not the results of a shard (no 'shard' field); run with --shard I/N")
-        counts.add(shard.get("count"))
-        if shard.get("index") in seen:
-            raise UsageError(f"{p}: shard {shard.get('index')} is also {seen[shard['index']]}")
-        seen[shard.get("index")] = p
-    if len(counts) != 1:
-        raise UsageError("merge: the shards were cut differently (--shard I/N with different N)")
-    count = counts.pop()
-    missing = sorted(set(range(1, count + 1)) - set(seen))
-    if missing:
-        raise UsageError(f"merge: shard(s) {', '.join(map(str, missing))} of {count} missing")
-    results: list[ScenarioResult] = []
-    for index in range(1, count + 1):
-        results.append([r for _, c in cards if c.extra["shard"]["index"] == index for r in c.scenarios])
+    shards = shard_order([(str(p), card.extra.get("shard")) for p, card in cards])
+    results = [list(cards[i][1].scenarios) for i in shards]
     ordered = _interleave(results)
     card = score(ordered, adapter=first.adapter, seed=first.seed)
     extra = {k: v for k, v in first.extra.items() if k not in ("shard", "rubric", "internal_errors")}
@@ -442,7 +425,28 @@ def merge(paths: list[Path]) -> Scorecard:
                    extra={**card.extra, **extra})
 
 
-def _interleave(per_shard: list[list[ScenarioResult]]) -> list[ScenarioResult]:
+def shard_order(parts: list[tuple[str, Any]]) -> list[int]:
+    """The positions of ``parts`` (name, ``shard`` field) in shard order 1..N, after checking that
+    they are every shard of one cut exactly once; a usage error names what is wrong."""
+    by_index: dict[Any, int] = {}
+    counts = set()
+    for i, (name, shard) in enumerate(parts):
+        if not isinstance(shard, dict):
+            raise UsageError(f"{name}: not the results of a shard (no 'shard' field); run with --shard I/N")
+        if shard.get("index") in by_index:
+            raise UsageError(f"{name}: shard {shard.get('index')} is also {parts[by_index[shard['index']]][0]}")
+        by_index[shard.get("index")] = i
+        counts.add(shard.get("count"))
+    if len(counts) != 1:
+        raise UsageError("merge: the shards were cut differently (--shard I/N with different N)")
+    count = counts.pop()
+    missing = sorted(set(range(1, count + 1)) - set(by_index))
+    if missing:
+        raise UsageError(f"merge: shard(s) {', '.join(map(str, missing))} of {count} missing")
+    return [by_index[i] for i in range(1, count + 1)]
+
+
+def _interleave(per_shard: list[list[Any]]) -> list[Any]:
     """Undo ``Shard.select``: shard I holds jobs I-1, I-1+N, ... of the unsharded order."""
     out = []
     for row in range(max((len(r) for r in per_shard), default=0)):
