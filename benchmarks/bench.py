@@ -250,7 +250,7 @@ def main() -> int:
             subprocess.run(cmd + ["explore", "--examples", str(n), "--seed", "1"], check=False, cwd=here,
                            stdout=subprocess.DEVNULL)
             explore_s = time.perf_counter() - start
-            print(f"explore                        {n / explore_s:8.1f} schedules/s   ({n} schedules, one process)")
+            print(f"explore                        {n / explore_s:8.1f} schedules/s   ({n} schedules, --jobs: the cores)")
             for how, wire in (("fresh interpreter", f"exec:{sys.executable} -m crashlab.wire {adapter.text}"),
                               ("warm server", f"wire:{adapter.text}")):
                 for jobs in ("1", "2"):
