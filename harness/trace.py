@@ -117,7 +117,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
                 or not isinstance(event["kind"], str):
             raise UsageError(f"{path}:{lineno}: malformed event: seq must count from 0 without gaps, t must be "
                              f"an integer, lane one of {', '.join(LANES)}")
-        if not _depth(event, MAX_TRACE_DEPTH):
+        if line.count("[") + line.count("{") > MAX_TRACE_DEPTH and not _depth(event, MAX_TRACE_DEPTH):
             raise UsageError(f"{path}:{lineno}: nested deeper than {MAX_TRACE_DEPTH} levels; not a crashlab trace")
         events.append(event)
     if not events or events[0].get("kind") != "header":
