@@ -126,6 +126,20 @@ def input_events(run_ids: Sequence[str], horizon_ms: int) -> st.SearchStrategy[d
                      st.one_of(early, late), st.integers(0, 2), st.integers(0, 30_000))
 
 
+def anchored_cancellations(run_ids: Sequence[str], calls: Sequence[Call]) -> st.SearchStrategy[dict]:
+    """A cancellation anchored to a call the adapter makes (AR-08 "Cancellation races": just before
+    or just after a conditional write, around a dispatch), so it races the adapter's own step
+    whatever its pace."""
+    points = [c for c in calls if c[0] in ("ledger", "checkpoints") or c[1] in ("reserve", "publish", "send",
+                                                                                 "release")] or list(calls)
+    return st.builds(
+        lambda call, side, delay, run: {"at": {side: {"port": call[0], "op": call[1], "nth": call[2]},
+                                               **({"delay": f"{delay}ms"} if side == "after" else {})},
+                                        "type": "cancel", "run": run},
+        st.sampled_from(points), st.sampled_from(["before", "after"]), st.integers(0, 5_000),
+        st.sampled_from(list(run_ids)))
+
+
 @st.composite
 def duplicated(draw, events: list) -> list:
     """The base's own events with one inbox event (if any) delivered again, later."""
@@ -156,8 +170,11 @@ def schedules(draw, base: dict, calls: Sequence[Call] | None = None, *, max_cras
         from .scenario import from_dict  # the base's own clock decides where events may fall
 
         horizon = from_dict(base).horizon_ms
+        drawn = [input_events(run_ids, horizon)]
+        if points:
+            drawn.append(anchored_cancellations(run_ids, points))
         doc["events"] = draw(duplicated(doc.get("events") or [])) + draw(
-            st.lists(input_events(run_ids, horizon), max_size=1))
+            st.lists(st.one_of(drawn), max_size=1))
     doc["seed"] = draw(st.integers(min_value=0, max_value=2**31 - 1))
     doc["expect"] = {}  # a generated schedule is judged by the generic invariants alone
     doc["id"] = f"{base.get('id', 'schedule')}.generated"

@@ -191,3 +191,22 @@ def test_the_crash_matrix_command_prints_each_failing_schedule_and_a_summary(cap
     first = yaml.safe_load(out.split("--- ", 1)[1].split("\n", 1)[1].split("scenario ", 1)[0])
     assert first["crashes"] and "RETRY-01" in out
     assert out.rstrip().endswith("failing") and " 0 failing" not in out
+
+
+def test_generated_schedules_draw_the_new_kinds():
+    """409s, duplicated callbacks, late events and cancellations anchored to the adapter's own calls."""
+    base = LIBRARY["t2-commit-before-record"]
+    calls = probe_calls(base, load_adapter(None))
+    seen = {"anchored": 0, "conflict": 0, "callback": 0}
+
+    @settings(max_examples=300, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(schedules(dict(base.raw), calls))
+    def draw(doc):
+        events = doc.get("events") or []
+        seen["anchored"] += any(isinstance(e.get("at"), dict) and e.get("type") == "cancel" for e in events)
+        seen["conflict"] += any(f.get("code") == "conflict_in_flight" for f in doc.get("faults") or [])
+        seen["callback"] += any(e.get("type") == "callback" for e in events)
+        from_dict(doc, file="generated.yaml")  # every drawn schedule is a valid scenario
+
+    draw()
+    assert all(seen.values()), seen
