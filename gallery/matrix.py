@@ -8,8 +8,6 @@ exits 1 when a document is stale. The score is the conformance score.
 """
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 

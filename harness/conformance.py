@@ -69,10 +69,7 @@ def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scen
     if shard is not None:
         jobs = shard.select(jobs)
     extra = {"shard": shard.to_json()} if shard is not None else {}
-    on_result = None
-    if progress is not None:
-        def on_result(job, result):
-            progress(result)
+    on_result = (lambda job, result: progress(result)) if progress is not None else None
     try:
         results, internal = execute(jobs, adapter=spec, seed=seed, out_dir=out_dir, keep="all",
                                     executor=executor, limits=limits, on_result=on_result)

@@ -4,9 +4,6 @@
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from ..model import KNOWLEDGE_EVIDENCE, KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, RunState
 from .invariants import EXPECTATIONS, INVARIANTS, Invariant
 from .rubric import AUTO_FAIL_REASONS, CAPS, CATEGORY_MAX, RUBRIC, _BY_INVARIANT

@@ -16,8 +16,6 @@ self-contained page each), ``summary.md`` (for a CI job summary) and ``figures/<
 from __future__ import annotations
 
 import json
-import shlex
-from dataclasses import replace
 from pathlib import Path
 
 from ..errors import UsageError

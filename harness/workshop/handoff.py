@@ -166,7 +166,7 @@ def write(folder: Path, seed: int) -> list[str]:
     for fname, text in (("recovery-matrix.md", _matrix_markdown()), ("compatibility.md", _compatibility_markdown()),
                         ("contracts.md", _contracts_markdown()),
                         ("vocab.md", "# Vocabularies\n\n" + "\n".join(
-                            [f"- **actions**: " + ", ".join(f"`{a}`" for a in ACTIONS),
+                            ["- **actions**: " + ", ".join(f"`{a}`" for a in ACTIONS),
                              "- **disposition**: " + ", ".join(f"`{d}`" for d in vocab("disposition")),
                              "- **next_owner**: " + ", ".join(f"`{d}`" for d in vocab("next_owner")),
                              "- **missing_information**: " + ", ".join(f"`{d}`" for d in MISSING)]) + "\n"),
