@@ -254,6 +254,28 @@ ENTRIES: tuple[Entry, ...] = (
            invariants=("TRUTH-01",), categories=("classification",),
            note="matrix-ledger-confirmed-service-disagrees: an operator removed the hold while the worker "
                 "was down; the record it replays is no longer true."),
+    _entry(blindspots.SameKeyRecordAdopted, "same-key-record-adopted", "Runbook: ambiguous reservation",
+           "If parameters conflict, stop as integrity error.",
+           invariants=("TRUTH-01", "REC-01"), categories=("classification",),
+           note="matrix-same-key-other-parameters: another system reserved under the run's key with "
+                "another technician and quantity; the lookup's record is not this run's effect."),
+    _entry(blindspots.CancellationRewritesTerminal, "cancellation-rewrites-terminal",
+           "Late, duplicate, and reordered events",
+           "A cancellation arriving after terminal success records user intent but does not rewrite history.",
+           invariants=("TERM-01",), categories=("disposition",),
+           note="combined-cancel-after-finish: the platform refuses the second finish, so the disposition "
+                "stands; TERM-01 holds the woken worker to replaying the terminal record."),
+    _entry(blindspots.PolicyBlindResume, "policy-blind-resume", "Deployment compatibility",
+           "Backward compatibility means more than successful JSON parsing: the new code must preserve "
+           "transition meaning, proposal hashing, capability semantics, authority checks, and effect identity.",
+           invariants=("MIG-01",), categories=("classification",),
+           note="matrix-policy-change-deployment: the deployment changes the authority policy while the "
+                "approval is pending."),
+    _entry(blindspots.ConflictReadAsAbsence, "conflict-read-as-absence", "Runbook: ambiguous reservation",
+           "If parameters conflict, stop as integrity error.",
+           invariants=("KEY-03",), categories=("effect_correctness",),
+           note="matrix-same-key-other-parameters: the service refuses the second send (intent_mismatch), "
+                "so no second effect lands; the run ends FAILED_NO_EFFECT with nobody told of the collision."),
     # -------------------------------------------------------------- correct alternatives
     _entry(alternatives.EscalateEveryAmbiguity, "escalate-every-ambiguity", "Worked FieldOps recovery",
            "It records FAILED_EFFECT_UNKNOWN, names the operator escalation, and stops. Durability "

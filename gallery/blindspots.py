@@ -3,7 +3,7 @@ docs/adapters.md, enforced as its own invariant (docs/invariants.md)."""
 from __future__ import annotations
 
 from crashlab.model import RunState
-from crashlab.reference_impl import ReferenceAdapter, effects, inbox, matrix, migrations
+from crashlab.reference_impl import ReferenceAdapter, adapter, effects, inbox, matrix, migrations
 from crashlab.reference_impl.behaviour import Behaviour
 from crashlab.reference_impl.inbox import Absorbed
 from crashlab.reference_impl.session import Session
@@ -120,3 +120,51 @@ class LedgerOverService(ReferenceAdapter):
     from that record alone, without verifying the hold at the service."""
 
     behaviour = Behaviour(actions={"record_confirmed": _replay_recorded_confirmation})
+
+
+class SameKeyRecordAdopted(ReferenceAdapter):
+    """A lookup that finds a record under the run's key is taken as the run's own effect,
+    without comparing the record's parameters with the intent."""
+
+    behaviour = Behaviour(matrix={("read", "mismatch"): matrix.ROW["known_completion"]})
+
+
+async def _cancel_terminal_run(s, f, t) -> None:
+    """On a terminal record, a cancellation found in the inbox becomes the run's outcome."""
+    events = (await s.call("platform", s.ports.inbox.poll(0)))["events"]
+    if not any(e["type"] == "cancel" for e in events):
+        await adapter.replay_terminal(s, f, t)
+        return
+    await s.finish(RunState.CANCELLED_EFFECT_REMAINS, next_owner="operator",
+                   reason="cancelled after success: the hold remains")
+
+
+class CancellationRewritesTerminal(ReferenceAdapter):
+    """A worker woken by a cancellation that arrives after the run already succeeded reports
+    the run cancelled (the hold remaining) instead of replaying its terminal record."""
+
+    behaviour = Behaviour(actions={"replay_terminal": _cancel_terminal_run})
+
+
+def _schema_only(checkpoint, env):
+    """Compatibility judged on the storage schema and canonicalization alone."""
+    if checkpoint is not None:
+        contract = {**checkpoint["contract"], "policy_version": env.get("policy_version"),
+                    "capability_version": env.get("capability_version")}
+        checkpoint = {**checkpoint, "contract": contract}
+    return migrations.decide(checkpoint, env)
+
+
+class PolicyBlindResume(ReferenceAdapter):
+    """Treats a deployment as compatible whenever the checkpoint still parses and hashes the
+    same, ignoring a changed policy or capability version: the old proposal is dispatched
+    under the new code's authority checks."""
+
+    behaviour = Behaviour(compatibility=_schema_only)
+
+
+class ConflictReadAsAbsence(ReferenceAdapter):
+    """A read that returns a record under the run's key with other parameters is taken as
+    proof that the run's own request never landed, and the key is sent again."""
+
+    behaviour = Behaviour(matrix={("read", "mismatch"): matrix.ROW["authoritative_absence"]})

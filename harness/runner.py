@@ -72,6 +72,7 @@ class Runner:
     def __init__(self, scenario: Scenario, adapter: AdapterSpec, seed: int | None, limits: Limits) -> None:
         self.world = World(scenario, seed)
         self.seen_inbox: dict[str, int] = {}   # run id -> inbox length at the last delivered poll
+        self.offered: dict[str, int] = {}      # run id -> inbox length when its latest worker started
         self.adapter = adapter
         self.limits = limits
         self.scenario = scenario
@@ -85,29 +86,35 @@ class Runner:
         sleeps until the inbox receives something or the requested wake time comes."""
         env = self.world.env
         yield env.timeout(run.spec.start_ms)
+        if (yield from self._until_terminal(run)):
+            yield from self._after_terminal(run)
+
+    def _until_terminal(self, run: RunWorld):
+        """Workers until the run is terminal (-> True) or the platform gives up on it."""
+        env = self.world.env
         delay = 0
         pinned_env: dict | None = None
         while run.finished is None:
             if run.workers >= self.limits.max_workers:
                 self.world.emit("worker", "restart_budget_exhausted", run=run.spec.id,
                                 workers=run.workers)
-                return
+                return False
             if delay:
                 yield env.timeout(delay)
                 delay = 0
                 if run.finished is not None:
-                    return
+                    return True
             run.takeover = env.event()
             proc = env.process(self.worker(run, dict(pinned_env or run.env)))
             pinned_env = None
             yield proc | run.takeover
             if run.finished is not None:
-                return
+                return True
             if not proc.triggered:      # takeover: the current worker is a paused zombie
                 continue
             kind, value = proc.value
             if kind == "adapter_fault":
-                return
+                return False
             if kind == "crash":
                 delay = value
                 continue
@@ -128,6 +135,36 @@ class Runner:
             if run.wake_at is not None and run.wake_at > env.now:
                 waits.append(env.timeout(run.wake_at - int(env.now)))
             yield env.any_of(waits)
+        return True
+
+    def _after_terminal(self, run: RunWorld):
+        """Events keep arriving after a run is terminal (a late cancellation, callback or
+        duplicate): the platform wakes a worker for each new delivery, as it would for any
+        durable inbox. The worker finds the terminal record; the checks hold it to rewriting
+        nothing (TERM-01, TERM-02)."""
+        env = self.world.env
+        rid = run.spec.id
+        # what the worker that ended the run could have read: polled, or there when it started
+        seen = max(self.seen_inbox.get(rid, 0), self.offered.get(rid, 0))
+        delay = 0
+        while True:
+            if delay:
+                yield env.timeout(delay)
+                delay = 0
+            elif len(run.inbox) <= seen:
+                run.wake = env.event()
+                yield run.wake
+            if run.workers >= self.limits.max_workers:
+                self.world.emit("worker", "restart_budget_exhausted", run=rid, workers=run.workers)
+                return
+            kind, value = yield env.process(self.worker(run, dict(run.env)))
+            if kind == "adapter_fault":
+                return
+            if kind == "crash":
+                delay = value
+                continue
+            # one worker per delivery: what it was offered counts as seen even if it never polled
+            seen = max(seen, self.seen_inbox.get(rid, 0), self.offered[rid])
 
     def _pinned_versions(self, run: RunWorld) -> dict:
         for ev in reversed(self.world.trace.events):
@@ -146,6 +183,7 @@ class Runner:
         run.live[name] = ws
         run.current = name
         rid = run.spec.id
+        self.offered[rid] = len(run.inbox)
         world.emit("worker", "start", worker=name, run=rid, number=number, env=worker_env)
         hello = {"run_id": rid, "worker": name, "env": worker_env, "services": sorted(world.services)}
         channel = self.adapter.channel(sorted(world.services), hello,

@@ -134,6 +134,9 @@ class RunSpec:
     approval: Mapping[str, Any] = field(default_factory=dict)   # mode, delay_ms, expires_after_ms
     compensation_authority: str = "granted"                     # granted | denied
     notify: bool = False
+    #: A run that arrives with earlier history: its checkpoint store already stands at this
+    #: version (earlier contents archived) and its lease has had this many epochs.
+    history: Mapping[str, int] = field(default_factory=dict)    # checkpoint_version, lease_epoch
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,8 +183,8 @@ EVENT_TYPES = frozenset({"approve", "revoke", "capability_change", "deploy", "ot
 DELIVERY_FIELDS = frozenset({"duplicates", "duplicate_after", "event_id", "producer_seq", "producer"})
 #: The fields each event type takes besides at, type and run.
 EVENT_FIELDS: Mapping[str, frozenset[str]] = {
-    "deploy": frozenset(DEFAULT_ENV),
-    "other_actor": frozenset({"service", "op", "args"}),
+    "deploy": frozenset(DEFAULT_ENV) | {"alters"},
+    "other_actor": frozenset({"service", "op", "args", "same_key"}),
     "approve": frozenset(),
     "capability_change": frozenset(),
     "revoke": frozenset({"reason", "payload"}),
@@ -189,6 +192,15 @@ EVENT_FIELDS: Mapping[str, frozenset[str]] = {
     "event": frozenset({"kind", "reason", "payload"}) | DELIVERY_FIELDS,
 }
 RUNLESS_EVENTS = frozenset({"deploy", "other_actor"})
+#: ``deploy.alters``: what a code change alters (AR-08 "Deployment compatibility"), and the
+#: contract version the deploy must change with it so that new code can tell.
+DEPLOY_ALTERS: Mapping[str, str] = {
+    "transition_meaning": "schema_version",
+    "proposal_hashing": "canonicalization_version",
+    "effect_identity": "canonicalization_version",
+    "capability_semantics": "capability_version",
+    "authority_checks": "policy_version",
+}
 #: Payload keys the world reads as delivery controls: a payload may not use them.
 RESERVED_PAYLOAD_KEYS = DELIVERY_FIELDS | {"kind", "duplicate_after_ms"}
 
@@ -222,7 +234,9 @@ BOUNDARIES = ("before", "after")
 TOP_FIELDS = frozenset({"id", "title", "description", "tags", "card", "seed", "clock", "services",
                         "runs", "events", "faults", "crashes", "pauses", "expect", "env"})
 RUN_FIELDS = frozenset({"id", "intent", "service", "operation", "start", "deadline", "approval",
-                        "compensation_authority", "notify"})
+                        "compensation_authority", "notify", "history"})
+#: ``runs[].history``: where a run that arrives with earlier history stands.
+HISTORY_FIELDS = ("checkpoint_version", "lease_epoch")
 RULE_FIELDS: Mapping[str, frozenset[str]] = {
     "faults": frozenset({"match", "fault", "code", "delay", "times"}),
     "crashes": frozenset({"match", "boundary", "restart_after", "times"}),
@@ -624,12 +638,17 @@ def _read_runs(rd: _Reader, doc: dict, services: dict, at, origin: int, horizon:
         if notify and "notification" not in services:
             rd.fail(r, "notify", f"{path}.notify", "notify: true needs a notification service; "
                     "add 'notification: {}' under services")
+        history: dict[str, int] = {}
+        if "history" in r:
+            h = rd.mapping(r, "history", f"{path}.history", frozenset(HISTORY_FIELDS),
+                           hint="write history: {checkpoint_version: 16, lease_epoch: 6}")
+            history = {k: rd.get(h, k, f"{path}.history", _integer(0)) for k in HISTORY_FIELDS if k in h}
         runs.append(RunSpec(
             id=rid, intent=intent, service=service, operation=operation, start_ms=start,
             deadline_ms=deadline, approval=approval,
             compensation_authority=rd.get(r, "compensation_authority", path,
                                           _choice(COMPENSATION_AUTHORITY, "compensation authority"), "granted"),
-            notify=notify))
+            notify=notify, history=history))
     return tuple(runs)
 
 
@@ -664,11 +683,33 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
                 rd.fail(e, "type", path, "a deploy names the versions it changes, e.g. "
                         "canonicalization_version: 2")
             data = {k: rd.get(e, k, path, _integer(1)) for k in e if k in DEFAULT_ENV}
+            if not data:
+                rd.fail(e, "type", path, "a deploy names the versions it changes, e.g. "
+                        "code_version: 2, policy_version: 2")
+            for item in rd.get(e, "alters", path, _string_list, []):
+                if item not in DEPLOY_ALTERS:
+                    rd.fail(e, "alters", f"{path}.alters", f"{item!r} is not something a deployment alters; "
+                            f"choose from {', '.join(sorted(DEPLOY_ALTERS))}")
+                if DEPLOY_ALTERS[item] not in data:
+                    rd.fail(e, "alters", f"{path}.alters", f"a deploy that alters {item} changes "
+                            f"{DEPLOY_ALTERS[item]} too (new code tells old state apart by that version); "
+                            f"add {DEPLOY_ALTERS[item]}: N")
         elif etype == "other_actor":
             svc = rd.get(e, "service", path, _choice(sorted(services), "service (declare it under services)"),
                          "reservation" if "reservation" in services else sorted(services)[0])
             op = rd.get(e, "op", path, _choice(EFFECT_OPS[svc], f"{svc} effect"), PRIMARY_OPERATION[svc])
             data = {"service": svc, "op": op, "args": rd.get(e, "args", path, _plain_mapping, {})}
+            if rd.get(e, "same_key", path, _boolean, False):
+                # the other actor reuses the key of the call this event is anchored to (the
+                # chapter's integrity error: the same key with other parameters)
+                if anchor is None or match is None or match.port not in services:
+                    rd.fail(e, "same_key", f"{path}.same_key", "same_key reuses the key of the call "
+                            "the event is anchored to: anchor it to a service call, e.g. "
+                            "at: {after: {port: reservation, op: reserve, nth: 1}}")
+                if "key" in data["args"]:
+                    rd.fail(e, "same_key", f"{path}.same_key", "args.key and same_key both name the "
+                            "key; keep one")
+                data["same_key"] = True
         else:
             payload = rd.get(e, "payload", path, _plain_mapping, {})
             clash = sorted(RESERVED_PAYLOAD_KEYS & set(payload))
@@ -1063,6 +1104,10 @@ def schema_document() -> dict:
                "operation": {"enum": sorted(set(PRIMARY_OPERATION.values()))},
                "start": time, "deadline": time, "approval": approval,
                "compensation_authority": {"enum": list(COMPENSATION_AUTHORITY)},
+               "history": {"type": "object", "additionalProperties": False,
+                           "properties": {k: {"type": "integer", "minimum": 0} for k in HISTORY_FIELDS},
+                           "description": "a run that arrives with earlier history: the checkpoint version "
+                                          "its store stands at and the lease epochs already used"},
                "notify": {"type": "boolean"}}, ("intent",))
 
     event_props = {"at": time, "type": {"enum": sorted(EVENT_TYPES)}, "run": ident, "reason": text,
@@ -1073,6 +1118,10 @@ def schema_document() -> dict:
                    "service": {"enum": sorted(PROFILE_DEFAULTS)},
                    "op": {"enum": sorted(frozenset().union(*EFFECT_OPS.values()))},
                    "args": {"type": "object"},
+                   "same_key": {"type": "boolean", "description": "other_actor: reuse the key of the call the "
+                                "event is anchored to"},
+                   "alters": {"type": "array", "items": {"enum": sorted(DEPLOY_ALTERS)}, "description":
+                              "deploy: what the code change alters; each needs its contract version changed"},
                    **{k: {"type": "integer", "minimum": 1} for k in DEFAULT_ENV}}
     per_type = []
     for etype in sorted(EVENT_TYPES):

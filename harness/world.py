@@ -91,6 +91,8 @@ class RunWorld:
     takeover: simpy.Event | None = None                         # signalled to replace a zombie
     wake_at: int | None = None                                  # durable wait: timer wake-up
     current: str | None = None                                  # the supervisor's current worker
+    base_version: int = 0                                       # the store's version before any write
+    base_epoch: int = 0                                         # lease epochs used before the scenario
 
 
 @dataclass(slots=True)
@@ -125,7 +127,10 @@ class World:
             for name, profile in scenario.services.items()}
         self.runs: dict[str, RunWorld] = {}
         for spec in scenario.runs:
-            rw = RunWorld(spec=spec, env=dict(scenario.env))
+            rw = RunWorld(spec=spec, env=dict(scenario.env),
+                          base_version=spec.history.get("checkpoint_version", 0),
+                          base_epoch=spec.history.get("lease_epoch", 0),
+                          lease=Lease(epoch=spec.history.get("lease_epoch", 0)))
             rw.wake = self.env.event()
             self.runs[spec.id] = rw
         self.rule_hits: dict[int, int] = {}
@@ -290,7 +295,7 @@ class World:
             raise PortError("bad_request", f"unknown disposition {disposition!r}") from None
         if state not in TERMINAL_STATES and state not in WAITING_STATES:
             raise PortError("bad_request", f"{disposition} is neither terminal nor a durable waiting state")
-        stale = run.lease.epoch > 0 and (worker.epoch != run.lease.epoch)
+        stale = run.lease.epoch > run.base_epoch and (worker.epoch != run.lease.epoch)
         accepted = not stale and run.finished is None
         self.emit("run", "finish", worker=worker.name, run=run.spec.id, call=call_seq,
                   disposition=disposition, effects=args.get("effects") or [],
@@ -346,7 +351,7 @@ class World:
 
     def _p_checkpoints_load(self, run, worker, args, call_seq):
         if not run.checkpoints:
-            return {"version": 0, "checkpoint": None}
+            return {"version": run.base_version, "checkpoint": None}
         latest = run.checkpoints[-1]
         return {"version": latest["version"], "checkpoint": latest["checkpoint"]}
 
@@ -362,7 +367,7 @@ class World:
                       fault="invalid_checkpoint", problems=problems, checkpoint=checkpoint,
                       message="checkpoint failed the harness schema: " + "; ".join(problems))
             raise PortError("invalid", "; ".join(problems), details={"problems": problems})
-        latest = run.checkpoints[-1]["version"] if run.checkpoints else 0
+        latest = run.checkpoints[-1]["version"] if run.checkpoints else run.base_version
         if expected != latest:
             self.emit("run", "checkpoint_rejected", worker=worker.name, run=run.spec.id,
                       call=call_seq, reason="version_conflict", expected=expected, latest=latest,
@@ -675,17 +680,20 @@ class World:
             if ev.anchor == when and index not in self.anchors_fired and \
                     self.matches(ev.match, run, worker, call, nth):
                 self.anchors_fired.add(index)
-                out.append(ev)
+                out.append((ev, call))
         return out
 
     def _deliver_anchored(self, events: list) -> None:
         """Schedule anchored events from this moment: each is delivered its delay later."""
-        for ev in events:
-            self.env.process(self._world_event(ev))
+        for ev, call in events:
+            self.env.process(self._world_event(ev, call))
 
-    def _world_event(self, ev):
+    def _world_event(self, ev, anchor_call: PortCall | None = None):
         yield self.env.timeout(ev.at_ms)
         data = dict(ev.data)
+        if data.pop("same_key", False):
+            # the key of the call this event is anchored to (the loader requires the anchor)
+            data["args"] = {**data.get("args", {}), "key": anchor_call.args.get("key") if anchor_call else None}
         run = self.runs.get(ev.run) if ev.run else None
         self.emit("world", ev.type, run=ev.run, data=data, line=ev.line)
         if ev.type == "deploy":

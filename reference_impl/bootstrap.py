@@ -70,7 +70,7 @@ async def bootstrap(s: Session) -> bool:
         return await _pin_or_stop(s, raw, compat)
     elif raw is None:
         # nothing to write yet: recheck by reading that no version appeared meanwhile
-        if (await s.call("platform", s.ports.checkpoints.load()))["version"] != 0:
+        if (await s.call("platform", s.ports.checkpoints.load()))["version"] != s.version:
             raise StaleView(matrix.ROW["stale_checkpoint"], "a checkpoint appeared after the load")
         s.record = _arrived(s, _absorb(s, provisional(s, None), events))
     elif compat.disposition == "migrate":

@@ -4,7 +4,8 @@ Four dispositions and no fifth: replay compatible, migrate, pin, stop. The decis
 taken from the checkpoint's contract versions and the worker's ``env`` before the worker
 acquires effect authority (bootstrap step 2).
 
-* **replay**: the checkpoint was written under this worker's schema and canonicalization.
+* **replay**: the checkpoint was written under this worker's schema, canonicalization,
+  policy and capability versions.
 * **migrate**: every differing version has a tested migration below. A migration is a
   deterministic transformation of the checkpoint that explains every changed field,
   keeps the old record (the store keeps every version; ``previous_version`` names it),
@@ -25,10 +26,15 @@ from crashlab.model import RunState
 
 from .record import events_from_v1
 
-AXES = ("schema_version", "canonicalization_version")
+#: The contract versions whose change can make old state mean something else. A policy or
+#: capability version change alters authority checks or capability semantics: the frozen
+#: proposal was judged under the old ones, so there is no migration, only pin or stop.
+AXES = ("schema_version", "canonicalization_version", "policy_version", "capability_version")
 #: Versions this code reads, writes and executes.
 IMPLEMENTED: Mapping[str, tuple[int, ...]] = {"schema_version": (1, 2),
-                                              "canonicalization_version": (1, 2)}
+                                              "canonicalization_version": (1, 2),
+                                              "policy_version": (1, 2),
+                                              "capability_version": (1, 2)}
 
 
 def _schema_1_to_2(cp: dict) -> list[str]:
@@ -69,13 +75,15 @@ class Compatibility:
 
 
 def _implemented(versions: Mapping[str, Any]) -> bool:
-    return all(versions[axis] in IMPLEMENTED[axis] for axis in AXES)
+    return all(versions[axis] in IMPLEMENTED[axis] for axis in versions)
 
 
 def decide(checkpoint: Mapping[str, Any] | None, env: Mapping[str, Any]) -> Compatibility:
-    new = {axis: env.get(axis) for axis in AXES}
-    old = new if checkpoint is None else {axis: checkpoint["contract"][axis] for axis in AXES}
-    differing = [axis for axis in AXES if old[axis] != new[axis]]
+    # the core versions always; a policy or capability version where the platform names one
+    new = {axis: env.get(axis) for axis in AXES if axis in AXES[:2] or axis in env}
+    # a contract that omits an optional version (policy, capability) is read as this code's
+    old = new if checkpoint is None else {axis: checkpoint["contract"].get(axis, new[axis]) for axis in new}
+    differing = [axis for axis in new if old[axis] != new[axis]]
     if not _implemented(new) and (checkpoint is None or not _implemented(old)):
         return Compatibility(disposition="stop", old=old, new=new,
                              reason=f"this code implements {dict(IMPLEMENTED)}, not {new}")
@@ -100,7 +108,7 @@ def migrate(checkpoint: Mapping[str, Any], *, previous_version: int, compat: Com
     Pure: no port is called, so no effect and no authority check can happen here."""
     cp = copy.deepcopy(dict(checkpoint))
     changes: list[str] = []
-    for axis in AXES:
+    for axis in compat.new:
         if compat.old[axis] != compat.new[axis]:
             changes += MIGRATIONS[(axis, compat.old[axis], compat.new[axis])](cp)
     previous_state = cp["control"]["state"]

@@ -448,7 +448,7 @@ def test_violations_are_capped_per_invariant_and_run():
 HAND_MADE = {"OWN-02", "OWN-03", "CKPT-01", "EVT-01", "TERM-01", "DISP-01", "MIG-01", "HIST-01", "CANCEL-02",
              "OWN-01", "EXP-DISPOSITION", "EXP-EFFECTS", "EXP-EVIDENCE",
              # tests/test_rules.py: hand-made traces, each also shown undetected with its rule switched off
-             "PKT-01", "FENCE-01", "PREP-02", "JIT-01", "EVT-02", "PIN-01", "EXP-ABSENT", "EXP-DISPOSITION-AT"}
+             "PKT-01", "FENCE-01", "PREP-02", "JIT-01", "EVT-02", "PIN-01", "KEY-03", "EXP-ABSENT", "EXP-DISPOSITION-AT"}
 
 
 def test_every_invariant_has_a_test_that_catches_it():
@@ -492,7 +492,7 @@ def test_timelines_show_the_three_lanes():
                                                       "COMPENSATION_PROPOSED", "COMPENSATED"]
     comp = next(k for k in keys.values() if k.kind == "compensation")
     assert comp.compensates == original.key and comp.points[-1].knowledge == "CONFIRMED"
-    assert lane.leases[0].epoch == 1 and lane.finishes[-1].accepted
+    assert lane.leases[0].epoch == 1 and [f.accepted for f in lane.finishes if f.worker == W1] == [True]
     with pytest.raises(KeyError):
         tl.run("nope")
 

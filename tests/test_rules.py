@@ -293,7 +293,7 @@ def test_pin_01_names_and_keeps_the_old_versions(monkeypatch):
 def test_the_new_rules_are_registered_with_a_rubric_point():
     from crashlab.checks.rubric import RUBRIC
 
-    for inv in ("PKT-01", "FENCE-01", "PREP-02", "JIT-01", "EVT-02", "PIN-01"):
+    for inv in ("PKT-01", "FENCE-01", "PREP-02", "JIT-01", "EVT-02", "PIN-01", "KEY-03"):
         assert inv in BY_ID and [p.id for p in RUBRIC if inv in p.invariants], inv
 
 
@@ -446,3 +446,130 @@ def test_the_loader_reads_absent_and_disposition_at_and_refuses_bad_ones():
         with pytest.raises(InvalidScenario) as err:
             from_dict({**base, "expect": bad}, file="x.yaml")
         assert field in str(err.value), str(err.value)
+
+
+# --------------------------------------------------------------------------- events after terminal
+def _woken_after_terminal(send: bool, disposition: str) -> tuple[list[dict], int, int]:
+    b = TraceBuilder()
+    b.clean(W1)
+    b.events.pop()                                   # reopen: drop the end event
+    terminal = next(e["seq"] for e in b.events if e["kind"] == "checkpoint" and e.get("state") == "SUCCEEDED")
+    b.deliver("cancel", reason="too late")
+    b.start(W2)
+    b.acquire(W2, 2)
+    late = b.release(W2, "k-1-undo", "R-1") if send else b.finish(W2, disposition, accepted=False)
+    return b.end(finished="SUCCEEDED"), terminal, late
+
+
+@pytest.mark.parametrize("send, disposition, needle", [
+    (True, "SUCCEEDED", "sent reservation.release"),
+    (False, "CANCELLED_EFFECT_REMAINS", "reported CANCELLED_EFFECT_REMAINS"),
+])
+def test_term_01_a_worker_woken_after_terminal_only_replays_it(monkeypatch, send, disposition, needle):
+    events, terminal, late = _woken_after_terminal(send, disposition)
+    hits = [v for v in check_trace(events).violations if v.invariant == "TERM-01"]
+    assert [v.events for v in hits] == [(terminal, late)] and needle in hits[0].message
+    without(monkeypatch, "TERM-01")
+    assert "TERM-01" not in ids(check_trace(events))
+    if not send:      # the refused second finish: no other rule notices it
+        assert not check_trace(events).violations
+
+
+def test_term_01_a_replay_of_the_terminal_record_after_a_late_event_passes():
+    events, _, _ = _woken_after_terminal(False, "SUCCEEDED")
+    assert "TERM-01" not in ids(check_trace(events))
+
+
+# --------------------------------------------------------------------------- MIG-01: policy and capability
+def _resumed_under(env_change: dict, contract_extra: dict) -> tuple[list[dict], int]:
+    from checks_traces import ENV
+    b = TraceBuilder()
+    contract = {"schema_version": 1, "code_version": 1, "canonicalization_version": 1, **contract_extra}
+    b.start(W1)
+    b.acquire(W1, 1)
+    for state in ("VALIDATED", "PROPOSED", "WAITING_HUMAN"):
+        b.checkpoint(W1, state, 1, contract=contract)
+    b.start(W2, env={**ENV, "code_version": 2, **env_change})
+    b.acquire(W2, 2)
+    resumed = b.checkpoint(W2, "APPROVED", 2, contract={**contract, "code_version": 2, **env_change})
+    return b.end(waiting="WAITING_HUMAN"), resumed
+
+
+@pytest.mark.parametrize("axis", ["policy_version", "capability_version"])
+def test_mig_01_a_changed_policy_or_capability_version_is_incompatible(monkeypatch, axis):
+    events, resumed = _resumed_under({axis: 2}, {"policy_version": 1, "capability_version": 1})
+    hits = [v for v in check_trace(events).violations if v.invariant == "MIG-01"]
+    assert hits and hits[0].events[-1] == resumed and f"{axis} 1 -> 2" in hits[0].message
+    # a code change alone is compatible; a contract that omits the version is not compared
+    assert "MIG-01" not in ids(check_trace(_resumed_under({}, {"policy_version": 1, "capability_version": 1})[0]))
+    assert "MIG-01" not in ids(check_trace(_resumed_under({axis: 2}, {})[0]))
+    without(monkeypatch, "MIG-01")
+    assert "MIG-01" not in ids(check_trace(events))
+
+
+def test_a_deploy_that_alters_behaviour_names_the_contract_version_it_changes():
+    from crashlab.errors import InvalidScenario as ScenarioError
+    from crashlab.scenario import from_dict
+
+    doc = {"id": "x", "title": "x", "runs": [{"id": "run-82", "intent": {"part": "P-1"}}], "services": {"reservation": {}},
+           "events": [{"at": "10:01", "type": "deploy", "code_version": 2, "alters": ["authority_checks"]}]}
+    with pytest.raises(ScenarioError, match="changes policy_version too"):
+        from_dict(doc)
+    doc["events"][0]["alters"] = ["faster"]
+    with pytest.raises(ScenarioError, match="not something a deployment alters"):
+        from_dict(doc)
+    doc["events"][0].update(alters=["authority_checks"], policy_version=2)
+    assert from_dict(doc).events[0].data == {"code_version": 2, "policy_version": 2}
+
+
+def test_same_key_reuses_the_anchored_calls_key_and_needs_an_anchor():
+    from crashlab.errors import InvalidScenario
+    from crashlab.runner import run_scenario
+    from crashlab.scenario import from_dict, library
+
+    doc = {"id": "x", "title": "x", "runs": [{"id": "run-82", "intent": {"part": "P-1"}}],
+           "services": {"reservation": {}},
+           "events": [{"at": "10:01", "type": "other_actor", "same_key": True, "args": {"intent": {}}}]}
+    with pytest.raises(InvalidScenario, match="anchor it to a service call"):
+        from_dict(doc)
+    sc = next(s for s in library() if s.id == "matrix-same-key-other-parameters")
+    events = run_scenario(sc).events
+    sent = next(e for e in events if e["kind"] == "call" and e.get("op") == "reserve")
+    other = next(e for e in events if e["kind"] == "effect" and e.get("cause") == "other_actor")
+    assert other["key"] == sent["args"]["key"] and other["intent"]["quantity"] == 2
+
+
+# --------------------------------------------------------------------------- KEY-03
+def _conflict_read(then: str) -> tuple[list[dict], int, int]:
+    b = TraceBuilder()
+    b.clean_prefix(W1)
+    b.reserve(W1, "k-1", commit=False, error=TIMEOUT, delivered=True)
+    other = {"tenant": "T-1", "incident": "I-82", "part": "P-204", "slot": "S-19", "technician": "TECH-9",
+             "quantity": 2, "principal": "U-3"}
+    _, read = b.io(W1, "reservation", "lookup", key="k-1",
+                   value={"found": True, "record": {"ref": "R-9", "key": "k-1", "intent": other, "status": "active"},
+                          "as_of": b.t, "consistency": "strong", "in_flight": False})
+    if then == "send":
+        later, _ = b.reserve(W1, "k-1", commit=False, error={"code": "intent_mismatch", "definite": True,
+                                                              "message": "", "details": {}})
+        b.finish(W1, "FAILED_NO_EFFECT", next_owner=None)
+    elif then == "escalate":
+        b.emit("run", "escalation", worker=W1, ticket="OP-1", packet={"next_owner": "operator"})
+        later = b.finish(W1, "FAILED_EFFECT_UNKNOWN", next_owner="operator")
+    else:
+        later = b.finish(W1, "FAILED_EFFECT_UNKNOWN", next_owner="operator")
+    return b.end(finished="FAILED_EFFECT_UNKNOWN"), read, later
+
+
+@pytest.mark.parametrize("then, needle", [("send", "sent the key again"), ("finish", "without escalating")])
+def test_key_03_a_same_key_record_with_other_parameters_is_an_integrity_error(monkeypatch, then, needle):
+    events, read, later = _conflict_read(then)
+    hits = [v for v in check_trace(events).violations if v.invariant == "KEY-03"]
+    assert [v.events for v in hits] == [(read, later)] and needle in hits[0].message
+    without(monkeypatch, "KEY-03")
+    assert "KEY-03" not in ids(check_trace(events))
+
+
+def test_key_03_an_escalated_conflict_passes():
+    events, _, _ = _conflict_read("escalate")
+    assert "KEY-03" not in ids(check_trace(events))

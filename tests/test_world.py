@@ -234,3 +234,47 @@ def test_background_traffic_from_other_actors_is_seeded():
     assert len(others) >= 5 and all(e["intent"]["part"] == "P-204" for e in others)
     assert [e["intent"] for e in effects(again)] == [e["intent"] for e in effects(first)]
     assert [e["t"] for e in effects(run(sc, seed=4))] != [e["t"] for e in effects(first)]
+
+
+# --------------------------------------------------------------------------- a run with earlier history
+def test_a_run_with_history_continues_its_checkpoint_versions_and_lease_epochs():
+    from crashlab.scenario import library
+    from crashlab.runner import run_scenario
+
+    sc = next(s for s in library() if s.id == "handoff-1-sent-unknown-cancelled")
+    events = run_scenario(sc).events
+    first_load = next(e for e in events if e["kind"] == "result" and isinstance(e.get("value"), dict)
+                      and "checkpoint" in e["value"])
+    assert first_load["value"] == {"version": 12, "checkpoint": None}
+    cps = [(e["version"], e["state"], e["epoch"]) for e in events if e["kind"] == "checkpoint"]
+    assert cps[0][0] == 13 and (17, "EFFECT_IN_FLIGHT", 6) in cps      # AR-08: "version 17 under lease L-6"
+    assert [e["epoch"] for e in events if e["kind"] == "lease" and e.get("op") == "acquire"] == [6, 7]
+
+
+@pytest.mark.parametrize("adapter", ["crashlab.reference_impl:ReferenceAdapter", "crashlab.gallery.independent:Patient",
+                                     "crashlab.gallery.ownership:UnfencedZombie"])
+def test_earlier_history_moves_no_verdict(adapter):
+    import dataclasses
+
+    from crashlab.checks import check_trace
+    from crashlab.runner import run_scenario
+    from crashlab.scenario import library
+
+    for sc in library():
+        if not sc.id.startswith(("t1-", "t2-", "t3-", "t4-", "t5-", "t6-", "t7-", "t8-", "handoff", "combined-stale")):
+            continue
+        moved = dataclasses.replace(sc, runs=tuple(dataclasses.replace(
+            r, history={"checkpoint_version": 16, "lease_epoch": 6}) for r in sc.runs))
+        before, after = check_trace(run_scenario(sc, adapter).events), check_trace(run_scenario(moved, adapter).events)
+        assert (after.verdict, {v.invariant for v in after.violations}) == \
+            (before.verdict, {v.invariant for v in before.violations}), sc.id
+
+
+def test_history_fields_are_checked():
+    doc = {"id": "x", "title": "x", "runs": [{"id": "run-82", "intent": {"part": "P-1"},
+                                               "history": {"checkpoint_version": 3, "epochs": 2}}]}
+    with pytest.raises(Exception, match=r"runs\[0\]\.history.*epochs"):
+        from_dict(doc)
+    doc["runs"][0]["history"] = {"checkpoint_version": -1}
+    with pytest.raises(Exception, match="checkpoint_version"):
+        from_dict(doc)

@@ -293,6 +293,11 @@ class Worker(Base):
                     yield from self.finish("CANCELLED_NO_EFFECT", reason="cancelled; the effect is absent")
                 yield from self.advance("EFFECT_PREPARED")
                 yield from self.dispatch_loop()
+            if verdict == "conflict":
+                yield from self.poll()
+                yield from self.finish("CANCELLED_EFFECT_UNKNOWN" if self.cancel else "FAILED_EFFECT_UNKNOWN",
+                                       next_owner="operator", escalate=True,
+                                       reason="integrity error: the key is bound to other parameters")
             if verdict == "none" or (verdict == "unavailable" and self.cfg.conservative):
                 break
             now = yield from self.now()
@@ -316,7 +321,8 @@ class Worker(Base):
         return all(got.get(k) == v for k, v in self.sent_intent.items())
 
     def read_once(self):
-        """One authoritative observation: found, absent, wait (not yet decisive), unavailable, none."""
+        """One authoritative observation: found, absent, wait (not yet decisive), unavailable, none,
+        conflict (a record under this key with other parameters)."""
         p = self.profile
         now = yield from self.now()
         sent = self.sent_at if hasattr(self, "sent_at") else (self.attempt_log[-1]["at"] if self.attempt_log else 0)
@@ -357,6 +363,8 @@ class Worker(Base):
                 match = next((rec for rec in records if self._matches(rec)), None)
                 if match is not None:
                     found = found or match
+                elif any(rec.get("key") == self.key for rec in records):
+                    return "conflict"           # the same key with other parameters: integrity error
                 fresh = got.get("consistency", "strong") == "strong" or \
                     int(got.get("as_of") or 0) >= sent + int(p.get("max_delivery_delay_ms") or 0)
                 if got.get("in_flight") or not settled or not fresh:

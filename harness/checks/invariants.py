@@ -54,7 +54,7 @@ _KEPT_AFTER_CONFIRM = frozenset({"CONFIRMED", "COMPENSATION_PROPOSED", "COMPENSA
 _NON_RETRYABLE = frozenset({"validation_failed", "permission_denied", "intent_mismatch", "already_exists"})
 _PACKET_SECTIONS = ("header", "effects", "authority", "compatibility", "budget", "recommended")
 _STOP_STATES = frozenset({"MIGRATING", "PINNED", "WAITING_OPERATOR"}) | _TERMINAL
-_CONTRACT_FIELDS = ("schema_version", "canonicalization_version")
+_CONTRACT_FIELDS = records.CONTRACT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -454,7 +454,7 @@ def _mig_01(ix: TraceIndex) -> Iterator[Finding]:
                 if kind == "load":
                     view, view_seq = item[1], by_version.get(hashable(item[0]), seq)
                     continue
-                changed = [f for f in _CONTRACT_FIELDS if view is not None and f in w.env
+                changed = [f for f in _CONTRACT_FIELDS if view is not None and f in w.env and f in view
                            and view.get(f) != w.env.get(f)]
                 if kind == "checkpoint":
                     if item["worker"] != w.name:
@@ -1160,6 +1160,21 @@ def _term_01(ix: TraceIndex) -> Iterator[Finding]:
                 yield run.id, f"{e['key']} moved to {e['knowledge']} at #{e['seq']} after the run was terminal " \
                               f"(#{terminal_at})", (terminal_at, e["seq"]), False
                 break
+        # A worker started after the terminal record (woken by a later event: a cancellation,
+        # a callback, a duplicate) may only replay it: no effect call, no other disposition.
+        recorded = terminal_state or next((f["disposition"] for f in run.finishes if f["seq"] == terminal_at), None)
+        late = {w.name for w in run.workers.values() if w.start_seq > terminal_at}
+        for d in run.dispatches:
+            if d.worker in late:
+                yield run.id, f"{d.worker} started after the run was terminal ({recorded} at #{terminal_at}) and " \
+                              f"sent {d.service}.{d.op} at #{d.seq}: an event after terminal records intent and " \
+                              f"rewrites no history", (terminal_at, d.seq), False
+                break
+        for f in run.finishes:
+            if f["worker"] in late and f["disposition"] != recorded:
+                yield run.id, f"{f['worker']} started after the run was terminal ({recorded} at #{terminal_at}) " \
+                              f"and reported {f['disposition']} at #{f['seq']}", (terminal_at, f["seq"]), False
+                break
 
 
 # --------------------------------------------------------------------------- expectations
@@ -1321,7 +1336,9 @@ INVARIANTS: tuple[Invariant, ...] = (
          "the dispatch"),
     _inv("MIG-01", "An incompatible checkpoint is migrated, pinned or stopped before any effect; migration "
          "issues no effect.", "classification", True, None, _mig_01,
-         "A worker whose env (schema_version, canonicalization_version) differs from the contract of the "
+         "A worker whose env (schema_version, canonicalization_version, and policy_version or "
+         "capability_version where the checkpoint's contract names them: a code change that alters "
+         "proposal hashing, capability semantics or authority checks changes one of these) differs from the contract of the "
          "checkpoint it works from (the latest at its start, or the latest it has loaded since: one that "
          "another worker already migrated is compatible) may write only MIGRATING, PINNED, "
          "WAITING_OPERATOR or terminal checkpoints until it wrote MIGRATING, and dispatches nothing before "
@@ -1483,6 +1500,13 @@ INVARIANTS: tuple[Invariant, ...] = (
          "(a key that omits a field such as the tenant collides), and no ledger key is recorded with two "
          "business intents.",
          "the first use and the changed use"),
+    _inv("KEY-03", "A key found bound to other parameters is an integrity error: stop and escalate.",
+         "effect_correctness", False, None, records.key_03,
+         "After a delivered read returned a record under a key the run sent whose parameters differ from "
+         "the run's intent on a business field (the same key with another intent), the worker that read it "
+         "sends nothing more under that key, and an operator.escalate precedes the run's next accepted "
+         "finish.",
+         "the read and the later send, or the read and the finish"),
     _inv("AUTH-01", "No effect without a live approval bound to its proposal hash.", "effect_correctness",
          True, None, _auth_01,
          "At each effect or compensation dispatch (runs with approval mode none excepted for their own "
@@ -1549,7 +1573,9 @@ INVARIANTS: tuple[Invariant, ...] = (
          "Consecutive accepted checkpoints follow RUN_TRANSITIONS (networkx graph, starting from INTAKE); "
          "nothing is checkpointed after a terminal checkpoint or finish, a finish does not contradict a "
          "terminal checkpoint, and no owner (or worker that knew it was stale) changes ledger knowledge "
-         "after the run was terminal.",
+         "after the run was terminal. A worker started after the terminal record (the platform wakes one "
+         "for every later delivery: a cancellation after success, a late callback, a duplicate) makes no "
+         "effect call and reports only the recorded disposition.",
          "the terminal record and the later change"),
 )
 

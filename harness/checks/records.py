@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..model import Knowledge
-from .index import RunIndex, TraceIndex, dig, effect_items, obj
+from .index import RunIndex, TraceIndex, dig, effect_items, matches, obj
 
 Finding = tuple
 
@@ -23,7 +23,12 @@ _READS = {
 }
 _UNRESOLVED = frozenset({"SENT_UNKNOWN", "COMPENSATION_PROPOSED"})
 _PRESENT = frozenset({"CONFIRMED", "COMPENSATION_PROPOSED"})
-_CONTRACT = ("schema_version", "canonicalization_version")
+#: The checkpoint contract versions whose change makes old state incompatible with new code
+#: (AR-08 "Deployment compatibility": proposal hashing, capability semantics, authority
+#: checks, transition meaning, effect identity). policy_version and capability_version are
+#: optional in a checkpoint; where a contract omits one, it is not compared.
+CONTRACT = ("schema_version", "canonicalization_version", "policy_version", "capability_version")
+_CORE = ("schema_version", "canonicalization_version")
 _KNOWLEDGE = frozenset(k.value for k in Knowledge)
 
 
@@ -300,7 +305,12 @@ def pin_01(ix: TraceIndex) -> Iterator[Finding]:
                 continue
             contract = obj(dig(cps[-1], "checkpoint", "contract"))
             pinned = obj(obj(f.get("packet")).get("pinned_env"))
-            wrong = [k for k in _CONTRACT if k in contract and pinned.get(k) != contract[k]]
+            w = run.workers.get(f.get("worker"))
+            env = w.env if w is not None else {}
+            # the core versions always; a policy or capability version where this code's differs
+            named = [k for k in CONTRACT if k in contract and (k in _CORE or k in pinned or
+                                                               (k in env and env[k] != contract[k]))]
+            wrong = [k for k in named if pinned.get(k) != contract[k]]
             if wrong:
                 names = ", ".join(f"{k} {pinned.get(k)!r} (the checkpoint has {contract[k]!r})" for k in wrong)
                 yield run.id, f"the PINNED finish at #{f['seq']} does not name the old versions it pins: {names}", \
@@ -312,8 +322,49 @@ def pin_01(ix: TraceIndex) -> Iterator[Finding]:
                 if cp.get("state") == "MIGRATING":
                     break
                 now = obj(dig(cp, "checkpoint", "contract"))
-                moved = [k for k in _CONTRACT if k in now and now[k] != pinned.get(k)]
+                moved = [k for k in named if k in now and now[k] != pinned.get(k)]
                 if moved:
                     yield run.id, f"checkpoint #{cp['seq']} of the pinned run changed {', '.join(moved)} without " \
                                   f"a migration", (f["seq"], cp["seq"]), False
                     break
+
+
+# --------------------------------------------------------------------------- KEY-03
+def _conflicting(read, keys: set, intents: list) -> Any:
+    """The key of a record this read returned under one of ``keys`` whose parameters differ
+    from every intent of the run (the same key with another intent), or None."""
+    value = obj(read.value)
+    records = value.get("records") if isinstance(value.get("records"), list) else \
+        [value.get("record")] if value.get("found") else []
+    for rec in records:
+        rec = obj(rec)
+        key = rec.get("key")
+        if isinstance(key, str) and key in keys and isinstance(rec.get("intent"), dict) and \
+                not any(matches(rec["intent"], i) for i in intents):
+            return key
+    return None
+
+
+def key_03(ix: TraceIndex) -> Iterator[Finding]:
+    for run in ix.runs.values():
+        keys = {d.key for d in run.dispatches if d.role == "primary" and isinstance(d.key, str)}
+        if not keys:
+            continue
+        for w in run.workers.values():
+            for read in w.reads:
+                key = _conflicting(read, keys, run.intents or [run.intent])
+                if key is None:
+                    continue
+                again = next((d for d in run.dispatches if d.worker == w.name and d.key == key
+                              and d.seq > read.seq), None)
+                if again is not None:
+                    yield run.id, f"{w.name} read a record under {key} with other parameters at #{read.seq} " \
+                                  f"(an integrity error) and sent the key again at #{again.seq}", \
+                        (read.seq, again.seq), False
+                    return
+                done = next((f for f in run.finishes if f.get("accepted") and f["seq"] > read.seq), None)
+                if done is not None and not any(read.seq < e["seq"] < done["seq"] for e in run.escalations):
+                    yield run.id, f"{w.name} read a record under {key} with other parameters at #{read.seq} " \
+                                  f"(an integrity error) and the run reported {done['disposition']} at " \
+                                  f"#{done['seq']} without escalating it", (read.seq, done["seq"]), False
+                    return

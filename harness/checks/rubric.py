@@ -83,7 +83,7 @@ RUBRIC: tuple[RubricPoint, ...] = (
     _p("E2", "effect_correctness", "same-intent deduplication", ["EFF-01", "EFF-02", "EVT-01", "EVT-02", "EXP-EFFECTS"],
        _EFFECTS),
     _p("E3", "effect_correctness", "changed-intent rejection (and live authority for the intent)",
-       ["KEY-02", "AUTH-01"], _EFFECTS),
+       ["KEY-02", "KEY-03", "AUTH-01"], _EFFECTS),
     _p("E4", "effect_correctness", "authoritative reconciliation", ["REC-01"], _EFFECTS),
     _p("E5", "effect_correctness", "compensation is a separate effect", ["COMP-01"], _EFFECTS),
     _p("E6", "effect_correctness", "effect history is preserved", ["HIST-01"], _EFFECTS),
