@@ -355,7 +355,10 @@ def test_cancellation_during_the_approval_wait_has_no_effect():
     result = run("cancel_before_dispatch")
     assert final(result)["disposition"] == "CANCELLED_NO_EFFECT"
     assert not calls(result, "reservation", "reserve") and not ledger(result)
-    assert len(events(result, "worker", "start")) == 2, "the late approval starts no worker"
+    # the late approval arrives after the run is terminal: the worker it wakes only replays
+    late = events(result, "worker", "start")[2:]
+    assert len(late) == 1 and not calls(result, "reservation", "reserve")
+    assert [f["disposition"] for f in finishes(result, accepted=False)] == ["CANCELLED_NO_EFFECT"]
 
 
 def test_cancellation_after_prepare_closes_the_prepared_entry():
@@ -456,8 +459,9 @@ def test_migration_keeps_the_frozen_proposal_and_key_and_issues_no_effect():
     cps = checkpoints(result)
     i = states(result).index("MIGRATING")
     migration = cps[i]["checkpoint"]["migration"]
-    assert migration["from"] == {"schema_version": 1, "canonicalization_version": 1}
-    assert migration["to"] == {"schema_version": 2, "canonicalization_version": 2}
+    unchanged = {"policy_version": 1, "capability_version": 1}
+    assert migration["from"] == {"schema_version": 1, "canonicalization_version": 1, **unchanged}
+    assert migration["to"] == {"schema_version": 2, "canonicalization_version": 2, **unchanged}
     assert migration["previous_version"] == cps[i - 1]["version"] and migration["changes"]
     assert cps[i + 1]["state"] == cps[i - 1]["state"] == "WAITING_HUMAN"
     assert not [c for c in events(result, "port", "call")
@@ -484,7 +488,8 @@ def test_migration_never_refreshes_an_expired_approval():
 def test_an_untested_rollback_pins_the_run_to_its_versions():
     result = run("pin")
     pinned = next(f for f in finishes(result) if f["disposition"] == "PINNED")
-    assert pinned["packet"]["pinned_env"] == {"schema_version": 2, "canonicalization_version": 2}
+    assert pinned["packet"]["pinned_env"] == {"schema_version": 2, "canonicalization_version": 2,
+                                              "policy_version": 1, "capability_version": 1}
     starts = events(result, "worker", "start")
     after = [s for s in starts if s["t"] >= pinned["t"]][0]
     assert after["env"]["schema_version"] == 2

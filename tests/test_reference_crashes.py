@@ -1,7 +1,10 @@
-"""The crash laboratory (AR-08 "Crash laboratory", "Six crash points in one reservation"):
-crash the reference adapter at every port-call boundary of a baseline run, before the
-call and after it took effect, and check on the trace that recovery from durable state
-alone never duplicates the effect and ends truthfully."""
+"""The chapter's six crash points (AR-08 "Six crash points in one reservation") on one
+reserve-then-notify run: a crash before and after every port call, each recovery ending in
+the one disposition the run allows, with one reservation and one notification.
+
+The crash matrix of every library scenario (single and double crashes, judged by the
+generic invariants) and the generated schedules run in tests/test_explore.py; this file
+keeps only what they do not assert: the disposition each crash must still reach."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,9 +20,6 @@ from test_reference import ADAPTER, DATA, calls, checker_violations, effects, fi
 #: baseline -> the dispositions a crash may legitimately lead to
 BASELINES = {
     "happy_notify": {"SUCCEEDED"},
-    "lost_response": {"SUCCEEDED"},
-    "cancel_in_flight": {"CANCELLED_NO_EFFECT"},
-    "registry_publish": {"SUCCEEDED"},
     # a crash after the admitted attempt was claimed but before it was sent consumes the
     # admission: the run waits for another retry intent until its deadline
     "deliberate_retry": {"SUCCEEDED", "FAILED_NO_EFFECT"},
