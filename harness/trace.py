@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from .errors import InternalError, UsageError
-from .events import LANES, problem
+from .events import LANES, SPECS, problem
 from .files import atomic_writer
 
 
@@ -40,9 +40,12 @@ class Trace:
 
     def emit(self, lane: str, kind: str, *, worker: str | None = None, run: str | None = None,
              **data: Any) -> dict[str, Any]:
-        wrong = problem(lane, kind, data)
-        if wrong is not None:  # a crashlab bug: never write an event the vocabulary does not declare
-            raise InternalError(f"trace event #{len(self.events)}: {wrong} (crashlab.events)")
+        spec = SPECS.get(kind)  # (lane, every declared field, the required ones): crashlab.events
+        if spec is None or spec[0] != lane or not spec[1].issuperset(data) \
+                or (len(data) != len(spec[1]) and not spec[2] <= data.keys()):
+            wrong = problem(lane, kind, data)  # None for a scenario event
+            if wrong is not None:  # a crashlab bug: never write an event the vocabulary does not declare
+                raise InternalError(f"trace event #{len(self.events)}: {wrong} (crashlab.events)")
         event = {"seq": len(self.events), "t": self._now(), "lane": lane, "kind": kind,
                  "worker": worker, "run": run}
         event.update(data)
