@@ -3,6 +3,7 @@ parsed from and written back to the very dicts a trace holds."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from crashlab import events
+from crashlab.errors import UsageError
 from crashlab.events import ABSENT, EventError, parse
 from crashlab.scenario import library
 from crashlab.trace import jsonl, read_jsonl
@@ -109,3 +111,27 @@ def test_the_declared_field_types_hold_for_every_event_of_the_library(library_tr
             for f in dataclasses.fields(typed):
                 value = getattr(typed, f.name)
                 assert _matches(value, hints[type(typed)][f.name]), (type(typed).__name__, f.name, value)
+
+
+# --------------------------------------------------------------------------- an unknown kind
+def _with_unknown_kind(tmp_path) -> Path:
+    lines = GOLDEN[0].read_text(encoding="utf-8").splitlines()
+    i = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "lease")
+    lines[i] = lines[i].replace('"kind":"lease"', '"kind":"leash"')
+    path = tmp_path / "edited.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_reader_refuses_an_unknown_kind_naming_the_line(tmp_path):
+    path = _with_unknown_kind(tmp_path)
+    with pytest.raises(UsageError, match=r"edited.jsonl:\d+: unknown event kind 'leash' on lane 'run'"):
+        read_jsonl(path)
+
+
+def test_check_refuses_a_trace_with_an_unknown_kind_instead_of_judging_it(tmp_path, capsys):
+    from crashlab.cli import main
+
+    assert main(["check", str(_with_unknown_kind(tmp_path))]) == 3
+    err = capsys.readouterr().err
+    assert "unknown event kind 'leash'" in err and "internal" not in err
