@@ -1,5 +1,6 @@
 """Typed trace events (crashlab.events): one frozen class per kind, validated at construction,
-parsed from and written back to the very dicts a trace holds."""
+parsed from and written back to the very dicts a trace holds, and the dispatch table of the
+checks, which files every kind or says it ignores it."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from crashlab import events
+from crashlab.checks import index
 from crashlab.errors import UsageError
 from crashlab.events import ABSENT, EventError, parse
-from crashlab.scenario import library
+from crashlab.scenario import EVENT_TYPES, library
 from crashlab.trace import jsonl, read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +30,13 @@ def library_traces():
     return [run_scenario(sc, None).events for sc in library()]
 
 
-# --------------------------------------------------------------------------- dispatch tables
+# --------------------------------------------------------------------------- the dispatch tables
+def test_the_checks_file_every_kind_or_say_they_ignore_it():
+    assert set(index.FILERS) | index.IGNORED == EVERY_TYPE
+    assert not set(index.FILERS) & index.IGNORED
+    assert set(index.SCENARIO_FILERS) <= EVENT_TYPES
+
+
 @pytest.mark.parametrize("handlers, ignored, words", [
     ({t: None for t in EVERY_TYPE - {events.Lease}}, (), "unhandled: Lease"),
     ({t: None for t in EVERY_TYPE}, (events.Crash,), "handled and ignored: Crash"),
@@ -135,3 +143,23 @@ def test_check_refuses_a_trace_with_an_unknown_kind_instead_of_judging_it(tmp_pa
     assert main(["check", str(_with_unknown_kind(tmp_path))]) == 3
     err = capsys.readouterr().err
     assert "unknown event kind 'leash'" in err and "internal" not in err
+
+
+@pytest.mark.parametrize("ev", [
+    {"seq": 1, "t": 0, "lane": "run", "kind": "leash", "worker": None, "run": None},
+    {"seq": 1, "t": 0, "lane": "world", "kind": "cancel", "worker": None, "run": None},   # no data, no line
+])
+def test_the_checks_refuse_an_unknown_kind(ev):
+    header = read_jsonl(GOLDEN[0])[0]
+    with pytest.raises(EventError, match="unknown event kind"):
+        index.build([header, ev])
+
+
+def test_scenario_events_are_filed_by_type_and_the_others_are_ignored():
+    header = read_jsonl(GOLDEN[0])[0]
+    run = header["runs"][0]["id"]
+    world = [{"seq": i, "t": 0, "lane": "world", "kind": kind, "worker": None, "run": run, "data": {}, "line": 1}
+             for i, kind in enumerate(("deploy", "revoke", "capability_change", "cancel"), 1)]
+    ix = index.build([header, *world])
+    assert [e["kind"] for e in ix.deploys] == ["deploy"]
+    assert ix.runs[run].revokes == [2] and ix.runs[run].capability_changes == [3]
