@@ -1,6 +1,6 @@
 """Typed trace events (crashlab.events): one frozen class per kind, validated at construction,
-parsed from and written back to the very dicts a trace holds, and the dispatch table of the
-checks, which files every kind or says it ignores it."""
+parsed from and written back to the very dicts a trace holds, and the dispatch tables of the
+checks and the report, which handle every kind or say they ignore it."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,6 +15,7 @@ from crashlab import events
 from crashlab.checks import index
 from crashlab.errors import UsageError
 from crashlab.events import ABSENT, EventError, parse
+from crashlab.report import style
 from crashlab.scenario import EVENT_TYPES, library
 from crashlab.trace import jsonl, read_jsonl
 
@@ -35,6 +36,10 @@ def test_the_checks_file_every_kind_or_say_they_ignore_it():
     assert set(index.FILERS) | index.IGNORED == EVERY_TYPE
     assert not set(index.FILERS) & index.IGNORED
     assert set(index.SCENARIO_FILERS) <= EVENT_TYPES
+
+
+def test_the_report_summarizes_every_kind():
+    assert set(style.SUMMARIES) == EVERY_TYPE
 
 
 @pytest.mark.parametrize("handlers, ignored, words", [
@@ -149,10 +154,12 @@ def test_check_refuses_a_trace_with_an_unknown_kind_instead_of_judging_it(tmp_pa
     {"seq": 1, "t": 0, "lane": "run", "kind": "leash", "worker": None, "run": None},
     {"seq": 1, "t": 0, "lane": "world", "kind": "cancel", "worker": None, "run": None},   # no data, no line
 ])
-def test_the_checks_refuse_an_unknown_kind(ev):
+def test_the_checks_and_the_report_refuse_an_unknown_kind(ev):
     header = read_jsonl(GOLDEN[0])[0]
     with pytest.raises(EventError, match="unknown event kind"):
         index.build([header, ev])
+    with pytest.raises(EventError, match="unknown event kind"):
+        style.summarize(ev, 0)
 
 
 def test_scenario_events_are_filed_by_type_and_the_others_are_ignored():
@@ -163,3 +170,27 @@ def test_scenario_events_are_filed_by_type_and_the_others_are_ignored():
     ix = index.build([header, *world])
     assert [e["kind"] for e in ix.deploys] == ["deploy"]
     assert ix.runs[run].revokes == [2] and ix.runs[run].capability_changes == [3]
+
+
+@pytest.mark.parametrize("cls", sorted(events.TYPES.values(), key=lambda c: c.kind), ids=lambda c: c.kind)
+def test_every_kind_summarizes_to_one_line_even_with_empty_fields(cls):
+    ev = {"seq": 7, "t": 0, "lane": cls.lane, "kind": cls.kind, "worker": None, "run": "run-1",
+          **dict.fromkeys(cls.fields)}
+    line = style.summarize(ev, 36_000_000)
+    assert line.startswith("#7 10:00 run-1 ") and "\n" not in line
+
+
+@pytest.mark.parametrize("ev, body", [
+    ({"lane": "remote", "kind": "other_actor_rejected", "code": "already_exists"},
+     "other_actor_rejected (already_exists)"),
+    ({"lane": "remote", "kind": "refused", "service": "registry", "key": "k", "call": 3, "reason": "x"},
+     "registry refused (call #3)"),
+    ({"lane": "worker", "kind": "adapter_fault", "fault": "no_finish", "message": "returned"},
+     "adapter fault no_finish: returned"),
+    ({"lane": "world", "kind": "approval_granted", "approval_id": "A", "proposal_hash": "h", "action": "reserve",
+      "expires_at": 1, "capability_version": 1}, "world approval_granted"),
+    ({"lane": "world", "kind": "deploy", "data": {"code_version": 2}, "line": 4}, "world deploy code_version=2"),
+])
+def test_the_summary_of_kinds_the_library_rarely_writes(ev, body):
+    line = style.summarize({"seq": 2, "t": 1500, "worker": None, "run": None, **ev}, 36_000_000)
+    assert line == f"#2 10:00:01.500 {body}"
