@@ -1,20 +1,608 @@
 """The trace vocabulary: every event kind crashlab writes, its lane, its fields and its meaning.
 
-Everything a trace can hold is declared here, once (in the manner of h11's ``_events.py``):
-the world and the runner emit only these kinds, ``Trace.emit`` refuses an event that does not
-match its declaration (a crashlab bug, caught where it is made, never written), the scenario
-format's evidence vocabulary is derived from it, and docs/trace.md's table of kinds is
-generated from it (``python tools/docgen.py``). Scenario events (``cancel``, ``deploy``, ...)
-are written on the ``world`` lane under their own type with ``data`` and ``line``.
+Everything a trace can hold is declared here, once, in the manner of h11's ``_events.py``:
+each kind is a small frozen class (its lane, its fields, its meaning as the docstring) and a
+class is the only place its kind is declared. From these classes:
+
+* ``Trace.emit`` refuses an event that does not match its declaration (a crashlab bug, caught
+  where it is made, never written), and the trace reader refuses a line that does not;
+* ``parse`` turns a trace event (a dict, as written) into its typed event, and
+  ``Event.to_dict`` turns it back (the same dict: traces stay byte-identical);
+* the checks and the report dispatch on the event type through ``dispatch`` tables, which
+  must handle every kind or list it as ignored;
+* the scenario format's evidence vocabulary and docs/trace.md's table of kinds are derived
+  (``python tools/docgen.py``).
+
+A scenario event (``cancel``, ``deploy``, ...) is written on the ``world`` lane under its own
+type with ``data`` and ``line``: a ``ScenarioEvent``.
+
+An optional field an event does not carry is ``ABSENT`` (never written), which keeps it apart
+from a field whose value is ``null``.
 """
 from __future__ import annotations
 
+import dataclasses
+import enum
 from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
 
 #: The lanes of a trace: the three timelines of AR-08 (run, remote, knowledge) and the rest.
 LANES = ("meta", "run", "remote", "knowledge", "fault", "worker", "port", "world")
+#: The fields every event carries, whatever its kind.
+ENVELOPE = ("seq", "t", "lane", "kind", "worker", "run")
 
 
+class EventError(ValueError):
+    """An event that does not match the vocabulary: an unknown kind, a kind on the wrong lane,
+    a required field missing or a field its kind does not declare."""
+
+
+class Absent(enum.Enum):
+    """The value of an optional field an event does not carry."""
+
+    ABSENT = "ABSENT"
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = Absent.ABSENT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """One trace event. A subclass per kind declares its fields; ``seq``, ``t``, ``worker`` and
+    ``run`` are common to all (``lane`` and ``kind`` are the class's)."""
+
+    kind: ClassVar[str]
+    lane: ClassVar[str]
+    meaning: ClassVar[str]
+    #: The fields every event of this kind carries, in declaration order.
+    fields: ClassVar[tuple[str, ...]] = ()
+    #: The fields it carries only sometimes (ABSENT when it does not).
+    optional: ClassVar[tuple[str, ...]] = ()
+
+    seq: int
+    t: int
+    worker: str | None = None
+    run: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as a trace writes it (``parse(e.to_dict()) == e``)."""
+        out = {"seq": self.seq, "t": self.t, "lane": self.lane, "kind": self.kind, "worker": self.worker,
+               "run": self.run}
+        for name in self.fields:
+            out[name] = getattr(self, name)
+        for name in self.optional:
+            value = getattr(self, name)
+            if value is not ABSENT:
+                out[name] = value
+        return out
+
+
+#: Every kind of the vocabulary, by name, in declaration order.
+TYPES: dict[str, type[Event]] = {}
+_RESERVED = frozenset(ENVELOPE) | {"fields", "optional", "meaning", "to_dict"}
+_C = TypeVar("_C", bound=type[Event])
+
+
+def _kind(name: str, lane: str) -> Callable[[_C], _C]:
+    """Declare ``cls`` as the event kind ``name`` on ``lane``: its annotated fields are the
+    kind's fields (those defaulting to ABSENT are optional), its docstring the meaning."""
+    if lane not in LANES:
+        raise ValueError(f"event kind {name!r}: unknown lane {lane!r}")
+
+    def declare(cls: _C) -> _C:
+        cls = dataclass(frozen=True, slots=True, kw_only=True)(cls)
+        own = [f for f in dataclasses.fields(cls) if f.name not in ENVELOPE]
+        clash = _RESERVED.intersection(f.name for f in own)
+        odd = [f.name for f in own if f.default not in (dataclasses.MISSING, ABSENT)
+               or f.default_factory is not dataclasses.MISSING]
+        if clash or odd or name in TYPES:
+            raise ValueError(f"event kind {name!r}: declared twice, or a field named {sorted(clash)}, or a "
+                             f"default other than ABSENT (fields {odd})")
+        cls.kind, cls.lane = name, lane
+        cls.meaning = " ".join((cls.__doc__ or "").split())
+        cls.fields = tuple(f.name for f in own if f.default is dataclasses.MISSING)
+        cls.optional = tuple(f.name for f in own if f.default is ABSENT)
+        TYPES[name] = cls
+        return cls
+
+    return declare
+
+
+# --------------------------------------------------------------------------------------- meta
+@_kind("header", "meta")
+class Header(Event):
+    """the first event: the scenario, seed, adapter, service profiles, runs and expectations"""
+
+    format: int
+    scenario: str
+    title: str
+    seed: int
+    adapter: str
+    harness: str
+    origin_ms: int
+    horizon_ms: int
+    env: dict
+    services: dict
+    runs: list
+    source: str | None
+    card: dict
+    tags: list
+    expect: dict
+
+
+@_kind("end", "meta")
+class End(Event):
+    """the last event: per run its final disposition (or null), waiting state and worker count"""
+
+    runs: dict
+
+
+# --------------------------------------------------------------------------------------- port
+@_kind("call", "port")
+class Call(Event):
+    """the adapter called a port (nth: the ordinal of this port.op in the run)"""
+
+    port: str
+    op: str
+    args: Any
+    nth: int
+
+
+@_kind("result", "port")
+class Result(Event):
+    """the answer to a call (`call`: the call's seq); `error` is {code, definite, message, details};
+    delivered is false when the worker crashed before seeing it"""
+
+    call: int
+    ok: bool
+    value: Any
+    error: dict | None
+    delivered: bool
+
+
+# ------------------------------------------------------------------ run: the local run-state timeline
+@_kind("lease", "run")
+class Lease(Event):
+    """a lease was acquired or renewed"""
+
+    op: str
+    epoch: int
+    owner: str
+    expires_at: int
+    call: int
+
+
+@_kind("checkpoint", "run")
+class Checkpoint(Event):
+    """a checkpoint write was accepted (the whole record, its store version and state)"""
+
+    version: int
+    state: str
+    owner: str
+    epoch: int
+    state_version: int
+    checkpoint: dict
+    call: int
+
+
+@_kind("checkpoint_rejected", "run")
+class CheckpointRejected(Event):
+    """a checkpoint write was refused: version_conflict or stale_epoch (then `current_epoch` is the
+    live lease's)"""
+
+    reason: str
+    expected: Any
+    latest: int
+    epoch: Any
+    call: int
+    current_epoch: int | Absent = ABSENT
+
+
+@_kind("ledger_rejected", "run")
+class LedgerRejected(Event):
+    """a ledger append was refused because its lease epoch is not the current one (fenced)"""
+
+    reason: str
+    epoch: int
+    current_epoch: int
+    key: str
+    call: int
+
+
+@_kind("approval_requested", "run")
+class ApprovalRequested(Event):
+    """the adapter asked for an approval"""
+
+    request_id: str
+    proposal_hash: str
+    action: str
+    call: int
+    at: int | Absent = ABSENT
+
+
+@_kind("escalation", "run")
+class Escalation(Event):
+    """the adapter escalated a decision packet to the operator"""
+
+    ticket: str
+    packet: dict
+    call: int
+
+
+@_kind("finish", "run")
+class Finish(Event):
+    """the adapter finished the run (or reached a durable waiting state)"""
+
+    disposition: str
+    effects: Any
+    next_owner: Any
+    reason: Any
+    packet: Any
+    accepted: bool
+    stale: bool
+    call: int
+
+
+# ------------------------------------------------------------------ knowledge: what the ledger asserts
+@_kind("ledger", "knowledge")
+class Ledger(Event):
+    """an effect-ledger entry was appended: the key's knowledge moved from previous to knowledge"""
+
+    index: int
+    key: str
+    knowledge: str
+    previous: str | None
+    epoch: int
+    live_epoch: int
+    entry: dict
+    call: int
+
+
+# ------------------------------------------------------------------ remote: ground truth
+@_kind("effect", "remote")
+class Effect(Event):
+    """a service committed an effect (cause: adapter, proxy_retry, duplicate_delivery or other_actor)"""
+
+    service: str
+    op: str
+    ref: str
+    key: Any
+    intent: Any
+    fingerprint: str
+    cause: str
+    call: int | None
+
+
+@_kind("replayed", "remote")
+class Replayed(Event):
+    """a repeated key was answered with the original record"""
+
+    service: str
+    key: Any
+    ref: str
+    call: int | None
+
+
+@_kind("refused", "remote")
+class Refused(Event):
+    """a service refused an effect (intent_mismatch, already_exists, ...)"""
+
+    service: str
+    key: Any
+    call: int | None
+    reason: str | Absent = ABSENT
+    ref: str | Absent = ABSENT
+    code: Any = ABSENT
+
+
+@_kind("released", "remote")
+class Released(Event):
+    """a compensation (release) took effect"""
+
+    service: str
+    ref: Any
+    release_ref: str
+    key: Any
+    call: int | None
+    cause: str | Absent = ABSENT
+
+
+@_kind("dropped", "remote")
+class Dropped(Event):
+    """the request was dropped before the service: no effect"""
+
+    service: str
+    op: str
+    call: int
+
+
+@_kind("response_lost", "remote")
+class ResponseLost(Event):
+    """the effect committed, then its response was lost"""
+
+    service: str
+    op: str
+    call: int
+
+
+@_kind("late_arrival", "remote")
+class LateArrival(Event):
+    """a timed-out request is still on its way and will land"""
+
+    service: str
+    op: str
+    call: int
+    delay_ms: int
+
+
+@_kind("late_rejected", "remote")
+class LateRejected(Event):
+    """a late request landed and the service refused it"""
+
+    service: str
+    call: int
+    code: str
+
+
+@_kind("duplicate_delivery", "remote")
+class DuplicateDelivery(Event):
+    """the transport delivered the request a second time"""
+
+    service: str
+    op: str
+    call: int
+
+
+@_kind("proxy_retry", "remote")
+class ProxyRetry(Event):
+    """a proxy retried the request on its own"""
+
+    service: str
+    op: str
+    call: int
+    attempt: int | Absent = ABSENT
+
+
+@_kind("server_error", "remote")
+class ServerError(Event):
+    """a 5xx answer, before or after the commit"""
+
+    service: str
+    op: str
+    call: int
+    committed: bool
+
+
+@_kind("other_actor_rejected", "remote")
+class OtherActorRejected(Event):
+    """another actor's background request was refused"""
+
+    code: str
+
+
+# --------------------------------------------------------------------------------------- fault
+@_kind("fault", "fault")
+class Fault(Event):
+    """an injected transport or store fault"""
+
+    call: int
+    fault: str
+    code: str | None
+    rule_line: int | None
+
+
+@_kind("crash", "fault")
+class Crash(Event):
+    """a worker crashed (before or after a call)"""
+
+    boundary: str
+    restart_after_ms: int
+    rule_line: int | None
+
+
+@_kind("pause", "fault")
+class Pause(Event):
+    """a worker paused: it may become a zombie"""
+
+    call: int
+    boundary: str
+    resume_after_ms: int
+    rule_line: int | None
+
+
+@_kind("resume", "fault")
+class Resume(Event):
+    """a paused worker resumed with its stale view"""
+
+    call: int
+
+
+# --------------------------------------------------------------------------------------- worker
+@_kind("start", "worker")
+class Start(Event):
+    """a worker started (env: the versions its code runs)"""
+
+    number: int
+    env: dict
+
+
+@_kind("stop", "worker")
+class Stop(Event):
+    """a worker ended after its finish"""
+
+    reason: str
+
+
+@_kind("takeover", "worker")
+class Takeover(Event):
+    """a replacement worker starts because the paused one's lease expired"""
+
+    stale: str
+
+
+@_kind("adapter_fault", "worker")
+class AdapterFault(Event):
+    """the adapter misbehaved and the worker was stopped; `fault` is exception, base_exception,
+    not_a_port, not_json, thread, forked, step_budget, step_timeout, garbage, flood, line_too_long,
+    no_reply, not_reading, closed_stdout, died, no_finish, unhandled_port_error, invalid_checkpoint
+    or invalid_effect_entry (docs/protocol.md, Limits); the last two only refuse the record, with
+    its `problems` and the `checkpoint` or `entry` as written, and the worker goes on"""
+
+    fault: str
+    message: str
+    call: int | Absent = ABSENT
+    problems: list | Absent = ABSENT
+    checkpoint: Any = ABSENT
+    entry: Any = ABSENT
+
+
+@_kind("restart_budget_exhausted", "worker")
+class RestartBudgetExhausted(Event):
+    """the run used up its workers"""
+
+    workers: int
+
+
+# --------------------------------------------------------------------------------------- world
+@_kind("deliver", "world")
+class Deliver(Event):
+    """an input event reached the run's inbox (seq, event_id, type, producer, payload)"""
+
+    event: dict
+
+
+@_kind("approval_granted", "world")
+class ApprovalGranted(Event):
+    """an approval was granted, bound to a proposal hash"""
+
+    approval_id: str
+    proposal_hash: str
+    action: str
+    expires_at: int
+    capability_version: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScenarioEvent(Event):
+    """the scenario's event took place (line: its line in the scenario file)"""
+
+    kind: str  # type: ignore[misc]  # the scenario event's type: cancel, deploy, revoke, ...
+    data: dict
+    line: int | None
+
+    lane: ClassVar[str] = "world"
+    fields: ClassVar[tuple[str, ...]] = ("data", "line")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "t": self.t, "lane": "world", "kind": self.kind, "worker": self.worker,
+                "run": self.run, "data": self.data, "line": self.line}
+
+
+ScenarioEvent.meaning = " ".join((ScenarioEvent.__doc__ or "").split())
+#: A scenario event written on the world lane under its own type (cancel, deploy, revoke, ...).
+SCENARIO_EVENT_FIELDS = ScenarioEvent.fields
+
+
+# ----------------------------------------------------------------------------- checking and parsing
+#: kind -> (lane, every field it declares, the fields it requires): what ``Trace.emit`` checks.
+SPECS: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {
+    name: (cls.lane, frozenset(cls.fields + cls.optional), frozenset(cls.fields)) for name, cls in TYPES.items()}
+
+
+#: kind -> (lane, every key an event of it may have, envelope included): what a trace reader checks.
+KEYS: dict[str, tuple[str, frozenset[str]]] = {name: (lane, allowed | set(ENVELOPE))
+                                              for name, (lane, allowed, _) in SPECS.items()}
+
+
+def problem(lane: str, kind: str, fields: Iterable[str]) -> str | None:
+    """Why an event (its lane, kind and field names, the envelope aside) does not match the
+    vocabulary, or None when it does."""
+    spec = SPECS.get(kind)
+    names = set(fields).difference(ENVELOPE)
+    if spec is None:
+        if lane == "world" and names == {"data", "line"}:
+            return None
+        if lane == "world" and {"data", "line"} <= names:
+            return (f"scenario event {kind!r} has fields it does not declare: "
+                    f"{', '.join(sorted(names - {'data', 'line'}))}")
+        return f"unknown event kind {kind!r} on lane {lane!r}"
+    if spec[0] != lane:
+        return f"event kind {kind!r} belongs on lane {spec[0]!r}, not {lane!r}"
+    missing = spec[2].difference(names)
+    if missing:
+        return f"event kind {kind!r} lacks {', '.join(sorted(missing))}"
+    extra = names.difference(spec[1])
+    if extra:
+        return f"event kind {kind!r} has no field {', '.join(sorted(extra))}"
+    return None
+
+
+def is_scenario_event(ev: Mapping[str, Any]) -> bool:
+    """A world-lane event under a scenario event's own type (not a kind of the vocabulary)."""
+    return ev["kind"] not in TYPES and ev["lane"] == "world" and "data" in ev and "line" in ev
+
+
+_SCENARIO_KEYS = frozenset(ENVELOPE) | {"data", "line"}
+
+
+def parse(ev: Mapping[str, Any]) -> Event:
+    """The typed event of a trace event (a dict as written, as ``read_jsonl`` returns it and
+    ``Trace.emit`` makes it); EventError when it does not match the vocabulary."""
+    kind, lane = ev.get("kind"), ev.get("lane")
+    if not isinstance(kind, str):
+        raise EventError(f"an event's kind must be a string, not {kind!r}")
+    keys = KEYS.get(kind)
+    if keys is not None:
+        if keys[0] == lane and keys[1].issuperset(ev):
+            try:
+                return _FROM_DICT[kind](ev)
+            except KeyError:  # a required field is missing
+                pass
+    elif lane == "world" and _SCENARIO_KEYS.issuperset(ev) and all(k in ev for k in ("seq", "t", "data", "line")):
+        return ScenarioEvent(seq=ev["seq"], t=ev["t"], worker=ev.get("worker"), run=ev.get("run"), kind=kind,
+                             data=ev["data"], line=ev["line"])
+    raise EventError(problem(lane, kind, ev) or f"event {kind!r} has no seq or no t")
+
+
+def _from_dict(cls: type[Event]) -> Callable[[Mapping[str, Any]], Event]:
+    """A constructor of ``cls`` from a trace event whose keys ``parse`` has checked: it fills
+    the slots as the dataclass ``__init__`` does (``object.__setattr__``, the class being
+    frozen) without a keyword-argument call: a third cheaper (KeyError: a field is missing)."""
+    lines = ["def from_dict(ev):", "    self = new(cls)"]
+    lines += [f"    setattr(self, {n!r}, ev[{n!r}])" for n in ("seq", "t") + cls.fields]
+    lines += [f"    setattr(self, {n!r}, ev.get({n!r}))" for n in ("worker", "run")]
+    lines += [f"    setattr(self, {n!r}, ev.get({n!r}, ABSENT))" for n in cls.optional]
+    namespace = {"new": object.__new__, "setattr": object.__setattr__, "cls": cls, "ABSENT": ABSENT}
+    exec("\n".join(lines + ["    return self"]), namespace)  # noqa: S102 - names from the class, not from data
+    return namespace["from_dict"]
+
+
+_FROM_DICT = {name: _from_dict(cls) for name, cls in TYPES.items()}
+
+
+H = TypeVar("H")
+
+
+def dispatch(handlers: Mapping[type[Event], H], *, ignored: Iterable[type[Event]] = (),
+             name: str) -> dict[type[Event], H]:
+    """Check a dispatch table keyed by event type: every kind of the vocabulary, and
+    ScenarioEvent, has a handler or is listed as ignored, never both, and nothing else is in
+    it (TypeError naming the table otherwise: a new kind without a handler fails at import)."""
+    handled, ignored = set(handlers), frozenset(ignored)
+    expected = set(TYPES.values()) | {ScenarioEvent}
+    wrong = {"unhandled": expected - handled - ignored, "handled and ignored": handled & ignored,
+             "not event kinds": (handled | ignored) - expected}
+    if any(wrong.values()):
+        raise TypeError(f"dispatch table {name}: " + "; ".join(
+            f"{what}: {', '.join(sorted(getattr(c, '__name__', repr(c)) for c in group))}"
+            for what, group in wrong.items() if group))
+    return dict(handlers)
+
+
+# ----------------------------------------------------------------------------- the descriptive view
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Kind:
     """One event kind: its lane, the fields every event of it carries, and what it means."""
@@ -24,98 +612,12 @@ class Kind:
     fields: tuple[str, ...]
     meaning: str
     optional: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.lane not in LANES:
-            raise ValueError(f"event kind {self.name!r}: unknown lane {self.lane!r}")
+    cls: type[Event] | None = None
 
 
-def _k(name: str, lane: str, fields: str, meaning: str, optional: str = "") -> Kind:
-    return Kind(name=name, lane=lane, fields=tuple(fields.split()), meaning=meaning,
-                optional=tuple(optional.split()))
-
-
-KINDS: tuple[Kind, ...] = (
-    # meta
-    _k("header", "meta", "format scenario title seed adapter harness origin_ms horizon_ms env services runs source "
-       "card tags expect", "the first event: the scenario, seed, adapter, service profiles, runs and expectations"),
-    _k("end", "meta", "runs", "the last event: per run its final disposition (or null), waiting state and "
-       "worker count"),
-    # port
-    _k("call", "port", "port op args nth", "the adapter called a port (nth: the ordinal of this port.op in the run)"),
-    _k("result", "port", "call ok value error delivered", "the answer to a call (`call`: the call's seq); `error` "
-       "is {code, definite, message, details}; delivered is false when the worker crashed before seeing it"),
-    # run: the local run-state timeline
-    _k("lease", "run", "op epoch owner expires_at call", "a lease was acquired or renewed"),
-    _k("checkpoint", "run", "version state owner epoch state_version checkpoint call",
-       "a checkpoint write was accepted (the whole record, its store version and state)"),
-    _k("checkpoint_rejected", "run", "reason expected latest epoch call",
-       "a checkpoint write was refused: version_conflict or stale_epoch"),
-    _k("ledger_rejected", "run", "reason epoch current_epoch key call",
-       "a ledger append was refused because its lease epoch is not the current one (fenced)"),
-    _k("approval_requested", "run", "request_id proposal_hash action call", "the adapter asked for an approval",
-       optional="at"),
-    _k("escalation", "run", "ticket packet call", "the adapter escalated a decision packet to the operator"),
-    _k("finish", "run", "disposition effects next_owner reason packet accepted stale call",
-       "the adapter finished the run (or reached a durable waiting state)"),
-    # knowledge: what the ledger asserts
-    _k("ledger", "knowledge", "index key knowledge previous epoch live_epoch entry call",
-       "an effect-ledger entry was appended: the key's knowledge moved from previous to knowledge"),
-    # remote: ground truth
-    _k("effect", "remote", "service op ref key intent fingerprint cause call",
-       "a service committed an effect (cause: adapter, proxy_retry, duplicate_delivery or other_actor)"),
-    _k("replayed", "remote", "service key ref call", "a repeated key was answered with the original record"),
-    _k("refused", "remote", "service key call", "a service refused an effect (intent_mismatch, already_exists, ...)",
-       optional="reason ref code"),
-    _k("released", "remote", "service ref release_ref key call", "a compensation (release) took effect",
-       optional="cause"),
-    _k("dropped", "remote", "service op call", "the request was dropped before the service: no effect"),
-    _k("response_lost", "remote", "service op call", "the effect committed, then its response was lost"),
-    _k("late_arrival", "remote", "service op call delay_ms", "a timed-out request is still on its way and will land"),
-    _k("late_rejected", "remote", "service call code", "a late request landed and the service refused it"),
-    _k("duplicate_delivery", "remote", "service op call", "the transport delivered the request a second time"),
-    _k("proxy_retry", "remote", "service op call", "a proxy retried the request on its own", optional="attempt"),
-    _k("server_error", "remote", "service op call committed", "a 5xx answer, before or after the commit"),
-    _k("other_actor_rejected", "remote", "code", "another actor's background request was refused"),
-    # fault
-    _k("fault", "fault", "call fault code rule_line", "an injected transport or store fault"),
-    _k("crash", "fault", "boundary restart_after_ms rule_line", "a worker crashed (before or after a call)"),
-    _k("pause", "fault", "call boundary resume_after_ms rule_line", "a worker paused: it may become a zombie"),
-    _k("resume", "fault", "call", "a paused worker resumed with its stale view"),
-    # worker
-    _k("start", "worker", "number env", "a worker started (env: the versions its code runs)"),
-    _k("stop", "worker", "reason", "a worker ended after its finish"),
-    _k("takeover", "worker", "stale", "a replacement worker starts because the paused one's lease expired"),
-    _k("adapter_fault", "worker", "fault message", "the adapter misbehaved and the worker was stopped; `fault` is "
-       "exception, base_exception, not_a_port, not_json, thread, forked, step_budget, step_timeout, garbage, "
-       "flood, line_too_long, no_reply, not_reading, closed_stdout, died, no_finish, unhandled_port_error, "
-       "invalid_checkpoint or invalid_effect_entry (docs/protocol.md, Limits)", optional="call"),
-    _k("restart_budget_exhausted", "worker", "workers", "the run used up its workers"),
-    # world
-    _k("deliver", "world", "event", "an input event reached the run's inbox (seq, event_id, type, producer, payload)"),
-    _k("approval_granted", "world", "approval_id proposal_hash action expires_at capability_version",
-       "an approval was granted, bound to a proposal hash"),
-)
-
+KINDS: tuple[Kind, ...] = tuple(Kind(name=c.kind, lane=c.lane, fields=c.fields, meaning=c.meaning,
+                                     optional=c.optional, cls=c) for c in TYPES.values())
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
-#: A scenario event written on the world lane under its own type (cancel, deploy, revoke, ...).
-SCENARIO_EVENT_FIELDS = ("data", "line")
-_REQUIRED = {k.name: (k.lane, frozenset(k.fields)) for k in KINDS}
-
-
-def problem(lane: str, kind: str, fields) -> str | None:
-    """Why an event does not match the vocabulary, or None when it does."""
-    declared = _REQUIRED.get(kind)
-    if declared is None:
-        if lane == "world" and "data" in fields and "line" in fields:
-            return None
-        return f"unknown event kind {kind!r} on lane {lane!r}"
-    if declared[0] != lane:
-        return f"event kind {kind!r} belongs on lane {declared[0]!r}, not {lane!r}"
-    missing = declared[1].difference(fields)
-    if missing:
-        return f"event kind {kind!r} lacks {', '.join(sorted(missing))}"
-    return None
 
 
 def kinds_markdown() -> str:
@@ -126,6 +628,6 @@ def kinds_markdown() -> str:
             " (sometimes " + ", ".join(f"`{f}`" for f in k.optional) + ")" if k.optional else "")
         rows.append(f"| {k.lane} | `{k.name}` | {fields} | {k.meaning} |")
     rows.append("| world | a scenario event type (`cancel`, `deploy`, `revoke`, `capability_change`, `approve`, "
-                "`callback`, `operator_answer`, `retry`, `other_actor`, ...) | `data`, `line` | the scenario's "
-                "event took place (line: its line in the scenario file) |")
+                "`callback`, `operator_answer`, `retry`, `other_actor`, ...) | `data`, `line` | "
+                f"{ScenarioEvent.meaning} |")
     return "\n".join(rows) + "\n"

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from .errors import InternalError, UsageError
-from .events import LANES, problem
+from .events import KEYS, LANES, SPECS, problem
 from .files import atomic_writer
 
 
@@ -40,9 +40,12 @@ class Trace:
 
     def emit(self, lane: str, kind: str, *, worker: str | None = None, run: str | None = None,
              **data: Any) -> dict[str, Any]:
-        wrong = problem(lane, kind, data)
-        if wrong is not None:  # a crashlab bug: never write an event the vocabulary does not declare
-            raise InternalError(f"trace event #{len(self.events)}: {wrong} (crashlab.events)")
+        spec = SPECS.get(kind)  # (lane, every declared field, the required ones): crashlab.events
+        if spec is None or spec[0] != lane or not spec[1].issuperset(data) \
+                or (len(data) != len(spec[1]) and not spec[2] <= data.keys()):
+            wrong = problem(lane, kind, data)  # None for a scenario event
+            if wrong is not None:  # a crashlab bug: never write an event the vocabulary does not declare
+                raise InternalError(f"trace event #{len(self.events)}: {wrong} (crashlab.events)")
         event = {"seq": len(self.events), "t": self._now(), "lane": lane, "kind": kind,
                  "worker": worker, "run": run}
         event.update(data)
@@ -90,7 +93,9 @@ def _depth(value: Any, limit: int) -> bool:
 def read_jsonl(path: str | Path) -> list[dict]:
     """Read a trace, with an error naming the file and line for anything malformed: not JSON,
     NaN or Infinity, nesting beyond MAX_TRACE_DEPTH, a missing or malformed header, sequence
-    numbers out of order, no end event (an incomplete trace)."""
+    numbers out of order, an event the vocabulary does not declare (an unknown kind, a kind on
+    the wrong lane, a missing or an undeclared field: crashlab.events), no end event (an
+    incomplete trace). Every event it returns parses (``crashlab.events.parse``)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -119,18 +124,29 @@ def read_jsonl(path: str | Path) -> list[dict]:
                              f"an integer, lane one of {', '.join(LANES)}")
         if line.count("[") + line.count("{") > MAX_TRACE_DEPTH and not _depth(event, MAX_TRACE_DEPTH):
             raise UsageError(f"{path}:{lineno}: nested deeper than {MAX_TRACE_DEPTH} levels; not a crashlab trace")
+        if not events:
+            _check_header(event, path)
+        keys = KEYS.get(event["kind"])  # (lane, every key it may have): crashlab.events
+        if (keys is None or keys[0] != event["lane"] or len(event) != len(keys[1])
+                or not keys[1].issuperset(event)) and (wrong := problem(event["lane"], event["kind"], event)):
+            raise UsageError(f"{path}:{lineno}: {_clip(wrong)}; not an event crashlab writes",
+                             hint="docs/trace.md lists every event kind and its fields")
         events.append(event)
-    if not events or events[0].get("kind") != "header":
+    if not events:
         raise UsageError(f"{path}: no header event on line 1; is this a crashlab trace?")
-    head = events[0]
-    for name, kind in _HEADER_FIELDS.items():
-        if type(head.get(name)) is not kind:
-            raise UsageError(f"{path}:1: the header's '{name}' is missing or not a {kind.__name__}; "
-                             "the trace was not written by crashlab or was edited")
     if events[-1].get("kind") != "end":
         raise UsageError(f"{path}: the trace has no end event (line {len(events)} is the last); it is "
                          "incomplete or was cut")
     return events
+
+
+def _check_header(head: dict, path: Path) -> None:
+    if head["kind"] != "header":
+        raise UsageError(f"{path}: no header event on line 1; is this a crashlab trace?")
+    for name, kind in _HEADER_FIELDS.items():
+        if type(head.get(name)) is not kind:
+            raise UsageError(f"{path}:1: the header's '{name}' is missing or not a {kind.__name__}; "
+                             "the trace was not written by crashlab or was edited")
 
 
 def _clip(text: str, limit: int = 120) -> str:

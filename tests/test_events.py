@@ -26,6 +26,8 @@ def test_every_event_of_the_library_matches_its_declaration_and_every_field_is_d
     ("run", "no_such_kind", {}, "unknown event kind"),
     ("remote", "checkpoint", {"version": 1}, "belongs on lane 'run'"),
     ("run", "lease", {"op": "acquire"}, "lacks"),
+    ("fault", "resume", {"call": 1, "colour": "red"}, "has no field colour"),
+    ("world", "cancel", {"data": {}, "line": 3, "colour": "red"}, "does not declare: colour"),
 ])
 def test_an_undeclared_event_is_refused_where_it_is_made(lane, kind, data, words):
     trace = Trace(lambda: 0)

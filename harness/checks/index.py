@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
+from .. import events as kinds
 from ..model import EFFECT_OPS, canonical_json
 
 #: Effect operations that correct an earlier effect (compensation), per service.
@@ -406,7 +407,9 @@ class TraceIndex:
 
 
 def build(events: list[dict]) -> TraceIndex:
-    """File every event once. ``events[0]`` must be the header."""
+    """File every event once, through the handler its kind has in FILERS. ``events[0]`` must be
+    the header. An event the vocabulary does not declare (crashlab.events) is an EventError: the
+    trace reader and ``Trace.emit`` refuse one, so only a hand-made trace can hold it."""
     header = events[0] if events and events[0].get("kind") == "header" else {}
     runs: dict[str, RunIndex] = {}
     for spec in header.get("runs") or ():
@@ -419,100 +422,220 @@ def build(events: list[dict]) -> TraceIndex:
         ri.intents.append(intent)
         runs[ri.id] = ri
     ix = TraceIndex(header=header, events=events, runs=runs)
-    compensation_ops = COMPENSATION_OPS
+    by_kind = _BY_KIND
     for ev in events:
-        lane = ev["lane"]
-        kind = ev["kind"]
-        run = runs.get(ev.get("run"))
-        if lane == "port":
-            if run is None:
-                continue
-            if kind == "call":
-                ix.calls[ev["seq"]] = ev
-                _call(run, ev, compensation_ops)
-            else:
-                _result(run, ev)
-        elif lane == "knowledge":
-            if run is not None:
-                run.ledger.append(ev)
-                run.ledger_by_key.setdefault(ev["key"], []).append(ev)
-                w = run.workers.get(ev["worker"])
-                if w is not None:
-                    w.appends.append(ev["seq"])
-        elif lane == "remote":
-            if kind == "effect":
-                ix.effects_by_ref.setdefault(ev["ref"], ev)
-            elif kind == "released":
-                ix.released_refs.setdefault(ev["ref"], ev)
-            if run is None:
-                ix.other_actor.append(ev)
-                continue
-            run.remote.append(ev)
-            if kind == "effect":
-                if ev.get("cause") != "other_actor":
-                    run.effects.append(ev)
-                    ix.effects.append(ev)
-            elif kind == "released":
-                run.released.append(ev)
-            elif kind == "proxy_retry":
-                run.proxy_retries.append(ev)
-        elif lane == "run":
-            if run is None:
-                continue
-            if kind == "checkpoint":
-                run.checkpoints.append(ev)
-            elif kind == "finish":
-                run.finishes.append(ev)
-            elif kind == "lease":
-                run.leases.append(ev)
-                run.lease_seqs.append(ev["seq"])
-                w = run.workers.get(ev["worker"])
-                if w is not None and ev.get("op") == "acquire":
-                    w.acquires.append((ev["seq"], ev["epoch"]))
-            elif kind == "escalation":
-                run.escalations.append(ev)
-        elif lane == "fault":
-            if kind == "resume" and run is not None:
-                run.resumes[ev.get("call")] = (ev["seq"], ev["t"])
-            if kind == "pause" and run is not None:
-                if ev.get("boundary") == "before":
-                    run.paused_calls.add(ev.get("call"))
-                w = run.workers.get(ev.get("worker"))
-                if w is not None:
-                    w.stalls.append(ev["seq"])
-        elif lane == "world":
-            if kind == "deploy":
-                ix.deploys.append(ev)
-            if run is None:
-                continue
-            if kind == "deliver":
-                run.inbox.append(ev)
-                payload = ev["event"].get("payload")
-                if isinstance(payload, dict) and isinstance(payload.get("intent"), dict) \
-                        and payload["intent"] not in run.intents:
-                    run.intents.append(payload["intent"])
-            elif kind == "approval_granted":
-                run.approvals.append(ev)
-            elif kind == "revoke":
-                run.revokes.append(ev["seq"])
-            elif kind == "capability_change":
-                run.capability_changes.append(ev["seq"])
-        elif lane == "worker":
-            if run is None:
-                continue
-            if kind == "start":
-                run.workers[ev["worker"]] = WorkerInfo(name=ev["worker"], run=run.id,
-                                                       start_seq=ev["seq"], env=ev.get("env") or {})
-            elif kind == "adapter_fault":
-                run.faults.append(ev)
-            elif kind == "restart_budget_exhausted":
-                run.budget_exhausted = ev
-        elif kind == "end":
-            ix.end = ev
-            for rid, info in (ev.get("runs") or {}).items():
-                if rid in runs:
-                    runs[rid].end = info
+        file = by_kind.get(ev["kind"])
+        if file is None:
+            file = _scenario_filer(ev)
+        file(ix, runs.get(ev.get("run")), ev)
     return ix
+
+
+# ------------------------------------------------------------------------------ filing, per kind
+#: A filer files one event into the index; ``run`` is the index of the event's run, None when
+#: it has none or names a run the header does not declare.
+Filer = Callable[[TraceIndex, "RunIndex | None", dict], object]
+#: The filer of each event type (crashlab.events); the kinds in IGNORED are filed nowhere (no
+#: check reads them).
+FILERS: dict[type[kinds.Event], Filer] = {}
+IGNORED: frozenset[type[kinds.Event]] = frozenset({
+    kinds.Header,                 # read before the pass: the runs it declares
+    kinds.CheckpointRejected, kinds.LedgerRejected, kinds.ApprovalRequested,
+    kinds.Fault, kinds.Crash, kinds.Stop, kinds.Takeover,
+})
+
+
+def _files(*types: type[kinds.Event]):
+    def register(filer: Filer) -> Filer:
+        for t in types:
+            FILERS[t] = filer
+        return filer
+    return register
+
+
+@_files(kinds.Call)
+def _file_call(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        ix.calls[ev["seq"]] = ev
+        _call(run, ev, COMPENSATION_OPS)
+
+
+@_files(kinds.Result)
+def _file_result(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        _result(run, ev)
+
+
+@_files(kinds.Ledger)
+def _file_ledger(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.ledger.append(ev)
+        run.ledger_by_key.setdefault(ev["key"], []).append(ev)
+        w = run.workers.get(ev["worker"])
+        if w is not None:
+            w.appends.append(ev["seq"])
+
+
+@_files(kinds.Replayed, kinds.Refused, kinds.Dropped, kinds.ResponseLost, kinds.LateArrival,
+        kinds.LateRejected, kinds.DuplicateDelivery, kinds.ServerError, kinds.OtherActorRejected)
+def _file_remote(ix: TraceIndex, run: RunIndex | None, ev: dict) -> bool:
+    """Every remote event: the run's ground truth, or another actor's. True when it is the run's."""
+    if run is None:
+        ix.other_actor.append(ev)
+        return False
+    run.remote.append(ev)
+    return True
+
+
+@_files(kinds.Effect)
+def _file_effect(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    ix.effects_by_ref.setdefault(ev["ref"], ev)
+    if _file_remote(ix, run, ev) and ev.get("cause") != "other_actor":
+        run.effects.append(ev)
+        ix.effects.append(ev)
+
+
+@_files(kinds.Released)
+def _file_released(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    ix.released_refs.setdefault(ev["ref"], ev)
+    if _file_remote(ix, run, ev):
+        run.released.append(ev)
+
+
+@_files(kinds.ProxyRetry)
+def _file_proxy_retry(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if _file_remote(ix, run, ev):
+        run.proxy_retries.append(ev)
+
+
+@_files(kinds.Checkpoint)
+def _file_checkpoint(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.checkpoints.append(ev)
+
+
+@_files(kinds.Finish)
+def _file_finish(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.finishes.append(ev)
+
+
+@_files(kinds.Lease)
+def _file_lease(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.leases.append(ev)
+        run.lease_seqs.append(ev["seq"])
+        w = run.workers.get(ev["worker"])
+        if w is not None and ev.get("op") == "acquire":
+            w.acquires.append((ev["seq"], ev["epoch"]))
+
+
+@_files(kinds.Escalation)
+def _file_escalation(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.escalations.append(ev)
+
+
+@_files(kinds.Resume)
+def _file_resume(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.resumes[ev.get("call")] = (ev["seq"], ev["t"])
+
+
+@_files(kinds.Pause)
+def _file_pause(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        if ev.get("boundary") == "before":
+            run.paused_calls.add(ev.get("call"))
+        w = run.workers.get(ev.get("worker"))
+        if w is not None:
+            w.stalls.append(ev["seq"])
+
+
+@_files(kinds.Deliver)
+def _file_deliver(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.inbox.append(ev)
+        payload = ev["event"].get("payload")
+        if isinstance(payload, dict) and isinstance(payload.get("intent"), dict) \
+                and payload["intent"] not in run.intents:
+            run.intents.append(payload["intent"])
+
+
+@_files(kinds.ApprovalGranted)
+def _file_approval_granted(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.approvals.append(ev)
+
+
+@_files(kinds.Start)
+def _file_start(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.workers[ev["worker"]] = WorkerInfo(name=ev["worker"], run=run.id, start_seq=ev["seq"],
+                                               env=ev.get("env") or {})
+
+
+@_files(kinds.AdapterFault)
+def _file_adapter_fault(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.faults.append(ev)
+
+
+@_files(kinds.RestartBudgetExhausted)
+def _file_budget_exhausted(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.budget_exhausted = ev
+
+
+@_files(kinds.End)
+def _file_end(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    ix.end = ev
+    for rid, info in (ev.get("runs") or {}).items():
+        if rid in ix.runs:
+            ix.runs[rid].end = info
+
+
+def _file_deploy(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    ix.deploys.append(ev)
+
+
+def _file_revoke(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.revokes.append(ev["seq"])
+
+
+def _file_capability_change(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    if run is not None:
+        run.capability_changes.append(ev["seq"])
+
+
+def _ignore(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    return None
+
+
+#: The filer of each scenario event type the checks read (crashlab.scenario.EVENT_TYPES); the
+#: others (cancel, approve, callback, ...) reach the checks through what they caused.
+SCENARIO_FILERS: dict[str, Filer] = {"deploy": _file_deploy, "revoke": _file_revoke,
+                                     "capability_change": _file_capability_change}
+
+
+@_files(kinds.ScenarioEvent)
+def _file_scenario_event(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+    SCENARIO_FILERS.get(ev["kind"], _ignore)(ix, run, ev)
+
+
+def _scenario_filer(ev: dict) -> Filer:
+    """The filer of an event whose kind is not in the vocabulary: a scenario event's, or an
+    EventError (an unknown kind)."""
+    if not kinds.is_scenario_event(ev):
+        raise kinds.EventError(f"trace event #{ev.get('seq')}: "
+                               + (kinds.problem(ev["lane"], ev["kind"], ev) or "not in the vocabulary"))
+    return FILERS[kinds.ScenarioEvent]
+
+
+kinds.dispatch(FILERS, ignored=IGNORED, name="crashlab.checks.index.FILERS")
+#: FILERS by kind name, the ignored kinds filed by nobody: what ``build`` looks up.
+_BY_KIND: dict[str, Filer] = {cls.kind: FILERS.get(cls, _ignore) for cls in kinds.TYPES.values()}
 
 
 def _call(run: RunIndex, ev: dict, compensation_ops) -> None:

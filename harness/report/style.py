@@ -1,8 +1,9 @@
 """Colours, glyphs and the one-line event summary shared by the figure, the diagrams and the HTML."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
+from .. import events
 from ..model import Knowledge, RunState
 from ..scenario import format_time
 
@@ -101,58 +102,140 @@ def _args(args: Any, limit: int = 60) -> str:
 
 
 def summarize(ev: dict, origin_ms: int) -> str:
-    """One line for any trace event: ``#38 10:00:00.074 remote effect R-1 key=… (adapter)``."""
-    kind, lane = ev.get("kind"), ev.get("lane")
-    head = f"#{ev.get('seq')} {format_time(int(ev.get('t') or 0), origin_ms)}"
-    who = f" {ev['worker']}" if ev.get("worker") else (f" {ev['run']}" if ev.get("run") else "")
-    if lane == "port" and kind == "call":
-        body = f"call {ev.get('port')}.{ev.get('op')}({_args(ev.get('args'))})"
-    elif lane == "port" and kind == "result":
-        if ev.get("ok"):
-            body = f"result of #{ev.get('call')}: ok {_args(ev.get('value'))}"
-        else:
-            err = ev.get("error") or {}
-            body = (f"result of #{ev.get('call')}: error {err.get('code')}"
-                    f" ({'definite' if err.get('definite') else 'indefinite'})")
-        if ev.get("delivered") is False:
-            body += " [never delivered: the worker crashed]"
-    elif kind == "checkpoint":
-        body = (f"checkpoint v{ev.get('version')} {ev.get('state')} (state_version "
-                f"{ev.get('state_version')}, owner {ev.get('owner')}, epoch {ev.get('epoch')})")
-    elif kind == "checkpoint_rejected":
-        body = (f"checkpoint write refused: {ev.get('reason')} (expected v{ev.get('expected')}, "
-                f"latest v{ev.get('latest')}, epoch {ev.get('epoch')})")
-    elif kind == "lease":
-        body = f"lease {ev.get('op')} epoch {ev.get('epoch')} by {ev.get('owner')}"
-    elif kind == "ledger":
-        body = (f"ledger {ev.get('key')}: {ev.get('previous') or '∅'} → {ev.get('knowledge')} "
-                f"(epoch {ev.get('epoch')}, live {ev.get('live_epoch')})")
-    elif kind == "effect":
-        body = (f"{ev.get('service')} committed {ev.get('ref')} key={ev.get('key')} "
-                f"({ev.get('cause')})")
-    elif kind == "released":
-        body = f"{ev.get('service')} released {ev.get('ref')} by {ev.get('release_ref')}"
-    elif kind == "finish":
-        body = (f"finish {ev.get('disposition')} ({'accepted' if ev.get('accepted') else 'not accepted'}"
-                f"{', stale worker' if ev.get('stale') else ''}; next owner {ev.get('next_owner')})")
-    elif kind == "escalation":
-        body = f"escalation {ev.get('ticket')} with a decision packet"
-    elif kind == "fault":
-        body = f"injected fault {ev.get('fault')}" + (f" ({ev['code']})" if ev.get("code") else "") \
-            + f" on call #{ev.get('call')}"
-    elif kind == "crash":
-        body = f"crash {ev.get('boundary')} the call (restart after {ev.get('restart_after_ms')} ms)"
-    elif kind in ("pause", "resume"):
-        body = f"{kind} (call #{ev.get('call')})"
-    elif kind == "deliver":
-        e = ev.get("event") or {}
-        body = f"inbox delivery {e.get('type')} {e.get('event_id')} (inbox seq {e.get('seq')})"
-    elif lane == "world":
-        body = f"world {kind} {_args(ev.get('data'))}".rstrip()
-    elif kind == "adapter_fault":
-        body = f"adapter fault {ev.get('fault')}: {ev.get('message')}"
-    elif lane == "remote":
-        body = f"{ev.get('service', '')} {kind}" + (f" (call #{ev['call']})" if ev.get("call") is not None else "")
+    """One line for any trace event: ``#38 10:00:00.074 remote effect R-1 key=… (adapter)``.
+    The body is its type's entry in SUMMARIES; an event the vocabulary does not declare is an
+    EventError (the trace reader refuses one)."""
+    event = events.parse(ev)
+    head = f"#{event.seq} {format_time(int(event.t or 0), origin_ms)}"
+    who = f" {event.worker}" if event.worker else (f" {event.run}" if event.run else "")
+    return f"{head}{who} {SUMMARIES[type(event)](event)}"
+
+
+#: The body of each event type's one-line summary.
+SUMMARIES: dict[type[events.Event], Callable[[Any], str]] = {}
+
+
+def _summary(*types: type[events.Event]):
+    def register(make: Callable[[Any], str]) -> Callable[[Any], str]:
+        for t in types:
+            SUMMARIES[t] = make
+        return make
+    return register
+
+
+@_summary(events.Call)
+def _call(e: events.Call) -> str:
+    return f"call {e.port}.{e.op}({_args(e.args)})"
+
+
+@_summary(events.Result)
+def _result(e: events.Result) -> str:
+    if e.ok:
+        body = f"result of #{e.call}: ok {_args(e.value)}"
     else:
-        body = f"{lane} {kind}"
-    return f"{head}{who} {body}"
+        err = e.error or {}
+        body = (f"result of #{e.call}: error {err.get('code')}"
+                f" ({'definite' if err.get('definite') else 'indefinite'})")
+    if e.delivered is False:
+        body += " [never delivered: the worker crashed]"
+    return body
+
+
+@_summary(events.Checkpoint)
+def _checkpoint(e: events.Checkpoint) -> str:
+    return (f"checkpoint v{e.version} {e.state} (state_version {e.state_version}, owner {e.owner}, "
+            f"epoch {e.epoch})")
+
+
+@_summary(events.CheckpointRejected)
+def _checkpoint_rejected(e: events.CheckpointRejected) -> str:
+    return (f"checkpoint write refused: {e.reason} (expected v{e.expected}, latest v{e.latest}, "
+            f"epoch {e.epoch})")
+
+
+@_summary(events.Lease)
+def _lease(e: events.Lease) -> str:
+    return f"lease {e.op} epoch {e.epoch} by {e.owner}"
+
+
+@_summary(events.Ledger)
+def _ledger(e: events.Ledger) -> str:
+    return (f"ledger {e.key}: {e.previous or '∅'} → {e.knowledge} "
+            f"(epoch {e.epoch}, live {e.live_epoch})")
+
+
+@_summary(events.Effect)
+def _effect(e: events.Effect) -> str:
+    return f"{e.service} committed {e.ref} key={e.key} ({e.cause})"
+
+
+@_summary(events.Released)
+def _released(e: events.Released) -> str:
+    return f"{e.service} released {e.ref} by {e.release_ref}"
+
+
+@_summary(events.Finish)
+def _finish(e: events.Finish) -> str:
+    return (f"finish {e.disposition} ({'accepted' if e.accepted else 'not accepted'}"
+            f"{', stale worker' if e.stale else ''}; next owner {e.next_owner})")
+
+
+@_summary(events.Escalation)
+def _escalation(e: events.Escalation) -> str:
+    return f"escalation {e.ticket} with a decision packet"
+
+
+@_summary(events.Fault)
+def _fault(e: events.Fault) -> str:
+    return f"injected fault {e.fault}" + (f" ({e.code})" if e.code else "") + f" on call #{e.call}"
+
+
+@_summary(events.Crash)
+def _crash(e: events.Crash) -> str:
+    return f"crash {e.boundary} the call (restart after {e.restart_after_ms} ms)"
+
+
+@_summary(events.Pause, events.Resume)
+def _pause_or_resume(e: events.Pause | events.Resume) -> str:
+    return f"{e.kind} (call #{e.call})"
+
+
+@_summary(events.Deliver)
+def _deliver(e: events.Deliver) -> str:
+    d = e.event or {}
+    return f"inbox delivery {d.get('type')} {d.get('event_id')} (inbox seq {d.get('seq')})"
+
+
+@_summary(events.ScenarioEvent)
+def _scenario_event(e: events.ScenarioEvent) -> str:
+    return f"world {e.kind} {_args(e.data)}".rstrip()
+
+
+@_summary(events.ApprovalGranted)
+def _approval_granted(e: events.ApprovalGranted) -> str:
+    return f"world {e.kind}"
+
+
+@_summary(events.AdapterFault)
+def _adapter_fault(e: events.AdapterFault) -> str:
+    return f"adapter fault {e.fault}: {e.message}"
+
+
+@_summary(events.Replayed, events.Refused, events.Dropped, events.ResponseLost, events.LateArrival,
+          events.LateRejected, events.DuplicateDelivery, events.ProxyRetry, events.ServerError)
+def _remote(e: events.Event) -> str:
+    return f"{e.service} {e.kind}" + (f" (call #{e.call})" if e.call is not None else "")  # type: ignore[attr-defined]
+
+
+@_summary(events.OtherActorRejected)
+def _other_actor_rejected(e: events.OtherActorRejected) -> str:
+    return f"{e.kind} ({e.code})"
+
+
+@_summary(events.Header, events.End, events.LedgerRejected, events.ApprovalRequested, events.Start,
+          events.Stop, events.Takeover, events.RestartBudgetExhausted)
+def _plain(e: events.Event) -> str:
+    return f"{e.lane} {e.kind}"
+
+
+events.dispatch(SUMMARIES, name="crashlab.report.style.SUMMARIES")
