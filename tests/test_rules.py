@@ -573,3 +573,31 @@ def test_key_03_a_same_key_record_with_other_parameters_is_an_integrity_error(mo
 def test_key_03_an_escalated_conflict_passes():
     events, _, _ = _conflict_read("escalate")
     assert "KEY-03" not in ids(check_trace(events))
+
+
+# --------------------------------------------------------------------------- TRUTH-01: another run's release
+def _claim_after_another_runs_release(read_after: bool) -> tuple[list[dict], int, int]:
+    b = TraceBuilder()
+    b.clean_prefix(W1)
+    _, ref = b.reserve(W1, "k-1")
+    b.append(W1, "k-1", "CONFIRMED", "SENT_UNKNOWN", 1, remote_ref=ref)
+    b.t += 50
+    released = b.emit("remote", "released", run="run-83", service="reservation", ref=ref, release_ref="X-9",
+                      key="release-k", cause="adapter", call=None)
+    if read_after:               # the run looks again and sees the hold released
+        b.t += 50
+        b.io(W1, "reservation", "lookup", key="k-1",
+             value={"found": True, "record": {"ref": ref, "key": "k-1", "intent": {}, "status": "released"},
+                    "as_of": b.t, "consistency": "strong", "in_flight": False})
+    b.checkpoint(W1, "EFFECT_CONFIRMED", 1, effects=[("k-1", "CONFIRMED")])
+    b.checkpoint(W1, "SUCCEEDED", 1, effects=[("k-1", "CONFIRMED")])
+    claim = b.finish(W1, "SUCCEEDED", effects=[("k-1", "CONFIRMED")])
+    return b.end(finished="SUCCEEDED"), released, claim
+
+
+def test_truth_01_another_runs_release_after_the_run_last_saw_the_effect_does_not_falsify_its_claim():
+    events, _, _ = _claim_after_another_runs_release(read_after=False)
+    assert "TRUTH-01" not in ids(check_trace(events))
+    events, released, claim = _claim_after_another_runs_release(read_after=True)
+    hits = [v for v in check_trace(events).violations if v.invariant == "TRUTH-01"]
+    assert hits and hits[0].events[-1] == claim and "released" in hits[0].message

@@ -213,9 +213,11 @@ def _truth(ix: TraceIndex) -> Iterator[Finding]:
                 continue
             claim = _CLAIM.get(f["disposition"])
             # a presence claim stays true of its moment: a release after it (another run's
-            # compensation of the shared effect) does not make the record false
+            # compensation of the shared effect) does not make the record false; nor does another
+            # run's release after this run last saw the effect in place (it could not know)
             held = [ev for ev in holdings if ev["ref"] not in ix.released_refs
-                    or ix.released_refs[ev["ref"]]["seq"] > f["seq"]]
+                    or ix.released_refs[ev["ref"]]["seq"] > f["seq"]
+                    or _released_unseen(run, ix.released_refs[ev["ref"]], f["seq"])]
             if claim == "present" and not held:
                 gone = [ix.released_refs[ev["ref"]] for ev in holdings if ev["ref"] in ix.released_refs]
                 if gone:
@@ -240,6 +242,35 @@ def _truth(ix: TraceIndex) -> Iterator[Finding]:
                 false = _claim_false(ix, run, key, k, obj(entries.get(key)))
                 if false:
                     yield run.id, f"finish at #{f['seq']} lists {key} {k}, but {false}", (f["seq"],), False
+
+
+def _released_unseen(run: RunIndex, release: dict, before: int) -> bool:
+    """Whether another run released ``release['ref']`` after the latest moment this run saw it in
+    place (the as_of of a delivered positive read, or an accepted response) before seq ``before``,
+    and no read of this run before then showed it released."""
+    if release.get("run") in (None, run.id):
+        return False
+    ref, seen = release.get("ref"), None
+    for w in run.workers.values():
+        for r in w.reads:
+            if r.seq >= before:
+                continue
+            value = obj(r.value)
+            records = value.get("records") if isinstance(value.get("records"), list) else [value.get("record")]
+            mine = [obj(x) for x in records if obj(x).get("ref") == ref]
+            if not mine:
+                continue
+            as_of = value.get("as_of")
+            at = as_of if isinstance(as_of, int) and not isinstance(as_of, bool) else r.t
+            if any(x.get("status") == "released" for x in mine):
+                return False                  # it saw the release before its claim
+            seen = at if seen is None else max(seen, at)
+    for d in run.dispatches:
+        res = d.result
+        if res is not None and res.get("delivered") and res["seq"] < before and \
+                obj(res.get("value")).get("ref") == ref:
+            seen = res["t"] if seen is None else max(seen, res["t"])
+    return seen is not None and release["t"] > seen
 
 
 def _key_effects(ix: TraceIndex, run: RunIndex, key) -> list[dict]:
@@ -1294,7 +1325,9 @@ INVARIANTS: tuple[Invariant, ...] = (
          "COMPENSATED needs a release of the original; an absence claim is false when an effect of the "
          "run's operation caused by the run remains unreleased, a presence claim when none of its own or of "
          "its intent under a key it sent or prepared remains unreleased at the time of the claim (other "
-         "actors never count; a later release by another run does not rewrite a true record).",
+         "actors never count; a later release by another run does not rewrite a true record, nor does "
+         "another run's release after the claimant last saw the effect in place, by the as_of of its read or "
+         "its accepted response, when no read of its own showed the release).",
          "the claim (ledger or finish event) and the remote commits that contradict it"),
     _inv("EVID-01", "A resolved ledger entry names its evidence, and a confirmation its remote reference.",
          "classification", False, None, _evid_01,
