@@ -270,7 +270,8 @@ def _released_unseen(run: RunIndex, release: dict, before: int) -> bool:
         if res is not None and res.get("delivered") and res["seq"] < before and \
                 obj(res.get("value")).get("ref") == ref:
             seen = res["t"] if seen is None else max(seen, res["t"])
-    return seen is not None and release["t"] > seen
+    # a read that showed it in place as of the release's own millisecond saw the state before it
+    return seen is not None and release["t"] >= seen
 
 
 def _key_effects(ix: TraceIndex, run: RunIndex, key) -> list[dict]:
