@@ -59,6 +59,14 @@ class Primitive:
     def handlers(self) -> dict[tuple[str, str], Handler]:
         return {key: getattr(self, name) for key, name in self.PORTS.items()}
 
+    def _schema_fault(self, run, worker, call_seq, fault: str, what: str, field: str, value: Any,
+                      problems: list[str]):
+        """A written record failed the harness schema: an adapter fault, and ``invalid``."""
+        self.emit("worker", "adapter_fault", worker=worker.name, run=run.spec.id, call=call_seq,
+                  fault=fault, problems=problems, **{field: value},
+                  message=f"{what} failed the harness schema: " + "; ".join(problems))
+        raise PortError("invalid", "; ".join(problems), details={"problems": problems})
+
 
 class Leases(Primitive):
     """One lease a run: an epoch that rises with every acquisition, its owner and expiry."""
@@ -132,10 +140,8 @@ class CheckpointStore(Primitive):
         expected, epoch = args.get("expected_version"), args.get("lease_epoch")
         problems = validate_checkpoint(checkpoint)
         if problems:
-            self.emit("worker", "adapter_fault", worker=worker.name, run=run.spec.id, call=call_seq,
-                      fault="invalid_checkpoint", problems=problems, checkpoint=checkpoint,
-                      message="checkpoint failed the harness schema: " + "; ".join(problems))
-            raise PortError("invalid", "; ".join(problems), details={"problems": problems})
+            self._schema_fault(run, worker, call_seq, "invalid_checkpoint", "checkpoint", "checkpoint",
+                               checkpoint, problems)
         latest = run.checkpoints[-1]["version"] if run.checkpoints else run.base_version
         if expected != latest:
             self.emit("run", "checkpoint_rejected", worker=worker.name, run=run.spec.id,
@@ -184,10 +190,8 @@ class Ledger(Primitive):
         entry = args.get("entry")
         problems = validate_effect_entry(entry)
         if problems:
-            self.emit("worker", "adapter_fault", worker=worker.name, run=run.spec.id, call=call_seq,
-                      fault="invalid_effect_entry", problems=problems, entry=entry,
-                      message="effect entry failed the harness schema: " + "; ".join(problems))
-            raise PortError("invalid", "; ".join(problems), details={"problems": problems})
+            self._schema_fault(run, worker, call_seq, "invalid_effect_entry", "effect entry", "entry",
+                               entry, problems)
         epoch = entry["lease_epoch"]
         if epoch != worker.epoch or not self.leases.ok(run, epoch):
             # Fenced like a checkpoint write: only the current, live lease epoch appends.
