@@ -1,4 +1,8 @@
-"""The simulated world, on simpy: clock, seeded streams, platform primitives, transport.
+"""The simulated world, on simpy: clock, seeded streams, rule matching, transport, scenario events.
+
+A port call is matched against the scenario's rules, then run: a service call crosses the
+transport (and its faults) to the service; a platform call takes its latency and any injected
+fault here, then goes to its primitive (platform.py) through one (port, op) table.
 
 Time is integer milliseconds since the scenario origin. Every source of randomness is a
 named stream derived from the seed (``streams.get("transport")``), so adding a component
@@ -13,8 +17,9 @@ from typing import Any, Generator
 
 import simpy
 
-from .model import (EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, PortCall, RunState,
-                    TERMINAL_STATES, WAITING_STATES, validate_checkpoint, validate_effect_entry)
+from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, PortCall
+from .platform import (Approval, Authority, CheckpointStore, Inbox, Lease, Leases, Ledger,
+                       RunControl)
 from .ports import PortError
 from .scenario import Rule, RunSpec, Scenario
 from .services import SERVICE_CLASSES, Service
@@ -49,24 +54,6 @@ class Streams:
 
 
 # --------------------------------------------------------------------------- platform state
-@dataclass(slots=True)
-class Lease:
-    epoch: int = 0
-    owner: str | None = None
-    expires_at: int = 0
-
-
-@dataclass(slots=True)
-class Approval:
-    approval_id: str
-    proposal_hash: str
-    action: str
-    granted_at: int
-    expires_at: int
-    capability_version: int
-    revoked: bool = False
-
-
 @dataclass(slots=True)
 class RunWorld:
     """Everything the platform keeps for one run."""
@@ -139,8 +126,16 @@ class World:
         self._actions = frozenset(rule.action for rule in scenario.rules)
         self.emit = self.trace.emit  # the hot path skips one call layer
         self.env_current = dict(scenario.env)
-        self._event_ids = 0
         self._proxy_calls = 0
+        self.leases = Leases(self)
+        self.store = CheckpointStore(self, self.leases)
+        self.ledger = Ledger(self, self.leases)
+        self.inbox = Inbox(self)
+        self.authority = Authority(self, self.inbox)
+        # (port, op) -> handler, for every platform port but the clock (platform.py)
+        self._handlers = {key: handler for primitive in (self.leases, self.store, self.ledger, self.inbox,
+                                                          self.authority, RunControl(self))
+                          for key, handler in primitive.handlers().items()}
 
     # ------------------------------------------------------------------ small helpers
     @property
@@ -151,12 +146,7 @@ class World:
         return self.trace.emit(lane, kind, **data)
 
     def key_knowledge(self, run: RunWorld, key: str | None) -> str | None:
-        if key is None:
-            return None
-        for entry in reversed(run.ledger):
-            if entry["semantic_key"] == key:
-                return entry["knowledge"]
-        return None
+        return self.ledger.knowledge(run, key)
 
     # ------------------------------------------------------------------ rule matching
     def matches(self, m, run: RunWorld, worker: WorkerState, call: PortCall, nth: int) -> bool:
@@ -200,24 +190,6 @@ class World:
             self.rule_hits[index] = hits + 1
             return rule
         return None
-
-    # ------------------------------------------------------------------ inbox
-    def deliver(self, run: RunWorld, etype: str, payload: dict, *, producer: str,
-                event_id: str | None = None, producer_seq: int | None = None) -> dict:
-        if event_id is None:
-            self._event_ids += 1
-            event_id = f"ev-{self._event_ids}"
-        event = {"seq": len(run.inbox) + 1, "event_id": event_id, "type": etype,
-                 "producer": producer, "producer_seq": producer_seq, "payload": payload,
-                 "at": self.now}
-        run.inbox.append(event)
-        self.emit("world", "deliver", run=run.spec.id, event=event)
-        self._wake(run)
-        return event
-
-    def _wake(self, run: RunWorld) -> None:
-        if run.wake is not None and not run.wake.triggered:
-            run.wake.succeed()
 
     # ------------------------------------------------------------------ execution
     def execute(self, run: RunWorld, worker: WorkerState, call: PortCall, call_seq: int,
@@ -271,242 +243,9 @@ class World:
         yield self.env.timeout(ms)
         return {"now": self.now}
 
-    # -- platform primitives ------------------------------------------------------------
+    # -- platform primitives (platform.py) ----------------------------------------------
     def _platform(self, run: RunWorld, worker: WorkerState, call: PortCall, call_seq: int) -> dict:
-        handler = getattr(self, f"_p_{call.port}_{call.op}")
-        return handler(run, worker, call.args, call_seq)
-
-    def _p_random_draw(self, run, worker, args, call_seq):
-        low, high = args.get("low"), args.get("high")
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or low > high:
-            raise PortError("bad_request", f"random.draw needs integers low <= high, got {low!r}, {high!r}")
-        return {"value": self.streams.get(f"adapter:{run.spec.id}").randint(low, high)}
-
-    def _p_run_info(self, run, worker, args, call_seq):
-        return {"run_id": run.spec.id, "worker": worker.name, "env": dict(worker.env),
-                "services": sorted(self.services), "deadline": run.spec.deadline_ms,
-                "service": run.spec.service, "operation": run.spec.operation}
-
-    def _p_run_finish(self, run, worker, args, call_seq):
-        disposition = args.get("disposition")
-        try:
-            state = RunState(disposition)
-        except ValueError:
-            raise PortError("bad_request", f"unknown disposition {disposition!r}") from None
-        if state not in TERMINAL_STATES and state not in WAITING_STATES:
-            raise PortError("bad_request", f"{disposition} is neither terminal nor a durable waiting state")
-        stale = run.lease.epoch > run.base_epoch and (worker.epoch != run.lease.epoch)
-        accepted = not stale and run.finished is None
-        self.emit("run", "finish", worker=worker.name, run=run.spec.id, call=call_seq,
-                  disposition=disposition, effects=args.get("effects") or [],
-                  next_owner=args.get("next_owner"), reason=args.get("reason") or "",
-                  packet=args.get("packet"), accepted=accepted, stale=stale)
-        if accepted:
-            if state in TERMINAL_STATES:
-                run.finished = disposition
-                run.waiting = None
-            else:
-                run.waiting = disposition
-                wake_at = args.get("wake_at")
-                run.wake_at = wake_at if isinstance(wake_at, int) and not isinstance(wake_at, bool) \
-                    else None
-        return {"accepted": accepted}
-
-    def _p_lease_acquire(self, run, worker, args, call_seq):
-        ttl = args.get("ttl_ms")
-        if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl <= 0:
-            raise PortError("bad_request", f"lease.acquire needs a positive integer ttl_ms, got {ttl!r}")
-        lease = run.lease
-        if lease.owner is not None and lease.owner != worker.name and lease.expires_at > self.now:
-            raise PortError("lease_held", f"held by {lease.owner} (epoch {lease.epoch}) until "
-                            f"{lease.expires_at}", details={"owner": lease.owner, "epoch": lease.epoch,
-                                                            "expires_at": lease.expires_at})
-        lease.epoch += 1
-        lease.owner = worker.name
-        lease.expires_at = self.now + ttl
-        worker.epoch = lease.epoch
-        self.emit("run", "lease", worker=worker.name, run=run.spec.id, op="acquire",
-                  epoch=lease.epoch, owner=worker.name, expires_at=lease.expires_at, call=call_seq)
-        return {"epoch": lease.epoch, "owner": worker.name, "expires_at": lease.expires_at}
-
-    def _lease_ok(self, run: RunWorld, epoch: Any) -> bool:
-        return epoch == run.lease.epoch and run.lease.expires_at > self.now
-
-    def _p_lease_renew(self, run, worker, args, call_seq):
-        epoch, ttl = args.get("epoch"), args.get("ttl_ms")
-        if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl <= 0:
-            raise PortError("bad_request", "lease.renew needs a positive integer ttl_ms")
-        if not self._lease_ok(run, epoch) or run.lease.owner != worker.name:
-            raise PortError("stale_epoch", f"epoch {epoch!r} is not the current live lease "
-                            f"(current {run.lease.epoch}, expires {run.lease.expires_at})",
-                            details={"current_epoch": run.lease.epoch})
-        run.lease.expires_at = self.now + ttl
-        self.emit("run", "lease", worker=worker.name, run=run.spec.id, op="renew",
-                  epoch=epoch, owner=worker.name, expires_at=run.lease.expires_at, call=call_seq)
-        return {"epoch": epoch, "expires_at": run.lease.expires_at}
-
-    def _p_lease_read(self, run, worker, args, call_seq):
-        lease = run.lease
-        return {"epoch": lease.epoch, "owner": lease.owner, "expires_at": lease.expires_at}
-
-    def _p_checkpoints_load(self, run, worker, args, call_seq):
-        if not run.checkpoints:
-            return {"version": run.base_version, "checkpoint": None}
-        latest = run.checkpoints[-1]
-        return {"version": latest["version"], "checkpoint": latest["checkpoint"]}
-
-    def _p_checkpoints_history(self, run, worker, args, call_seq):
-        return {"versions": [dict(v) for v in run.checkpoints]}
-
-    def _p_checkpoints_write(self, run, worker, args, call_seq):
-        checkpoint = args.get("checkpoint")
-        expected, epoch = args.get("expected_version"), args.get("lease_epoch")
-        problems = validate_checkpoint(checkpoint)
-        if problems:
-            self.emit("worker", "adapter_fault", worker=worker.name, run=run.spec.id, call=call_seq,
-                      fault="invalid_checkpoint", problems=problems, checkpoint=checkpoint,
-                      message="checkpoint failed the harness schema: " + "; ".join(problems))
-            raise PortError("invalid", "; ".join(problems), details={"problems": problems})
-        latest = run.checkpoints[-1]["version"] if run.checkpoints else run.base_version
-        if expected != latest:
-            self.emit("run", "checkpoint_rejected", worker=worker.name, run=run.spec.id,
-                      call=call_seq, reason="version_conflict", expected=expected, latest=latest,
-                      epoch=epoch)
-            raise PortError("version_conflict", f"expected version {expected!r}, latest is {latest}",
-                            details={"latest": latest})
-        if not self._lease_ok(run, epoch):
-            self.emit("run", "checkpoint_rejected", worker=worker.name, run=run.spec.id,
-                      call=call_seq, reason="stale_epoch", expected=expected, latest=latest,
-                      epoch=epoch, current_epoch=run.lease.epoch)
-            raise PortError("stale_epoch", f"lease epoch {epoch!r} is not current and live "
-                            f"(current {run.lease.epoch})", details={"current_epoch": run.lease.epoch})
-        version = latest + 1
-        run.checkpoints.append({"version": version, "checkpoint": checkpoint, "at": self.now,
-                                "writer": worker.name})
-        control = checkpoint["control"]
-        self.emit("run", "checkpoint", worker=worker.name, run=run.spec.id, call=call_seq,
-                  version=version, state=control["state"], owner=control["owner"],
-                  epoch=epoch, state_version=control["state_version"], checkpoint=checkpoint)
-        return {"version": version}
-
-    def _p_ledger_append(self, run, worker, args, call_seq):
-        entry = args.get("entry")
-        problems = validate_effect_entry(entry)
-        if problems:
-            self.emit("worker", "adapter_fault", worker=worker.name, run=run.spec.id, call=call_seq,
-                      fault="invalid_effect_entry", problems=problems, entry=entry,
-                      message="effect entry failed the harness schema: " + "; ".join(problems))
-            raise PortError("invalid", "; ".join(problems), details={"problems": problems})
-        epoch = entry["lease_epoch"]
-        if epoch != worker.epoch or not self._lease_ok(run, epoch):
-            # Fenced like a checkpoint write: only the current, live lease epoch appends.
-            self.emit("run", "ledger_rejected", worker=worker.name, run=run.spec.id, call=call_seq,
-                      reason="stale_epoch", epoch=epoch, current_epoch=run.lease.epoch,
-                      key=entry["semantic_key"])
-            raise PortError("stale_epoch", f"lease epoch {epoch!r} is not this worker's current, live "
-                            f"epoch (current {run.lease.epoch})", details={"current_epoch": run.lease.epoch})
-        previous = self.key_knowledge(run, entry["semantic_key"])
-        run.ledger.append(entry)
-        self.emit("knowledge", "ledger", worker=worker.name, run=run.spec.id, call=call_seq,
-                  index=len(run.ledger), key=entry["semantic_key"], knowledge=entry["knowledge"],
-                  previous=previous, epoch=entry["lease_epoch"], live_epoch=run.lease.epoch,
-                  entry=entry)
-        return {"index": len(run.ledger)}
-
-    def _p_ledger_read(self, run, worker, args, call_seq):
-        key = args.get("semantic_key")
-        return {"entries": [e for e in run.ledger if e["semantic_key"] == key]}
-
-    def _p_ledger_by_run(self, run, worker, args, call_seq):
-        return {"entries": list(run.ledger)}
-
-    def _p_inbox_poll(self, run, worker, args, call_seq):
-        after = args.get("after_seq", 0)
-        if not isinstance(after, int) or isinstance(after, bool):
-            raise PortError("bad_request", "inbox.poll needs an integer after_seq")
-        return {"events": [e for e in run.inbox if e["seq"] > after]}
-
-    def _p_authority_request(self, run, worker, args, call_seq):
-        phash, action = args.get("proposal_hash"), args.get("action")
-        if not isinstance(phash, str) or not isinstance(action, str):
-            raise PortError("bad_request", "authority.request needs proposal_hash and action strings")
-        request_id = f"AR-{len(run.requests) + 1}"
-        req = {"request_id": request_id, "proposal_hash": phash, "action": action, "at": self.now}
-        run.requests.append(req)
-        self.emit("run", "approval_requested", worker=worker.name, run=run.spec.id, call=call_seq,
-                  **req)
-        mode = run.spec.approval.get("mode", "auto")
-        if action != run.spec.operation:
-            # corrective actions follow the run's compensation-authority policy
-            if run.spec.compensation_authority == "granted":
-                self.env.process(self._grant_later(run, req, 0))
-        elif mode == "auto":
-            self.env.process(self._grant_later(run, req, run.spec.approval["delay_ms"]))
-        elif mode == "manual" and run.pending_approve:
-            run.pending_approve.pop(0)
-            self.env.process(self._grant_later(run, req, 0))
-        return {"request_id": request_id}
-
-    def _grant_later(self, run: RunWorld, req: dict, delay: int):
-        if delay:
-            yield self.env.timeout(delay)
-        self.grant(run, req)
-
-    def grant(self, run: RunWorld, req: dict) -> None:
-        approval = Approval(approval_id=f"AP-{len(run.approvals) + 1}",
-                            proposal_hash=req["proposal_hash"], action=req["action"],
-                            granted_at=self.now,
-                            expires_at=self.now + run.spec.approval["expires_after_ms"],
-                            capability_version=run.capability_version)
-        run.approvals.append(approval)
-        self.emit("world", "approval_granted", run=run.spec.id, approval_id=approval.approval_id,
-                  proposal_hash=approval.proposal_hash, action=approval.action,
-                  expires_at=approval.expires_at, capability_version=approval.capability_version)
-        self.deliver(run, "approval", {"approval_id": approval.approval_id,
-                                       "proposal_hash": approval.proposal_hash,
-                                       "action": approval.action, "expires_at": approval.expires_at,
-                                       "request_id": req["request_id"]}, producer="authority")
-
-    def live_approval(self, run: RunWorld, phash: Any, action: Any) -> Approval | None:
-        if run.spec.approval.get("mode") == "none" and action == run.spec.operation:
-            return Approval("standing", str(phash), str(action), 0, 1 << 62, run.capability_version)
-        for ap in reversed(run.approvals):
-            if (ap.proposal_hash == phash and ap.action == action and not ap.revoked
-                    and ap.expires_at > self.now and ap.capability_version == run.capability_version):
-                return ap
-        return None
-
-    def _p_authority_check(self, run, worker, args, call_seq):
-        phash, action = args.get("proposal_hash"), args.get("action")
-        ap = self.live_approval(run, phash, action)
-        if ap is not None:
-            return {"live": True, "approval_id": ap.approval_id, "expires_at": ap.expires_at,
-                    "revoked": False, "capability_version": run.capability_version, "reason": "live"}
-        if action != run.spec.operation and run.spec.compensation_authority == "denied":
-            reason = "denied by policy"
-        else:
-            bound = [a for a in run.approvals if a.proposal_hash == phash and a.action == action]
-            if not bound:
-                reason = "no approval bound to this proposal hash"
-            elif bound[-1].revoked:
-                reason = "revoked"
-            elif bound[-1].capability_version != run.capability_version:
-                reason = "capability version changed"
-            else:
-                reason = "expired"
-        return {"live": False, "approval_id": None, "expires_at": None,
-                "revoked": reason == "revoked", "capability_version": run.capability_version,
-                "reason": reason}
-
-    def _p_operator_escalate(self, run, worker, args, call_seq):
-        packet = args.get("packet")
-        if not isinstance(packet, dict):
-            raise PortError("bad_request", "operator.escalate needs a packet object")
-        run.tickets += 1
-        ticket = f"OP-{run.tickets}"
-        self.emit("run", "escalation", worker=worker.name, run=run.spec.id, call=call_seq,
-                  ticket=ticket, packet=packet)
-        return {"ticket": ticket}
+        return self._handlers[call.port, call.op](run, worker, call.args, call_seq)
 
     # -- transport to services ----------------------------------------------------------
     def _service_call(self, run, worker, call, call_seq, fault):
@@ -631,8 +370,8 @@ class World:
 
     def _callback(self, run, svc, call, result, delay):
         yield self.env.timeout(delay)
-        self.deliver(run, "callback", {"service": svc.name, "op": call.op, "key": call.args.get("key"),
-                                       "result": result}, producer=svc.name)
+        self.inbox.deliver(run, "callback", {"service": svc.name, "op": call.op, "key": call.args.get("key"),
+                                             "result": result}, producer=svc.name)
 
     # ------------------------------------------------------------------ world events
     def schedule_events(self) -> None:
@@ -667,10 +406,10 @@ class World:
 
     def _intake(self, run: RunWorld):
         yield self.env.timeout(run.spec.start_ms)
-        self.deliver(run, "intake", {"intent": dict(run.spec.intent), "service": run.spec.service,
-                                     "operation": run.spec.operation,
-                                     "deadline": run.spec.deadline_ms, "notify": run.spec.notify},
-                     producer="intake", event_id=f"intake-{run.spec.id}", producer_seq=1)
+        self.inbox.deliver(run, "intake", {"intent": dict(run.spec.intent), "service": run.spec.service,
+                                           "operation": run.spec.operation,
+                                           "deadline": run.spec.deadline_ms, "notify": run.spec.notify},
+                           producer="intake", event_id=f"intake-{run.spec.id}", producer_seq=1)
 
     def _anchored(self, when: str, run: RunWorld, worker: WorkerState, call: PortCall, nth: int) -> list:
         """The not yet fired events anchored ``when`` (before / after) a call like this one, matched
@@ -713,20 +452,13 @@ class World:
         if run is None:
             return
         if ev.type == "approve":
-            if run.requests:
-                self.grant(run, run.requests[-1])
-            else:
-                run.pending_approve.append(data)
+            self.authority.approve(run, data)
             return
         if ev.type == "revoke":
-            for ap in run.approvals:
-                ap.revoked = True
-            self.deliver(run, "revocation", data, producer="authority")
+            self.authority.revoke(run, data)
             return
         if ev.type == "capability_change":
-            run.capability_version += 1
-            self.deliver(run, "capability_change", {"capability_version": run.capability_version},
-                         producer="authority")
+            self.authority.change_capability(run)
             return
         etype = {"event": data.pop("kind", "event")}.get(ev.type, ev.type)
         copies = 1 + int(data.pop("duplicates", 0))
@@ -735,9 +467,9 @@ class World:
         producer_seq = data.pop("producer_seq", None)
         producer = data.pop("producer", "user")     # every copy keeps the declared producer
         if event_id is None:
-            self._event_ids += 1
-            event_id = f"ev-{self._event_ids}"
+            event_id = self.inbox.new_event_id()
         for copy in range(copies):
             if copy and gap:
                 yield self.env.timeout(gap)
-            self.deliver(run, etype, data, producer=producer, event_id=event_id, producer_seq=producer_seq)
+            self.inbox.deliver(run, etype, data, producer=producer, event_id=event_id,
+                               producer_seq=producer_seq)

@@ -2,10 +2,12 @@
 platform primitives. Each test reads the ground truth from the trace's remote lane."""
 import pytest
 
+from crashlab.model import PLATFORM_PORTS
+from crashlab.platform import Primitive
 from crashlab.ports import PortError
 from crashlab.scenario import from_dict
 from crashlab.services import Reservation, Registry, PROFILE_DEFAULTS
-from crashlab.world import Streams
+from crashlab.world import Streams, World
 from support import INTENT, Script, effects, kinds, run, scenario
 
 
@@ -157,6 +159,14 @@ def test_streams_are_independent_of_each_other():
     b.get("something-new").random()  # a new component draws first
     assert [a.get("transport").random() for _ in range(5)] == [b.get("transport").random() for _ in range(5)]
     assert Streams(8).get("transport").random() != Streams(7).get("transport").random()
+
+
+def test_every_platform_operation_but_the_clock_has_exactly_one_primitive():
+    world = World(scenario())
+    declared = [key for cls in Primitive.__subclasses__() for key in cls.PORTS]
+    assert len(declared) == len(set(declared)), "two primitives claim one (port, op)"
+    wanted = {(port, op) for port, ops in PLATFORM_PORTS.items() if port != "clock" for op in ops}
+    assert set(declared) == wanted == set(world._handlers)
 
 
 def test_lease_epochs_are_monotonic_and_held_until_expiry_after_a_crash():
