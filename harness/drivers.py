@@ -19,7 +19,6 @@ import contextlib
 import importlib
 import json
 import os
-import re
 import select
 import shlex
 import signal
@@ -164,13 +163,24 @@ def json_copy(value: Any, *, depth: int = MAX_DEPTH, budget: _Budget | None = No
     raise TypeError(f"{type(value).__name__} {_clip(repr(value), 40)} is not a JSON value")
 
 
-_LONG_NUMBER = re.compile(rb"[0-9]{19,}")   # 19 digits or more: maybe beyond +-(2**63 - 1)
+_DIGIT_MASK = bytes.maketrans(b"123456789", b"000000000")   # every digit -> "0", anything else unchanged
+_LONG_RUN = b"0" * 19                      # 19 digits or more: maybe beyond +-(2**63 - 1)
 
 
 def _huge_number(data: bytes) -> bool:
     """Whether the serialised value may hold an integer beyond +-MAX_INT (a digit run in a string
-    counts too: then json_copy decides)."""
-    return _LONG_NUMBER.search(data) is not None and any(int(m) > MAX_INT for m in _LONG_NUMBER.findall(data))
+    counts too: then json_copy decides). Each maximal run of 19 digits or more is read as an integer;
+    the runs are found on a copy with every digit masked to "0" (a plain substring search)."""
+    masked = data.translate(_DIGIT_MASK)
+    start = masked.find(_LONG_RUN)
+    while start != -1:
+        end = start + len(_LONG_RUN)
+        while end < len(masked) and masked[end] == 0x30:
+            end += 1
+        if int(data[start:end]) > MAX_INT:
+            return True
+        start = masked.find(_LONG_RUN, end)
+    return False
 
 
 def adapter_value(value: Any) -> Any:
