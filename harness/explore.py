@@ -189,6 +189,7 @@ def chunks(pool: list[Scenario], examples: int, seed: int) -> list[Chunk]:
 
 
 _PROBES: dict = {}
+_BASES: dict = {}
 
 
 def explore_chunk(chunk: Chunk, adapter: str) -> dict:
@@ -201,7 +202,9 @@ def explore_chunk(chunk: Chunk, adapter: str) -> dict:
     from .strategies import schedules
 
     spec = load_adapter(adapter)
-    base = resolve(chunk.base)
+    base = _BASES.get(chunk.base)
+    if base is None:  # a worker explores many chunks of the same few bases: read each file once
+        base = _BASES[chunk.base] = resolve(chunk.base)
     key = (adapter, chunk.base)
     if key not in _PROBES:
         _PROBES[key] = probe_calls(base, spec)
