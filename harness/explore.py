@@ -277,6 +277,11 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     outcomes: dict[str, dict] = dict(done)
     pending = [c for c in todo if c.id not in done]
     executor = executor or LocalExecutor(1)
+    # The libraries every chunk needs, loaded before a local pool forks so that each worker does
+    # not import them again. Not crashlab's own modules: hypothesis draws from the constants in the
+    # source of the local modules loaded when it draws, so those still load in the workers as before.
+    import hypothesis  # noqa: F401
+    import networkx  # noqa: F401
     fn = functools.partial(explore_chunk, adapter=spec.text)
     tried_so_far = sum(o["tried"] for o in done.values())
     try:
