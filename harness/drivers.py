@@ -19,7 +19,6 @@ import contextlib
 import importlib
 import json
 import os
-import re
 import select
 import shlex
 import signal
@@ -68,17 +67,23 @@ class _Overrun(BaseException):
 
 
 def _fire(signum, frame):
-    raise _Overrun()
+    if _Forks.computing:  # an alarm while the harness itself runs is left unanswered
+        raise _Overrun()
+    WallGuard.armed_until = 0.0
 
 
 class WallGuard:
     """Interrupts a resume that computes for too long without awaiting a port.
 
-    The SIGALRM handler is installed once per run (``with WallGuard.installed():``); each
-    resume only arms and disarms the timer. Without signals (not the main thread) the
-    port-call step budget still bounds loops that await ports."""
+    The SIGALRM handler is installed once per run (``with WallGuard.installed():``). A resume
+    that starts with less than its guard left on the timer re-arms it for the guard and a tenth
+    more (one system call per tenth of the guard, not two per resume), so a resume is interrupted
+    between its guard and 1.1 times its guard after it started. An alarm outside a resume is
+    ignored. Without signals (not the main thread) the port-call step budget still bounds loops
+    that await ports."""
 
     active = False
+    armed_until = 0.0   # time.monotonic() at which the armed timer fires
 
     @classmethod
     @contextlib.contextmanager
@@ -95,6 +100,7 @@ class WallGuard:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
             cls.active = False
+            cls.armed_until = 0.0
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -164,19 +170,48 @@ def json_copy(value: Any, *, depth: int = MAX_DEPTH, budget: _Budget | None = No
     raise TypeError(f"{type(value).__name__} {_clip(repr(value), 40)} is not a JSON value")
 
 
-_LONG_NUMBER = re.compile(rb"[0-9]{19,}")   # 19 digits or more: maybe beyond +-(2**63 - 1)
+_DIGIT_MASK = bytes.maketrans(b"123456789", b"000000000")   # every digit -> "0", anything else unchanged
+_LONG_RUN = b"0" * 19                      # 19 digits or more: maybe beyond +-(2**63 - 1)
 
 
 def _huge_number(data: bytes) -> bool:
     """Whether the serialised value may hold an integer beyond +-MAX_INT (a digit run in a string
-    counts too: then json_copy decides)."""
-    return _LONG_NUMBER.search(data) is not None and any(int(m) > MAX_INT for m in _LONG_NUMBER.findall(data))
+    counts too: then json_copy decides). Each maximal run of 19 digits or more is read as an integer;
+    the runs are found on a copy with every digit masked to "0" (a plain substring search)."""
+    masked = data.translate(_DIGIT_MASK)
+    start = masked.find(_LONG_RUN)
+    while start != -1:
+        end = start + len(_LONG_RUN)
+        while end < len(masked) and masked[end] == 0x30:
+            end += 1
+        if int(data[start:end]) > MAX_INT:
+            return True
+        start = masked.find(_LONG_RUN, end)
+    return False
 
 
 def adapter_value(value: Any) -> Any:
     """What an adapter sends, as a copy within the limits of docs/protocol.md; TypeError names the
     first limit broken. The common case goes through orjson (C speed); anything unusual (tuples,
     NaN, huge numbers, deep nesting, surrogates, non-JSON types) is decided by ``json_copy``."""
+    try:
+        # 53-bit integers at most here: then no integer can be beyond +-MAX_INT and the scan
+        # for long digit runs is not needed (a larger integer takes the path below)
+        data = orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
+    except (orjson.JSONEncodeError, TypeError):
+        return _adapter_value_wide(value)
+    if len(data) > MAX_LINE_BYTES:
+        raise TypeError(f"larger than {MAX_LINE_BYTES} bytes")
+    copy = orjson.loads(data)
+    deep = data.count(b"[") + data.count(b"{") > MAX_DEPTH and not _shallow(copy, MAX_DEPTH)
+    if copy != value or deep:
+        return json_copy(value)  # NaN and infinities come back as null; the rest needs a closer look
+    return copy
+
+
+def _adapter_value_wide(value: Any) -> Any:
+    """``adapter_value`` for a value orjson refuses with 53-bit integers: integers up to 64 bits
+    (then a scan of the digits decides), or anything it cannot write at all."""
     try:
         data = orjson.dumps(value)
     except (orjson.JSONEncodeError, TypeError):
@@ -186,7 +221,7 @@ def adapter_value(value: Any) -> Any:
     copy = orjson.loads(data)
     deep = data.count(b"[") + data.count(b"{") > MAX_DEPTH and not _shallow(copy, MAX_DEPTH)
     if copy != value or deep or _huge_number(data):
-        return json_copy(value)  # NaN and infinities come back as null; the rest needs a closer look
+        return json_copy(value)
     return copy
 
 
@@ -262,17 +297,18 @@ class InProcessChannel:
         self.threads = threading.active_count()  # more after a step: the adapter started a thread
 
     def _step(self, fn, arg):
-        armed = WallGuard.active and self.wall_guard_s > 0
+        guard = self.wall_guard_s
         try:
-            if armed:
-                signal.setitimer(signal.ITIMER_REAL, self.wall_guard_s)
+            if WallGuard.active and guard > 0:
+                now, longest = time.monotonic(), guard + guard / 10
+                if not guard <= WallGuard.armed_until - now <= longest:
+                    signal.setitimer(signal.ITIMER_REAL, longest)
+                    WallGuard.armed_until = now + longest
             _Forks.computing, _Forks.forked = True, False
             try:
                 value = fn(arg)
             finally:
                 _Forks.computing = False
-                if armed:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
         except StopIteration:
             raise Finished() from None
         except _Overrun:

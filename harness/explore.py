@@ -38,13 +38,46 @@ def probe_calls(scenario: Scenario, adapter: AdapterSpec) -> list[Call]:
     return sorted(set(calls), key=calls.index)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _plain_copy(value):
+    kind = type(value)
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out[key] = _plain_copy(item)
+        return out
+    if kind is list:
+        return [_plain_copy(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    raise _NotPlain
+
+
+def _fresh_copy(doc: dict) -> dict:
+    """``copy.deepcopy`` of a scenario document: the same new dicts and lists around the same
+    scalars, without deepcopy's memo and dispatch for a document of plain dicts, lists, strings,
+    numbers, booleans and nulls (as YAML gives it); anything else goes through deepcopy."""
+    try:
+        return _plain_copy(doc)
+    except (_NotPlain, RecursionError):
+        return copy.deepcopy(doc)
+
+
 def crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[dict]:
     """One scenario document per crash point: before and after each call."""
     base = copy.deepcopy(dict(scenario.raw))
     base["expect"] = {}
     for port, op, nth in calls:
         for boundary in ("before", "after"):
-            doc = copy.deepcopy(base)
+            doc = _fresh_copy(base)
             doc["id"] = f"{scenario.id}.crash-{port}-{op}-{nth}-{boundary}"[:80]
             doc["crashes"] = list(doc.get("crashes") or []) + [
                 {"match": {"port": port, "op": op, "nth": nth}, "boundary": boundary}]
@@ -66,7 +99,7 @@ def double_crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[di
         if (port, op) not in DURABLE_CALLS and not is_dispatch(port, op):
             continue
         for boundary in ("before", "after"):
-            doc = copy.deepcopy(base)
+            doc = _fresh_copy(base)
             doc["id"] = f"{scenario.id}.crash2-{port}-{op}-{nth}-{boundary}"[:80]
             doc["crashes"] = list(doc.get("crashes") or []) + [
                 {"match": {"port": port, "op": op, "nth": n}, "boundary": boundary} for n in (nth, nth + 1)]
@@ -156,6 +189,7 @@ def chunks(pool: list[Scenario], examples: int, seed: int) -> list[Chunk]:
 
 
 _PROBES: dict = {}
+_BASES: dict = {}
 
 
 def explore_chunk(chunk: Chunk, adapter: str) -> dict:
@@ -168,7 +202,9 @@ def explore_chunk(chunk: Chunk, adapter: str) -> dict:
     from .strategies import schedules
 
     spec = load_adapter(adapter)
-    base = resolve(chunk.base)
+    base = _BASES.get(chunk.base)
+    if base is None:  # a worker explores many chunks of the same few bases: read each file once
+        base = _BASES[chunk.base] = resolve(chunk.base)
     key = (adapter, chunk.base)
     if key not in _PROBES:
         _PROBES[key] = probe_calls(base, spec)
@@ -241,6 +277,11 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     outcomes: dict[str, dict] = dict(done)
     pending = [c for c in todo if c.id not in done]
     executor = executor or LocalExecutor(1)
+    # The libraries every chunk needs, loaded before a local pool forks so that each worker does
+    # not import them again. Not crashlab's own modules: hypothesis draws from the constants in the
+    # source of the local modules loaded when it draws, so those still load in the workers as before.
+    import hypothesis  # noqa: F401
+    import networkx  # noqa: F401
     fn = functools.partial(explore_chunk, adapter=spec.text)
     tried_so_far = sum(o["tried"] for o in done.values())
     try:

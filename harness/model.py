@@ -22,7 +22,11 @@ EFFECT_ENTRY_SCHEMA = "crashlab.effect-entry/1"
 
 def canonical_json(value: Any) -> str:
     """The one serialisation used for traces and fingerprints: sorted keys, no spaces."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
+
+
+# What json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) builds on every call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def digest(value: Any) -> str:

@@ -7,6 +7,7 @@ durable state only, and returns the recorded trace.
 from __future__ import annotations
 
 import functools
+import os
 import shlex
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -54,9 +55,16 @@ def portable_source(scenario: Scenario) -> str | None:
     names it on any machine), else the path as it was given."""
     if scenario.source is None:
         return None
-    if Path(scenario.source).resolve().parent == library_dir().resolve():
+    if _in_library(scenario.source, os.getcwd()):
         return None
     return scenario.source
+
+
+@functools.lru_cache(maxsize=None)
+def _in_library(source: str, cwd: str) -> bool:
+    """Whether a scenario file is in the library (resolving paths costs more than a whole run
+    of a short scenario, and a sweep asks for every run of the same few files)."""
+    return Path(source).resolve().parent == library_dir().resolve()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

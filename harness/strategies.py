@@ -160,24 +160,57 @@ def schedules(draw, base: dict, calls: Sequence[Call] | None = None, *, max_cras
     services = list((doc.get("services") or {"reservation": {}}).keys())
     points = list(calls) if calls else _default_calls(services)
     run_ids = [r.get("id", f"run-{i + 1}") for i, r in enumerate(doc.get("runs", []))] or ["run-1"]
-    doc["crashes"] = list(doc.get("crashes") or []) + draw(st.lists(boundaries(points), max_size=max_crashes))
-    doc["faults"] = list(doc.get("faults") or []) + draw(
-        st.lists(st.one_of(service_faults(services, points), store_faults(), conflicts(services, points)),
-                 max_size=max_faults))
+    crashes, faults, paused = _rule_strategies(services, points, max_crashes, max_faults)
+    doc["crashes"] = list(doc.get("crashes") or []) + draw(crashes)
+    doc["faults"] = list(doc.get("faults") or []) + draw(faults)
     if pauses_allowed:
-        doc["pauses"] = list(doc.get("pauses") or []) + draw(st.lists(pauses(points), max_size=1))
+        doc["pauses"] = list(doc.get("pauses") or []) + draw(paused)
     if events_allowed:
-        from .scenario import from_dict  # the base's own clock decides where events may fall
-
-        horizon = from_dict(base).horizon_ms
-        drawn = [input_events(run_ids, horizon)]
-        if points:
-            drawn.append(anchored_cancellations(run_ids, points))
+        horizon = _reused(_horizon, base)  # the base's own clock decides where events may fall
         doc["events"] = draw(duplicated(doc.get("events") or [])) + draw(
-            st.lists(st.one_of(drawn), max_size=1))
+            _event_strategy(run_ids, horizon, points))
     doc["seed"] = draw(st.integers(min_value=0, max_value=2**31 - 1))
     doc["expect"] = {}  # a generated schedule is judged by the generic invariants alone
     doc["id"] = f"{base.get('id', 'schedule')}.generated"
     doc.setdefault("tags", [])
     doc["tags"] = [t for t in doc["tags"] if t != "generated"] + ["generated"]
     return doc
+
+
+# Every example of a schedule draws from the same few strategies: they are built (and validated by
+# hypothesis, which costs more than drawing) once per distinct argument, not once per example. A
+# strategy object draws the same values from the same choices however often it is reused. The key
+# is the arguments' repr, so that 1, 1.0 and True (equal as dict keys) stay apart.
+_BUILT: dict[str, tuple] = {}
+
+
+def _reused(build, *args):
+    key = repr((build.__name__, args))
+    built = _BUILT.get(key)
+    if built is None:  # one entry per base scenario and probe: a few hundred for the whole library
+        built = _BUILT[key] = build(*args)
+    return built
+
+
+def _horizon(base: dict) -> int:
+    from .scenario import from_dict
+
+    return from_dict(base).horizon_ms
+
+
+def _rule_strategies(services: list, points: list, max_crashes: int, max_faults: int) -> tuple:
+    def build(services, points, max_crashes, max_faults):
+        return (st.lists(boundaries(points), max_size=max_crashes),
+                st.lists(st.one_of(service_faults(services, points), store_faults(), conflicts(services, points)),
+                         max_size=max_faults),
+                st.lists(pauses(points), max_size=1))
+    return _reused(build, services, points, max_crashes, max_faults)
+
+
+def _event_strategy(run_ids: list, horizon: int, points: list) -> st.SearchStrategy:
+    def build(run_ids, horizon, points):
+        drawn = [input_events(run_ids, horizon)]
+        if points:
+            drawn.append(anchored_cancellations(run_ids, points))
+        return st.lists(st.one_of(drawn), max_size=1)
+    return _reused(build, run_ids, horizon, points)

@@ -124,6 +124,7 @@ class World:
         self._anchors = [(i, ev) for i, ev in enumerate(scenario.events) if ev.anchor is not None]
         self.anchors_fired: set[int] = set()     # indexes of scenario events anchored to a call, fired
         self._actions = frozenset(rule.action for rule in scenario.rules)
+        self._rule_index: dict[tuple, tuple] = {}   # (action, port, op) -> the rules that may match
         self.emit = self.trace.emit  # the hot path skips one call layer
         self.env_current = dict(scenario.env)
         self._proxy_calls = 0
@@ -179,9 +180,14 @@ class World:
                     nth: int) -> Rule | None:
         if action not in self._actions:
             return None
-        for index, rule in enumerate(self.scenario.rules):
-            if rule.action != action:
-                continue
+        key = (action, call.port, call.op)
+        candidates = self._rule_index.get(key)
+        if candidates is None:  # the rules of this action that can match this port and op, in order
+            candidates = self._rule_index[key] = tuple(
+                (index, rule) for index, rule in enumerate(self.scenario.rules)
+                if rule.action == action and rule.match.port in (None, call.port)
+                and rule.match.op in (None, call.op))
+        for index, rule in candidates:
             if not self.matches(rule.match, run, worker, call, nth):
                 continue
             hits = self.rule_hits.get(index, 0)

@@ -85,8 +85,11 @@ def canonical_form(operation: str, intent: Mapping[str, Any], version: int) -> s
     """The one byte string identity is derived from: versioned, ordered, normalized."""
     normalize = NORMALIZERS[version]
     pairs = [[name, normalize(intent[name])] for name in SCHEMAS[operation].order if name in intent]
-    return json.dumps(["ar08-intent", version, operation, pairs], separators=(",", ":"),
-                      ensure_ascii=False)
+    return _FORM.encode(["ar08-intent", version, operation, pairs])
+
+
+# What json.dumps(value, separators=(",", ":"), ensure_ascii=False) builds on every call.
+_FORM = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 def _sha(domain: str, text: str) -> str:

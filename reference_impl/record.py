@@ -15,7 +15,7 @@ best-effort parse.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
 from crashlab.model import RunState
@@ -45,7 +45,17 @@ class RunRecord:
     migration: Mapping[str, Any] | None = None
 
     def evolve(self, **changes: Any) -> "RunRecord":
-        return replace(self, **changes)
+        """``dataclasses.replace``, without its walk over the field definitions on every call."""
+        if type(self) is not RunRecord or not changes.keys() <= _FIELD_SET:
+            return replace(self, **changes)
+        new = object.__new__(RunRecord)
+        for name in _FIELDS:
+            object.__setattr__(new, name, changes[name] if name in changes else getattr(self, name))
+        return new
+
+
+_FIELDS = tuple(f.name for f in fields(RunRecord))
+_FIELD_SET = frozenset(_FIELDS)
 
 
 # --------------------------------------------------------------------------- inbox record layouts

@@ -206,10 +206,10 @@ def _duplicates(run: RunIndex) -> list[tuple[dict, dict]]:
 
 def evt_02(ix: TraceIndex) -> Iterator[Finding]:
     seen_by = ix.memo.get("polled")
-    if seen_by is None:
-        seen_by = ix.memo["polled"] = _polled(ix)
     for run in ix.runs.values():
         for first, dup in _duplicates(run):
+            if seen_by is None:  # a walk over the whole trace: only when some event came twice
+                seen_by = ix.memo["polled"] = _polled(ix)
             event = dup["event"]
             eid, inbox_seq = event.get("event_id"), event.get("seq")
             polls = seen_by.get((run.id, inbox_seq), [])
