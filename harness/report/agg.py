@@ -1,0 +1,146 @@
+"""The Agg canvas the figures are drawn on: matplotlib's own, with its text work cached
+across figures. The pixels are the same, byte for byte (tests/test_report_figures.py).
+
+matplotlib 3.11 measures, lays out and rasterises every string glyph by glyph, afresh for
+each figure (its caches live with one renderer, and every figure gets a new one). The
+library's seventy figures draw about five thousand strings but only some seven hundred
+distinct ones, and most of their glyphs fall again on a sub-pixel offset already seen, so
+this renderer keeps, for the life of the process:
+
+* the extent of a string (width, height, descent), keyed by font, size, dpi and hinting;
+* the glyph layout of a string, keyed likewise;
+* the bitmap of a glyph at a sub-pixel offset: FreeType's raster of a glyph moved by whole
+  pixels is the same raster, moved, so one bitmap serves every position with that fraction.
+
+Only upright plain text takes the cached path; mathtext, TeX and rotated text are drawn by
+matplotlib as they are. The layout and glyph caches copy the 3.11 drawing code, so they are
+used only with the matplotlib versions checked against it (:data:`FAST_TEXT`); with any
+other the strings' extents are still cached and everything else is matplotlib's own.
+"""
+from __future__ import annotations
+
+import matplotlib as mpl
+import numpy as np
+from matplotlib import ft2font
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
+from matplotlib.font_manager import fontManager, get_font
+
+__all__ = ["Canvas", "FAST_TEXT"]
+
+
+def _version(text: str) -> tuple[int, int]:
+    major, minor = (text.split(".") + ["0"])[:2]
+    return int("".join(c for c in major if c.isdigit()) or 0), int("".join(c for c in minor if c.isdigit()) or 0)
+
+
+#: Whether the layout and glyph caches replace matplotlib's text drawing (checked on 3.11).
+FAST_TEXT = (_version(mpl.__version__) == (3, 11) and hasattr(RendererAgg, "_prepare_font")
+             and hasattr(ft2font, "RenderMode")
+             and all(hasattr(ft2font.FT2Font, name) for name in ("_layout", "_render_glyph", "_set_transform")))
+
+_UPRIGHT = np.array([[0x10000, 0], [0, 0x10000]])     # the 16.16 matrix matplotlib sets at angle 0
+
+_EXTENTS: dict[tuple, tuple[float, float, float]] = {}
+_LAYOUTS: dict[tuple, tuple] = {}
+_GLYPHS: dict[tuple, tuple] = {}
+#: Beyond this many entries a cache is emptied (a long-lived process rendering many reports).
+CACHE_LIMIT = 200_000
+
+
+def _remember(cache: dict, key, value):
+    if len(cache) >= CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def _prop_key(prop) -> tuple:
+    return (tuple(prop.get_family()), prop.get_style(), prop.get_variant(), prop.get_weight(),
+            prop.get_stretch(), prop.get_size_in_points(), str(prop.get_file()), prop.get_math_fontfamily())
+
+
+def _frozen(value):
+    if value is None or isinstance(value, str):
+        return value
+    return tuple(tuple(v) if isinstance(v, list) else v for v in value)
+
+
+class Renderer(RendererAgg):
+    """matplotlib's Agg renderer with the text caches above. One renderer draws within one rc
+    context (the fonts a property resolves to are remembered for the renderer's life)."""
+
+    def __init__(self, width, height, dpi):
+        super().__init__(width, height, dpi)
+        self._fonts: dict[tuple, object] = {}
+
+    def _font_of(self, prop):
+        """The FT2Font a font property resolves to (what ``_prepare_font`` finds), without its
+        side effects: a cache key."""
+        key = _prop_key(prop)
+        font = self._fonts.get(key)
+        if font is None:
+            font = self._fonts[key] = get_font(fontManager._find_fonts_by_props(prop))
+        return font
+
+    def get_text_width_height_descent(self, s, prop, ismath):
+        if ismath:
+            return super().get_text_width_height_descent(s, prop, ismath)
+        key = (self._font_of(prop), prop.get_size_in_points(), self.dpi, get_hinting_flag(), s)
+        hit = _EXTENTS.get(key)
+        if hit is None:
+            hit = _remember(_EXTENTS, key, super().get_text_width_height_descent(s, prop, ismath))
+        return hit
+
+    if FAST_TEXT:
+        def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+            if ismath or angle != 0:
+                return super().draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+            features = mtext.get_fontfeatures() if mtext is not None else None
+            language = mtext.get_language() if mtext is not None else None
+            flags = get_hinting_flag()
+            size = prop.get_size_in_points()
+            dpi = self.dpi
+            key = (self._font_of(prop), size, dpi, flags, s, _frozen(features), _frozen(language))
+            glyphs = _LAYOUTS.get(key)
+            if glyphs is None:
+                items = self._prepare_font(prop)._layout(s, flags=flags, features=features, language=language)
+                glyphs = _remember(_LAYOUTS, key, tuple((i.ft_object, i.glyph_index, i.x, i.y) for i in items))
+            # matplotlib's _draw_text_glyphs_and_boxes at angle 0 (cos 1, sin 0): the glyph's
+            # origin in 26.6 fixed point, its raster found by the origin's fraction
+            antialiased = gc.get_antialiased()
+            mode = ft2font.RenderMode.NORMAL if antialiased else ft2font.RenderMode.MONO
+            lift = self.height - y
+            bottom = int(self.height)
+            draw = self._renderer.draw_text_image
+            for font, index, dx, dy in glyphs:
+                gx = int(round(0x40 * (x + dx)))
+                gy = int(round(0x40 * (lift + dy)))
+                gkey = (font, size, dpi, index, gx & 63, gy & 63, flags, mode)
+                raster = _GLYPHS.get(gkey)
+                if raster is None:
+                    font.set_size(size, dpi)
+                    font._set_transform(_UPRIGHT, [gx & 63, gy & 63])
+                    bitmap = font._render_glyph(index, flags, mode)
+                    buffer = bitmap.buffer
+                    if not antialiased:
+                        buffer *= 0xff
+                    raster = _remember(_GLYPHS, gkey, (buffer, bitmap.left, bitmap.top - buffer.shape[0]))
+                buffer, left, top_less_rows = raster
+                draw(buffer, left + (gx >> 6), bottom - top_less_rows - (gy >> 6), 0, gc)
+
+
+class Canvas(FigureCanvasAgg):
+    """FigureCanvasAgg drawing with :class:`Renderer`."""
+
+    def get_renderer(self, *args, **kwargs):
+        if FAST_TEXT and not args and not kwargs:        # FigureCanvasAgg.get_renderer of 3.11
+            w, h = self.get_width_height(physical=True)
+            key = w, h, self.figure.dpi
+            if self._lastKey != key:
+                self.renderer = Renderer(w, h, self.figure.dpi)
+                self._lastKey = key
+            return self.renderer
+        renderer = super().get_renderer(*args, **kwargs)
+        if not isinstance(renderer, Renderer):              # a new one: the same, with the caches
+            renderer = self.renderer = Renderer(renderer.width, renderer.height, renderer.dpi)
+        return renderer
