@@ -2,7 +2,9 @@
 
 Three entry points, all writing into ``out_dir`` and returning the path of ``index.html``
 (each takes ``no_answers=True`` to hide teaching cards and adapter names, as the workshop
-does, and ``linear=True`` for a plain linear time axis):
+does, ``linear=True`` for a plain linear time axis, and ``jobs=N`` for the number of worker
+processes drawing the figures: by default the cores, 1 for this process only; the output is
+the same bytes for any number):
 
 * :func:`render_results` - scenario results whose traces were saved (``crashlab run --report``);
 * :func:`render_scorecard` - a scored suite (``crashlab conformance --report``);
@@ -29,29 +31,30 @@ INPUT_HINT = ("give trace files (.jsonl, written by `crashlab run`), folders of 
 
 
 def render_results(results: list[ScenarioResult], out_dir: Path, *, no_answers: bool = False,
-                   linear: bool = False, progress=None) -> Path:
+                   linear: bool = False, progress=None, jobs: int | None = None) -> Path:
     """Render scenario results; each result's ``trace`` names its saved JSONL trace."""
     results = list(results)
     return _render(results, [_trace_of(r, []) for r in results], None, Path(out_dir),
                    adapter=_common_adapter(results), notes=[], no_answers=no_answers, linear=linear,
-                   progress=progress)
+                   progress=progress, jobs=jobs)
 
 
 def render_scorecard(card: Scorecard, out_dir: Path, *, no_answers: bool = False, linear: bool = False,
-                     progress=None) -> Path:
+                     progress=None, jobs: int | None = None) -> Path:
     """Render a scored suite: the score, where points were lost, and every scenario."""
     scenarios = list(card.scenarios)
     return _render(scenarios, [_trace_of(r, []) for r in scenarios], card, Path(out_dir),
-                   adapter=card.adapter, notes=[], no_answers=no_answers, linear=linear, progress=progress)
+                   adapter=card.adapter, notes=[], no_answers=no_answers, linear=linear, progress=progress,
+                   jobs=jobs)
 
 
 def render_inputs(paths: list[Path], out_dir: Path, *, no_answers: bool = False, linear: bool = False,
-                  progress=None) -> Path:
+                  progress=None, jobs: int | None = None) -> Path:
     """Re-render from saved files. With a results JSON, its scores and verdicts are shown as
     saved, and each scenario's trace is found among the given traces or at the path the JSON
     names. With traces only, each is checked again (crashlab.checks) and, when they all come
     from one adapter, scored."""
-    opts = {"no_answers": no_answers, "linear": linear, "progress": progress}
+    opts = {"no_answers": no_answers, "linear": linear, "progress": progress, "jobs": jobs}
     if not paths:
         raise UsageError("nothing to render", hint=INPUT_HINT)
     traces, results_json = _classify([Path(p) for p in paths])
@@ -206,7 +209,7 @@ def _names(results: list[ScenarioResult]) -> list[str]:
 
 def _render(results: list[ScenarioResult], events: list[list[dict] | None], card: Scorecard | None,
             out_dir: Path, *, adapter: str | None, notes: list[str], no_answers: bool = False,
-            linear: bool = False, progress=None) -> Path:
+            linear: bool = False, progress=None, jobs: int | None = None) -> Path:
     from ..files import atomic_write_text
     from . import html, index, markdown
     from .figure import matplotlib
@@ -220,9 +223,9 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
     pages.mkdir(parents=True, exist_ok=True)
     names = _names(results)
     data = [extract_lanes(evs) if evs else None for evs in events]
-    jobs = [(evs, r, d, figures / name, no_answers, linear)
-            for r, evs, d, name in zip(results, events, data, names) if evs]
-    pngs = iter(_figures(jobs, progress))
+    tasks = [(evs, r, d, figures / name, no_answers, linear)
+             for r, evs, d, name in zip(results, events, data, names) if evs]
+    pngs = iter(_figures(tasks, progress, jobs))
     items = ordered([Item(result=r, events=evs, name=name, lanes=d, png=next(pngs) if evs else None)
                      for r, evs, d, name in zip(results, events, data, names)])
     for i, item in enumerate(items):
@@ -246,33 +249,86 @@ def _figure(job) -> bytes:
     return render_figure(events, result, base, data=data, no_answers=no_answers, linear=linear).read_bytes()
 
 
-def _figures(jobs: list, progress=None) -> list[bytes]:
-    """Render every figure; on a multi-core Linux host, in forked worker processes (the
-    output is the same bytes either way). ``progress`` (crashlab.progress) counts figures."""
+_TASKS: list = []     # a worker's figures, inherited when it is forked (never pickled)
+
+
+def _worker_start(tasks: list) -> None:
+    """A figure worker: SIGINT is left to the parent, which stops the workers (a terminal
+    sends it to the whole process group), and SIGTERM ends it (not the handler it inherited,
+    which would turn it into an exception the pool's worker loop survives)."""
+    import signal
+
+    global _TASKS
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _TASKS = tasks
+
+
+def _worker_figure(i: int) -> tuple[int, bytes]:
+    return i, _figure(_TASKS[i])
+
+
+def _workers(tasks: list, jobs: int | None) -> int:
+    """How many worker processes draw the figures: ``jobs`` (default: the cores this process
+    may use), 1 (this process) for a few figures, on a single core, without fork, or inside
+    a daemon process."""
     import multiprocessing as mp
     import os
 
-    if progress is not None:
-        progress.total = len(jobs)
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    out: list[bytes] = []
-    try:
-        if len(jobs) < PARALLEL_MIN or cpus < 2 or "fork" not in mp.get_all_start_methods() \
-                or mp.current_process().daemon:
-            made = map(_figure, jobs)
-            for png in made:
-                out.append(png)
-                if progress is not None:
-                    progress.update()
-            return out
-        from concurrent.futures import ProcessPoolExecutor
+    if jobs is None:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if jobs < 2 or len(tasks) < PARALLEL_MIN or "fork" not in mp.get_all_start_methods() \
+            or mp.current_process().daemon:
+        return 1
+    return min(jobs, len(tasks))
 
-        with ProcessPoolExecutor(max_workers=min(cpus, 4), mp_context=mp.get_context("fork")) as pool:
-            for png in pool.map(_figure, jobs, chunksize=max(1, len(jobs) // (4 * min(cpus, 4)))):
-                out.append(png)
+
+def _figures(tasks: list, progress=None, jobs: int | None = None) -> list[bytes]:
+    """Render every figure (each task is the arguments of :func:`_figure`), in ``jobs`` forked
+    worker processes (see :func:`_workers`); the output is the same bytes for any number.
+    The workers take one figure at a time, so none idles while another has a queue. Workers
+    that cannot start leave the figures to this process; an interrupt stops them at once.
+    ``progress`` (crashlab.progress) counts figures."""
+    out: list[bytes | None] = [None] * len(tasks)
+    if progress is not None:
+        progress.total = len(tasks)
+    try:
+        workers = _workers(tasks, jobs)
+        if workers > 1:
+            _in_workers(tasks, workers, out, progress)
+        for i, task in enumerate(tasks):       # everything, serially; or what the workers could not draw
+            if out[i] is None:
+                out[i] = _figure(task)
                 if progress is not None:
                     progress.update()
-        return out
+        return out  # type: ignore[return-value]
     finally:
         if progress is not None:
             progress.close()
+
+
+def _in_workers(tasks: list, workers: int, out: list, progress) -> None:
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"),
+                               initializer=_worker_start, initargs=(tasks,))
+    stop = True
+    try:
+        pending = {pool.submit(_worker_figure, i) for i in range(len(tasks))}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                i, png = future.result()
+                out[i] = png
+                if progress is not None:
+                    progress.update()
+        stop = False
+    except (BrokenProcessPool, OSError):     # a worker died or could not start: the rest are drawn here
+        stop = False
+    finally:
+        if stop:             # an interrupt or an error: stop the workers now, drop the queued figures
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+        pool.shutdown(wait=not stop, cancel_futures=True)
