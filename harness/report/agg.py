@@ -10,7 +10,8 @@ this renderer keeps, for the life of the process:
 * the extent of a string (width, height, descent), keyed by font, size, dpi and hinting;
 * the glyph layout of a string, keyed likewise;
 * the bitmap of a glyph at a sub-pixel offset: FreeType's raster of a glyph moved by whole
-  pixels is the same raster, moved, so one bitmap serves every position with that fraction.
+  pixels is the same raster, moved, so one bitmap serves every position with that fraction;
+* a font's ascent, descent and line gap at a size (read from its tables for every text).
 
 Only upright plain text takes the cached path; mathtext, TeX and rotated text are drawn by
 matplotlib as they are. The layout and glyph caches copy the 3.11 drawing code, so they are
@@ -43,6 +44,7 @@ _UPRIGHT = np.array([[0x10000, 0], [0, 0x10000]])     # the 16.16 matrix matplot
 _EXTENTS: dict[tuple, tuple[float, float, float]] = {}
 _LAYOUTS: dict[tuple, tuple] = {}
 _GLYPHS: dict[tuple, tuple] = {}
+_HEIGHTS: dict[tuple, tuple] = {}
 #: Beyond this many entries a cache is emptied (a long-lived process rendering many reports).
 CACHE_LIMIT = 200_000
 
@@ -92,6 +94,28 @@ class Renderer(RendererAgg):
         return hit
 
     if FAST_TEXT:
+        def _get_font_height_metrics(self, prop):
+            """A font's ascent, descent and line gap at a size, which Text._get_layout of 3.11
+            reads from the font's tables for every text it measures (the same arithmetic)."""
+            size = prop.get_size_in_points()
+            font = self._font_of(prop)
+            key = (font, size, self.dpi)
+            hit = _HEIGHTS.get(key)
+            if hit is None:
+                hit = (None, None, None)
+                for table_name, linegap_key, ascent_key, descent_key in (
+                        ('OS/2', 'sTypoLineGap', 'sTypoAscender', 'sTypoDescender'),
+                        ('hhea', 'lineGap', 'ascent', 'descent')):
+                    table = font.get_sfnt_table(table_name)
+                    if table is None:
+                        continue
+                    units_per_em = font.get_sfnt_table('head')['unitsPerEm']
+                    scale = 1 / units_per_em * size * self.dpi / 72
+                    hit = (table[ascent_key] * scale, -table[descent_key] * scale, table[linegap_key] * scale)
+                    break
+                _remember(_HEIGHTS, key, hit)
+            return hit
+
         def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
             if ismath or angle != 0:
                 return super().draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
@@ -126,7 +150,8 @@ class Renderer(RendererAgg):
                         buffer *= 0xff
                     raster = _remember(_GLYPHS, gkey, (buffer, bitmap.left, bitmap.top - buffer.shape[0]))
                 buffer, left, top_less_rows = raster
-                draw(buffer, left + (gx >> 6), bottom - top_less_rows - (gy >> 6), 0, gc)
+                if buffer.size:                 # a space has no pixels to blend
+                    draw(buffer, left + (gx >> 6), bottom - top_less_rows - (gy >> 6), 0, gc)
 
 
 class Canvas(FigureCanvasAgg):
