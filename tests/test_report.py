@@ -125,37 +125,41 @@ def test_rendering_is_deterministic_in_one_process_or_several(saved, tmp_path, m
     _same_report(three, four, results)
 
 
-def test_figure_workers_follow_jobs_and_fall_back_to_this_process(monkeypatch):
+def test_scenario_workers_follow_jobs_and_fall_back_to_this_process(monkeypatch, tmp_path):
     import multiprocessing as mp
 
     import crashlab.report as report
 
-    tasks = list(range(20))
+    tasks = [tmp_path / f"{i}.txt" for i in range(20)]
     forks = "fork" in mp.get_all_start_methods()
     assert report._workers(tasks, 1) == 1
     assert report._workers(tasks, 3) == (3 if forks else 1)
     assert report._workers(tasks, 64) == (20 if forks else 1)
     assert report._workers(tasks[:report.PARALLEL_MIN - 1], 4) == 1      # a few figures: not worth a fork
-    monkeypatch.setattr(report, "_figure", lambda task: f"png {task}".encode())
-    assert report._figures(tasks, jobs=1) == [f"png {t}".encode() for t in tasks]
+    monkeypatch.setattr(report, "_scenario", lambda task: task.write_text(task.stem))
+    report._scenarios(tasks, jobs=1)
+    assert [t.read_text() for t in tasks] == [str(i) for i in range(20)]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="forked workers")
-def test_figures_a_dead_worker_did_not_draw_are_drawn_in_this_process(monkeypatch):
+def test_scenarios_a_dead_worker_did_not_draw_are_drawn_in_this_process(monkeypatch, tmp_path):
     import os
 
     import crashlab.report as report
 
     parent = os.getpid()
 
-    def figure(task):
-        if task == 5 and os.getpid() != parent:
+    def scenario(task):
+        if task.stem == "5" and os.getpid() != parent:
             os._exit(1)          # a worker killed mid-figure (out of memory, say)
-        return f"png {task}".encode()
+        task.write_text(f"{task.stem} by {'this process' if os.getpid() == parent else 'a worker'}")
 
-    monkeypatch.setattr(report, "_figure", figure)
-    tasks = list(range(12))
-    assert report._figures(tasks, jobs=2) == [f"png {t}".encode() for t in tasks]
+    monkeypatch.setattr(report, "_scenario", scenario)
+    tasks = [tmp_path / f"{i}.txt" for i in range(12)]
+    report._scenarios(tasks, jobs=2)
+    assert all(t.read_text().startswith(t.stem) for t in tasks)
+    assert (tmp_path / "5.txt").read_text() == "5 by this process"
+    assert any(t.read_text().endswith("a worker") for t in tasks)
 
 
 def test_a_command_with_jobs_draws_the_figures_with_as_many():

@@ -211,7 +211,7 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
             out_dir: Path, *, adapter: str | None, notes: list[str], no_answers: bool = False,
             linear: bool = False, progress=None, jobs: int | None = None) -> Path:
     from ..files import atomic_write_text
-    from . import html, index, markdown
+    from . import index, markdown
     from .figure import matplotlib
     from .lanes import lanes as extract_lanes
     from .view import Item, ordered
@@ -222,16 +222,14 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
     figures.mkdir(parents=True, exist_ok=True)
     pages.mkdir(parents=True, exist_ok=True)
     names = _names(results)
-    data = [extract_lanes(evs) if evs else None for evs in events]
-    tasks = [(evs, r, d, figures / name, no_answers, linear)
-             for r, evs, d, name in zip(results, events, data, names) if evs]
-    pngs = iter(_figures(tasks, progress, jobs))
-    items = ordered([Item(result=r, events=evs, name=name, lanes=d, png=next(pngs) if evs else None)
-                     for r, evs, d, name in zip(results, events, data, names)])
-    for i, item in enumerate(items):
-        page = html.scenario_page(item, no_answers=no_answers, prev=items[i - 1] if i else None,
-                                  next_=items[i + 1] if i + 1 < len(items) else None)
-        atomic_write_text(pages / f"{item.name}.html", page)
+    items = ordered([Item(result=r, events=evs, name=name, lanes=extract_lanes(evs) if evs else None)
+                     for r, evs, name in zip(results, events, names)])
+    tasks = [(item, items[i - 1] if i else None, items[i + 1] if i + 1 < len(items) else None,
+              out_dir, no_answers, linear) for i, item in enumerate(items)]
+    _scenarios([t for t in tasks if t[0].events], progress, jobs)      # figures and their pages
+    for task in tasks:
+        if not task[0].events:
+            _scenario(task)
     where = out_dir / "index.html"
     atomic_write_text(where, index.index_page(items, card, adapter=adapter, notes=notes, no_answers=no_answers))
     atomic_write_text(out_dir / "summary.md", markdown.summary(items, card, adapter, no_answers=no_answers))
@@ -249,15 +247,32 @@ def _figure(job) -> bytes:
     return render_figure(events, result, base, data=data, no_answers=no_answers, linear=linear).read_bytes()
 
 
-_TASKS: list = []     # a worker's figures, inherited when it is forked (never pickled)
+def _scenario(task) -> None:
+    """One scenario's figure (``figures/<name>.png``, when it has a trace) and its page
+    (``scenarios/<name>.html``, the figure embedded); ``prev`` and ``next_`` are its
+    neighbours in the report's order."""
+    from dataclasses import replace
+
+    from ..files import atomic_write_text
+    from . import html
+
+    item, prev, next_, out_dir, no_answers, linear = task
+    if item.events:
+        png = _figure((item.events, item.result, item.lanes, out_dir / "figures" / item.name, no_answers, linear))
+        item = replace(item, png=png)
+    atomic_write_text(out_dir / "scenarios" / f"{item.name}.html",
+                      html.scenario_page(item, no_answers=no_answers, prev=prev, next_=next_))
+
+
+_TASKS: list = []     # a worker's scenarios, inherited when it is forked (never pickled)
 
 
 def _worker_start(tasks: list) -> None:
-    """A figure worker: SIGINT is left to the parent, which stops the workers (a terminal
-    sends it to the whole process group), and SIGTERM ends it (not the handler it inherited,
-    which would turn it into an exception the pool's worker loop survives). What it inherited
-    (the traces, matplotlib) is frozen out of the garbage collector's scans: the collections
-    a figure's many artists trigger then look at the figure's objects only (they took an
+    """A worker: SIGINT is left to the parent, which stops the workers (a terminal sends it
+    to the whole process group), and SIGTERM ends it (not the handler it inherited, which
+    would turn it into an exception the pool's worker loop survives). What it inherited (the
+    traces, matplotlib) is frozen out of the garbage collector's scans: the collections a
+    figure's many artists trigger then look at the figure's objects only (they took an
     eighth of the drawing time, now half that) and leave the parent's pages shared."""
     import gc
     import signal
@@ -269,12 +284,13 @@ def _worker_start(tasks: list) -> None:
     _TASKS = tasks
 
 
-def _worker_figure(i: int) -> tuple[int, bytes]:
-    return i, _figure(_TASKS[i])
+def _worker_scenario(i: int) -> int:
+    _scenario(_TASKS[i])
+    return i
 
 
 def _workers(tasks: list, jobs: int | None) -> int:
-    """How many worker processes draw the figures: ``jobs`` (default: the cores this process
+    """How many worker processes draw the scenarios: ``jobs`` (default: the cores this process
     may use), 1 (this process) for a few figures, on a single core, without fork, or inside
     a daemon process."""
     import multiprocessing as mp
@@ -288,31 +304,31 @@ def _workers(tasks: list, jobs: int | None) -> int:
     return min(jobs, len(tasks))
 
 
-def _figures(tasks: list, progress=None, jobs: int | None = None) -> list[bytes]:
-    """Render every figure (each task is the arguments of :func:`_figure`), in ``jobs`` forked
-    worker processes (see :func:`_workers`); the output is the same bytes for any number.
-    The workers take one figure at a time, so none idles while another has a queue. Workers
-    that cannot start leave the figures to this process; an interrupt stops them at once.
-    ``progress`` (crashlab.progress) counts figures."""
-    out: list[bytes | None] = [None] * len(tasks)
+def _scenarios(tasks: list, progress=None, jobs: int | None = None) -> None:
+    """Draw every scenario's figure and write its page (each task is the argument of
+    :func:`_scenario`), in ``jobs`` forked worker processes (see :func:`_workers`); the
+    output is the same bytes for any number. The workers take one scenario at a time, so
+    none idles while another has a queue. What workers could not do (one died, or none could
+    start) is done in this process; an interrupt stops them at once. ``progress``
+    (crashlab.progress) counts figures."""
+    done = [False] * len(tasks)
     if progress is not None:
         progress.total = len(tasks)
     try:
         workers = _workers(tasks, jobs)
         if workers > 1:
-            _in_workers(tasks, workers, out, progress)
-        for i, task in enumerate(tasks):       # everything, serially; or what the workers could not draw
-            if out[i] is None:
-                out[i] = _figure(task)
+            _in_workers(tasks, workers, done, progress)
+        for i, task in enumerate(tasks):
+            if not done[i]:
+                _scenario(task)
                 if progress is not None:
                     progress.update()
-        return out  # type: ignore[return-value]
     finally:
         if progress is not None:
             progress.close()
 
 
-def _in_workers(tasks: list, workers: int, out: list, progress) -> None:
+def _in_workers(tasks: list, workers: int, done: list[bool], progress) -> None:
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
@@ -321,19 +337,18 @@ def _in_workers(tasks: list, workers: int, out: list, progress) -> None:
                                initializer=_worker_start, initargs=(tasks,))
     stop = True
     try:
-        pending = {pool.submit(_worker_figure, i) for i in range(len(tasks))}
+        pending = {pool.submit(_worker_scenario, i) for i in range(len(tasks))}
         while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                i, png = future.result()
-                out[i] = png
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done[future.result()] = True
                 if progress is not None:
                     progress.update()
         stop = False
-    except (BrokenProcessPool, OSError):     # a worker died or could not start: the rest are drawn here
+    except (BrokenProcessPool, OSError):     # a worker died or could not start: the rest are done here
         stop = False
     finally:
-        if stop:             # an interrupt or an error: stop the workers now, drop the queued figures
+        if stop:             # an interrupt or an error: stop the workers now, drop the queued scenarios
             for process in list((getattr(pool, "_processes", None) or {}).values()):
                 process.terminate()
         pool.shutdown(wait=not stop, cancel_futures=True)
