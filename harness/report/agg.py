@@ -13,6 +13,9 @@ this renderer keeps, for the life of the process:
   pixels is the same raster, moved, so one bitmap serves every position with that fraction;
 * a font's ascent, descent and line gap at a size (read from its tables for every text).
 
+A string's glyphs are then blended into the canvas in as few calls as their rectangles allow
+(most strings: one) rather than one call per glyph.
+
 Only upright plain text takes the cached path; mathtext, TeX and rotated text are drawn by
 matplotlib as they are. The layout and glyph caches copy the 3.11 drawing code, so they are
 used only with the matplotlib versions checked against it (:data:`FAST_TEXT`); with any
@@ -135,7 +138,8 @@ class Renderer(RendererAgg):
             mode = ft2font.RenderMode.NORMAL if antialiased else ft2font.RenderMode.MONO
             lift = self.height - y
             bottom = int(self.height)
-            draw = self._renderer.draw_text_image
+            batch: list[tuple] = []     # glyphs whose rectangles are disjoint: (buffer, x0, y0, x1, y1)
+            reach = None                # the batch's rightmost pixel column + 1
             for font, index, dx, dy in glyphs:
                 gx = int(round(0x40 * (x + dx)))
                 gy = int(round(0x40 * (lift + dy)))
@@ -150,8 +154,35 @@ class Renderer(RendererAgg):
                         buffer *= 0xff
                     raster = _remember(_GLYPHS, gkey, (buffer, bitmap.left, bitmap.top - buffer.shape[0]))
                 buffer, left, top_less_rows = raster
-                if buffer.size:                 # a space has no pixels to blend
-                    draw(buffer, left + (gx >> 6), bottom - top_less_rows - (gy >> 6), 0, gc)
+                if not buffer.size:             # a space has no pixels to blend
+                    continue
+                x0 = left + (gx >> 6)
+                y1 = bottom - top_less_rows - (gy >> 6)
+                rows, cols = buffer.shape
+                x1 = x0 + cols
+                y0 = y1 - rows
+                if reach is not None and x0 < reach and any(
+                        x0 < b[3] and b[1] < x1 and y0 < b[4] and b[2] < y1 for b in batch):
+                    self._blend(batch, gc)      # it covers a pixel of one before it: that one first
+                    batch, reach = [], None
+                batch.append((buffer, x0, y0, x1, y1))
+                reach = x1 if reach is None else max(reach, x1)
+            self._blend(batch, gc)
+
+        def _blend(self, batch: list[tuple], gc) -> None:
+            """Blend glyphs whose rectangles are disjoint in one call, as one image (zero
+            elsewhere): Agg leaves a pixel of zero coverage untouched and each pixel gets at
+            most one glyph, so the pixels are those of one call per glyph, in any order."""
+            if len(batch) == 1:
+                buffer, x0, _, _, y1 = batch[0]
+                self._renderer.draw_text_image(buffer, x0, y1, 0, gc)
+            elif batch:
+                left, top = min(b[1] for b in batch), min(b[2] for b in batch)
+                right, low = max(b[3] for b in batch), max(b[4] for b in batch)
+                image = np.zeros((low - top, right - left), np.uint8)
+                for buffer, x0, y0, x1, y1 in batch:
+                    image[y0 - top:y1 - top, x0 - left:x1 - left] = buffer
+                self._renderer.draw_text_image(image, left, low, 0, gc)
 
 
 class Canvas(FigureCanvasAgg):
