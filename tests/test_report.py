@@ -106,6 +106,12 @@ def test_every_scenario_gets_a_png_figure_and_a_page(rendered, tmp_path):
     assert root.tag.endswith("svg") and len(root.findall(".//{http://www.w3.org/2000/svg}path")) > 20
 
 
+def _same_report(one: Path, two: Path, results) -> None:
+    for rel in ["index.html", "summary.md"] + [f"{d}/{r.id}.{x}" for r in results
+                                                for d, x in (("figures", "png"), ("scenarios", "html"))]:
+        assert (one.parent / rel).read_bytes() == (two.parent / rel).read_bytes(), rel
+
+
 def test_rendering_is_deterministic_in_one_process_or_several(saved, tmp_path, monkeypatch):
     import crashlab.report
 
@@ -113,9 +119,56 @@ def test_rendering_is_deterministic_in_one_process_or_several(saved, tmp_path, m
     one = render_results(results[:2], tmp_path / "one")
     monkeypatch.setattr(crashlab.report, "PARALLEL_MIN", 1)   # forked workers where the host allows
     two = render_results(results[:2], tmp_path / "two")
-    for rel in ["index.html", "summary.md"] + [f"{d}/{r.id}.{x}" for r in results[:2]
-                                                for d, x in (("figures", "png"), ("scenarios", "html"))]:
-        assert (one.parent / rel).read_bytes() == (two.parent / rel).read_bytes(), rel
+    _same_report(one, two, results[:2])
+    three = render_results(results, tmp_path / "three", jobs=3)
+    four = render_results(results, tmp_path / "four", jobs=1)
+    _same_report(three, four, results)
+
+
+def test_scenario_workers_follow_jobs_and_fall_back_to_this_process(monkeypatch, tmp_path):
+    import multiprocessing as mp
+
+    import crashlab.report as report
+
+    tasks = [tmp_path / f"{i}.txt" for i in range(20)]
+    forks = "fork" in mp.get_all_start_methods()
+    assert report._workers(tasks, 1) == 1
+    assert report._workers(tasks, 3) == (3 if forks else 1)
+    assert report._workers(tasks, 64) == (20 if forks else 1)
+    assert report._workers(tasks[:report.PARALLEL_MIN - 1], 4) == 1      # a few figures: not worth a fork
+    monkeypatch.setattr(report, "_scenario", lambda task: task.write_text(task.stem))
+    report._scenarios(tasks, jobs=1)
+    assert [t.read_text() for t in tasks] == [str(i) for i in range(20)]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forked workers")
+def test_scenarios_a_dead_worker_did_not_draw_are_drawn_in_this_process(monkeypatch, tmp_path):
+    import os
+
+    import crashlab.report as report
+
+    parent = os.getpid()
+
+    def scenario(task):
+        if task.stem == "5" and os.getpid() != parent:
+            os._exit(1)          # a worker killed mid-figure (out of memory, say)
+        task.write_text(f"{task.stem} by {'this process' if os.getpid() == parent else 'a worker'}")
+
+    monkeypatch.setattr(report, "_scenario", scenario)
+    tasks = [tmp_path / f"{i}.txt" for i in range(12)]
+    report._scenarios(tasks, jobs=2)
+    assert all(t.read_text().startswith(t.stem) for t in tasks)
+    assert (tmp_path / "5.txt").read_text() == "5 by this process"
+    assert any(t.read_text().endswith("a worker") for t in tasks)
+
+
+def test_a_command_with_jobs_draws_the_figures_with_as_many():
+    import argparse
+
+    from crashlab.report.commands import report_options
+
+    assert report_options(argparse.Namespace(jobs=3, quiet=True))["jobs"] == 3
+    assert report_options(argparse.Namespace(quiet=True))["jobs"] is None       # the cores
 
 
 def test_time_axis_is_monotonic_and_bounded():

@@ -219,3 +219,28 @@ def test_no_state_machine_label_covers_a_state_name():
                 assert not hit, (path.stem, kind, text)
                 checked += 1
     assert checked > 100
+
+
+# --------------------------------------------------------------------------- the canvas
+def test_the_cached_canvas_draws_the_same_pixels_as_matplotlibs():
+    """crashlab.report.agg caches text extents, layouts and glyph rasters across figures; the
+    pixels must be matplotlib's own, byte for byte, with the caches cold and warm."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from crashlab.report import agg
+
+    def pixels(fig, canvas_class):
+        canvas = canvas_class(fig)
+        canvas.draw()
+        return bytes(canvas.buffer_rgba())
+
+    names = ["combined-cancellation-under-pressure", "t6-duplicate-input-event", "combined-deploy-expired-approval"]
+    for cache in (agg._EXTENTS, agg._LAYOUTS, agg._GLYPHS):
+        cache.clear()
+    with matplotlib().rc_context(RC):
+        for linear in (False, True):
+            for name in names:
+                events = read_jsonl(ROOT / "traces" / f"{name}.jsonl")
+                stock = pixels(build_figure(events, check_trace(events), linear=linear), FigureCanvasAgg)
+                assert pixels(build_figure(events, check_trace(events), linear=linear), agg.Canvas) == stock, name
+    assert agg._EXTENTS and (agg._GLYPHS or not agg.FAST_TEXT)

@@ -24,11 +24,12 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
 
 def report_options(args: argparse.Namespace) -> dict:
     """Keyword arguments for crashlab.report's render functions (with a progress bar of the figures,
-    silent with -q)."""
+    silent with -q). A command with ``--jobs`` draws the figures in that many processes too."""
     from ..progress import Progress
 
     return {"no_answers": bool(getattr(args, "no_answers", False)), "linear": bool(getattr(args, "linear", False)),
-            "progress": Progress(0, "report", quiet=bool(getattr(args, "quiet", False)))}
+            "progress": Progress(0, "report", quiet=bool(getattr(args, "quiet", False))),
+            "jobs": getattr(args, "jobs", None)}
 
 
 def add_parsers(cmd, adapter_help: str) -> None:

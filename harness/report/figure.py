@@ -439,10 +439,11 @@ def render_figure(events: list[dict], result: ScenarioResult | None, out_base: P
 def _palette_png(fig) -> bytes:
     """Render with Agg and write a 256-colour palette PNG: a third of the size of an RGBA PNG
     with the same flat colours (Pillow ships with matplotlib)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from PIL import Image
 
-    canvas = FigureCanvasAgg(fig)
+    from .agg import Canvas
+
+    canvas = fig.canvas if isinstance(fig.canvas, Canvas) else Canvas(fig)
     canvas.draw()
     width, height = canvas.get_width_height()
     image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)

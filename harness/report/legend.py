@@ -104,9 +104,10 @@ def draw(fig, rows: list[tuple[str, dict, str]], left_in: float, top_in: float, 
     from the figure's left and top. The labels are one multi-line text (one text costs about
     as much to draw as one line of it); the swatches and section titles are placed on its
     lines, measured once."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
+
+    from .agg import Canvas
 
     if not rows:
         return
@@ -116,7 +117,7 @@ def draw(fig, rows: list[tuple[str, dict, str]], left_in: float, top_in: float, 
     spacing = 1.45
     labels = fig.text(left_in + 0.28, fig_h - top_in, "\n".join("" if k == "section" else label for k, _, label in rows),
                       fontsize=size, va="top", linespacing=spacing, transform=tr)
-    renderer = FigureCanvasAgg(fig).get_renderer()
+    renderer = Canvas(fig).get_renderer()     # drawing the figure later reuses it
     box = labels.get_window_extent(renderer)
     if box.height / fig.dpi > height_in:             # too many rows: tighter lines, smaller type
         size, spacing = font - 1.5, 1.2
