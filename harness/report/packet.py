@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from ..scenario import format_time
+from ..timefmt import format_time
 
 PANELS = ("header", "effects", "authority", "compatibility", "budget", "recommended", "alternatives")
 #: An expiry at or beyond this many ms (about 146 million years) means "never".

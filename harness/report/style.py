@@ -5,7 +5,7 @@ from typing import Any, Callable
 
 from .. import events
 from ..model import Knowledge, RunState
-from ..scenario import format_time
+from ..timefmt import format_time
 
 _S, _K = RunState, Knowledge
 RUN_COLORS: dict[str, str] = {s.value: c for s, c in {

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from ..scenario import format_time
+from ..timefmt import format_time
 from . import style
 
 #: Port calls that say nothing about the run: hidden unless --all.

@@ -5,7 +5,7 @@ remaining ambiguity)."""
 from __future__ import annotations
 
 from ..checks.invariants import INVARIANTS
-from ..scenario import format_time
+from ..timefmt import format_time
 from . import evidence as E
 from .keys import Expected
 
