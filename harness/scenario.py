@@ -19,8 +19,14 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from .errors import InvalidScenario
-from .events import BY_NAME as KIND_NAMES
-from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, RUBRIC_POINT_IDS, SERVICE_OPS, Knowledge, RunState
+from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, RUBRIC_POINT_IDS, SERVICE_OPS
+from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CARD_FIELDS, COMPENSATION_AUTHORITY, DEFAULT_ENV,
+                              DEFAULT_HORIZON_MS, DEFAULT_ORIGIN_MS, DELIVERY_FIELDS, DEPLOY_ALTERS, DISPOSITIONS,
+                              EVENT_FIELDS, EVENT_TYPES, EVIDENCE_FORMS, EXPECT_FIELDS, EXPECT_RULE_FIELDS, FAULTS,
+                              HISTORY_FIELDS, ID_PATTERN, INBOX_EVENTS, INVARIANT_PATTERN, KNOWLEDGE, MATCH_FIELDS,
+                              PRIMARY_OPERATION, PROFILE_CHOICES, RESERVED_PAYLOAD_KEYS, RULE_ACTION, RULE_FIELDS,
+                              RUN_FIELDS, RUN_STATES, RUNLESS_EVENTS, SEED_MAX, TAG_PATTERN, TOP_FIELDS, TRACE_KINDS,
+                              TRANSPORT_FAULTS, VERDICTS)
 from .services import PROFILE_DEFAULTS, profile_conflicts
 from .timefmt import (CLOCK_HINT, CLOCK_PATTERN, DURATION_HINT, clock_ms, format_time,  # noqa: F401
                       parse_duration, parse_time)
@@ -108,97 +114,6 @@ class Scenario:
         return format_time(t_ms, self.origin_ms)
 
 
-# --------------------------------------------------------------------------- vocabulary
-DEFAULT_ORIGIN_MS = 10 * 3_600_000     # 10:00, the chapter's clock
-DEFAULT_HORIZON_MS = 3_600_000         # one simulated hour after the origin
-DEFAULT_ENV = {"code_version": 1, "schema_version": 1, "canonicalization_version": 1,
-               "policy_version": 1, "capability_version": 1}
-#: Events delivered to the run's inbox (with optional duplicates and delivery identity).
-INBOX_EVENTS = frozenset({"cancel", "callback", "operator_answer", "retry", "deny", "event"})
-EVENT_TYPES = frozenset({"approve", "revoke", "capability_change", "deploy", "other_actor"}) | INBOX_EVENTS
-DELIVERY_FIELDS = frozenset({"duplicates", "duplicate_after", "event_id", "producer_seq", "producer"})
-#: The fields each event type takes besides at, type and run.
-EVENT_FIELDS: Mapping[str, frozenset[str]] = {
-    "deploy": frozenset(DEFAULT_ENV) | {"alters"},
-    "other_actor": frozenset({"service", "op", "args", "same_key"}),
-    "approve": frozenset(),
-    "capability_change": frozenset(),
-    "revoke": frozenset({"reason", "payload"}),
-    **{t: frozenset({"reason", "payload"}) | DELIVERY_FIELDS for t in INBOX_EVENTS - {"event"}},
-    "event": frozenset({"kind", "reason", "payload"}) | DELIVERY_FIELDS,
-}
-RUNLESS_EVENTS = frozenset({"deploy", "other_actor"})
-#: ``deploy.alters``: what a code change alters (AR-08 "Deployment compatibility"), and the
-#: contract version the deploy must change with it so that new code can tell.
-DEPLOY_ALTERS: Mapping[str, str] = {
-    "transition_meaning": "schema_version",
-    "proposal_hashing": "canonicalization_version",
-    "effect_identity": "canonicalization_version",
-    "capability_semantics": "capability_version",
-    "authority_checks": "policy_version",
-}
-#: Payload keys the world reads as delivery controls: a payload may not use them.
-RESERVED_PAYLOAD_KEYS = DELIVERY_FIELDS | {"kind", "duplicate_after_ms"}
-
-FAULTS = frozenset({"refused", "timeout_before_send", "drop_request", "lost_response", "late_arrival",
-                    "throttled", "server_error_before", "server_error_after", "duplicate_delivery",
-                    "unavailable", "error"})
-#: Faults with a send boundary: they only make sense on a service port.
-TRANSPORT_FAULTS = FAULTS - {"unavailable", "error"}
-CARD_FIELDS = ("known_before_failure", "survived", "recovery_owner", "authoritative_query",
-               "terminal_state")
-DISPOSITIONS = frozenset(s.value for s in RunState) - {"INTAKE"}
-KNOWLEDGE = frozenset(k.value for k in Knowledge)
-RUN_STATES = frozenset(s.value for s in RunState if s is not RunState.INTAKE)
-VERDICTS = ("pass", "fail", "unknown")
-#: The effect a run causes, per service kind (compensation is not a run operation).
-PRIMARY_OPERATION = {"reservation": "reserve", "notification": "send", "registry": "publish"}
-#: Per service kind, the values its profile knobs accept.
-PROFILE_CHOICES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
-    "reservation": {"idempotency": ("semantic", "key_only", "none"),
-                    "lookup": ("by_key", "by_incident_slot", "none"),
-                    "consistency": ("strong", "eventual")},
-    "notification": {"idempotency": ("none", "key_only", "semantic"), "lookup": ("none",),
-                     "consistency": ("strong", "eventual")},
-    "registry": {"idempotency": ("natural_key",), "lookup": ("by_version",),
-                 "consistency": ("strong", "eventual")},
-}
-APPROVAL_MODES = ("auto", "manual", "none")
-COMPENSATION_AUTHORITY = ("granted", "denied")
-BOUNDARIES = ("before", "after")
-
-TOP_FIELDS = frozenset({"id", "title", "description", "tags", "card", "seed", "clock", "services",
-                        "runs", "events", "faults", "crashes", "pauses", "expect", "env"})
-RUN_FIELDS = frozenset({"id", "intent", "service", "operation", "start", "deadline", "approval",
-                        "compensation_authority", "notify", "history"})
-#: ``runs[].history``: where a run that arrives with earlier history stands.
-HISTORY_FIELDS = ("checkpoint_version", "lease_epoch")
-RULE_FIELDS: Mapping[str, frozenset[str]] = {
-    "faults": frozenset({"match", "fault", "code", "delay", "times"}),
-    "crashes": frozenset({"match", "boundary", "restart_after", "times"}),
-    "pauses": frozenset({"match", "boundary", "resume_after", "restart_after", "times"}),
-}
-RULE_ACTION = {"faults": "fault", "crashes": "crash", "pauses": "pause"}
-MATCH_FIELDS = frozenset({"port", "op", "nth", "worker", "run", "from", "until", "knowledge", "state",
-                          "appends", "disposition"})
-EXPECT_FIELDS = frozenset({"dispositions", "remote_effects", "evidence", "absent", "disposition_at", "violations",
-                           "verdict", "rules"})
-#: ``expect.rules.<expectation>``: the rubric point a miss costs and the passage that justifies it.
-EXPECT_RULE_FIELDS = ("point", "source", "quote")
-ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,79}$"
-TAG_PATTERN = r"^[^\s](?:[^\n]{0,58}[^\s])?$"
-INVARIANT_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
-
-#: Every event kind a trace holds (crashlab.events, docs/trace.md); ``expect.evidence`` may name any of them.
-TRACE_KINDS = frozenset(KIND_NAMES) | EVENT_TYPES
-#: ``expect.evidence`` items: what the trace must contain besides the generic invariants.
-EVIDENCE_FORMS = {
-    "<port>.<op>": "a port call of this operation whose result reached the worker (reservation.lookup)",
-    "ledger:<KNOWLEDGE>": "a ledger append moved some key of the run to this knowledge state",
-    "checkpoint:<STATE>": "an accepted checkpoint had this control.state",
-    "finish:<DISPOSITION>": "an accepted finish with this disposition",
-    "<event kind>": "any trace event of this kind (escalation, released, late_arrival, takeover, ...)",
-}
 _EVIDENCE = re.compile(r"^(?:(?P<port>[a-z_]+)\.(?P<op>[a-z_]+)|(?P<prefix>ledger|checkpoint|finish):(?P<state>[A-Z_]+)"
                        r"|(?P<kind>[a-z_]+))$")
 
@@ -389,10 +304,6 @@ def _integer(low: int | None = None) -> Callable[[Any], int]:
             raise ValueError(f"must be at least {low}, got {value}")
         return value
     return check
-
-
-#: Seeds are integers from 0 to 2**53 - 1, so that every JSON reader keeps them exact.
-SEED_MAX = 2**53 - 1
 
 
 def _seed_value(value: Any) -> int:
@@ -693,10 +604,6 @@ def _read_match(rd: _Reader, m: dict, mpath: str, ports: Mapping, run_ids: list[
                  state=rd.get(m, "state", mpath, _choice(RUN_STATES, "run state"), None),
                  appends=rd.get(m, "appends", mpath, _choice(KNOWLEDGE, "knowledge state"), None),
                  disposition=rd.get(m, "disposition", mpath, _choice(RUN_STATES, "disposition"), None))
-
-
-#: ``at: {after: MATCH, delay: D}`` / ``at: {before: MATCH}``: an event anchored to a port call.
-ANCHORS = ("before", "after")
 
 
 def _read_anchor(rd: _Reader, e: dict, path: str, services: dict, run_ids: list[str], at):
