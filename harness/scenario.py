@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -20,6 +19,7 @@ import yaml
 
 from .errors import InvalidScenario
 from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, RUBRIC_POINT_IDS, SERVICE_OPS
+from .scenario_compiled import Match, Rule, RunSpec, Scenario, WorldEvent  # noqa: F401
 from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CARD_FIELDS, COMPENSATION_AUTHORITY, DEFAULT_ENV,
                               DEFAULT_HORIZON_MS, DEFAULT_ORIGIN_MS, DELIVERY_FIELDS, DEPLOY_ALTERS, DISPOSITIONS,
                               EVENT_FIELDS, EVENT_TYPES, EVIDENCE_FORMS, EXPECT_FIELDS, EXPECT_RULE_FIELDS, FAULTS,
@@ -30,89 +30,6 @@ from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CARD_FIELDS, 
 from .services import PROFILE_DEFAULTS, profile_conflicts
 from .timefmt import (CLOCK_HINT, CLOCK_PATTERN, DURATION_HINT, clock_ms, format_time,  # noqa: F401
                       parse_duration, parse_time)
-
-# --------------------------------------------------------------------------- compiled form
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Match:
-    """Which port call a rule applies to. All given conditions must hold."""
-
-    port: str | None = None
-    op: str | None = None
-    nth: int | None = None            # 1-based ordinal of (port, op) calls in the run
-    worker: int | None = None         # 1-based worker number in the run
-    run: str | None = None
-    from_ms: int | None = None
-    until_ms: int | None = None
-    knowledge: str | None = None      # latest ledger knowledge of the call's key
-    state: str | None = None          # checkpoints.write: the state the new checkpoint declares
-    appends: str | None = None        # ledger.append: the knowledge of the entry being appended
-    disposition: str | None = None    # run.finish: the disposition being reported
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Rule:
-    """A fault, crash or pause rule."""
-
-    action: str                       # fault | crash | pause
-    match: Match
-    fault: str | None = None          # for action=fault
-    code: str | None = None           # for fault=error
-    boundary: str = "before"          # crash/pause: before | after the call took effect
-    restart_after_ms: int = 1000      # crash: restart delay
-    resume_after_ms: int = 0          # pause: how long the zombie sleeps
-    delay_ms: int | None = None       # late_arrival / duplicate_delivery / throttled retry_after
-    times: int = 1                    # how many matching calls it fires on (0 = unlimited)
-    line: int | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunSpec:
-    id: str
-    intent: Mapping[str, Any]
-    service: str = "reservation"
-    operation: str = "reserve"
-    start_ms: int = 0
-    deadline_ms: int | None = None
-    approval: Mapping[str, Any] = field(default_factory=dict)   # mode, delay_ms, expires_after_ms
-    compensation_authority: str = "granted"                     # granted | denied
-    notify: bool = False
-    #: A run that arrives with earlier history: its checkpoint store already stands at this
-    #: version (earlier contents archived) and its lease has had this many epochs.
-    history: Mapping[str, int] = field(default_factory=dict)    # checkpoint_version, lease_epoch
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WorldEvent:
-    at_ms: int                        # absolute time; for an anchored event, its delay after the call
-    type: str
-    run: str | None
-    data: Mapping[str, Any]
-    line: int | None = None
-    anchor: str | None = None         # before | after: delivered when a port call matching ``match``
-    match: Match | None = None        # happens (before it executes / after it completes), plus at_ms
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Scenario:
-    id: str
-    title: str
-    tags: tuple[str, ...]
-    card: Mapping[str, str]
-    seed: int
-    origin_ms: int
-    horizon_ms: int
-    services: Mapping[str, Mapping[str, Any]]
-    runs: tuple[RunSpec, ...]
-    events: tuple[WorldEvent, ...]
-    rules: tuple[Rule, ...]
-    expect: Mapping[str, Any]
-    env: Mapping[str, Any]
-    source: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
-
-    def fmt(self, t_ms: int) -> str:
-        return format_time(t_ms, self.origin_ms)
-
 
 _EVIDENCE = re.compile(r"^(?:(?P<port>[a-z_]+)\.(?P<op>[a-z_]+)|(?P<prefix>ledger|checkpoint|finish):(?P<state>[A-Z_]+)"
                        r"|(?P<kind>[a-z_]+))$")
