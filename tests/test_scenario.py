@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import crashlab.scenario as scenario_module
+import crashlab.scenario_loader as loader_module
 from crashlab.errors import InvalidScenario
 from crashlab.scenario import (CARD_FIELDS, DEFAULT_ORIGIN_MS, EVENT_TYPES, clock_ms, format_time, from_dict,
                               library, library_dir, load_file, load_text, parse_duration, parse_time, resolve)
@@ -114,7 +114,7 @@ def test_missing_file_is_named():
 
 def test_library_file_must_be_named_after_its_id(tmp_path, monkeypatch):
     (tmp_path / "other-name.yaml").write_text(BASE.replace("id: t", "id: the-id"), encoding="utf-8")
-    monkeypatch.setattr(scenario_module, "library_dir", lambda: tmp_path)
+    monkeypatch.setattr(loader_module, "library_dir", lambda: tmp_path)
     with pytest.raises(InvalidScenario) as info:
         library()
     assert (info.value.line, info.value.field) == (1, "id") and "the-id.yaml" in str(info.value)
