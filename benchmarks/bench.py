@@ -42,7 +42,8 @@ from crashlab.checks import check_trace  # noqa: E402
 from crashlab.conformance import run_suite  # noqa: E402
 from crashlab.drivers import InProcessChannel, load_adapter  # noqa: E402
 from crashlab.runner import Runner, Limits  # noqa: E402
-from crashlab.scenario import _parse, from_dict, library, library_dir  # noqa: E402
+from crashlab.scenario_loader import from_dict, library, library_dir  # noqa: E402
+from crashlab.scenario_yaml import _parse  # noqa: E402
 from crashlab.trace import jsonl  # noqa: E402
 
 TIMELINE = "combined-cancellation-under-pressure"

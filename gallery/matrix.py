@@ -16,7 +16,8 @@ from crashlab.checks.rubric import CATEGORY_MAX, RUBRIC, point_for, score
 from crashlab.conformance import run_one
 from crashlab.drivers import load_adapter
 from crashlab.results import ScenarioResult, Scorecard
-from crashlab.scenario import Scenario, library
+from crashlab.scenario_compiled import Scenario
+from crashlab.scenario_loader import library
 
 from . import ENTRIES, Entry, changes
 

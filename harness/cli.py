@@ -35,7 +35,7 @@ ADAPTER_HELP = ("adapter under test: module:attribute (in-process Python, e.g. "
 
 
 def _seed(text: str) -> int:
-    from .scenario import SEED_MAX
+    from .scenario_format import SEED_MAX
 
     try:
         value = int(text, 10)
@@ -207,7 +207,7 @@ def _cmd_run(args) -> int:
     from .conformance import run_one
     from .drivers import load_adapter
     from .files import check_output_dir
-    from .scenario import resolve
+    from .scenario_loader import resolve
 
     out = check_output_dir(args.out, "--out")
     report = check_output_dir(args.report, "--report") if args.report else None
@@ -243,7 +243,7 @@ def format_scorecard(card) -> str:
 
 def _select(args) -> list:
     from .conformance import collect_scenarios
-    from .scenario import library
+    from .scenario_loader import library
 
     scenarios = library() if not args.scenarios or args.with_library else []
     if args.scenarios:
@@ -431,7 +431,7 @@ def _cmd_replay(args) -> int:
     import shlex
 
     from .runner import run_scenario
-    from .scenario import resolve
+    from .scenario_loader import resolve
     from .trace import read_jsonl
 
     path = Path(args.trace)
@@ -473,7 +473,7 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_list(args) -> int:
-    from .scenario import library
+    from .scenario_loader import library
 
     scenarios = library()
     if args.tag:

@@ -16,7 +16,8 @@ from .drivers import AdapterSpec, load_adapter
 from .errors import ConformanceFailure, Interrupted, UsageError
 from .results import ScenarioResult, Scorecard, outcome_text
 from .runner import Limits, RunResult, run_scenario
-from .scenario import Scenario, library
+from .scenario_compiled import Scenario
+from .scenario_loader import library
 from .trace import write_jsonl
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -109,7 +110,7 @@ def recheck_saved(events: list[dict], path: str | Path) -> ScenarioResult:
 def collect_scenarios(paths: Iterable[str | Path]) -> list[Scenario]:
     """Scenario files, and the ``*.yaml``/``*.yml`` files of folders (sorted), in the order given;
     two scenarios with one id are a usage error naming both files."""
-    from .scenario import load_file
+    from .scenario_loader import load_file
 
     found: list[Scenario] = []
     where: dict[str, str] = {}

@@ -25,7 +25,8 @@ from .drivers import AdapterSpec, load_adapter
 from .errors import Interrupted
 from .model import is_dispatch
 from .runner import run_scenario
-from .scenario import Scenario, from_dict, library
+from .scenario_compiled import Scenario
+from .scenario_loader import from_dict, library
 
 Call = tuple[str, str, int]
 
@@ -198,7 +199,7 @@ def explore_chunk(chunk: Chunk, adapter: str) -> dict:
     from hypothesis.errors import NoSuchExample
 
     from .conformance import check_run
-    from .scenario import resolve
+    from .scenario_loader import resolve
     from .strategies import schedules
 
     spec = load_adapter(adapter)

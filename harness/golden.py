@@ -18,7 +18,8 @@ from pathlib import Path
 
 from .drivers import DEFAULT_ADAPTER, load_adapter
 from .runner import run_scenario
-from .scenario import Scenario, library
+from .scenario_compiled import Scenario
+from .scenario_loader import library
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "traces"
 

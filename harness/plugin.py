@@ -57,7 +57,7 @@ class CrashlabItem(pytest.Item):
 
     def runtest(self):
         from .conformance import failure_message, run_one
-        from .scenario import from_dict
+        from .scenario_loader import from_dict
 
         scenario = self.scenario or from_dict(self.document, file=str(self.path))
         out = self.config.getoption("crashlab_out")
@@ -85,7 +85,7 @@ class ConformanceSuite(pytest.Collector):
     def collect(self):
         from .explore import crash_documents, probe_calls
         from .drivers import load_adapter
-        from .scenario import library
+        from .scenario_loader import library
 
         config = self.config
         scenarios = library()
@@ -107,7 +107,7 @@ class CrashlabFile(pytest.File):
     """A user's ``*.crashlab.yaml`` scenario, collected as one test."""
 
     def collect(self):
-        from .scenario import load_file
+        from .scenario_loader import load_file
 
         scenario = load_file(self.path)
         yield CrashlabItem.from_parent(self, name=scenario.id, scenario=scenario)
@@ -147,7 +147,8 @@ class CrashlabFixture:
         return _adapter(self._config)
 
     def load(self, scenario):
-        from .scenario import Scenario, from_dict, load_file, resolve
+        from .scenario_compiled import Scenario
+        from .scenario_loader import from_dict, load_file, resolve
 
         if isinstance(scenario, Scenario):
             return scenario

@@ -19,7 +19,8 @@ from .drivers import (DEFAULT_MEMORY_MB, DEFAULT_REPLY_TIMEOUT_S, DEFAULT_STEP_B
 from .errors import InternalError
 from .model import TRACE_FORMAT
 from .ports import PortError
-from .scenario import Scenario, library_dir
+from .scenario_compiled import Scenario
+from .scenario_loader import library_dir
 from .world import Crash, RunWorld, WorkerState, World
 
 MAX_WORKERS_PER_RUN = 40

@@ -193,7 +193,7 @@ def _reused(build, *args):
 
 
 def _horizon(base: dict) -> int:
-    from .scenario import from_dict
+    from .scenario_loader import from_dict
 
     return from_dict(base).horizon_ms
 

@@ -29,7 +29,8 @@ from .errors import InternalError, Interrupted, UsageError
 from .files import atomic_write_text
 from .results import ScenarioResult, Scorecard
 from .runner import Limits, portable_source, run_scenario
-from .scenario import Scenario, from_dict
+from .scenario_compiled import Scenario
+from .scenario_loader import from_dict
 
 JOURNAL = "sweep.journal.jsonl"
 DEFAULT_BATCH = 16

@@ -21,7 +21,7 @@ from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, PortCall
 from .platform import (Approval, Authority, CheckpointStore, Inbox, Lease, Leases, Ledger,
                        RunControl)
 from .ports import PortError
-from .scenario import Rule, RunSpec, Scenario
+from .scenario_compiled import Rule, RunSpec, Scenario
 from .services import SERVICE_CLASSES, Service
 from .trace import Trace
 

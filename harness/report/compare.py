@@ -180,7 +180,7 @@ def compare(adapter_a: str, adapter_b: str, scenarios, *, examples: int = 0, see
     number of runs compared and every scenario whose outcomes differ."""
     from ..drivers import load_adapter
     from ..runner import run_scenario
-    from ..scenario import from_dict
+    from ..scenario_loader import from_dict
 
     spec_a, spec_b = load_adapter(adapter_a), load_adapter(adapter_b)
     work = [(s, None) for s in scenarios]
@@ -199,7 +199,7 @@ def compare(adapter_a: str, adapter_b: str, scenarios, *, examples: int = 0, see
 
 
 def cmd_compare(args: argparse.Namespace, out=None) -> int:
-    from ..scenario import library
+    from ..scenario_loader import library
 
     out = out or sys.stdout
     if len(args.adapter) != 2:

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..conformance import safe_name
 from ..results import ScenarioResult
-from ..scenario import CARD_FIELDS, format_time
+from ..scenario_format import CARD_FIELDS
+from ..timefmt import format_time
 from . import machines, packet as packets_view, style
 from .view import Item, knowledge_steps, packets, repro, run_steps, unresolved
 

@@ -11,7 +11,9 @@ import functools
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..scenario import Scenario, format_time, load_file, resolve
+from ..scenario_compiled import Scenario
+from ..scenario_loader import load_file, resolve
+from ..timefmt import format_time
 
 DATA = Path(__file__).resolve().parent / "data"
 HIDDEN_ADAPTER = "anonymous"

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from ..errors import UsageError
-from ..scenario import parse_yaml
+from ..scenario_yaml import parse_yaml
 from . import keys as K
 from .ladder import Rung, vocab
 

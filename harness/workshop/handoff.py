@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import UsageError
-from ..scenario import parse_yaml
+from ..scenario_yaml import parse_yaml
 from ..trace import write_jsonl
 from . import evidence as E
 from .keys import REFERENCE, _answers

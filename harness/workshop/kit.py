@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from ..scenario import parse_yaml
+from ..scenario_yaml import parse_yaml
 from ..trace import write_jsonl
 from . import evidence as E
 from . import exhibits, grade, keys
