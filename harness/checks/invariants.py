@@ -19,6 +19,7 @@ from ..model import (DISPOSITION_EFFECT_CLAIM, KNOWLEDGE_EVIDENCE, KNOWLEDGE_TRA
                      RUN_TRANSITIONS, TERMINAL_STATES, UNRESOLVED_KNOWLEDGE, RunState)
 from . import evidence, records
 from .evidence import PRESENT_KNOWLEDGE, absence, presence, resolve
+from .knowledge import EVER, acted_at, knew, sending, stalled_send
 from .index import (COMPENSATION_OPS, RECORD_FAULTS, WALL_CLOCK_FAULTS, Dispatch, RunIndex, TraceIndex,
                     dig, effect_items, effect_keys, hashable, identity, matches, obj)
 
@@ -100,18 +101,18 @@ def _unfenced(ix: TraceIndex) -> dict[int, str]:
     for ev in ix.effects:
         call = ix.calls.get(ev.get("call"))
         run = ix.runs.get(call.get("run")) if call is not None else None
-        w = run.workers.get(call["worker"]) if run is not None else None
-        if w is None:
+        sent = knew(run, call["worker"], call["seq"]) if run is not None else None
+        if sent is None or sent.w is None:
             continue
-        epoch = w.epoch_at(call["seq"])[0]
-        if epoch is None or w.stale_evidence(call["seq"]) is not None:
+        epoch = sent.epoch
+        if epoch is None or sent.stale_evidence() is not None:
             continue
         stale_call = not _live(run, epoch, call["seq"], call["t"])
         stalled = call["seq"] in run.paused_calls and not _live(run, epoch, ev["seq"], ev["t"])
-        if (stale_call and _confirmed_just_before(run, w, call["seq"])) or (stalled and not stale_call):
-            found[ev["seq"]] = w.name
+        if (stale_call and sent.confirmed_just_before()) or (stalled and not stale_call):
+            found[ev["seq"]] = sent.worker
             ix.memo.setdefault("notes", []).append(
-                f"{ev.get('ref')} (#{ev['seq']}) was committed by {w.name}, a stale worker that had observed "
+                f"{ev.get('ref')} (#{ev['seq']}) was committed by {sent.worker}, a stale worker that had observed "
                 "nothing: only a service with fencing can stop that; it is not held against later claims")
     ix.memo["unfenced"] = found
     return found
@@ -171,23 +172,6 @@ def _same_worker_pairs(run: RunIndex):
 
 def _between(seqs, lo: int, hi: int) -> bool:
     return any(lo < s < hi for s in seqs)
-
-
-def _backoff_between(run: RunIndex, worker: str, lo: int, hi: int) -> bool:
-    w = run.workers.get(worker)
-    return w is not None and any(lo < s < hi and reason.startswith("backoff") for s, _, reason in w.sleeps)
-
-
-def _read_between(run: RunIndex, worker: str, lo: int, hi: int) -> bool:
-    w = run.workers.get(worker)
-    return w is not None and any(lo < r.call_seq < hi for r in w.reads)
-
-
-def _append_between(run: RunIndex, worker: str, key, lo: int, hi: int) -> bool:
-    for e in run.ledger_by_key.get(key, ()):
-        if lo < e["seq"] < hi and e["worker"] == worker:
-            return True
-    return False
 
 
 # --------------------------------------------------------------------------- classification
@@ -320,18 +304,18 @@ def _redispatch(ix: TraceIndex, want: str) -> Iterator[Finding]:
     for run in ix.runs.values():
         for stream in _streams(run):
             for i, d in enumerate(stream):
-                horizon = _stall_horizon(run, d)
+                sent = sending(run, d)
                 for prev in stream[:i]:
-                    if prev.seq >= horizon:
+                    if prev.seq >= sent.at:
                         break                       # sent while d's worker stalled: it could not know
-                    f = resolve(ix, run, prev, d.worker, horizon, "redispatch")
+                    f = resolve(ix, run, prev, sent.worker, sent.at, "redispatch")
                     if f.state == "present" and f.settled:
                         break                       # EFF-02's business
                     if f.state == "absent" and f.settled:
                         continue
                     kind = "weak" if f.strength == "weak" else "blind"
                     if kind == want:
-                        outcome = _outcome(prev, d.worker, d.seq)
+                        outcome = knew(run, d.worker, d.seq).outcome(prev)
                         if kind == "blind":
                             yield run.id, f"{d.service}.{d.op} #{d.seq} by {d.worker} repeats #{prev.seq} " \
                                           f"({outcome}) without an authoritative read showing absence", \
@@ -341,21 +325,6 @@ def _redispatch(ix: TraceIndex, want: str) -> Iterator[Finding]:
                                           f"evidence that cannot prove absence: {f.why}", \
                                 (prev.seq, *f.cites, d.seq), False
                     break
-
-
-def _outcome(d: Dispatch, worker: str, before: int) -> str:
-    r = d.result
-    if r is None:
-        return "never answered"
-    if r["seq"] > before:
-        return "still in flight"
-    if not r["delivered"]:
-        return "answer lost in a crash"
-    if r["ok"]:
-        return "accepted" if r["worker"] == worker else f"accepted, seen only by {r['worker']}"
-    err = r.get("error") or {}
-    tail = "" if r["worker"] == worker else f", seen only by {r['worker']}"
-    return f"{err.get('code')}, {'definite' if err.get('definite') else 'indefinite'}{tail}"
 
 
 def _cls_01(ix: TraceIndex) -> Iterator[Finding]:
@@ -370,17 +339,12 @@ def _cls_01(ix: TraceIndex) -> Iterator[Finding]:
             # the refusal binds the worker that saw it, and every worker once that worker recorded the
             # key in the ledger after it; a replacement that never learnt of it may reconcile and send
             again = next((x for x in run.dispatches[i + 1:] if x.key == d.key and x.service == d.service
-                          and x.op == d.op and (x.worker == r["worker"]
-                                                or _recorded_between(run, d.key, r["worker"], r["seq"],
-                                                                     _stall_horizon(run, x)))),
+                          and x.op == d.op and (x.worker == r["worker"] or knew(
+                              run, r["worker"], sending(run, x).at).appended(d.key, since=r["seq"]))),
                          None)
             if again is not None:
                 yield run.id, f"{code} at #{r['seq']} is not transient, yet {d.key} was sent again at " \
                               f"#{again.seq}", (r["seq"], again.seq), False
-
-
-def _recorded_between(run: RunIndex, key, worker: str, lo: int, hi: int) -> bool:
-    return any(lo < e["seq"] < hi and e["worker"] == worker for e in run.ledger_by_key.get(key, ()))
 
 
 def _cls_02(ix: TraceIndex) -> Iterator[Finding]:
@@ -396,8 +360,8 @@ def _cls_02(ix: TraceIndex) -> Iterator[Finding]:
             # the next send by the worker that saw the answer, or by any worker once that worker
             # recorded the key in the ledger after it (a replacement that never learnt of it cannot)
             nxt = next((x for x in run.dispatches[i + 1:] if x.key == d.key and x.op == d.op
-                        and x.seq > r["seq"] and (x.worker == r["worker"] or _recorded_between(
-                            run, d.key, r["worker"], r["seq"], _stall_horizon(run, x)))), None)
+                        and x.seq > r["seq"] and (x.worker == r["worker"] or knew(
+                            run, r["worker"], sending(run, x).at).appended(d.key, since=r["seq"]))), None)
             if nxt is not None and nxt.t < r["t"] + after:
                 yield run.id, f"throttled at #{r['seq']} asked to wait {after} ms; {d.key} was re-sent " \
                               f"after {nxt.t - r['t']} ms (#{nxt.seq})", (r["seq"], nxt.seq), False
@@ -445,7 +409,7 @@ def _mig_01(ix: TraceIndex) -> Iterator[Finding]:
                 base = cp
             view = obj(dig(base, "checkpoint", "contract")) if base is not None else None
             view_seq = base["seq"] if base is not None else None
-            steps = [(s, "load", (version, contract)) for s, version, contract in w.loads]
+            steps = [(s, "load", (version, contract)) for s, version, contract in knew(run, w.name, EVER).loads()]
             steps += [(cp["seq"], "checkpoint", cp) for cp in cps if cp["seq"] > w.start_seq]
             steps += [(d.seq, "dispatch", d) for d in run.dispatches if d.worker == w.name]
             steps.sort(key=lambda step: step[0])
@@ -511,7 +475,8 @@ def _ledger_moves(ix: TraceIndex) -> Iterator[tuple[str, Finding]]:
             w = e["worker"]
             if prev == "COMPENSATION_PROPOSED":
                 want = "CONFIRMED" if k == "COMPENSATED" else "REJECTED"
-                ok = any(run.knowledge_before(c, e["seq"]) == want for c in comp_by_orig.get(key, ()))
+                now = knew(run, w, e["seq"])
+                ok = any(now.ledger(c) == want for c in comp_by_orig.get(key, ()))
                 if not ok:
                     yield "KNOW-02", (run.id, f"{key} {prev} -> {k} at #{e['seq']} needs {need}",
                                       (e["seq"],), False)
@@ -570,29 +535,21 @@ def _rec_01(ix: TraceIndex) -> Iterator[Finding]:
 def _own_01(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():
         for seq, cite, t, worker, what in _writes(run):
-            w = run.workers.get(worker)
-            if w is None:
+            then = knew(run, worker, seq)
+            if then.w is None:
                 continue
-            epoch, _ = w.epoch_at(seq)
+            epoch = then.epoch
             if epoch is None or _live(run, epoch, seq, t):
                 continue
-            ev = w.stale_evidence(seq)
+            ev = then.stale_evidence()
             if ev is not None:
                 yield run.id, f"{worker} (epoch {epoch}) {what} at #{cite} after #{ev} showed it no longer " \
                               f"owns the run", (ev, cite), False
-            elif seq in run.dispatch_at and not _confirmed_just_before(run, w, seq):
-                prev = _previous_call(w, seq)
+            elif seq in run.dispatch_at and not then.confirmed_just_before():
+                prev = then.previous_call()
                 yield run.id, f"{worker} (epoch {epoch}) {what} at #{cite} after its lease was lost, without " \
                               f"confirming ownership right before the send", \
                     tuple(s for s in (prev, cite) if s is not None), False
-
-
-def _previous_call(w, seq: int) -> int | None:
-    return w.previous_call(seq)
-
-
-def _confirmed_just_before(run: RunIndex, w, seq: int) -> bool:
-    return run.confirmed_just_before(w, seq)
 
 
 def _writes(run: RunIndex):
@@ -614,10 +571,10 @@ def _own_02(ix: TraceIndex) -> Iterator[Finding]:
                     for f in run.finishes if f.get("accepted")]
         reported: set = set()
         for seq, cite, _t, worker, what in sorted(actions):
-            w = run.workers.get(worker)
-            if w is None or worker in reported:
+            then = knew(run, worker, seq)
+            if then.w is None or worker in reported:
                 continue
-            if w.epoch_at(seq)[0] is None:
+            if then.epoch is None:
                 reported.add(worker)
                 yield run.id, f"{worker} {what} at #{cite} without ever acquiring the lease", (cite,), False
 
@@ -640,13 +597,13 @@ def _own_03(ix: TraceIndex) -> Iterator[Finding]:
                               f"the previous {last_sv}", (cp["seq"],), False
             last_sv = sv if isinstance(sv, int) else last_sv
         for e in run.ledger:
-            w = run.workers.get(e["worker"])
-            if w is None:
+            then = knew(run, e["worker"], e["seq"])
+            if then.w is None:
                 continue
-            epoch, _ = w.epoch_at(e["seq"])
+            epoch = then.epoch
             if epoch is not None and e.get("epoch") != epoch:
                 yield run.id, f"ledger entry {e['key']} (#{e['seq']}) names lease epoch {e.get('epoch')} but " \
-                              f"{w.name} holds epoch {epoch}", (e["seq"],), False
+                              f"{then.worker} holds epoch {epoch}", (e["seq"],), False
 
 
 def _ckpt_01(ix: TraceIndex) -> Iterator[Finding]:
@@ -675,9 +632,8 @@ def _retry_03(ix: TraceIndex) -> Iterator[Finding]:
         for prev, d in _same_worker_pairs(run):
             if prev.key != d.key:
                 continue
-            if _append_between(run, d.worker, d.key, prev.seq, d.seq) or \
-                    _backoff_between(run, d.worker, prev.seq, d.seq) or \
-                    _read_between(run, d.worker, prev.seq, d.seq):
+            then = knew(run, d.worker, d.seq)
+            if then.appended(d.key, since=prev.seq) or then.backoff_since(prev.seq) or then.read_since(prev.seq):
                 continue
             yield run.id, f"{d.worker} re-sent {d.key} at #{d.seq} right after #{prev.seq} with no ledger " \
                           f"record, backoff or read in between: an inner retry loop", (prev.seq, d.seq), True
@@ -691,7 +647,7 @@ def _retry_02(ix: TraceIndex) -> Iterator[Finding]:
             if d.role == "compensation" and d.key is None:
                 continue
             n = counts[d.key] = counts.get(d.key, 0) + 1
-            if run.deadline is not None and d.role != "compensation" and run.acted_at(d)[1] >= run.deadline:
+            if run.deadline is not None and d.role != "compensation" and acted_at(run, d)[1] >= run.deadline:
                 yield run.id, f"{d.service}.{d.op} #{d.seq} at {ix.fmt(d.t)} is past the run's deadline " \
                               f"{ix.fmt(run.deadline)}", (d.seq,), False
             if n < 2 or d.key in reported:
@@ -708,10 +664,10 @@ def _retry_02(ix: TraceIndex) -> Iterator[Finding]:
         for prev, d in _same_worker_pairs(run):
             if prev.key != d.key:
                 continue
-            if _backoff_between(run, d.worker, prev.seq, d.seq) or \
-                    _read_between(run, d.worker, prev.seq, d.seq):
+            then = knew(run, d.worker, d.seq)
+            if then.backoff_since(prev.seq) or then.read_since(prev.seq):
                 continue
-            if not _append_between(run, d.worker, d.key, prev.seq, d.seq):
+            if not then.appended(d.key, since=prev.seq):
                 continue                         # RETRY-03 reports it as an inner retry
             yield run.id, f"{d.worker} re-sent {d.key} at #{d.seq} after #{prev.seq} without a recorded " \
                           f"backoff (clock.sleep reason 'backoff ...')", (prev.seq, d.seq), False
@@ -841,30 +797,21 @@ def _eff_01(ix: TraceIndex) -> Iterator[Finding]:
                 tuple(e["seq"] for e in evs), False
 
 
-def _stall_horizon(run: RunIndex, d: Dispatch) -> int:
-    """What the dispatching worker could know is what was there before ``d``, except for a
-    stale worker that confirmed its ownership right before the send and stalled in between
-    (observing nothing): what it knew is what was there before that confirmation."""
-    if run.stalled_send(d):
-        return run.workers[d.worker].previous_call(d.seq)
-    return d.seq
-
-
 def _eff_02(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():
         for stream in _streams(run):
             for i, d in enumerate(stream):
-                horizon = _stall_horizon(run, d)
-                known = run.knowledge_before(d.key, horizon) if d.key is not None else None
+                sent = sending(run, d)
+                known = sent.ledger(d.key) if d.key is not None else None
                 if known in PRESENT_KNOWLEDGE:
                     e = next(x for x in run.ledger_by_key[d.key] if x["knowledge"] == known)
                     yield run.id, f"{d.key} was {known} in the ledger (#{e['seq']}), yet sent again at " \
                                   f"#{d.seq}", (e["seq"], d.seq), False
                     continue
                 for prev in stream[:i]:
-                    if prev.seq >= horizon:
+                    if prev.seq >= sent.at:
                         break
-                    f = resolve(ix, run, prev, d.worker, horizon, "redispatch")
+                    f = resolve(ix, run, prev, sent.worker, sent.at, "redispatch")
                     if f.state == "present" and f.settled:
                         yield run.id, f"{d.worker} knew #{prev.seq} took effect ({f.why}), yet sent it again " \
                                       f"at #{d.seq}", (prev.seq, *f.cites, d.seq), False
@@ -909,7 +856,7 @@ def _retry_admissions(run: RunIndex) -> Iterator[Finding]:
     if not waits:
         return
     # a send in the fencing gap is a zombie's, not an admitted attempt
-    primary = [d for d in run.dispatches if d.role == "primary" and not run.stalled_send(d)]
+    primary = [d for d in run.dispatches if d.role == "primary" and not stalled_send(run, d)]
     requests = [(ev["seq"], ev["event"].get("event_id")) for ev in run.inbox if ev["event"].get("type") == "retry"]
     used = 0
     for k, start in enumerate(waits):
@@ -946,7 +893,7 @@ def _auth_01(ix: TraceIndex) -> Iterator[Finding]:
                     (d.seq,), False
                 continue
             reasons = []
-            seq, t = run.acted_at(d)
+            seq, t = acted_at(run, d)
             for a in reversed(bound):
                 if a.get("expires_at", 0) <= t:
                     reasons.append((a["seq"], f"approval {a.get('approval_id')} expired at {ix.fmt(a['expires_at'])}"))
@@ -1037,7 +984,7 @@ def _cancel_01(ix: TraceIndex) -> Iterator[Finding]:
         for d in run.dispatches:
             if d.role != "primary":
                 continue
-            seen = run.cancel_known(d.worker, d.seq)
+            seen = knew(run, d.worker, d.seq).cancel()
             if seen is not None:
                 yield run.id, f"{d.service}.{d.op} #{d.seq} is new work after the cancellation known at #{seen}", \
                     (seen, d.seq), False
@@ -1048,7 +995,7 @@ def _cancel_02(ix: TraceIndex) -> Iterator[Finding]:
         # the run was terminal before its writer could know of any cancellation: a later
         # cancellation records intent but does not rewrite history
         terminal = next((cp for cp in run.checkpoints if cp["state"] in _TERMINAL), None)
-        settled = terminal is not None and run.cancel_known(terminal["worker"], terminal["seq"]) is None
+        settled = terminal is not None and knew(run, terminal["worker"], terminal["seq"]).cancel() is None
         for f in run.finishes:
             disp = f["disposition"]
             if not f.get("accepted") or disp not in _TERMINAL:
@@ -1058,7 +1005,7 @@ def _cancel_02(ix: TraceIndex) -> Iterator[Finding]:
                 if run.cancel_delivered(call) is None:
                     yield run.id, f"{disp} at #{f['seq']} but no cancellation was ever received", (f["seq"],), False
             else:
-                seen = run.cancel_known(f["worker"], call)
+                seen = knew(run, f["worker"], call).cancel()
                 if settled and terminal["seq"] < call and terminal["state"] == disp:
                     continue
                 if seen is not None:
@@ -1084,10 +1031,6 @@ def _disp_02(ix: TraceIndex) -> Iterator[Finding]:
                     (f["seq"],), False
 
 
-def _latest_entry(run: RunIndex, key, before: int) -> dict:
-    return [e for e in run.ledger_by_key[key] if e["seq"] < before][-1]
-
-
 def _truth_02(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():
         for f in run.finishes:
@@ -1095,14 +1038,14 @@ def _truth_02(ix: TraceIndex) -> Iterator[Finding]:
             claim = _CLAIM.get(disp)
             if not f.get("accepted") or claim in (None, "unknown"):
                 continue
-            w, call = f["worker"], _finish_call(f)
-            keys = run.primary_keys(call)
+            then = knew(run, f["worker"], _finish_call(f))
+            keys = run.primary_keys(then.at)
             if claim == "present":
-                if any(run.knowledge_before(k, call) in ("CONFIRMED", "COMPENSATION_PROPOSED") for k in keys):
+                if any(then.ledger(k) in ("CONFIRMED", "COMPENSATION_PROPOSED") for k in keys):
                     continue
                 best = None
                 for k in keys:
-                    p = presence(ix, run, k, w, call)
+                    p = presence(ix, run, k, then.worker, then.at)
                     if p.state == "present" and p.settled:
                         best = p
                         break
@@ -1111,11 +1054,11 @@ def _truth_02(ix: TraceIndex) -> Iterator[Finding]:
                                   f"entry or an authoritative observation: an exactly-once claim", (f["seq"],), True
                 continue
             for k in keys:
-                held = run.knowledge_before(k, call)
+                held = then.ledger(k)
                 if held == "COMPENSATED" or (held == "REJECTED" and evidence.warranted_absence(
-                        ix, run, _latest_entry(run, k, call))):
+                        ix, run, then.latest_entry(k))):
                     continue        # a recorded absence counts only when that record was warranted
-                ok, why = absence(ix, run, k, w, call, "claim")
+                ok, why = absence(ix, run, k, then.worker, then.at, "claim")
                 if not ok:
                     yield run.id, f"{disp} at #{f['seq']} claims no effect, but dispatch #{why.cites[0]} of {k} " \
                                   f"is unresolved ({why.why or 'no evidence of absence'})", \
@@ -1153,10 +1096,10 @@ def _term_01(ix: TraceIndex) -> Iterator[Finding]:
         for e in run.ledger:
             if e["seq"] <= terminal_at or e["knowledge"] == e.get("previous"):
                 continue
-            w = run.workers.get(e["worker"])
-            epoch = w.epoch_at(e["seq"])[0] if w else None
+            then = knew(run, e["worker"], e["seq"])
+            epoch = then.epoch
             if (epoch is not None and _live(run, epoch, e["seq"], e["t"])) or \
-                    (w is not None and w.stale_evidence(e["seq"]) is not None):
+                    (then.w is not None and then.stale_evidence() is not None):
                 yield run.id, f"{e['key']} moved to {e['knowledge']} at #{e['seq']} after the run was terminal " \
                               f"(#{terminal_at})", (terminal_at, e["seq"]), False
                 break

@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 from ..model import Knowledge
 from .index import RunIndex, TraceIndex, dig, effect_items, matches, obj
+from .knowledge import EVER, answered_ok, knew, polls_seen
 
 Finding = tuple
 
@@ -111,8 +112,7 @@ def fence_01(ix: TraceIndex) -> Iterator[Finding]:
         for d in run.dispatches:
             if not ix.profile(d.service).get("fencing"):
                 continue
-            w = run.workers.get(d.worker)
-            epoch = w.epoch_at(d.seq)[0] if w is not None else None
+            epoch = knew(run, d.worker, d.seq).epoch
             if epoch is None:
                 continue                     # OWN-02: no lease at all
             fence = d.args.get("fence")
@@ -205,9 +205,7 @@ def _duplicates(run: RunIndex) -> list[tuple[dict, dict]]:
 
 
 def evt_02(ix: TraceIndex) -> Iterator[Finding]:
-    seen_by = ix.memo.get("polled")
-    if seen_by is None:
-        seen_by = ix.memo["polled"] = _polled(ix)
+    seen_by = polls_seen(ix)
     for run in ix.runs.values():
         for first, dup in _duplicates(run):
             event = dup["event"]
@@ -222,30 +220,6 @@ def evt_02(ix: TraceIndex) -> Iterator[Finding]:
                               f"#{poll_seq} has no recorded disposition in any later checkpoint", \
                     (dup["seq"], poll_seq, later[-1]["seq"]), False
             yield from _second_transition(ix, run, first, dup, poll_seq, worker)
-
-
-def _polled(ix: TraceIndex) -> dict:
-    """(run, inbox seq) -> [(poll result seq, worker)] for every delivered poll answer."""
-    out: dict = {}
-    for ev in ix.events:
-        if ev.get("lane") != "port" or ev.get("kind") != "result" or not ev.get("delivered") or not ev.get("ok"):
-            continue
-        call = ix.calls.get(ev.get("call"))
-        if call is None or call["port"] != "inbox" or call["op"] != "poll":
-            continue
-        for item in obj(ev.get("value")).get("events") or ():
-            if isinstance(item, dict):
-                out.setdefault((ev.get("run"), item.get("seq")), []).append((ev["seq"], ev["worker"]))
-    return out
-
-
-def _seen_ok(ix: TraceIndex) -> set:
-    """Call seqs whose successful answer reached the calling worker."""
-    found = ix.memo.get("seen_ok")
-    if found is None:
-        found = ix.memo["seen_ok"] = {ev["call"] for ev in ix.events if ev.get("lane") == "port"
-                                      and ev.get("kind") == "result" and ev.get("ok") and ev.get("delivered")}
-    return found
 
 
 def _second_transition(ix: TraceIndex, run: RunIndex, first: dict, dup: dict, poll_seq: int,
@@ -273,7 +247,7 @@ def _second_transition(ix: TraceIndex, run: RunIndex, first: dict, dup: dict, po
         prev_state = state
         past = past or state not in (None, "INTAKE", "VALIDATED")
     requests: dict = {}
-    seen = _seen_ok(ix)
+    seen = answered_ok(ix)
     for seq, call in sorted(run.calls.items()):
         if call["port"] != "authority" or call["op"] != "request" or call["worker"] != worker:
             continue
@@ -351,7 +325,7 @@ def key_03(ix: TraceIndex) -> Iterator[Finding]:
         if not keys:
             continue
         for w in run.workers.values():
-            for read in w.reads:
+            for read in knew(run, w.name, EVER).reads():
                 key = _conflicting(read, keys, run.intents or [run.intent])
                 if key is None:
                     continue
