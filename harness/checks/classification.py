@@ -14,7 +14,7 @@ from ..model import KNOWLEDGE_EVIDENCE
 from .common import (CLAIM, KNOWLEDGE_GRAPH, NO_ENTRY, TERMINAL, Finding, Invariant, inv, is_compensation, streams,
                      unfenced)
 from .evidence import PRESENT_KNOWLEDGE, absence, presence, resolve
-from .index import RunIndex, TraceIndex, dig, effect_items, hashable, matches, obj
+from .index import Dispatch, RunIndex, TraceIndex, dig, effect_items, hashable, matches, obj
 from .knowledge import EVER, knew, sending
 
 _NEEDS = {(getattr(a, "value", a), b.value): text for (a, b), text in KNOWLEDGE_EVIDENCE.items()}
@@ -197,21 +197,29 @@ def redispatch(ix: TraceIndex, want: str) -> Iterator[Finding]:
                     break
 
 
+def _refused(run: RunIndex) -> Iterator[tuple[int, Dispatch, dict, dict]]:
+    """(index, dispatch, answer, error) of every dispatch whose worker saw an error answer."""
+    for i, d in enumerate(run.dispatches):
+        r = d.result
+        if r is not None and r["delivered"] and not r["ok"]:
+            yield i, d, r, r.get("error") or {}
+
+
+def _bound(run: RunIndex, r: dict, x: Dispatch) -> bool:
+    """Whether the answer ``r`` binds the sender of ``x`` (a later send of its key): it is the
+    worker that saw the answer, or that worker recorded the key in the ledger after it, before
+    ``x``'s worker knew. A replacement that never learnt of the answer is not bound by it."""
+    return x.worker == r["worker"] or knew(run, r["worker"], sending(run, x).at).appended(x.key, since=r["seq"])
+
+
 def _cls_01(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():
-        for i, d in enumerate(run.dispatches):
-            r = d.result
-            if r is None or not r["delivered"] or r["ok"]:
-                continue
-            code = (r.get("error") or {}).get("code")
+        for i, d, r, err in _refused(run):
+            code = err.get("code")
             if code not in _NON_RETRYABLE:
                 continue
-            # the refusal binds the worker that saw it, and every worker once that worker recorded the
-            # key in the ledger after it; a replacement that never learnt of it may reconcile and send
             again = next((x for x in run.dispatches[i + 1:] if x.key == d.key and x.service == d.service
-                          and x.op == d.op and (x.worker == r["worker"] or knew(
-                              run, r["worker"], sending(run, x).at).appended(d.key, since=r["seq"]))),
-                         None)
+                          and x.op == d.op and _bound(run, r, x)), None)
             if again is not None:
                 yield run.id, f"{code} at #{r['seq']} is not transient, yet {d.key} was sent again at " \
                               f"#{again.seq}", (r["seq"], again.seq), False
@@ -219,19 +227,12 @@ def _cls_01(ix: TraceIndex) -> Iterator[Finding]:
 
 def _cls_02(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():
-        for i, d in enumerate(run.dispatches):
-            r = d.result
-            if r is None or not r["delivered"] or r["ok"]:
-                continue
-            err = r.get("error") or {}
+        for i, d, r, err in _refused(run):
             if err.get("code") != "throttled":
                 continue
             after = (err.get("details") or {}).get("retry_after_ms") or 0
-            # the next send by the worker that saw the answer, or by any worker once that worker
-            # recorded the key in the ledger after it (a replacement that never learnt of it cannot)
             nxt = next((x for x in run.dispatches[i + 1:] if x.key == d.key and x.op == d.op
-                        and x.seq > r["seq"] and (x.worker == r["worker"] or knew(
-                            run, r["worker"], sending(run, x).at).appended(d.key, since=r["seq"]))), None)
+                        and x.seq > r["seq"] and _bound(run, r, x)), None)
             if nxt is not None and nxt.t < r["t"] + after:
                 yield run.id, f"throttled at #{r['seq']} asked to wait {after} ms; {d.key} was re-sent " \
                               f"after {nxt.t - r['t']} ms (#{nxt.seq})", (r["seq"], nxt.seq), False

@@ -10,41 +10,39 @@ from typing import Any, Iterator
 from .classification import moves, redispatch
 from .common import UNRESOLVED, Finding, Invariant, inv, is_compensation, streams, unfenced
 from .evidence import PRESENT_KNOWLEDGE, resolve
-from .index import RunIndex, TraceIndex, dig, effect_items, effect_keys, hashable, identity, matches, obj
+from .index import Dispatch, RunIndex, TraceIndex, dig, effect_items, effect_keys, hashable, identity, matches, obj
 from .knowledge import EVER, acted_at, answered_ok, knew, polls_seen, sending, stalled_send
 
 _KEPT_AFTER_CONFIRM = frozenset({"CONFIRMED", "COMPENSATION_PROPOSED", "COMPENSATED", "SENT_UNKNOWN"})
 
 
 # --------------------------------------------------------------------------- PREP-01, PREP-02, KEY-01, KEY-02, KEY-03
+def _unprepared(run: RunIndex, d: Dispatch) -> bool:
+    """``d`` was sent before the ledger held any entry for its key."""
+    entries = run.ledger_by_key.get(d.key)
+    return not entries or entries[0]["seq"] > d.seq
+
+
 def _prep_01(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():
         for d in run.dispatches:
             if d.key is None:
                 yield run.id, f"{d.service}.{d.op} #{d.seq} carries no semantic key", (d.seq,), False
-                continue
-            entries = run.ledger_by_key.get(d.key)
-            if not entries or entries[0]["seq"] > d.seq:
+            elif _unprepared(run, d):
                 yield run.id, f"{d.service}.{d.op} #{d.seq} under {d.key} was sent before any ledger entry " \
                               f"for that key", (d.seq,), False
 
 
 def _prep_02(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():
-        last_send: dict = {}
         for d in run.dispatches:
-            if d.key is None:
-                continue                     # PREP-01
-            # the worker's own previous send of the key: a stalled worker's entry, written before
-            # another worker's send, still covers its own attempt
-            since = last_send.get((d.worker, d.key), -1)
-            last_send[(d.worker, d.key)] = d.seq
-            entries = run.ledger_by_key.get(d.key)
-            if not entries or entries[0]["seq"] > d.seq:
-                continue                     # PREP-01: no entry at all
-            own = [e for e in entries if since < e["seq"] < d.seq and e["worker"] == d.worker
-                   and e["knowledge"] == "SENT_UNKNOWN"]
-            if not own:
+            if d.key is None or _unprepared(run, d):
+                continue                     # PREP-01: no key, or no entry at all
+            # since the worker's own previous send of the key: a stalled worker's entry, written
+            # before another worker's send, still covers its own attempt
+            then = knew(run, d.worker, d.seq)
+            since = then.last_send(d.key)
+            if not then.appended(d.key, since, "SENT_UNKNOWN"):
                 what = "its first attempt" if since < 0 else f"the attempt after #{since}"
                 yield run.id, f"{d.service}.{d.op} #{d.seq} under {d.key} ({what}) follows no SENT_UNKNOWN " \
                               f"entry of its own by {d.worker}", (d.seq,), False

@@ -1,11 +1,13 @@
 """What a worker knew: the one view the checks judge a worker by.
 
 The checks have one principle: a worker is judged by what it could have known at the moment
-it acted, which is what was delivered to it before that moment. Neither what happened
-elsewhere in the meantime nor what it wrote down counts. ``knew(run, worker, at)`` is that
-view: what ``worker`` of ``run`` had observed before seq ``at``.
+it acted: what was delivered to it before that moment, and the durable records it could
+read. What happened elsewhere in the meantime does not count, and what it wrote down is no
+evidence by itself. ``knew(run, worker, at)`` is that view: what ``worker`` of ``run`` had
+observed before seq ``at``.
 
-* **answers**: the result of a dispatch, if it saw it (:meth:`Knew.result`, :meth:`Knew.outcome`);
+* **sends and answers**: its latest send of a key (:meth:`Knew.last_send`), the result of a
+  dispatch, if it saw it (:meth:`Knew.result`, :meth:`Knew.outcome`);
 * **reads**: its delivered identifying reads (:meth:`Knew.reads`, :meth:`Knew.read_since`),
   its backoff sleeps (:meth:`Knew.backoff_since`), its completion callbacks
   (:meth:`Knew.callbacks`);
@@ -34,8 +36,9 @@ Adding an invariant: the contract
    worker saw what it recorded.
 3. **The test that shows it catches its violation.** A trace (hand-made with
    tests/data/checks/checks_traces.py, or a gallery mistake on a library scenario) that the
-   rule flags, and that passes with the rule switched off (``without(monkeypatch, id)`` in
-   tests/test_rules.py). The id joins HAND_MADE or MISTAKES in tests/test_checks.py:
+   rule flags, shown undetected with that rule alone switched off (``without(monkeypatch,
+   id)`` in tests/test_rules.py), so that removing the rule fails a test. The id joins
+   HAND_MADE or MISTAKES in tests/test_checks.py, where
    ``test_every_invariant_has_a_test_that_catches_it`` holds every registered id to it.
 
 Register it with ``inv(...)`` in the module of its rubric category (classification.py,
@@ -64,7 +67,12 @@ class Knew:
     at: int
     w: WorkerInfo | None
 
-    # ---------------------------------------------------------------- answers
+    # ---------------------------------------------------------------- its sends and their answers
+    def last_send(self, key: Any) -> int:
+        """Its latest dispatch under ``key`` (a seq), -1 when it sent none."""
+        return max((d.seq for d in self.run.dispatches if d.seq < self.at and d.worker == self.worker
+                    and d.key == key), default=-1)
+
     def result(self, d: Dispatch) -> dict | None:
         """The result of ``d``, if this worker saw it."""
         return d.seen_by(self.worker, self.at)
@@ -131,9 +139,11 @@ class Knew:
             if e["seq"] > since:
                 yield e
 
-    def appended(self, key: Any, since: int) -> bool:
-        """It appended an entry for ``key`` to the ledger between ``since`` and ``at``."""
+    def appended(self, key: Any, since: int, knowledge: str | None = None) -> bool:
+        """It appended an entry for ``key`` (of ``knowledge``, when given) to the ledger between
+        ``since`` and ``at``."""
         return any(since < e["seq"] < self.at and e["worker"] == self.worker
+                   and (knowledge is None or e["knowledge"] == knowledge)
                    for e in self.run.ledger_by_key.get(key, ()))
 
     # ---------------------------------------------------------------- checkpoints
