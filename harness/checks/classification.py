@@ -14,8 +14,9 @@ from ..model import KNOWLEDGE_EVIDENCE
 from .common import (CLAIM, KNOWLEDGE_GRAPH, NO_ENTRY, TERMINAL, Finding, Invariant, inv, is_compensation, streams,
                      unfenced)
 from .evidence import PRESENT_KNOWLEDGE, absence, presence, resolve
-from .index import Dispatch, RunIndex, TraceIndex, dig, effect_items, hashable, matches, obj
+from .index import Dispatch, RunIndex, TraceIndex
 from .knowledge import EVER, knew, sending
+from .values import dig, effect_items, hashable, matches, obj
 
 _NEEDS = {(getattr(a, "value", a), b.value): text for (a, b), text in KNOWLEDGE_EVIDENCE.items()}
 _NON_RETRYABLE = frozenset({"validation_failed", "permission_denied", "intent_mismatch", "already_exists"})

@@ -17,8 +17,9 @@ import networkx as nx
 
 from ..model import (DISPOSITION_EFFECT_CLAIM, KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, TERMINAL_STATES,
                      UNRESOLVED_KNOWLEDGE, RunState)
-from .index import COMPENSATION_OPS, Dispatch, RunIndex, TraceIndex, identity
+from .index import COMPENSATION_OPS, Dispatch, RunIndex, TraceIndex
 from .knowledge import knew
+from .values import identity
 
 Finding = tuple  # (run id | None, message, events tuple, auto_fail bool)
 CATEGORIES = ("classification", "ownership", "effect_correctness", "disposition")

@@ -9,8 +9,9 @@ from typing import Iterator
 from . import evidence
 from .common import CLAIM, RUN_GRAPH, TERMINAL, Finding, Invariant, finish_call, inv, live
 from .evidence import absence, presence
-from .index import RECORD_FAULTS, WALL_CLOCK_FAULTS, RunIndex, TraceIndex, effect_items
+from .index import RECORD_FAULTS, WALL_CLOCK_FAULTS, RunIndex, TraceIndex
 from .knowledge import knew
+from .values import effect_items
 
 def _disp_01(ix: TraceIndex) -> Iterator[Finding]:
     for run in ix.runs.values():

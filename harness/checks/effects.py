@@ -10,8 +10,9 @@ from typing import Any, Iterator
 from .classification import moves, redispatch
 from .common import UNRESOLVED, Finding, Invariant, inv, is_compensation, streams, unfenced
 from .evidence import PRESENT_KNOWLEDGE, resolve
-from .index import Dispatch, RunIndex, TraceIndex, dig, effect_items, effect_keys, hashable, identity, matches, obj
+from .index import Dispatch, RunIndex, TraceIndex
 from .knowledge import EVER, acted_at, answered_ok, knew, polls_seen, sending, stalled_send
+from .values import dig, effect_items, effect_keys, hashable, identity, matches, obj
 
 _KEPT_AFTER_CONFIRM = frozenset({"CONFIRMED", "COMPENSATION_PROPOSED", "COMPENSATED", "SENT_UNKNOWN"})
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .index import Dispatch, Read, RunIndex, TraceIndex, matches, obj
+from .index import Dispatch, Read, RunIndex, TraceIndex
 from .knowledge import gap, knew
+from .values import matches, obj
 
 SETTLED = frozenset({"definite", "authoritative", "durable"})
 ABSENT_KNOWLEDGE = frozenset({"PROPOSED", "REJECTED"})

@@ -51,7 +51,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .index import Dispatch, Read, RunIndex, TraceIndex, WorkerInfo, obj
+from .index import Dispatch, Read, RunIndex, TraceIndex, WorkerInfo
+from .values import obj
 
 #: ``knew(run, worker, EVER)``: everything the worker observed in the whole trace.
 EVER = sys.maxsize

@@ -8,8 +8,9 @@ from typing import Any, Iterator
 
 from ..model import Knowledge
 from .common import CLAIM, TERMINAL, UNRESOLVED, Finding, Invariant, finish_call, inv, live, streams
-from .index import Dispatch, RunIndex, TraceIndex, dig, effect_items, obj
+from .index import Dispatch, RunIndex, TraceIndex
 from .knowledge import acted_at, knew
+from .values import dig, effect_items, obj
 
 _PACKET_SECTIONS = ("header", "effects", "authority", "compatibility", "budget", "recommended")
 #: The identifying reads each service kind offers, given its profile's lookup knob.
