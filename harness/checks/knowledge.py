@@ -61,7 +61,7 @@ EVER = sys.maxsize
 @dataclass(frozen=True, slots=True)
 class Knew:
     """What ``worker`` of ``run`` had observed before seq ``at``; ``w`` is its index (None for
-    a worker that never started)."""
+    a worker that never started: it observed nothing, and has no lease to ask about)."""
 
     run: RunIndex
     worker: str
