@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent / "data" / "checks"))
 
 from checks_traces import PROFILE, SENT, TraceBuilder  # noqa: E402
 
-from crashlab.checks import check_trace, evidence, invariants, verdict  # noqa: E402
+from crashlab.checks import check_trace, classification, evidence, invariants, verdict  # noqa: E402
 from crashlab.checks.invariants import BY_ID  # noqa: E402
 
 W1, W2 = "run-82/w1", "run-82/w2"
@@ -259,7 +259,7 @@ def _throttled_then_replaced(recorded: bool) -> list[dict]:
 def test_cls_02_a_recorded_retry_after_binds_the_replacement(monkeypatch):
     assert "CLS-02" in ids(check_trace(_throttled_then_replaced(True)))
     assert "CLS-02" not in ids(check_trace(_throttled_then_replaced(False)))   # it never learnt of it
-    monkeypatch.setattr(invariants, "_recorded_between", lambda *a: False)
+    monkeypatch.setattr(classification, "_bound", lambda run, r, x: x.worker == r["worker"])
     assert "CLS-02" not in ids(check_trace(_throttled_then_replaced(True)))
 
 

@@ -2,7 +2,9 @@
 
 ``check_trace(events)`` judges one trace; ``timelines(events)`` extracts the three lanes;
 ``INVARIANTS`` lists every invariant (docs/invariants.md); ``rubric.score(results)`` turns
-scenario verdicts into the twenty-point scorecard (docs/rubric.md).
+scenario verdicts into the twenty-point scorecard (docs/rubric.md). The rules live in one
+module per rubric category (invariants.py lists them); knowledge.py is the view of what a
+worker knew that they judge it by, and states the contract for adding one.
 """
 from __future__ import annotations
 

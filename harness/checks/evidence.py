@@ -4,8 +4,8 @@ AR-08 "Evidence interpretation drill": a timeout proves only that the caller sto
 waiting; a refused connection proves nothing about earlier attempts; a read proves
 absence only when it is authoritative for that identity, fresh enough and within the
 provider's key retention. :func:`resolve` applies these rules to one dispatch, from the
-point of view of one worker, just before one sequence number, and says what the worker
-could honestly conclude and from which events.
+point of view of one worker just before one sequence number (what that worker knew:
+knowledge.knew), and says what the worker could honestly conclude and from which events.
 
 Strengths, strongest first:
 
@@ -26,7 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .index import Dispatch, Read, RunIndex, TraceIndex, matches, obj
+from .index import Dispatch, Read, RunIndex, TraceIndex
+from .knowledge import gap, knew
+from .values import matches, obj
 
 SETTLED = frozenset({"definite", "authoritative", "durable"})
 ABSENT_KNOWLEDGE = frozenset({"PROPOSED", "REJECTED"})
@@ -56,13 +58,13 @@ def required_as_of(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, befo
     back; a late arrival is then collapsed by the key (services that deduplicate).
     ``claim`` (and redispatch on a service without deduplication): also past the provider's
     documented bound on late delivery (``max_delivery_delay_ms``) after ``d`` was sent.
-    Another worker's request in the fencing gap (RunIndex.gap) need only be covered up to
+    Another worker's request in the fencing gap (knowledge.gap) need only be covered up to
     its worker's lease expiry: no read can see a request that has not left yet."""
     r = d.result
     horizon = r["t"] if r is not None and r["seq"] < before else d.t
-    gap = run.gap(d) if d.worker != worker else None
-    if gap is not None:
-        horizon = min(horizon, gap[1])
+    fenced = gap(run, d) if d.worker != worker else None
+    if fenced is not None:
+        horizon = min(horizon, fenced[1])
     profile = ix.profile(d.service)
     if mode == "claim" or profile.get("idempotency") not in DEDUP_MODES:
         horizon = max(horizon, d.t + int(profile.get("max_delivery_delay_ms") or 0))
@@ -184,7 +186,8 @@ def _job_ids(run: RunIndex, d: Dispatch) -> set:
 def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int,
             mode: str = "redispatch") -> Finding:
     """What ``worker`` could know, just before seq ``before``, of what became of ``d``."""
-    r = d.seen_by(worker, before)
+    then = knew(run, worker, before)
+    r = then.result(d)
     answer = None                   # an answer that settles nothing until a read does
     if r is not None:
         if r["ok"]:
@@ -205,55 +208,40 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
                              why="already_exists does not say whose record exists")
     own = r["seq"] if r is not None else (d.result["seq"] if d.result is not None
                                           and d.result["seq"] < before else d.seq)
-    gap = run.gap(d) if d.worker != worker else None
-    if gap is not None:
-        own = min(own, gap[0])            # reads since the sender's last confirmation count
+    fenced = gap(run, d) if d.worker != worker else None
+    if fenced is not None:
+        own = min(own, fenced[0])         # reads since the sender's last confirmation count
     need = required_as_of(ix, run, d, worker, before, mode)
     best_auth = best_weak = None
-    w = run.workers.get(worker)
-    if w is not None:
-        for read in w.reads:
-            if read.seq >= before:
-                break
-            if read.call_seq <= own:
-                continue
-            f = _read_about(ix, run, read, d, need)
-            if f is None:
-                continue
-            if f.strength == "authoritative":
-                best_auth = f
-            else:
-                best_weak = f
+    for read in then.reads(after=own):
+        f = _read_about(ix, run, read, d, need)
+        if f is None:
+            continue
+        if f.strength == "authoritative":
+            best_auth = f
+        else:
+            best_weak = f
     if best_auth is not None:
         return best_auth
     durable = None
-    since = gap[0] if gap is not None else d.seq
     if d.key is not None:
-        for e in run.ledger_by_key.get(d.key, ()):
-            s = e["seq"]
-            if s >= before:
-                break
-            if s > since:
-                k = e["knowledge"]
-                if k in ABSENT_KNOWLEDGE and warranted_absence(ix, run, e):
-                    durable = Finding(state="absent", strength="durable", cites=(s,),
-                                      why=f"the ledger recorded {k}")
-                elif k in PRESENT_KNOWLEDGE:
-                    durable = Finding(state="present", strength="durable", cites=(s,),
-                                      why=f"the ledger recorded {k}")
+        for e in then.entries(d.key, since=fenced[0] if fenced is not None else d.seq):
+            k = e["knowledge"]
+            if k in ABSENT_KNOWLEDGE and warranted_absence(ix, run, e):
+                durable = Finding(state="absent", strength="durable", cites=(e["seq"],),
+                                  why=f"the ledger recorded {k}")
+            elif k in PRESENT_KNOWLEDGE:
+                durable = Finding(state="present", strength="durable", cites=(e["seq"],),
+                                  why=f"the ledger recorded {k}")
     if durable is not None:
         return durable
     if best_weak is not None:
         return best_weak
     if answer is not None:
         return answer
-    if w is not None and d.key is not None:
-        for s, key in w.callbacks:
-            if s >= before:
-                break
-            if key == d.key and s > d.seq:
-                return Finding(state="present", strength="callback", cites=(s,),
-                               why="only a completion callback")
+    callback = next(then.callbacks(d.key, after=d.seq), None) if d.key is not None else None
+    if callback is not None:
+        return Finding(state="present", strength="callback", cites=(callback,), why="only a completion callback")
     return NOTHING
 
 

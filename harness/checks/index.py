@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import events as kinds
-from ..model import EFFECT_OPS, canonical_json
+from ..model import EFFECT_OPS
+from .values import dig, hashable, matches, obj
 
 #: Effect operations that correct an earlier effect (compensation), per service.
 COMPENSATION_OPS: dict[str, frozenset[str]] = {"reservation": frozenset({"release"})}
@@ -33,78 +34,6 @@ _CONFIRMATIONS = frozenset({("lease", "acquire"), ("lease", "renew"), ("checkpoi
 WALL_CLOCK_FAULTS = frozenset({"step_timeout", "no_reply"})
 #: Adapter faults recorded while the worker keeps running (a rejected record).
 RECORD_FAULTS = frozenset({"invalid_checkpoint", "invalid_effect_entry"})
-
-
-def business(intent: Any) -> dict:
-    """The meaning-bearing fields of an intent: everything but the proposal hash."""
-    if not isinstance(intent, dict):
-        return {}
-    return {k: v for k, v in intent.items() if k != "proposal_hash"}
-
-
-def matches(intent: Any, reference: Any) -> bool:
-    """True when ``intent`` carries every business field of ``reference`` with the same value."""
-    if not isinstance(intent, dict) or not isinstance(reference, dict):
-        return False
-    for k, v in reference.items():
-        if k != "proposal_hash" and intent.get(k, _ABSENT) != v:
-            return False
-    return True
-
-
-_ABSENT = object()
-
-
-def identity(intent: Any) -> str:
-    """A hashable business identity (canonical JSON of the business fields)."""
-    return canonical_json(business(intent))
-
-
-def effect_keys(items: Any) -> list[str]:
-    """The semantic keys named by a checkpoint's or a finish's ``effects`` list."""
-    keys = []
-    if isinstance(items, list):
-        for item in items:
-            if isinstance(item, str):
-                keys.append(item)
-            elif isinstance(item, dict):
-                k = item.get("semantic_key", item.get("key"))
-                if isinstance(k, str):
-                    keys.append(k)
-    return keys
-
-
-def dig(value: Any, *path: str) -> Any:
-    """``value[path[0]][path[1]]...`` or None when a level is missing or not an object
-    (adapter-written records are read defensively: a strange value is a finding, never a crash)."""
-    for part in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
-
-def obj(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def hashable(value: Any) -> Any:
-    """Keys, refs and ids as sent by an adapter, usable as dict keys."""
-    return value if value is None or isinstance(value, (str, int, float)) else repr(value)
-
-
-def effect_items(items: Any) -> list[tuple[str, str | None]]:
-    """(semantic key, knowledge) of each well-formed item of a finish's or checkpoint's
-    ``effects`` list; knowledge is None when it is not a string."""
-    out = []
-    if isinstance(items, list):
-        for item in items:
-            if isinstance(item, dict):
-                k = item.get("semantic_key", item.get("key"))
-                if isinstance(k, str):
-                    knowledge = item.get("knowledge")
-                    out.append((k, knowledge if isinstance(knowledge, str) else None))
-    return out
 
 
 @dataclass(slots=True)
@@ -229,7 +158,7 @@ class RunIndex:
     paused_calls: set = field(default_factory=set)     # call seqs a worker stalled in front of
     resumes: dict = field(default_factory=dict)        # call seq -> (seq, t) of the resume event
     confirmed: set = field(default_factory=set)        # call seqs that confirmed ownership (seen ok)
-    stalled: dict = field(default_factory=dict)        # dispatch seq -> stalled_send(), memo
+    stalled: dict = field(default_factory=dict)        # dispatch seq -> knowledge.stalled_send(), memo
 
     # ---------------------------------------------------------------- ownership
     def lease_at(self, seq: int) -> dict | None:
@@ -241,42 +170,6 @@ class RunIndex:
         lease = self.lease_at(seq)
         return lease is not None and lease["epoch"] == epoch and lease["expires_at"] > t
 
-    def confirmed_just_before(self, w: WorkerInfo, seq: int) -> bool:
-        """The worker's call right before ``seq`` confirmed its ownership (a lease grant or
-        renewal, a checkpoint compare-and-set or a ledger append under its epoch): the only
-        window left is one a stall can hit, which only a fencing service closes."""
-        prev = w.previous_call(seq)
-        return prev is not None and prev in self.confirmed
-
-    def acted_at(self, d: Dispatch) -> tuple[int, int]:
-        """(seq, t) at which to judge whether ``d`` was in time: the send itself, or, when its
-        worker stalled after it last read the clock, that reading (it checked and was on time;
-        the stall, which no worker can rule out between a check and a send, made it late)."""
-        w = self.workers.get(d.worker)
-        if w is None:
-            return d.seq, d.t
-        last = None
-        for seq, now in w.clock_reads:
-            if seq >= d.seq:
-                break
-            last = (seq, now)
-        if last is not None and any(last[0] < s < d.seq for s in w.stalls):
-            return last
-        return d.seq, d.t
-
-    def stalled_send(self, d: Dispatch) -> bool:
-        """``d`` was sent by a worker whose lease was no longer live, that had confirmed its
-        ownership right before the send and observed nothing since: the fencing gap. Nobody
-        else could know of such a send until a read shows its effect."""
-        found = self.stalled.get(d.seq)
-        if found is None:
-            w = self.workers.get(d.worker)
-            epoch = w.epoch_at(d.seq)[0] if w is not None else None
-            found = self.stalled[d.seq] = (
-                epoch is not None and not self.live(epoch, d.seq, d.t) and w.stale_evidence(d.seq) is None
-                and self.confirmed_just_before(w, d.seq))
-        return found
-
     def expiry(self, epoch, seq: int) -> int | None:
         """When the lease of ``epoch`` was due to expire, as last granted or renewed before ``seq``."""
         for i in range(bisect_left(self.lease_seqs, seq) - 1, -1, -1):
@@ -284,26 +177,6 @@ class RunIndex:
                 return self.leases[i]["expires_at"]
         return None
 
-    def gap(self, d: Dispatch) -> tuple[int, int] | None:
-        """For a request in the fencing gap, what another worker's reconciliation can cover:
-        (the seq after which its reads count, the time its negative read must reach), that is
-        the sender's last ownership confirmation and its lease's expiry. A request sent by a
-        stale worker right after such a confirmation (stalled_send), or called under a live
-        lease but stalled in front of the send until that lease lapsed, may leave at any later
-        moment: no read can see it before it does. None for any other request."""
-        w = self.workers.get(d.worker)
-        epoch = w.epoch_at(d.seq)[0] if w is not None else None
-        if epoch is None:
-            return None
-        if self.stalled_send(d):
-            after = w.previous_call(d.seq)
-        else:
-            resumed = self.resumes.get(d.seq) if d.seq in self.paused_calls else None
-            if resumed is None or self.live(epoch, *resumed):
-                return None
-            after = d.seq
-        expiry = self.expiry(epoch, after + 1)
-        return None if expiry is None else (after, expiry)
     def knowledge_before(self, key: Any, seq: int) -> str | None:
         """The ledger's latest knowledge for ``key`` before ``seq``."""
         last = None
@@ -315,7 +188,6 @@ class RunIndex:
 
     def ledger_keys_before(self, seq: int) -> list[str]:
         return [k for k, entries in self.ledger_by_key.items() if entries[0]["seq"] < seq]
-
 
     def primary_keys(self, before: int) -> list:
         """Keys of the run's own business effect: primary dispatches and effect entries of
@@ -339,21 +211,6 @@ class RunIndex:
             if f.get("accepted"):
                 last = f["disposition"]
         return last
-
-    def cancel_known(self, worker: str, seq: int) -> int | None:
-        """Seq of the evidence that ``worker`` knew of a cancellation before ``seq``: a poll it
-        saw, or a cancel already in the durable inbox when it started. None otherwise."""
-        w = self.workers.get(worker)
-        for s, who in self.cancels_seen:
-            if s < seq and who == worker:
-                return s
-        if w is not None:
-            for ev in self.inbox:
-                if ev["seq"] >= w.start_seq:
-                    break
-                if ev["event"].get("type") == "cancel":
-                    return ev["seq"]
-        return None
 
     def cancel_delivered(self, seq: int) -> int | None:
         for ev in self.inbox:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from ..errors import UsageError
 from ..results import ScenarioResult, Violation
 from .index import WALL_CLOCK_FAULTS, build
-from .invariants import EXPECTATIONS, INVARIANTS, _blocking_faults
+from .disposition import blocking_faults
+from .invariants import EXPECTATIONS, INVARIANTS
 from .rules import judge
 
 #: At most this many violations of one invariant are listed per run; the rest are counted.
@@ -62,7 +63,7 @@ def check_trace(events: list[dict], *, trace_path: str | None = None) -> Scenari
                              "re-run with a larger guard")
                 unknown = True
         if run.disposition() is None and ix.end is not None and run.budget_exhausted is None \
-                and not _blocking_faults(run):
+                and not blocking_faults(run):
             notes.append(f"{run.id} was still active at the horizon with no disposition")
             unknown = True
     verdict = "fail" if violations else ("unknown" if unknown else "pass")

@@ -1,0 +1,145 @@
+"""The scenario expectations: assertions a scenario's header adds (``expect``) on top of the
+generic invariants: the dispositions it allows (at the end, or at a named time), the number
+of remote effects, and evidence the trace must or must not contain.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from .common import Finding, Invariant, inv
+from .index import TraceIndex
+
+def _exp_disposition(ix: TraceIndex) -> Iterator[Finding]:
+    allowed = (ix.header.get("expect") or {}).get("dispositions")
+    if not allowed:
+        return
+    for run in ix.runs.values():
+        disp = run.disposition()
+        if disp is not None and disp not in allowed:
+            last = [f["seq"] for f in run.finishes if f.get("accepted")]
+            yield run.id, f"disposition {disp} is not one the scenario allows ({', '.join(allowed)})", \
+                tuple(last[-1:]), False
+
+
+def _exp_effects(ix: TraceIndex) -> Iterator[Finding]:
+    want = (ix.header.get("expect") or {}).get("remote_effects")
+    if want is None:
+        return
+    forward = {(run.service, run.operation) for run in ix.runs.values()}
+    per_run: dict = {rid: [] for rid in ix.runs}
+    total = []
+    for ev in ix.effects:
+        if ix.origin(ev) in forward:
+            total.append(ev["seq"])
+            per_run.setdefault(ev.get("run"), []).append(ev["seq"])
+    if isinstance(want, bool):
+        return
+    if isinstance(want, int):
+        if len(total) != want:
+            yield None, f"{len(total)} remote effect(s) committed; the scenario expects {want}", tuple(total), False
+    elif isinstance(want, dict):
+        lo, hi = want.get("min"), want.get("max")
+        if lo is not None or hi is not None:
+            if (lo is not None and len(total) < lo) or (hi is not None and len(total) > hi):
+                yield None, f"{len(total)} remote effect(s) committed; the scenario expects between " \
+                            f"{lo if lo is not None else 0} and {hi if hi is not None else 'any'}", tuple(total), False
+        for rid, n in want.items():
+            if rid in per_run and isinstance(n, int) and len(per_run[rid]) != n:
+                yield rid, f"{len(per_run[rid])} remote effect(s) committed by {rid}; the scenario expects {n}", \
+                    tuple(per_run[rid]), False
+
+
+def _evidence_items(ix: TraceIndex, ev: dict) -> tuple[str, ...]:
+    """The expect.evidence items one trace event is an instance of."""
+    kind = ev["kind"]
+    if kind == "result" and ev.get("delivered"):
+        call = ix.calls.get(ev.get("call"))
+        if call is not None:
+            return kind, f"{call['port']}.{call['op']}"
+    elif kind == "ledger":
+        return kind, f"ledger:{ev['knowledge']}"
+    elif kind == "checkpoint":
+        return kind, f"checkpoint:{ev['state']}"
+    elif kind == "finish" and ev.get("accepted"):
+        return kind, f"finish:{ev['disposition']}"
+    return (kind,)
+
+
+def _exp_absent(ix: TraceIndex) -> Iterator[Finding]:
+    banned = {item for item in (ix.header.get("expect") or {}).get("absent") or () if isinstance(item, str)}
+    if not banned:
+        return
+    for ev in ix.events:
+        for item in _evidence_items(ix, ev):
+            if item in banned:
+                banned.discard(item)
+                yield ev.get("run"), f"the scenario forbids evidence {item!r}, which appears at #{ev['seq']}", \
+                    (ev["seq"],), False
+
+
+def _exp_disposition_at(ix: TraceIndex) -> Iterator[Finding]:
+    want = (ix.header.get("expect") or {}).get("disposition_at")
+    if not isinstance(want, dict) or not want.get("dispositions"):
+        return
+    at, allowed = want.get("at_ms"), want["dispositions"]
+    for run in ix.runs.values():
+        held = [f for f in run.finishes if f.get("accepted") and f["t"] <= at]
+        if not held:
+            yield run.id, f"no disposition was recorded by {ix.fmt(at)}; the scenario expects one of " \
+                          f"{', '.join(allowed)}", (), False
+        elif held[-1]["disposition"] not in allowed:
+            yield run.id, f"the disposition recorded at {ix.fmt(at)} was {held[-1]['disposition']}, not one of " \
+                          f"{', '.join(allowed)}", (held[-1]["seq"],), False
+
+
+def _exp_evidence(ix: TraceIndex) -> Iterator[Finding]:
+    wanted = (ix.header.get("expect") or {}).get("evidence")
+    if not wanted:
+        return
+    missing = {item for item in wanted if isinstance(item, str)}
+    for ev in ix.events:
+        if not missing:
+            break
+        missing.difference_update(_evidence_items(ix, ev))
+    for item in wanted:
+        if item in missing:
+            missing.discard(item)
+            yield None, f"the scenario requires evidence {item!r}, which the trace does not contain", (), False
+
+
+def _expect(id, statement, category, check, computed, evidence) -> Invariant:
+    """An expectation: never a safety property, never an automatic failure."""
+    return inv(id, statement, category, False, None, check, computed, evidence)
+
+
+# --------------------------------------------------------------------------- the registrations
+#: Scenario expectations (the header's ``expect``): extra assertions on top of the invariants.
+EXPECTATIONS: tuple[Invariant, ...] = (
+    _expect("EXP-DISPOSITION", "The run ends in a disposition the scenario allows.", "disposition",
+            _exp_disposition,
+            "expect.dispositions lists the allowed final dispositions (terminal or waiting); a run that has "
+            "one outside the list is a violation (a run with none is inconclusive).",
+            "the last accepted finish"),
+    _expect("EXP-EFFECTS", "The services hold the number of effects the scenario expects.", "effect_correctness",
+            _exp_effects,
+            "expect.remote_effects counts commits of each run's own operation caused by the runs (other actors "
+            "excluded, releases excluded): an integer for the total, {min, max}, or {run id: n}.",
+            "the commits"),
+    _expect("EXP-EVIDENCE", "The trace contains the evidence the scenario requires.", "classification",
+            _exp_evidence,
+            "expect.evidence lists items that must occur: 'port.op' (a delivered call, e.g. "
+            "'reservation.lookup'), 'ledger:KNOWLEDGE', 'checkpoint:STATE', 'finish:DISPOSITION', or an "
+            "event kind (e.g. 'escalation', 'late_arrival').",
+            "none (the evidence is what is missing)"),
+    _expect("EXP-ABSENT", "The trace holds none of the evidence the scenario forbids.", "classification",
+            _exp_absent,
+            "expect.absent lists items (the expect.evidence grammar) that must not occur, e.g. "
+            "'reservation.release' or 'released'; the first occurrence of each is a violation.",
+            "the forbidden event"),
+    _expect("EXP-DISPOSITION-AT", "The disposition recorded at a named time is one the scenario allows.",
+            "disposition", _exp_disposition_at,
+            "expect.disposition_at {at, dispositions}: each run's latest accepted finish at or before that "
+            "time (a terminal record stays historically accurate for what was known then) must be one of the "
+            "dispositions; none by then is a violation.",
+            "the finish in force at that time"),
+)
