@@ -88,7 +88,8 @@ class Runner:
 
     # -------------------------------------------------------------- supervisor
     def supervise(self, run: RunWorld):
-        """Start workers for one run until it reaches a terminal disposition.
+        """Start workers for one run until it reaches a terminal disposition, then one more for
+        every delivery that arrives after it (``_after_terminal``).
 
         A crash restarts after the rule's delay; a paused worker is replaced once its lease
         expires (the zombie keeps running, detached, with its stale view); a durable wait
