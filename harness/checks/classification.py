@@ -16,7 +16,7 @@ from .common import (CLAIM, KNOWLEDGE_GRAPH, NO_ENTRY, TERMINAL, Finding, Invari
 from .evidence import PRESENT_KNOWLEDGE, absence, presence, resolve
 from .index import Dispatch, RunIndex, TraceIndex
 from .knowledge import EVER, knew, sending
-from .values import dig, effect_items, hashable, matches, obj
+from .values import dig, effect_items, hashable, matches, obj, read_records
 
 _NEEDS = {(getattr(a, "value", a), b.value): text for (a, b), text in KNOWLEDGE_EVIDENCE.items()}
 _NON_RETRYABLE = frozenset({"validation_failed", "permission_denied", "intent_mismatch", "already_exists"})
@@ -109,12 +109,10 @@ def _released_unseen(run: RunIndex, release: dict, before: int) -> bool:
         for r in w.reads:
             if r.seq >= before:
                 continue
-            value = obj(r.value)
-            records = value.get("records") if isinstance(value.get("records"), list) else [value.get("record")]
-            mine = [obj(x) for x in records if obj(x).get("ref") == ref]
+            mine = [x for x in read_records(r.value) if x.get("ref") == ref]
             if not mine:
                 continue
-            as_of = value.get("as_of")
+            as_of = obj(r.value).get("as_of")
             at = as_of if isinstance(as_of, int) and not isinstance(as_of, bool) else r.t
             if any(x.get("status") == "released" for x in mine):
                 return False                  # it saw the release before its claim

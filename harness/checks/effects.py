@@ -12,7 +12,7 @@ from .common import UNRESOLVED, Finding, Invariant, inv, is_compensation, stream
 from .evidence import PRESENT_KNOWLEDGE, resolve
 from .index import Dispatch, RunIndex, TraceIndex
 from .knowledge import EVER, acted_at, answered_ok, knew, polls_seen, sending, stalled_send
-from .values import dig, effect_items, effect_keys, hashable, identity, matches, obj
+from .values import dig, effect_items, effect_keys, hashable, identity, matches, obj, read_records
 
 _KEPT_AFTER_CONFIRM = frozenset({"CONFIRMED", "COMPENSATION_PROPOSED", "COMPENSATED", "SENT_UNKNOWN"})
 
@@ -93,11 +93,7 @@ def _key_02(ix: TraceIndex) -> Iterator[Finding]:
 def _conflicting(read, keys: set, intents: list) -> Any:
     """The key of a record this read returned under one of ``keys`` whose parameters differ
     from every intent of the run (the same key with another intent), or None."""
-    value = obj(read.value)
-    records = value.get("records") if isinstance(value.get("records"), list) else \
-        [value.get("record")] if value.get("found") else []
-    for rec in records:
-        rec = obj(rec)
+    for rec in read_records(read.value):
         key = rec.get("key")
         if isinstance(key, str) and key in keys and isinstance(rec.get("intent"), dict) and \
                 not any(matches(rec["intent"], i) for i in intents):

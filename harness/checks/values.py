@@ -78,3 +78,14 @@ def effect_items(items: Any) -> list[tuple[str, str | None]]:
                     knowledge = item.get("knowledge")
                     out.append((k, knowledge if isinstance(knowledge, str) else None))
     return out
+
+
+def read_records(value: Any) -> list[dict]:
+    """The records a service read answered: a search's ``records``, or a lookup's ``record``
+    when it was found (anything that is not an object is left out)."""
+    value = obj(value)
+    if isinstance(value.get("records"), list):
+        records = value["records"]
+    else:
+        records = [value.get("record")] if value.get("found") else []
+    return [r for r in records if isinstance(r, dict)]
