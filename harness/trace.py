@@ -40,12 +40,8 @@ class Trace:
 
     def emit(self, lane: str, kind: str, *, worker: str | None = None, run: str | None = None,
              **data: Any) -> dict[str, Any]:
-        spec = SPECS.get(kind)  # (lane, every declared field, the required ones): crashlab.events
-        if spec is None or spec[0] != lane or not spec[1].issuperset(data) \
-                or (len(data) != len(spec[1]) and not spec[2] <= data.keys()):
-            wrong = problem(lane, kind, data)  # None for a scenario event
-            if wrong is not None:  # a crashlab bug: never write an event the vocabulary does not declare
-                raise InternalError(f"trace event #{len(self.events)}: {wrong} (crashlab.events)")
+        if (lane, kind, *data) not in _DECLARED:
+            _check(len(self.events), lane, kind, data)
         event = {"seq": len(self.events), "t": self._now(), "lane": lane, "kind": kind,
                  "worker": worker, "run": run}
         event.update(data)
@@ -54,6 +50,24 @@ class Trace:
 
     def to_jsonl(self) -> str:
         return jsonl(self.events)
+
+
+#: The (lane, kind, field names...) signatures already found to match the vocabulary: each is
+#: checked once per process, and an emit with a known signature costs one set look-up.
+_DECLARED: set[tuple] = set()
+
+
+def _check(seq: int, lane: str, kind: str, data: dict) -> None:
+    """Refuse an event the vocabulary does not declare (a crashlab bug: never written), or
+    remember its signature as declared."""
+    spec = SPECS.get(kind)  # (lane, every declared field, the required ones): crashlab.events
+    if spec is None or spec[0] != lane or not spec[1].issuperset(data) \
+            or (len(data) != len(spec[1]) and not spec[2] <= data.keys()):
+        wrong = problem(lane, kind, data)  # None for a scenario event
+        if wrong is not None:
+            raise InternalError(f"trace event #{seq}: {wrong} (crashlab.events)")
+    if len(_DECLARED) < 100_000:       # scenario events vary with their data: keep the set bounded
+        _DECLARED.add((lane, kind, *data))
 
 
 def jsonl(events: Iterable[dict]) -> str:
