@@ -287,6 +287,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_Forks._child, after_in_parent=_Forks._parent)
 
 
+def _thread_count() -> int:
+    """``threading.active_count()`` without its lock: this runs after every adapter step, on the
+    thread that starts and stops adapters (a thread being started is already in ``_limbo``)."""
+    return len(_ACTIVE) + len(_LIMBO)
+
+
+_ACTIVE, _LIMBO = getattr(threading, "_active", None), getattr(threading, "_limbo", None)
+if not isinstance(_ACTIVE, dict) or not isinstance(_LIMBO, dict):   # another Python: the public call
+    _thread_count = threading.active_count  # noqa: F811
+
+
 class InProcessChannel:
     def __init__(self, factory: Callable[[], Any], services: list[str],
                  wall_guard_s: float = DEFAULT_WALL_GUARD_S) -> None:
@@ -294,7 +305,7 @@ class InProcessChannel:
         self.services = services
         self.wall_guard_s = wall_guard_s
         self.coro = None
-        self.threads = threading.active_count()  # more after a step: the adapter started a thread
+        self.threads = _thread_count()  # more after a step: the adapter started a thread
 
     def _step(self, fn, arg):
         guard = self.wall_guard_s
@@ -331,7 +342,7 @@ class InProcessChannel:
             self.kill()
             raise AdapterFault("forked", "adapter forked a process (the child was stopped); adapters act "
                                "only through ports")
-        if threading.active_count() > self.threads:
+        if _thread_count() > self.threads:
             self.kill()
             raise AdapterFault("thread", "adapter started a thread; adapters act only through ports, "
                                "one step at a time (the thread is left behind until crashlab exits)")
