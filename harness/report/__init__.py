@@ -360,7 +360,9 @@ def _in_workers(tasks: list, workers: int, done: list[bool], progress) -> None:
                                initializer=_worker_start, initargs=(tasks,))
     stop = True
     try:
-        pending = {pool.submit(_worker_scenario, i) for i in range(len(tasks))}
+        # the longest traces first (their figures take longest): no worker is left with a big one at the end
+        order = sorted(range(len(tasks)), key=lambda i: -len(tasks[i][0].events))
+        pending = {pool.submit(_worker_scenario, i) for i in order}
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
