@@ -244,3 +244,16 @@ def test_the_cached_canvas_draws_the_same_pixels_as_matplotlibs():
                 stock = pixels(build_figure(events, check_trace(events), linear=linear), FigureCanvasAgg)
                 assert pixels(build_figure(events, check_trace(events), linear=linear), agg.Canvas) == stock, name
     assert agg._EXTENTS and (agg._GLYPHS or not agg.FAST_TEXT)
+
+
+def test_a_refused_finish_says_why_stale_lease_or_run_already_ended():
+    def kinds(name):
+        _, data = read(name)
+        return sorted(m.kind for r in data.runs for w in r.workers for m in w.marks if m.kind.startswith("finish"))
+
+    after = kinds("combined-cancel-after-finish")      # a worker woken after the run ended
+    assert "finish_after_end" in after and "finish_stale" not in after
+    stale = kinds("matrix-lease-loss")                  # a worker that lost its lease
+    assert "finish_stale" in stale and "finish_after_end" not in stale
+    from crashlab.report import style
+    assert "already ended" in style.WORKER_GLYPHS["finish_after_end"][3]

@@ -46,6 +46,7 @@ class FinishPoint:
     accepted: bool
     worker: str | None
     next_owner: str | None
+    stale: bool = False     # refused for a lost lease (else, if refused: the run had already ended)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,7 +122,8 @@ def from_index(ix: TraceIndex) -> Timelines:
                                   owner=e.get("owner", ""), expires_at=e["expires_at"]) for e in run.leases)
         finishes = tuple(FinishPoint(t=f["t"], seq=f["seq"], disposition=f["disposition"],
                                      accepted=bool(f.get("accepted")), worker=f.get("worker"),
-                                     next_owner=f.get("next_owner")) for f in run.finishes)
+                                     next_owner=f.get("next_owner"), stale=bool(f.get("stale")))
+                         for f in run.finishes)
         lanes = []
         for key, entries in run.ledger_by_key.items():
             entry = entries[0].get("entry") or {}

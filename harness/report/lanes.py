@@ -184,7 +184,8 @@ def lanes(events: list[dict]) -> Lanes:
         for w in workers.values():
             if w["run"] != r.run:
                 continue
-            own = sorted([Mark(t=f.t, seq=f.seq, kind="finish", label=f.disposition, ok=f.accepted)
+            own = sorted([Mark(t=f.t, seq=f.seq, label=f.disposition, ok=f.accepted,
+                               kind="finish" if f.accepted else "finish_stale" if f.stale else "finish_after_end")
                           for f in r.finishes if f.worker == w["name"]] + marks.get(w["name"], []),
                          key=lambda m: m.seq)
             ws.append(Worker(name=w["name"], run=r.run, start=w["start"], end=w["end"],

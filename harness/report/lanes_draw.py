@@ -45,7 +45,7 @@ class LaneDrawing:
                     points.setdefault((w.end_kind, ""), []).append((b, wy))
                 for m in w.marks:
                     self.loc[m.seq] = ("run", wy)
-                    kind = "finish_stale" if m.kind == "finish" and not m.ok else m.kind
+                    kind = m.kind
                     if kind in ("lease", "adapter_fault"):
                         continue
                     points.setdefault((kind, ""), []).append((X(m.t), wy))

@@ -63,6 +63,7 @@ WORKER_GLYPHS: dict[str, tuple[str, str, bool, str]] = {
     "rejected": ("x", "#c62828", True, "checkpoint write refused"),
     "finish": ("D", "#1b5e20", True, "finish accepted"),
     "finish_stale": ("D", "#9e9e9e", False, "finish refused (stale)"),
+    "finish_after_end": ("D", "#6d4c41", False, "finish refused (run already ended)"),
     "escalation": ("^", "#1565c0", True, "escalation (decision packet)"),
     "approval": ("o", "#5c6bc0", False, "approval requested"),
 }
