@@ -249,7 +249,9 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
     pages.mkdir(parents=True, exist_ok=True)
     tasks = [(item, items[i - 1] if i else None, items[i + 1] if i + 1 < len(items) else None,
               out_dir, no_answers, linear) for i, item in enumerate(items)]
-    _scenarios([t for t in tasks if t[0].events], progress, jobs)      # figures and their pages
+    # figures and their pages, the longest traces first (their figures take longest): no worker
+    # is left drawing a big one at the end
+    _scenarios(sorted((t for t in tasks if t[0].events), key=lambda t: -len(t[0].events)), progress, jobs)
     for task in tasks:
         if not task[0].events:
             _scenario(task)
@@ -360,9 +362,7 @@ def _in_workers(tasks: list, workers: int, done: list[bool], progress) -> None:
                                initializer=_worker_start, initargs=(tasks,))
     stop = True
     try:
-        # the longest traces first (their figures take longest): no worker is left with a big one at the end
-        order = sorted(range(len(tasks)), key=lambda i: -len(tasks[i][0].events))
-        pending = {pool.submit(_worker_scenario, i) for i in order}
+        pending = {pool.submit(_worker_scenario, i) for i in range(len(tasks))}
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:

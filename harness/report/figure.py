@@ -29,7 +29,7 @@ from .axis import TimeAxis, duration_label
 from .lanes import Lanes, lanes as extract_lanes
 from .lanes_draw import LaneDrawing
 from .layout import (CHAR, DPI, FONT, LEFT_IN, RIGHT_IN, ROW_LABEL, STRIP_H, STRIP_LEVELS, TIME_W,
-                     TITLE_GAP, WIDTH_IN, Panel, Placer, collapse_states, fit, outcome_kind, pack)
+                     TITLE_GAP, WIDTH_IN, Panel, Placer, bars, collapse_states, fit, outcome_kind, pack)
 from .story import story as read_story
 
 
@@ -90,8 +90,7 @@ class _Figure(LaneDrawing):
         if spans:
             kw.setdefault("edgecolor", "#ffffff")
             kw.setdefault("linewidth", 0.6)
-            ax.broken_barh([(a, max(b - a, 0.12)) for a, b in spans], (y - height / 2, height),
-                           facecolors=colors, **kw)
+            bars(ax, [(a, max(b - a, 0.12)) for a, b in spans], (y - height / 2, height), facecolors=colors, **kw)
 
     def _label_in(self, ax, x0: float, x1: float, y: float, texts: list[str], color: str, boxed: bool = False):
         """Write the longest text that fits between x0 and x1."""

@@ -4,7 +4,7 @@ other actors; ledger knowledge with its disagreements; the "where it ended" colu
 from __future__ import annotations
 
 from . import legend, style
-from .layout import FINAL_X0, FINAL_X1, FONT, STRIP_H, TIME_W, collapse_states, disposition_words, scatter
+from .layout import FINAL_X0, FINAL_X1, FONT, STRIP_H, TIME_W, bars, collapse_states, disposition_words, scatter
 
 
 class LaneDrawing:
@@ -30,8 +30,8 @@ class LaneDrawing:
                 a, b = X(w.start), X(w.end)
                 self._bars(ax, wy, [(a, b)], [style.WORKER_COLOR], height=0.5)
                 for p0, p1 in w.pauses:
-                    ax.broken_barh([(X(p0), max(X(p1) - X(p0), 0.12))], (wy - 0.25, 0.5),
-                                   facecolors="none", edgecolor="#6a1b9a", hatch="////", linewidth=0.6)
+                    bars(ax, [(X(p0), max(X(p1) - X(p0), 0.12))], (wy - 0.25, 0.5), facecolors="none",
+                         edgecolor="#6a1b9a", hatch="////", linewidth=0.6)
                 for l0, l1, epoch in w.leases:
                     shade = style.LEASE_COLORS[(epoch or 0) % 2]
                     ax.plot([X(l0), X(l1)], [wy - 0.36, wy - 0.36], color=shade, linewidth=1.6,

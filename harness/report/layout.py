@@ -104,6 +104,19 @@ def scatter(ax, xs, ys, marker: str, color: str, filled: bool, size: float, zord
                    facecolors=color if filled else "none", edgecolors=color, **kw)
 
 
+def bars(ax, xranges, yrange: tuple[float, float], **kw):
+    """``ax.broken_barh`` for an axes whose limits are already set: the same rectangles, added
+    without updating the data limits (the figure's limits are fixed), which is a good part of
+    broken_barh's cost when a figure has hundreds of bars."""
+    from matplotlib.collections import PolyCollection
+
+    y0, dy = yrange
+    y1 = y0 + dy
+    col = PolyCollection([[(x0, y0), (x0, y1), (x0 + dx, y1), (x0 + dx, y0)] for x0, dx in xranges], **kw)
+    ax.add_collection(col, autolim=False)
+    return col
+
+
 def fit(text: str, limit: int) -> str:
     """Cut a sentence at its end (a title reads from the start)."""
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
