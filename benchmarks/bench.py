@@ -15,8 +15,9 @@ Measured side by side in one process, on one core:
   6. loading the scenario library, and writing traces (CPU time, interleaved rounds);
   7. cost against scenario length: one scenario at 1x, 10x and 100x its runs, horizon and
      background traffic, per event (linear cost keeps it flat);
-  8. with --sweeps: the crash matrix of the whole library (crashlab sweep, --jobs 2), generated
-     schedules per second (crashlab explore), and the conformance suite over the wire;
+  8. with --sweeps: the crash matrix of the whole library (crashlab sweep, --jobs 2) with the
+     peak memory of its worker processes, generated schedules per second (crashlab explore,
+     --jobs 2), and the conformance suite over the wire;
   9. peak memory (maximum resident set) of this process and of its worker processes.
 """
 from __future__ import annotations
@@ -75,6 +76,45 @@ def _run(scenario, adapter, seed=None):
     runner = Runner(scenario, adapter, seed, Limits())
     result = runner.run()
     return result, next(runner.world.env._eid)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (Linux: /proc/<pid>/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            try:
+                kids = [int(k) for k in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def _peak_kb(pid: int) -> int:
+    """A process's peak resident set (VmHWM), in KiB; 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def run_watched(cmd: list[str], **kw) -> tuple[float, float, float]:
+    """Run ``cmd``; return its wall seconds, the peak resident set of its main process and the
+    largest peak among its worker processes (MB), sampled every 50 ms from /proc."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, **kw)
+    main_kb = worker_kb = 0
+    while proc.poll() is None:
+        main_kb = max(main_kb, _peak_kb(proc.pid))
+        for pid in _descendants(proc.pid):
+            worker_kb = max(worker_kb, _peak_kb(pid))
+        time.sleep(0.05)
+    return time.perf_counter() - start, main_kb / 1024, worker_kb / 1024
 
 
 def bare_simpy(n_events: int) -> None:
@@ -240,18 +280,22 @@ def main() -> int:
         here = Path(__file__).resolve().parent.parent
         cmd = [sys.executable, "-m", "crashlab"]
         with tempfile.TemporaryDirectory() as tmp:
-            start = time.perf_counter()
-            subprocess.run(cmd + ["sweep", "-q", "--jobs", "2", "--keep-traces", "none", "--out", tmp,
-                                  "--json", f"{tmp}/s.json"], check=False, cwd=here, stdout=subprocess.DEVNULL)
-            sweep_s = time.perf_counter() - start
+            sweep_s, main_mb, worker_mb = run_watched(
+                cmd + ["sweep", "-q", "--jobs", "2", "--keep-traces", "none", "--out", tmp, "--json", f"{tmp}/s.json"],
+                cwd=here, stdout=subprocess.DEVNULL)
             runs = len(json.loads(Path(f"{tmp}/s.json").read_text())["scenarios"])
             print(f"crash matrix (sweep, 2 jobs)   {sweep_s:8.2f} s wall   {runs} runs, {runs / sweep_s:.0f} runs/s")
-            n = 200
-            start = time.perf_counter()
-            subprocess.run(cmd + ["explore", "--examples", str(n), "--seed", "1"], check=False, cwd=here,
-                           stdout=subprocess.DEVNULL)
-            explore_s = time.perf_counter() - start
-            print(f"explore                        {n / explore_s:8.1f} schedules/s   ({n} schedules, --jobs: the cores)")
+            print(f"  its peak memory              {worker_mb:8.0f} MB per worker process, {main_mb:.0f} MB the "
+                  "main process")
+            n = 1000
+            with open(f"{tmp}/explore.txt", "w") as log:
+                explore_s, _, explore_mb = run_watched(
+                    cmd + ["explore", "-q", "--examples", str(n), "--seed", "1", "--jobs", "2",
+                           "--findings", f"{tmp}/findings"], cwd=here, stdout=log)
+            said = Path(f"{tmp}/explore.txt").read_text().split()     # "explored N schedules in ..."
+            tried = int(said[1]) if len(said) > 1 and said[1].isdigit() else n
+            print(f"explore                        {tried / explore_s:8.1f} schedules/s   ({tried} schedules, "
+                  f"--jobs 2, {explore_mb:.0f} MB per worker)")
             for how, wire in (("fresh interpreter", f"exec:{sys.executable} -m crashlab.wire {adapter.text}"),
                               ("warm server", f"wire:{adapter.text}")):
                 for jobs in ("1", "2"):
@@ -264,7 +308,8 @@ def main() -> int:
     # 9: peak memory
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"peak memory                    {own:8.0f} MB this process, {children:.0f} MB the largest child")
+    print(f"peak memory                    {own:8.0f} MB this process, {children:.0f} MB its largest child "
+          "(the report's workers, forked from it, count the pages they share)")
     return 0
 
 
