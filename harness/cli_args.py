@@ -51,6 +51,10 @@ def _count(text: str) -> int:
     return value
 
 
+def _jobs(p: argparse.ArgumentParser, same: str, what: str = "worker processes") -> None:
+    p.add_argument("-j", "--jobs", type=_count, metavar="N", help=f"{what} (default: the machine's cores); {same}")
+
+
 def _suite_options(p: argparse.ArgumentParser, out_help: str) -> None:
     p.add_argument("--adapter", metavar="SPEC", help=ADAPTER_HELP)
     p.add_argument("--seed", type=_seed, metavar="N", help="override every scenario's seed (0 to 2**53 - 1)")
@@ -62,8 +66,7 @@ def _suite_options(p: argparse.ArgumentParser, out_help: str) -> None:
     p.add_argument("--scenarios", action="append", metavar="PATH",
                    help="your own scenario file, or a folder of *.yaml files, instead of the library (repeatable)")
     p.add_argument("--with-library", action="store_true", help="with --scenarios: run the library too")
-    p.add_argument("-j", "--jobs", type=_count, metavar="N",
-                   help="worker processes (default: the machine's cores); the results are the same for any N")
+    _jobs(p, "the results are the same for any N")
     p.add_argument("--shard", metavar="I/N", help="run only the I-th of N deterministic shares of the runs; "
                                                    "join the shares' results with `crashlab merge`")
     p.add_argument("--executor", choices=("local", "dask"), default="local",
@@ -102,6 +105,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", default="crashlab-out",
                    help="folder for the trace (default: crashlab-out)")
     r.add_argument("--report", metavar="DIR", help="also render the timeline report into DIR")
+    _jobs(r, "the report is the same for any N", "with --report: worker processes drawing the figures")
     add_report_options(r)
 
     c = cmd("conformance", "run the whole scenario library and score the adapter",
@@ -150,6 +154,7 @@ def parser() -> argparse.ArgumentParser:
               "(and a results JSON, if given).")
     rep.add_argument("inputs", nargs="+", metavar="PATH", help="trace files, folders of traces, or a results JSON")
     rep.add_argument("--out", metavar="DIR", default="crashlab-report", help="output folder (default: crashlab-report)")
+    _jobs(rep, "the report is the same for any N", "worker processes drawing the figures")
     add_report_options(rep)
 
     ls = cmd("list", "list the scenario library", "List every library scenario: id, title and tags.")
@@ -171,8 +176,7 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--resume", action="store_true", help="skip the chunks an interrupted run with the same "
                                                           "options finished (FINDINGS/explore.journal.jsonl)")
     ex.add_argument("--json", metavar="PATH", help="write every chunk's outcome as JSON (joinable with merge)")
-    ex.add_argument("-j", "--jobs", type=_count, metavar="N",
-                    help="worker processes (default: the machine's cores); the schedules tried are the same")
+    _jobs(ex, "the schedules tried are the same")
     ex.add_argument("--shard", metavar="I/N", help="explore only the I-th of N deterministic shares of the chunks")
     ex.add_argument("--executor", choices=("local", "dask"), default="local", help="local processes or Dask")
     ex.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: the scheduler address")
