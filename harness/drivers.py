@@ -9,8 +9,9 @@ call, ``send(result)`` / ``throw(error)`` answer the last one and return the nex
 * :class:`SubprocessChannel` speaks newline-delimited JSON over stdin/stdout with a
   process per worker (docs/protocol.md); a crash is SIGKILL.
 
-A misbehaving adapter never crashes or hangs the harness: every way it can misbehave
-becomes an :class:`AdapterFault`, which the worker lifecycle records on the trace.
+What crosses a port call, arguments one way and results the other, is copied and checked
+by crashlab.boundary. A misbehaving adapter never crashes or hangs the harness: every way it
+can misbehave becomes an :class:`AdapterFault`, which the worker lifecycle records on the trace.
 """
 from __future__ import annotations
 
@@ -30,8 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import orjson
-
+from .boundary import MAX_DEPTH, MAX_LINE_BYTES, _clip, adapter_value, harness_value, json_copy
 from .errors import Interrupted, UsageError
 from .model import PortCall
 from .ports import PortError, Ports
@@ -39,11 +39,6 @@ from .ports import PortError, Ports
 DEFAULT_STEP_BUDGET = 5_000        # port calls per worker
 DEFAULT_WALL_GUARD_S = 10.0        # in-process: longest a single resume may compute
 DEFAULT_REPLY_TIMEOUT_S = 10.0     # subprocess: longest to wait for the next request (or to write a reply)
-
-# What an adapter may send, in-process or over the wire (docs/protocol.md, "Limits").
-MAX_LINE_BYTES = 1 << 20           # one request line; in-process, the same budget on a call's size
-MAX_DEPTH = 64                     # nesting of objects and arrays in one request
-MAX_INT = (1 << 63) - 1            # integers are within +-(2**63 - 1); floats are finite
 DEFAULT_MEMORY_MB = 4096           # subprocess address-space limit (RLIMIT_AS), where the platform has it
 EXIT_WAIT_S = 2.0                  # subprocess: time to exit after run.finish or after closing stdout
 
@@ -101,168 +96,6 @@ class WallGuard:
             signal.signal(signal.SIGALRM, old)
             cls.active = False
             cls.armed_until = 0.0
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-class _Budget:
-    """The remaining size budget of one value (characters of strings and keys, plus one per item)."""
-
-    __slots__ = ("left",)
-
-    def __init__(self, left: int) -> None:
-        self.left = left
-
-
-def json_copy(value: Any, *, depth: int = MAX_DEPTH, budget: _Budget | None = None) -> Any:
-    """A deep copy of a JSON value (dicts with string keys, lists, scalars), within the limits
-    (MAX_DEPTH nesting, integers within +-MAX_INT, finite floats, MAX_LINE_BYTES in size). Tuples
-    become lists and str/int subclasses (enums) plain values, exactly as a JSON round trip would
-    make them; anything else, or anything beyond a limit, raises TypeError naming it."""
-    if budget is None:
-        budget = _Budget(MAX_LINE_BYTES)
-    kind = type(value)
-    if kind is str:
-        budget.left -= len(value)
-        if budget.left < 0:
-            raise TypeError(f"larger than {MAX_LINE_BYTES} bytes")
-        if not value.isascii():
-            _unicode(value)
-        return value
-    if kind is int:
-        if -MAX_INT <= value <= MAX_INT:
-            return value
-        raise TypeError(f"integer beyond +-(2**63 - 1): {_clip_number(value)}")
-    if kind is float:
-        if value - value == 0.0:  # finite: NaN and infinities are not JSON
-            return value
-        raise TypeError(f"{value!r} is not a JSON number (only finite numbers are)")
-    if kind in _SCALARS:
-        return value
-    if depth <= 0:
-        raise TypeError(f"nested deeper than {MAX_DEPTH} levels")
-    budget.left -= 1
-    if kind is dict:
-        out = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                if not isinstance(key, str):
-                    raise TypeError(f"object keys must be strings, got {type(key).__name__} {key!r:.40}")
-                key = str(key)
-            budget.left -= len(key)
-            if not key.isascii():
-                _unicode(key)
-            out[key] = json_copy(item, depth=depth - 1, budget=budget)
-        return out
-    if kind is list or kind is tuple:
-        return [json_copy(item, depth=depth - 1, budget=budget) for item in value]
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, str):
-        return json_copy(str(value), depth=depth, budget=budget)
-    if isinstance(value, int):
-        return json_copy(int(value), depth=depth, budget=budget)
-    if isinstance(value, float):
-        return json_copy(float(value), depth=depth, budget=budget)
-    if isinstance(value, dict):
-        return json_copy(dict(value), depth=depth, budget=budget)
-    raise TypeError(f"{type(value).__name__} {_clip(repr(value), 40)} is not a JSON value")
-
-
-_DIGIT_MASK = bytes.maketrans(b"123456789", b"000000000")   # every digit -> "0", anything else unchanged
-_LONG_RUN = b"0" * 19                      # 19 digits or more: maybe beyond +-(2**63 - 1)
-
-
-def _huge_number(data: bytes) -> bool:
-    """Whether the serialised value may hold an integer beyond +-MAX_INT (a digit run in a string
-    counts too: then json_copy decides). Each maximal run of 19 digits or more is read as an integer;
-    the runs are found on a copy with every digit masked to "0" (a plain substring search)."""
-    masked = data.translate(_DIGIT_MASK)
-    start = masked.find(_LONG_RUN)
-    while start != -1:
-        end = start + len(_LONG_RUN)
-        while end < len(masked) and masked[end] == 0x30:
-            end += 1
-        if int(data[start:end]) > MAX_INT:
-            return True
-        start = masked.find(_LONG_RUN, end)
-    return False
-
-
-def adapter_value(value: Any) -> Any:
-    """What an adapter sends, as a copy within the limits of docs/protocol.md; TypeError names the
-    first limit broken. The common case goes through orjson (C speed); anything unusual (tuples,
-    NaN, huge numbers, deep nesting, surrogates, non-JSON types) is decided by ``json_copy``."""
-    try:
-        # 53-bit integers at most here: then no integer can be beyond +-MAX_INT and the scan
-        # for long digit runs is not needed (a larger integer takes the path below)
-        data = orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
-    except (orjson.JSONEncodeError, TypeError):
-        return _adapter_value_wide(value)
-    if len(data) > MAX_LINE_BYTES:
-        raise TypeError(f"larger than {MAX_LINE_BYTES} bytes")
-    copy = orjson.loads(data)
-    deep = data.count(b"[") + data.count(b"{") > MAX_DEPTH and not _shallow(copy, MAX_DEPTH)
-    if copy != value or deep:
-        return json_copy(value)  # NaN and infinities come back as null; the rest needs a closer look
-    return copy
-
-
-def _adapter_value_wide(value: Any) -> Any:
-    """``adapter_value`` for a value orjson refuses with 53-bit integers: integers up to 64 bits
-    (then a scan of the digits decides), or anything it cannot write at all."""
-    try:
-        data = orjson.dumps(value)
-    except (orjson.JSONEncodeError, TypeError):
-        return json_copy(value)
-    if len(data) > MAX_LINE_BYTES:
-        raise TypeError(f"larger than {MAX_LINE_BYTES} bytes")
-    copy = orjson.loads(data)
-    deep = data.count(b"[") + data.count(b"{") > MAX_DEPTH and not _shallow(copy, MAX_DEPTH)
-    if copy != value or deep or _huge_number(data):
-        return json_copy(value)
-    return copy
-
-
-def _shallow(value: Any, limit: int) -> bool:
-    """True when the containers of a JSON value nest no deeper than ``limit`` (no recursion)."""
-    if type(value) is not dict and type(value) is not list:
-        return True
-    stack = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if level > limit:
-            return False
-        for child in (item.values() if type(item) is dict else item):
-            if type(child) is dict or type(child) is list:
-                stack.append((child, level + 1))
-    return True
-
-
-def harness_value(value: Any) -> Any:
-    """A copy of a result the world hands to an adapter (it may never mutate the stores)."""
-    try:
-        return orjson.loads(orjson.dumps(value))
-    except (orjson.JSONEncodeError, TypeError):
-        return json_copy(value, budget=_Budget(1 << 62))
-
-
-def _unicode(text: str) -> None:
-    """Strings must be valid Unicode (a lone surrogate such as "\\ud800" cannot be written as UTF-8)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise TypeError("a string holds a lone surrogate (not valid Unicode)") from None
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
-
-
-def _clip_number(value: int) -> str:
-    digits = value.bit_length() * 30103 // 100000 + 1
-    return f"an integer of about {digits} digits"
 
 
 class _Forks:

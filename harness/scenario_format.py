@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .events import BY_NAME as KIND_NAMES
+from .event_tables import BY_NAME as KIND_NAMES
 from .model import Knowledge, RunState
 
 DEFAULT_ORIGIN_MS = 10 * 3_600_000     # 10:00, the chapter's clock

@@ -24,7 +24,8 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from .errors import InternalError, UsageError
-from .events import KEYS, LANES, SPECS, problem
+from .event_tables import KEYS, SPECS, problem
+from .events import LANES
 from .files import atomic_writer
 
 
@@ -60,7 +61,7 @@ _DECLARED: set[tuple] = set()
 def _check(seq: int, lane: str, kind: str, data: dict) -> None:
     """Refuse an event the vocabulary does not declare (a crashlab bug: never written), or
     remember its signature as declared."""
-    spec = SPECS.get(kind)  # (lane, every declared field, the required ones): crashlab.events
+    spec = SPECS.get(kind)  # (lane, every declared field, the required ones): crashlab.event_tables
     if spec is None or spec[0] != lane or not spec[1].issuperset(data) \
             or (len(data) != len(spec[1]) and not spec[2] <= data.keys()):
         wrong = problem(lane, kind, data)  # None for a scenario event
@@ -109,7 +110,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
     NaN or Infinity, nesting beyond MAX_TRACE_DEPTH, a missing or malformed header, sequence
     numbers out of order, an event the vocabulary does not declare (an unknown kind, a kind on
     the wrong lane, a missing or an undeclared field: crashlab.events), no end event (an
-    incomplete trace). Every event it returns parses (``crashlab.events.parse``)."""
+    incomplete trace). Every event it returns parses (``crashlab.event_tables.parse``)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -140,7 +141,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
             raise UsageError(f"{path}:{lineno}: nested deeper than {MAX_TRACE_DEPTH} levels; not a crashlab trace")
         if not events:
             _check_header(event, path)
-        keys = KEYS.get(event["kind"])  # (lane, every key it may have): crashlab.events
+        keys = KEYS.get(event["kind"])  # (lane, every key it may have): crashlab.event_tables
         if (keys is None or keys[0] != event["lane"] or len(event) != len(keys[1])
                 or not keys[1].issuperset(event)) and (wrong := problem(event["lane"], event["kind"], event)):
             raise UsageError(f"{path}:{lineno}: {_clip(wrong)}; not an event crashlab writes",

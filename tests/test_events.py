@@ -2,7 +2,8 @@
 import pytest
 
 from crashlab.errors import InternalError
-from crashlab.events import BY_NAME, KINDS, LANES, problem
+from crashlab.event_tables import BY_NAME, KINDS, problem
+from crashlab.events import LANES
 from crashlab.scenario import library
 from crashlab.trace import Trace
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from crashlab import events
+from crashlab import event_tables, events
 from crashlab.checks import index
 from crashlab.errors import UsageError
-from crashlab.events import ABSENT, EventError, parse
+from crashlab.event_tables import parse
+from crashlab.events import ABSENT, EventError
 from crashlab.report import style
 from crashlab.scenario import EVENT_TYPES, library
 from crashlab.trace import jsonl, read_jsonl
@@ -49,7 +50,7 @@ def test_the_report_summarizes_every_kind():
 ])
 def test_a_dispatch_table_that_misses_a_kind_fails_naming_it(handlers, ignored, words):
     with pytest.raises(TypeError, match=f"dispatch table t: {words}"):
-        events.dispatch(handlers, ignored=ignored, name="t")
+        event_tables.dispatch(handlers, ignored=ignored, name="t")
 
 
 # --------------------------------------------------------------------------- construction

@@ -15,9 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from crashlab.boundary import MAX_LINE_BYTES, json_copy
 from crashlab.cli import main
 from crashlab.conformance import run_suite
-from crashlab.drivers import MAX_LINE_BYTES, AdapterFault, json_copy, parse_request
+from crashlab.drivers import AdapterFault, parse_request
 from crashlab.errors import InvalidScenario, UsageError
 from crashlab.scenario import library, load_text, resolve
 from crashlab.trace import read_jsonl
@@ -372,7 +373,7 @@ _ANY = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
 @settings(max_examples=400, deadline=None)
 @given(_ANY)
 def test_the_fast_boundary_copy_decides_exactly_as_the_careful_one(value):
-    from crashlab.drivers import adapter_value
+    from crashlab.boundary import adapter_value
 
     def outcome(fn):
         try:

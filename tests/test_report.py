@@ -171,6 +171,25 @@ def test_a_command_with_jobs_draws_the_figures_with_as_many():
     assert report_options(argparse.Namespace(quiet=True))["jobs"] is None       # the cores
 
 
+def test_crashlab_report_writes_the_same_files_with_any_jobs(saved, tmp_path, monkeypatch):
+    import crashlab.report as report
+    from crashlab.cli import main
+
+    _, traces, _ = saved
+    monkeypatch.setattr(report, "PARALLEL_MIN", 1)   # forked workers where the host allows
+    asked = []
+    workers = report._workers
+    monkeypatch.setattr(report, "_workers", lambda tasks, jobs: asked.append(jobs) or workers(tasks, jobs))
+    outs = {jobs: tmp_path / f"jobs{jobs}" for jobs in (1, 2)}
+    for jobs, out in outs.items():
+        assert main(["report", str(traces), "--out", str(out), "--jobs", str(jobs), "-q"]) == 0
+    assert asked == [1, 2]
+    files = {jobs: sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()) for jobs, out in outs.items()}
+    assert files[1] == files[2] and any(p.suffix == ".png" for p in files[1])
+    for rel in files[1]:
+        assert (outs[1] / rel).read_bytes() == (outs[2] / rel).read_bytes(), rel
+
+
 def test_time_axis_is_monotonic_and_bounded():
     times = [0, 1, 2, 3, 40, 3_000, 3_001, 60_000, 600_000]
     axis = TimeAxis(times, 0, 600_000)

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from crashlab.checks.docs import invariants_markdown, rubric_markdown  # noqa: E402
-from crashlab.events import kinds_markdown  # noqa: E402
+from crashlab.event_tables import kinds_markdown  # noqa: E402
 from crashlab.scenario_schema import SCHEMA_PATH, library_table, schema_text  # noqa: E402
 from crashlab.model import (CHECKPOINT_FIELD_MEANINGS, CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS,  # noqa: E402
                            EFFECT_ENTRY_FIELDS, KNOWLEDGE_TRANSITIONS, Knowledge, RunState)

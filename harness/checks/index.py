@@ -15,7 +15,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import events as kinds
+from .. import event_tables, events as kinds
 from ..model import EFFECT_OPS
 from .values import dig, hashable, matches, obj
 
@@ -484,13 +484,13 @@ def _file_scenario_event(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None
 def _scenario_filer(ev: dict) -> Filer:
     """The filer of an event whose kind is not in the vocabulary: a scenario event's, or an
     EventError (an unknown kind)."""
-    if not kinds.is_scenario_event(ev):
+    if not event_tables.is_scenario_event(ev):
         raise kinds.EventError(f"trace event #{ev.get('seq')}: "
-                               + (kinds.problem(ev["lane"], ev["kind"], ev) or "not in the vocabulary"))
+                               + (event_tables.problem(ev["lane"], ev["kind"], ev) or "not in the vocabulary"))
     return FILERS[kinds.ScenarioEvent]
 
 
-kinds.dispatch(FILERS, ignored=IGNORED, name="crashlab.checks.index.FILERS")
+event_tables.dispatch(FILERS, ignored=IGNORED, name="crashlab.checks.index.FILERS")
 #: FILERS by kind name, the ignored kinds filed by nobody: what ``build`` looks up.
 _BY_KIND: dict[str, Filer] = {cls.kind: FILERS.get(cls, _ignore) for cls in kinds.TYPES.values()}
 

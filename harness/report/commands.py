@@ -1,5 +1,5 @@
 """The report-side commands of ``crashlab`` (show, diff, compare) and the report options
-(--no-answers, --linear), registered by crashlab.cli with a few lines. Importing this module
+(--no-answers, --linear), registered by crashlab.cli_args with a few lines. Importing this module
 is cheap: the handlers import their modules when they run."""
 from __future__ import annotations
 

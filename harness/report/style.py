@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import events
+from .. import event_tables, events
 from ..model import Knowledge, RunState
 from ..timefmt import format_time
 
@@ -106,7 +106,7 @@ def summarize(ev: dict, origin_ms: int) -> str:
     """One line for any trace event: ``#38 10:00:00.074 remote effect R-1 key=… (adapter)``.
     The body is its type's entry in SUMMARIES; an event the vocabulary does not declare is an
     EventError (the trace reader refuses one)."""
-    event = events.parse(ev)
+    event = event_tables.parse(ev)
     head = f"#{event.seq} {format_time(int(event.t or 0), origin_ms)}"
     who = f" {event.worker}" if event.worker else (f" {event.run}" if event.run else "")
     return f"{head}{who} {SUMMARIES[type(event)](event)}"
@@ -239,4 +239,4 @@ def _plain(e: events.Event) -> str:
     return f"{e.lane} {e.kind}"
 
 
-events.dispatch(SUMMARIES, name="crashlab.report.style.SUMMARIES")
+event_tables.dispatch(SUMMARIES, name="crashlab.report.style.SUMMARIES")
