@@ -120,15 +120,14 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_Forks._child, after_in_parent=_Forks._parent)
 
 
-def _thread_count() -> int:
-    """``threading.active_count()`` without its lock: this runs after every adapter step, on the
-    thread that starts and stops adapters (a thread being started is already in ``_limbo``)."""
-    return len(_ACTIVE) + len(_LIMBO)
-
-
 _ACTIVE, _LIMBO = getattr(threading, "_active", None), getattr(threading, "_limbo", None)
-if not isinstance(_ACTIVE, dict) or not isinstance(_LIMBO, dict):   # another Python: the public call
-    _thread_count = threading.active_count  # noqa: F811
+if isinstance(_ACTIVE, dict) and isinstance(_LIMBO, dict):
+    def _thread_count() -> int:
+        """``threading.active_count()`` without its lock: this runs after every adapter step, on
+        the thread that starts and stops adapters (a thread being started is already in ``_limbo``)."""
+        return len(_ACTIVE) + len(_LIMBO)
+else:                                   # another Python: the public call
+    _thread_count = threading.active_count
 
 
 class InProcessChannel:

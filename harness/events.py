@@ -5,6 +5,13 @@ each kind is a small frozen class (its lane, its fields, its meaning as the docs
 class is the only place its kind is declared; ``TYPES`` holds them by kind, and
 ``Event.to_dict`` turns an event into the dict a trace writes.
 
+The world emits an event by naming its class, never a lane and kind as strings:
+``trace.emit(events.Checkpoint, worker=..., run=..., version=..., ...)`` takes the lane and
+kind from the class and refuses (InternalError, a crashlab bug caught where it is made) fields
+the class does not declare or a required field left out. The record it writes is the plain
+dict of ``Event.to_dict`` (an instance per event would cost the hot path; ``parse`` gives the
+typed event back to whoever reads it).
+
 What reads these classes lives in crashlab.event_tables, derived from them: the tables
 ``Trace.emit`` and the trace reader check events against, ``parse`` (a written event back to
 its typed event), the check of the ``dispatch`` tables through which the checks and the report
@@ -12,7 +19,7 @@ handle every kind, and the descriptive view from which the scenario format's evi
 vocabulary and docs/trace.md's table of kinds are made (``python tools/docgen.py``).
 
 A scenario event (``cancel``, ``deploy``, ...) is written on the ``world`` lane under its own
-type with ``data`` and ``line``: a ``ScenarioEvent``.
+type with ``data`` and ``line`` (``trace.emit_scenario``): a ``ScenarioEvent``.
 
 An optional field an event does not carry is ``ABSENT`` (never written), which keeps it apart
 from a field whose value is ``null``.

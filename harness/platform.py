@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
+from . import events
 from .model import RunState, TERMINAL_STATES, WAITING_STATES, validate_checkpoint, validate_effect_entry
 from .ports import PortError
 
@@ -62,7 +63,7 @@ class Primitive:
     def _schema_fault(self, run, worker, call_seq, fault: str, what: str, field: str, value: Any,
                       problems: list[str]):
         """A written record failed the harness schema: an adapter fault, and ``invalid``."""
-        self.emit("worker", "adapter_fault", worker=worker.name, run=run.spec.id, call=call_seq,
+        self.emit(events.AdapterFault, worker=worker.name, run=run.spec.id, call=call_seq,
                   fault=fault, problems=problems, **{field: value},
                   message=f"{what} failed the harness schema: " + "; ".join(problems))
         raise PortError("invalid", "; ".join(problems), details={"problems": problems})
@@ -87,7 +88,7 @@ class Leases(Primitive):
         lease.owner = worker.name
         lease.expires_at = self.now + ttl
         worker.epoch = lease.epoch
-        self.emit("run", "lease", worker=worker.name, run=run.spec.id, op="acquire",
+        self.emit(events.Lease, worker=worker.name, run=run.spec.id, op="acquire",
                   epoch=lease.epoch, owner=worker.name, expires_at=lease.expires_at, call=call_seq)
         return {"epoch": lease.epoch, "owner": worker.name, "expires_at": lease.expires_at}
 
@@ -105,7 +106,7 @@ class Leases(Primitive):
                             f"(current {run.lease.epoch}, expires {run.lease.expires_at})",
                             details={"current_epoch": run.lease.epoch})
         run.lease.expires_at = self.now + ttl
-        self.emit("run", "lease", worker=worker.name, run=run.spec.id, op="renew",
+        self.emit(events.Lease, worker=worker.name, run=run.spec.id, op="renew",
                   epoch=epoch, owner=worker.name, expires_at=run.lease.expires_at, call=call_seq)
         return {"epoch": epoch, "expires_at": run.lease.expires_at}
 
@@ -144,13 +145,13 @@ class CheckpointStore(Primitive):
                                checkpoint, problems)
         latest = run.checkpoints[-1]["version"] if run.checkpoints else run.base_version
         if expected != latest:
-            self.emit("run", "checkpoint_rejected", worker=worker.name, run=run.spec.id,
+            self.emit(events.CheckpointRejected, worker=worker.name, run=run.spec.id,
                       call=call_seq, reason="version_conflict", expected=expected, latest=latest,
                       epoch=epoch)
             raise PortError("version_conflict", f"expected version {expected!r}, latest is {latest}",
                             details={"latest": latest})
         if not self.leases.ok(run, epoch):
-            self.emit("run", "checkpoint_rejected", worker=worker.name, run=run.spec.id,
+            self.emit(events.CheckpointRejected, worker=worker.name, run=run.spec.id,
                       call=call_seq, reason="stale_epoch", expected=expected, latest=latest,
                       epoch=epoch, current_epoch=run.lease.epoch)
             raise PortError("stale_epoch", f"lease epoch {epoch!r} is not current and live "
@@ -159,7 +160,7 @@ class CheckpointStore(Primitive):
         run.checkpoints.append({"version": version, "checkpoint": checkpoint, "at": self.now,
                                 "writer": worker.name})
         control = checkpoint["control"]
-        self.emit("run", "checkpoint", worker=worker.name, run=run.spec.id, call=call_seq,
+        self.emit(events.Checkpoint, worker=worker.name, run=run.spec.id, call=call_seq,
                   version=version, state=control["state"], owner=control["owner"],
                   epoch=epoch, state_version=control["state_version"], checkpoint=checkpoint)
         return {"version": version}
@@ -195,14 +196,14 @@ class Ledger(Primitive):
         epoch = entry["lease_epoch"]
         if epoch != worker.epoch or not self.leases.ok(run, epoch):
             # Fenced like a checkpoint write: only the current, live lease epoch appends.
-            self.emit("run", "ledger_rejected", worker=worker.name, run=run.spec.id, call=call_seq,
+            self.emit(events.LedgerRejected, worker=worker.name, run=run.spec.id, call=call_seq,
                       reason="stale_epoch", epoch=epoch, current_epoch=run.lease.epoch,
                       key=entry["semantic_key"])
             raise PortError("stale_epoch", f"lease epoch {epoch!r} is not this worker's current, live "
                             f"epoch (current {run.lease.epoch})", details={"current_epoch": run.lease.epoch})
         previous = self.knowledge(run, entry["semantic_key"])
         run.ledger.append(entry)
-        self.emit("knowledge", "ledger", worker=worker.name, run=run.spec.id, call=call_seq,
+        self.emit(events.Ledger, worker=worker.name, run=run.spec.id, call=call_seq,
                   index=len(run.ledger), key=entry["semantic_key"], knowledge=entry["knowledge"],
                   previous=previous, epoch=entry["lease_epoch"], live_epoch=run.lease.epoch,
                   entry=entry)
@@ -238,7 +239,7 @@ class Inbox(Primitive):
                  "producer": producer, "producer_seq": producer_seq, "payload": payload,
                  "at": self.now}
         run.inbox.append(event)
-        self.emit("world", "deliver", run=run.spec.id, event=event)
+        self.emit(events.Deliver, run=run.spec.id, event=event)
         self.wake(run)
         return event
 
@@ -273,7 +274,7 @@ class Authority(Primitive):
         request_id = f"AR-{len(run.requests) + 1}"
         req = {"request_id": request_id, "proposal_hash": phash, "action": action, "at": self.now}
         run.requests.append(req)
-        self.emit("run", "approval_requested", worker=worker.name, run=run.spec.id, call=call_seq,
+        self.emit(events.ApprovalRequested, worker=worker.name, run=run.spec.id, call=call_seq,
                   **req)
         mode = run.spec.approval.get("mode", "auto")
         if action != run.spec.operation:
@@ -299,7 +300,7 @@ class Authority(Primitive):
                             expires_at=self.now + run.spec.approval["expires_after_ms"],
                             capability_version=run.capability_version)
         run.approvals.append(approval)
-        self.emit("world", "approval_granted", run=run.spec.id, approval_id=approval.approval_id,
+        self.emit(events.ApprovalGranted, run=run.spec.id, approval_id=approval.approval_id,
                   proposal_hash=approval.proposal_hash, action=approval.action,
                   expires_at=approval.expires_at, capability_version=approval.capability_version)
         self.inbox.deliver(run, "approval", {"approval_id": approval.approval_id,
@@ -390,7 +391,7 @@ class RunControl(Primitive):
             raise PortError("bad_request", f"{disposition} is neither terminal nor a durable waiting state")
         stale = run.lease.epoch > run.base_epoch and (worker.epoch != run.lease.epoch)
         accepted = not stale and run.finished is None
-        self.emit("run", "finish", worker=worker.name, run=run.spec.id, call=call_seq,
+        self.emit(events.Finish, worker=worker.name, run=run.spec.id, call=call_seq,
                   disposition=disposition, effects=args.get("effects") or [],
                   next_owner=args.get("next_owner"), reason=args.get("reason") or "",
                   packet=args.get("packet"), accepted=accepted, stale=stale)
@@ -411,6 +412,6 @@ class RunControl(Primitive):
             raise PortError("bad_request", "operator.escalate needs a packet object")
         run.tickets += 1
         ticket = f"OP-{run.tickets}"
-        self.emit("run", "escalation", worker=worker.name, run=run.spec.id, call=call_seq,
+        self.emit(events.Escalation, worker=worker.name, run=run.spec.id, call=call_seq,
                   ticket=ticket, packet=packet)
         return {"ticket": ticket}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version as pkg_version
 from typing import Any
 
+from . import events
 from .drivers import (DEFAULT_MEMORY_MB, DEFAULT_REPLY_TIMEOUT_S, DEFAULT_STEP_BUDGET, DEFAULT_WALL_GUARD_S,
                       AdapterFault, AdapterSpec, Finished, WallGuard, load_adapter)
 from .errors import InternalError
@@ -106,7 +107,7 @@ class Runner:
         pinned_env: dict | None = None
         while run.finished is None:
             if run.workers >= self.limits.max_workers:
-                self.world.emit("worker", "restart_budget_exhausted", run=run.spec.id,
+                self.world.emit(events.RestartBudgetExhausted, run=run.spec.id,
                                 workers=run.workers)
                 return False
             if delay:
@@ -165,7 +166,7 @@ class Runner:
                 run.wake = env.event()
                 yield run.wake
             if run.workers >= self.limits.max_workers:
-                self.world.emit("worker", "restart_budget_exhausted", run=rid, workers=run.workers)
+                self.world.emit(events.RestartBudgetExhausted, run=rid, workers=run.workers)
                 return
             kind, value = yield env.process(self.worker(run, dict(run.env)))
             if kind == "adapter_fault":
@@ -194,7 +195,7 @@ class Runner:
         run.current = name
         rid = run.spec.id
         self.offered[rid] = len(run.inbox)
-        world.emit("worker", "start", worker=name, run=rid, number=number, env=worker_env)
+        world.emit(events.Start, worker=name, run=rid, number=number, env=worker_env)
         hello = {"run_id": rid, "worker": name, "env": worker_env, "services": sorted(world.services)}
         channel = self.adapter.channel(sorted(world.services), hello,
                                        wall_guard_s=self.limits.wall_guard_s,
@@ -212,7 +213,7 @@ class Runner:
                 key = (call.port, call.op)
                 nth = run.ordinals.get(key, 0) + 1
                 run.ordinals[key] = nth
-                call_ev = world.emit("port", "call", worker=name, run=rid, port=call.port, op=call.op,
+                call_ev = world.emit(events.Call, worker=name, run=rid, port=call.port, op=call.op,
                                      args=call.args, nth=nth)
                 seq = call_ev["seq"]
                 crash = world.match_rules("crash", run, ws, call, nth)
@@ -227,12 +228,12 @@ class Runner:
                 except PortError as exc:
                     value, error = None, exc
                 if crash is not None:  # boundary == "after": it took effect; the worker never sees it
-                    world.emit("port", "result", worker=name, run=rid, call=seq, ok=error is None,
+                    world.emit(events.Result, worker=name, run=rid, call=seq, ok=error is None,
                                value=value, error=error.to_json() if error else None, delivered=False)
                     raise Crash("after", crash)
                 if pause is not None and pause.boundary == "after":
                     yield from self._pause(run, ws, pause, seq)
-                world.emit("port", "result", worker=name, run=rid, call=seq, ok=error is None,
+                world.emit(events.Result, worker=name, run=rid, call=seq, ok=error is None,
                            value=value, error=error.to_json() if error else None, delivered=True)
                 if call.port == "inbox" and call.op == "poll" and error is None:
                     self.seen_inbox[rid] = len(run.inbox)
@@ -241,23 +242,23 @@ class Runner:
                         channel.close_after_finish()
                     else:
                         channel.kill()
-                    world.emit("worker", "stop", worker=name, run=rid, reason="finished")
+                    world.emit(events.Stop, worker=name, run=rid, reason="finished")
                     return ("finished", None)
                 call = channel.throw(error) if error is not None else channel.send(value)
         except Crash as crash:
             channel.kill()
             ws.alive = False
-            world.emit("fault", "crash", worker=name, run=rid, boundary=crash.boundary,
+            world.emit(events.Crash, worker=name, run=rid, boundary=crash.boundary,
                        rule_line=crash.rule.line, restart_after_ms=crash.rule.restart_after_ms)
             return ("crash", crash.rule.restart_after_ms)
         except Finished:
             channel.kill()
-            world.emit("worker", "adapter_fault", worker=name, run=rid, fault="no_finish",
+            world.emit(events.AdapterFault, worker=name, run=rid, fault="no_finish",
                        message="adapter returned without calling run.finish")
             return ("adapter_fault", None)
         except AdapterFault as fault:
             channel.kill()
-            world.emit("worker", "adapter_fault", worker=name, run=rid, fault=fault.kind,
+            world.emit(events.AdapterFault, worker=name, run=rid, fault=fault.kind,
                        message=fault.message)
             return ("adapter_fault", None)
         finally:
@@ -266,14 +267,14 @@ class Runner:
 
     def _pause(self, run: RunWorld, ws: WorkerState, rule, seq: int):
         world, env = self.world, self.world.env
-        world.emit("fault", "pause", worker=ws.name, run=run.spec.id, call=seq, boundary=rule.boundary,
+        world.emit(events.Pause, worker=ws.name, run=run.spec.id, call=seq, boundary=rule.boundary,
                    resume_after_ms=rule.resume_after_ms, rule_line=rule.line)
         ws.paused = True
         # The platform notices the silent worker: a replacement starts once its lease expires.
         env.process(self._takeover(run, ws, run.takeover, rule.restart_after_ms))
         yield env.timeout(rule.resume_after_ms)
         ws.paused = False
-        world.emit("fault", "resume", worker=ws.name, run=run.spec.id, call=seq)
+        world.emit(events.Resume, worker=ws.name, run=run.spec.id, call=seq)
 
     def _takeover(self, run: RunWorld, ws: WorkerState, takeover, restart_after: int):
         env = self.world.env
@@ -281,14 +282,14 @@ class Runner:
         wait = max(0, lease.expires_at - int(env.now)) if lease.owner == ws.name else restart_after
         yield env.timeout(wait + 1)
         if run.finished is None and ws.paused and run.current == ws.name and not takeover.triggered:
-            self.world.emit("worker", "takeover", run=run.spec.id, stale=ws.name)
+            self.world.emit(events.Takeover, run=run.spec.id, stale=ws.name)
             takeover.succeed()
 
     # -------------------------------------------------------------- the whole run
     def run(self) -> RunResult:
         world = self.world
         sc = self.scenario
-        world.emit("meta", "header", format=TRACE_FORMAT, scenario=sc.id, title=sc.title,
+        world.emit(events.Header, format=TRACE_FORMAT, scenario=sc.id, title=sc.title,
                    seed=world.seed, adapter=self.adapter.text, harness=harness_version(),
                    origin_ms=sc.origin_ms, horizon_ms=sc.horizon_ms, env=dict(sc.env),
                    services={k: dict(v) for k, v in sc.services.items()},
@@ -308,7 +309,7 @@ class Runner:
             raise InternalError(f"the simulation failed: {type(exc).__name__}: {exc}",
                                 seed=world.seed, step=len(world.trace.events),
                                 hint="please report this with the repro command") from exc
-        world.emit("meta", "end", runs={r.spec.id: {"finished": r.finished, "waiting": r.waiting,
+        world.emit(events.End, runs={r.spec.id: {"finished": r.finished, "waiting": r.waiting,
                                                     "workers": r.workers}
                                         for r in world.runs.values()})
         return RunResult(scenario=sc, adapter=self.adapter.text, seed=world.seed,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from . import events
 from .model import digest
 from .ports import PortError
 
@@ -148,7 +149,7 @@ class Service:
         self.records.append(rec)
         if key is not None and self.profile["idempotency"] != "none":
             self.keys[key] = rec
-        self.emit("remote", "effect", run=run, service=self.name, op="commit", ref=rec.ref, key=key,
+        self.emit(events.Effect, run=run, service=self.name, op="commit", ref=rec.ref, key=key,
                   intent=rec.intent, fingerprint=rec.fingerprint, cause=cause, call=call)
         return rec
 
@@ -161,11 +162,11 @@ class Service:
         if rec is None:
             return None
         if mode == "semantic" and rec.fingerprint != fingerprint(intent):
-            self.emit("remote", "refused", run=run, service=self.name, key=key, call=call,
+            self.emit(events.Refused, run=run, service=self.name, key=key, call=call,
                       reason="intent_mismatch", ref=rec.ref)
             raise PortError("intent_mismatch", f"key {key!r} was used for a different request "
                             f"(stored fingerprint {rec.fingerprint})")
-        self.emit("remote", "replayed", run=run, service=self.name, key=key, ref=rec.ref, call=call)
+        self.emit(events.Replayed, run=run, service=self.name, key=key, ref=rec.ref, call=call)
         return {**self.record_view(rec), "replayed": True}
 
     def execute(self, op: str, args: dict, *, cause: str, run: str | None, call: int | None) -> dict:
@@ -235,14 +236,14 @@ class Reservation(Service):
         self._check_common(args)
         if key and key in self.keys and self._key_live(key) is not None:
             prior = self.keys[key]
-            self.emit("remote", "replayed", run=run, service=self.name, key=key, ref=prior.ref, call=call)
+            self.emit(events.Replayed, run=run, service=self.name, key=key, ref=prior.ref, call=call)
             return {"ref": ref, "status": target.status, "release_ref": prior.ref, "replayed": True}
         if target.status == "active":
             target.status = "released"
             target.released_at = self.now()
         rel = self.commit(key=key, intent={"release": ref, **(args.get("intent") or {})},
                           cause=cause, run=run, call=call, prefix="X", status="done")
-        self.emit("remote", "released", run=run, service=self.name, ref=ref, release_ref=rel.ref,
+        self.emit(events.Released, run=run, service=self.name, ref=ref, release_ref=rel.ref,
                   key=key, cause=cause, call=call)
         return {"ref": ref, "status": target.status, "release_ref": rel.ref, "replayed": False}
 
@@ -287,7 +288,7 @@ class Registry(Service):
         self._check_common(args)
         for rec in self.records:
             if self._natural(rec.intent) == self._natural(intent):
-                self.emit("remote", "refused", run=run, service=self.name, key=args.get("key"),
+                self.emit(events.Refused, run=run, service=self.name, key=args.get("key"),
                           call=call, reason="already_exists", ref=rec.ref)
                 raise PortError("already_exists", f"{intent['package']}@{intent['version']} exists")
         rec = self.commit(key=args.get("key"), intent=intent, cause=cause, run=run, call=call,

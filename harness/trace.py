@@ -24,8 +24,8 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from .errors import InternalError, UsageError
-from .event_tables import KEYS, SPECS, problem
-from .events import LANES
+from .event_tables import KEYS, problem
+from .events import LANES, TYPES, Event
 from .files import atomic_writer
 
 
@@ -39,36 +39,49 @@ class Trace:
         self.events: list[dict[str, Any]] = []
         self._now = now
 
-    def emit(self, lane: str, kind: str, *, worker: str | None = None, run: str | None = None,
+    def emit(self, event: type[Event], /, *, worker: str | None = None, run: str | None = None,
              **data: Any) -> dict[str, Any]:
-        if (lane, kind, *data) not in _DECLARED:
-            _check(len(self.events), lane, kind, data)
-        event = {"seq": len(self.events), "t": self._now(), "lane": lane, "kind": kind,
-                 "worker": worker, "run": run}
-        event.update(data)
-        self.events.append(event)
-        return event
+        """Record an event of the kind ``event`` (a class of crashlab.events, which gives its
+        lane and kind) with these fields; refused (InternalError) when they do not match the
+        class's declaration."""
+        if (event, *data) not in _DECLARED:
+            _check(len(self.events), event, data)
+        record = {"seq": len(self.events), "t": self._now(), "lane": event.lane, "kind": event.kind,
+                  "worker": worker, "run": run}
+        record.update(data)
+        self.events.append(record)
+        return record
+
+    def emit_scenario(self, kind: str, *, run: str | None, data: Any, line: int | None) -> dict[str, Any]:
+        """Record a scenario event (``cancel``, ``deploy``, ...): on the world lane under its own
+        type, with its data and the scenario line (a ScenarioEvent)."""
+        wrong = problem("world", kind, ("data", "line"))
+        if wrong is not None:
+            raise InternalError(f"trace event #{len(self.events)}: {wrong} (crashlab.events)")
+        record = {"seq": len(self.events), "t": self._now(), "lane": "world", "kind": kind,
+                  "worker": None, "run": run, "data": data, "line": line}
+        self.events.append(record)
+        return record
 
     def to_jsonl(self) -> str:
         return jsonl(self.events)
 
 
-#: The (lane, kind, field names...) signatures already found to match the vocabulary: each is
-#: checked once per process, and an emit with a known signature costs one set look-up.
+#: The (event class, field names...) signatures already found to match the vocabulary: each
+#: is checked once per process, and an emit with a known signature costs one set look-up.
 _DECLARED: set[tuple] = set()
 
 
-def _check(seq: int, lane: str, kind: str, data: dict) -> None:
+def _check(seq: int, event: type[Event], data: dict) -> None:
     """Refuse an event the vocabulary does not declare (a crashlab bug: never written), or
     remember its signature as declared."""
-    spec = SPECS.get(kind)  # (lane, every declared field, the required ones): crashlab.event_tables
-    if spec is None or spec[0] != lane or not spec[1].issuperset(data) \
-            or (len(data) != len(spec[1]) and not spec[2] <= data.keys()):
-        wrong = problem(lane, kind, data)  # None for a scenario event
-        if wrong is not None:
-            raise InternalError(f"trace event #{seq}: {wrong} (crashlab.events)")
-    if len(_DECLARED) < 100_000:       # scenario events vary with their data: keep the set bounded
-        _DECLARED.add((lane, kind, *data))
+    kind = getattr(event, "kind", None)
+    if TYPES.get(kind) is not event:
+        raise InternalError(f"trace event #{seq}: {event!r} is not an event kind of crashlab.events")
+    wrong = problem(event.lane, kind, data)
+    if wrong is not None:
+        raise InternalError(f"trace event #{seq}: {wrong} (crashlab.events)")
+    _DECLARED.add((event, *data))
 
 
 def jsonl(events: Iterable[dict]) -> str:

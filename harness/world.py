@@ -17,6 +17,8 @@ from typing import Any, Generator
 
 import simpy
 
+from . import events
+from .events import Event
 from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, PortCall
 from .platform import (Approval, Authority, CheckpointStore, Inbox, Lease, Leases, Ledger,
                        RunControl)
@@ -143,8 +145,8 @@ class World:
     def now(self) -> int:
         return int(self.env.now)
 
-    def emit(self, lane: str, kind: str, **data: Any) -> dict:  # replaced per instance below
-        return self.trace.emit(lane, kind, **data)
+    def emit(self, event: type[Event], /, **data: Any) -> dict:  # replaced per instance below
+        return self.trace.emit(event, **data)
 
     def key_knowledge(self, run: RunWorld, key: str | None) -> str | None:
         return self.ledger.knowledge(run, key)
@@ -221,7 +223,7 @@ class World:
                  nth: int) -> Generator[Any, Any, dict]:
         fault = self.match_rules("fault", run, worker, call, nth)
         if fault is not None:
-            self.emit("fault", "fault", worker=worker.name, run=run.spec.id, call=call_seq,
+            self.emit(events.Fault, worker=worker.name, run=run.spec.id, call=call_seq,
                       fault=fault.fault, code=fault.code, rule_line=fault.line)
         if call.port in self.services:
             return (yield from self._service_call(run, worker, call, call_seq, fault))
@@ -296,7 +298,7 @@ class World:
             raise PortError(code, f"{call.port}.{call.op}: injected {code}")
         if kind == "drop_request":
             yield self.env.timeout(timeout)
-            self.emit("remote", "dropped", run=rid, service=call.port, op=call.op, call=call_seq)
+            self.emit(events.Dropped, run=rid, service=call.port, op=call.op, call=call_seq)
             raise PortError("timeout", f"{call.port}: no response within {timeout} ms")
         if kind == "late_arrival":
             delay = fault.delay_ms if fault.delay_ms is not None else timeout + 1000
@@ -312,7 +314,7 @@ class World:
                     and svc.in_flight.get(key):
                 raise PortError("conflict_in_flight", f"a request with key {key!r} is executing")
         if kind == "server_error_before":
-            self.emit("remote", "server_error", run=rid, service=call.port, op=call.op,
+            self.emit(events.ServerError, run=rid, service=call.port, op=call.op,
                       call=call_seq, committed=False)
             yield from self._proxy_retries(svc, call, args, rid, call_seq, arrive)
             yield self.env.timeout(one_way)
@@ -322,14 +324,14 @@ class World:
             delay = fault.delay_ms if fault.delay_ms is not None else 5
             self.env.process(self._duplicate(svc, call, args, rid, call_seq, delay))
         if kind == "server_error_after":
-            self.emit("remote", "server_error", run=rid, service=call.port, op=call.op,
+            self.emit(events.ServerError, run=rid, service=call.port, op=call.op,
                       call=call_seq, committed=True)
             yield from self._proxy_retries(svc, call, args, rid, call_seq, arrive)
             yield self.env.timeout(one_way)
             raise PortError("server_error", f"{call.port}: 502 bad gateway")
         if kind == "lost_response":
             yield self.env.timeout(max(0, timeout - one_way))
-            self.emit("remote", "response_lost", run=rid, service=call.port, op=call.op, call=call_seq)
+            self.emit(events.ResponseLost, run=rid, service=call.port, op=call.op, call=call_seq)
             raise PortError("timeout", f"{call.port}: no response within {timeout} ms")
         if is_effect and prof.get("callback_delay_ms") is not None:
             self.env.process(self._callback(run, svc, call, result, prof["callback_delay_ms"]))
@@ -343,7 +345,7 @@ class World:
             return
         for attempt in range(svc.profile["proxy_retries"]):
             yield self.env.timeout(svc.profile["latency_ms"])
-            self.emit("remote", "proxy_retry", run=rid, service=svc.name, op=call.op, call=call_seq,
+            self.emit(events.ProxyRetry, run=rid, service=svc.name, op=call.op, call=call_seq,
                       attempt=attempt + 1)
             try:
                 arrive("proxy_retry")
@@ -359,20 +361,20 @@ class World:
         yield self.env.timeout(delay)
         if key is not None:
             svc.in_flight[key] -= 1
-        self.emit("remote", "late_arrival", run=rid, service=svc.name, op=call.op, call=call_seq,
+        self.emit(events.LateArrival, run=rid, service=svc.name, op=call.op, call=call_seq,
                   delay_ms=delay)
         try:
             svc.execute(call.op, args, cause="adapter", run=rid, call=call_seq)
         except PortError as exc:
-            self.emit("remote", "late_rejected", run=rid, service=svc.name, call=call_seq, code=exc.code)
+            self.emit(events.LateRejected, run=rid, service=svc.name, call=call_seq, code=exc.code)
 
     def _duplicate(self, svc, call, args, rid, call_seq, delay):
         yield self.env.timeout(delay)
-        self.emit("remote", "duplicate_delivery", run=rid, service=svc.name, op=call.op, call=call_seq)
+        self.emit(events.DuplicateDelivery, run=rid, service=svc.name, op=call.op, call=call_seq)
         try:
             svc.execute(call.op, args, cause="duplicate_delivery", run=rid, call=call_seq)
         except PortError as exc:
-            self.emit("remote", "late_rejected", run=rid, service=svc.name, call=call_seq, code=exc.code)
+            self.emit(events.LateRejected, run=rid, service=svc.name, call=call_seq, code=exc.code)
 
     def _callback(self, run, svc, call, result, delay):
         yield self.env.timeout(delay)
@@ -408,7 +410,7 @@ class World:
                 svc.execute("reserve", {"key": f"background-{n}", "intent": intent}, cause="other_actor",
                             run=None, call=None)
             except PortError as exc:
-                self.emit("remote", "other_actor_rejected", code=exc.code)
+                self.emit(events.OtherActorRejected, code=exc.code)
 
     def _intake(self, run: RunWorld):
         yield self.env.timeout(run.spec.start_ms)
@@ -440,7 +442,7 @@ class World:
             # the key of the call this event is anchored to (the loader requires the anchor)
             data["args"] = {**data.get("args", {}), "key": anchor_call.args.get("key") if anchor_call else None}
         run = self.runs.get(ev.run) if ev.run else None
-        self.emit("world", ev.type, run=ev.run, data=data, line=ev.line)
+        self.trace.emit_scenario(ev.type, run=ev.run, data=data, line=ev.line)
         if ev.type == "deploy":
             self.env_current.update(data)
             for rw in self.runs.values():
@@ -453,7 +455,7 @@ class World:
                 svc.execute(data.get("op", "reserve"), dict(data.get("args") or {}),
                             cause="other_actor", run=None, call=None)
             except PortError as exc:
-                self.emit("remote", "other_actor_rejected", code=exc.code)
+                self.emit(events.OtherActorRejected, code=exc.code)
             return
         if run is None:
             return

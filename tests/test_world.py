@@ -70,7 +70,7 @@ class _Svc:
         self.t = 0
         self.events = []
         prof = {**PROFILE_DEFAULTS[kind.kind], **profile}
-        self.svc = kind(kind.kind, prof, lambda lane, k, **d: self.events.append((k, d)), lambda: self.t)
+        self.svc = kind(kind.kind, prof, lambda event, **d: self.events.append((event.kind, d)), lambda: self.t)
 
     def __call__(self, op, **args):
         return self.svc.execute(op, args, cause="adapter", run="r", call=1)
