@@ -116,34 +116,22 @@ def adapter_value(value: Any) -> Any:
     """What an adapter sends, as a copy within the limits of docs/protocol.md; TypeError names the
     first limit broken. The common case goes through orjson (C speed); anything unusual (tuples,
     NaN, huge numbers, deep nesting, surrogates, non-JSON types) is decided by ``json_copy``."""
+    wide = False
     try:
         # 53-bit integers at most here: then no integer can be beyond +-MAX_INT and the scan
-        # for long digit runs is not needed (a larger integer takes the path below)
+        # for long digit runs is not needed
         data = orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
     except (orjson.JSONEncodeError, TypeError):
-        return _adapter_value_wide(value)
+        try:  # integers up to 64 bits (then a scan of the digits decides), or anything orjson cannot write
+            data, wide = orjson.dumps(value), True
+        except (orjson.JSONEncodeError, TypeError):
+            return json_copy(value)
     if len(data) > MAX_LINE_BYTES:
         raise TypeError(f"larger than {MAX_LINE_BYTES} bytes")
     copy = orjson.loads(data)
     deep = data.count(b"[") + data.count(b"{") > MAX_DEPTH and not _shallow(copy, MAX_DEPTH)
-    if copy != value or deep:
+    if copy != value or deep or (wide and _huge_number(data)):
         return json_copy(value)  # NaN and infinities come back as null; the rest needs a closer look
-    return copy
-
-
-def _adapter_value_wide(value: Any) -> Any:
-    """``adapter_value`` for a value orjson refuses with 53-bit integers: integers up to 64 bits
-    (then a scan of the digits decides), or anything it cannot write at all."""
-    try:
-        data = orjson.dumps(value)
-    except (orjson.JSONEncodeError, TypeError):
-        return json_copy(value)
-    if len(data) > MAX_LINE_BYTES:
-        raise TypeError(f"larger than {MAX_LINE_BYTES} bytes")
-    copy = orjson.loads(data)
-    deep = data.count(b"[") + data.count(b"{") > MAX_DEPTH and not _shallow(copy, MAX_DEPTH)
-    if copy != value or deep or _huge_number(data):
-        return json_copy(value)
     return copy
 
 
