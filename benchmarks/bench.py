@@ -92,29 +92,34 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _peak_kb(pid: int) -> int:
-    """A process's peak resident set (VmHWM), in KiB; 0 once it is gone."""
+def _memory_kb(pid: int) -> tuple[int, int, int]:
+    """A process's resident set now: (RSS, PSS, USS) in KiB from /proc/<pid>/smaps_rollup. RSS
+    counts the pages a forked worker shares with its parent in full, PSS a share of them, USS
+    (private) none: what the worker itself costs. (0, 0, 0) once it is gone."""
+    fields = {}
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("Rss", "Pss", "Private_Clean", "Private_Dirty"):
+                fields[key] = int(value.split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0, 0, 0
+    return fields.get("Rss", 0), fields.get("Pss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
 
 
-def run_watched(cmd: list[str], **kw) -> tuple[float, float, float]:
+def run_watched(cmd: list[str], **kw) -> tuple[float, float, tuple[float, float, float]]:
     """Run ``cmd``; return its wall seconds, the peak resident set of its main process and the
-    largest peak among its worker processes (MB), sampled every 50 ms from /proc."""
+    peak (RSS, PSS, USS) of its worker processes (MB), sampled every 100 ms from /proc."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, **kw)
-    main_kb = worker_kb = 0
+    main_kb, worker_kb = 0, [0, 0, 0]
     while proc.poll() is None:
-        main_kb = max(main_kb, _peak_kb(proc.pid))
+        main_kb = max(main_kb, _memory_kb(proc.pid)[0])
         for pid in _descendants(proc.pid):
-            worker_kb = max(worker_kb, _peak_kb(pid))
-        time.sleep(0.05)
-    return time.perf_counter() - start, main_kb / 1024, worker_kb / 1024
+            worker_kb = [max(a, b) for a, b in zip(worker_kb, _memory_kb(pid))]
+        time.sleep(0.1)
+    rss, pss, uss = (k / 1024 for k in worker_kb)
+    return time.perf_counter() - start, main_kb / 1024, (rss, pss, uss)
 
 
 def bare_simpy(n_events: int) -> None:
@@ -285,8 +290,9 @@ def main() -> int:
                 cwd=here, stdout=subprocess.DEVNULL)
             runs = len(json.loads(Path(f"{tmp}/s.json").read_text())["scenarios"])
             print(f"crash matrix (sweep, 2 jobs)   {sweep_s:8.2f} s wall   {runs} runs, {runs / sweep_s:.0f} runs/s")
-            print(f"  its peak memory              {worker_mb:8.0f} MB per worker process, {main_mb:.0f} MB the "
-                  "main process")
+            rss, pss, uss = worker_mb
+            print(f"  its peak memory              {rss:8.0f} MB per worker process (RSS; {pss:.0f} MB PSS, "
+                  f"{uss:.0f} MB its own: USS), {main_mb:.0f} MB the main process")
             n = 1000
             with open(f"{tmp}/explore.txt", "w") as log:
                 explore_s, _, explore_mb = run_watched(
@@ -295,7 +301,7 @@ def main() -> int:
             said = Path(f"{tmp}/explore.txt").read_text().split()     # "explored N schedules in ..."
             tried = int(said[1]) if len(said) > 1 and said[1].isdigit() else n
             print(f"explore                        {tried / explore_s:8.1f} schedules/s   ({tried} schedules, "
-                  f"--jobs 2, {explore_mb:.0f} MB per worker)")
+                  f"--jobs 2, {explore_mb[0]:.0f} MB RSS per worker)")
             for how, wire in (("fresh interpreter", f"exec:{sys.executable} -m crashlab.wire {adapter.text}"),
                               ("warm server", f"wire:{adapter.text}")):
                 for jobs in ("1", "2"):

@@ -104,9 +104,15 @@ def _apply_batch(fn: Callable[..., Any], items: list, kw: dict) -> list:
 
 # --------------------------------------------------------------------------- executors
 def _ignore_interrupts() -> None:
-    """Pool workers leave SIGINT to the parent, which stops them (a terminal sends it to all)."""
+    """Pool workers leave SIGINT to the parent, which stops them (a terminal sends it to all).
+    What a worker inherited from the parent (the job list, the library) is frozen out of the
+    garbage collector's scans: a scan writes to every object it visits, which would copy the
+    parent's pages into each worker (its memory then grew with the sweep's size)."""
+    import gc
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    gc.freeze()
 
 
 class LocalExecutor:
