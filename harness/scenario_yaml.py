@@ -53,26 +53,37 @@ class _YamlProblem(Exception):
         self.message, self.line, self.field = message, line, field
 
 
+_STR = "tag:yaml.org,2002:str"
+
+
+def _value(loader, node):
+    """``loader.construct_object(node, deep=True)``, with a plain string read straight from its
+    node (most of a scenario's scalars: the same value, without the constructor's dispatch)."""
+    if type(node) is yaml.ScalarNode and node.tag == _STR:
+        return node.value
+    return loader.construct_object(node, deep=True)
+
+
 def _construct_map(loader, node):
     loader.flatten_mapping(node)
     out = _LDict()
     out.lines = {}
     out.line = node.start_mark.line + 1
     for k_node, v_node in node.value:
-        key = loader.construct_object(k_node, deep=True)
+        key = _value(loader, k_node)
         line = k_node.start_mark.line + 1
         if not isinstance(key, str):
             raise _YamlProblem(f"mapping keys must be strings, got {key!r}; quote the key", line, str(key))
         if key in out:
             raise _YamlProblem(f"duplicate key '{key}' (first given on line {out.lines[key]}); "
                                "keep only one of them", line, key)
-        out[key] = loader.construct_object(v_node, deep=True)
+        out[key] = _value(loader, v_node)
         out.lines[key] = v_node.start_mark.line + 1
     return out
 
 
 def _construct_seq(loader, node):
-    out = _LList(loader.construct_object(n, deep=True) for n in node.value)
+    out = _LList(_value(loader, n) for n in node.value)
     out.line = node.start_mark.line + 1
     out.lines = [n.start_mark.line + 1 for n in node.value]
     return out
@@ -101,27 +112,28 @@ MAX_YAML_NODES = 100_000
 
 
 def _check_bounds(node: yaml.Node, file: str | None) -> None:
-    sizes: dict[int, int] = {}
-
-    def size(n: yaml.Node, depth: int) -> int:
+    """Refuse a document nested deeper than MAX_YAML_DEPTH or with more than MAX_YAML_NODES values,
+    every use of an alias counted: one walk that visits an aliased node at each use and stops
+    at the bound (so an alias bomb costs at most MAX_YAML_NODES steps)."""
+    stack = [(node, 0)]
+    count = 0
+    sequence, mapping = yaml.SequenceNode, yaml.MappingNode
+    while stack:
+        n, depth = stack.pop()
+        count += 1
         if depth > MAX_YAML_DEPTH:
             raise InvalidScenario(f"nested deeper than {MAX_YAML_DEPTH} levels; a scenario is far shallower",
                                   file=file, line=n.start_mark.line + 1)
-        known = sizes.get(id(n))
-        if known is not None:
-            return known
-        total = 1
-        if isinstance(n, yaml.SequenceNode):
-            total += sum(size(c, depth + 1) for c in n.value)
-        elif isinstance(n, yaml.MappingNode):
-            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in n.value)
-        if total > MAX_YAML_NODES:
+        if count > MAX_YAML_NODES:
             raise InvalidScenario(f"expands to more than {MAX_YAML_NODES} values (counting every use of an "
                                   "alias); remove the repeated aliases", file=file, line=n.start_mark.line + 1)
-        sizes[id(n)] = total
-        return total
-
-    size(node, 0)
+        kind = type(n)
+        if kind is sequence:
+            stack.extend((c, depth + 1) for c in n.value)
+        elif kind is mapping:
+            for k, v in n.value:
+                stack.append((k, depth + 1))
+                stack.append((v, depth + 1))
 
 
 def _parse(text: str, file: str | None) -> Any:
