@@ -5,7 +5,7 @@ from pathlib import Path
 
 from crashlab.checks.docs import invariants_markdown, rubric_markdown
 from crashlab.checks.invariants import BY_ID, INVARIANTS
-from crashlab.checks.rubric import AUTO_FAIL_REASONS, CATEGORY_MAX, RUBRIC, point_for, render, score
+from crashlab.checks.rubric import AUTO_FAIL_REASONS, BY_POINT, CATEGORY_MAX, RUBRIC, point_for, render, score
 from crashlab.results import ScenarioResult, Violation
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -198,3 +198,27 @@ def test_the_reports_show_the_rule_and_the_expected_and_observed_outcomes():
     assert "observed FAILED_EFFECT_UNKNOWN" in text
     html = score_html(card, {})
     assert "Use the authoritative read" in html and "observed FAILED_EFFECT_UNKNOWN" in html
+
+
+def faulted(id_, disposition=None):
+    fault = violation("ADAPTER-FAULT", events=(3,))
+    return ScenarioResult(id=id_, title=id_, verdict="fail", dispositions={"run-82": disposition},
+                          violations=(fault,))
+
+
+def test_an_adapter_that_faulted_everywhere_demonstrated_nothing_and_loses_every_point():
+    card = score([faulted("t1"), faulted("t2")], adapter="x", seed=None)
+    assert card.total == 0 and card.verdict == "fail"
+    by_point = {lp.point.split()[0]: lp for lp in card.lost}
+    assert sorted(by_point) == sorted(p.id for p in RUBRIC)
+    c1 = by_point["C1"]
+    assert c1.invariant == "ADAPTER-FAULT" and c1.events == (3,) and c1.scenario == "t1"
+    assert "every run of every selected scenario (2)" in c1.message and "ADAPTER-FAULT broke" in c1.message
+    assert c1.rule["quote"] == BY_POINT["C1"].quote            # the point's own definition
+
+
+def test_one_run_that_reached_a_disposition_keeps_the_usual_scoring():
+    for other in (result("t2"), faulted("t2", disposition="FAILED_EFFECT_UNKNOWN")):
+        card = score([faulted("t1"), other], adapter="x", seed=None)
+        lost = {lp.point.split()[0] for lp in card.lost}
+        assert lost == {"D1"} and card.total == 19        # only the adapter fault's own point

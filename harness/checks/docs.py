@@ -147,6 +147,10 @@ def rubric_markdown() -> str:
            + ". `violations` and `verdict` describe what a demonstration scenario shows; crashlab does "
            "not hold an adapter to them, so they cost no point (a rule given for them would cost "
            f"{KIND_POINT['violations']}). Scenario tags never route a point.", "",
+           "**Nothing demonstrated.** A point is earned by what the adapter did, never by default: an "
+           "adapter that faulted (ADAPTER-FAULT: it crashed, raised, hung, wrote garbage or never finished) "
+           "in every run of every selected scenario before any run reached a disposition loses every "
+           "point, each loss quoting the point's own definition and citing the first adapter fault.", "",
            "**Automatic failure** (total 0): " + ", ".join(AUTO_FAIL_REASONS) + ". The invariants that raise "
            "them: " + ", ".join(f"{inv.id} ({inv.auto_fail})" for inv in INVARIANTS if inv.auto_fail) + ".", "",
            "**Verdict**: pass only at 20/20 with no automatic failure and no failing scenario; unknown when "

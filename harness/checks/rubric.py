@@ -7,6 +7,10 @@ the rule and the evidence events for every loss. A scenario expectation miss (EX
 the point its scenario's ``expect.rules`` names, else the point of its kind
 (crashlab.checks.rules.KIND_POINT); no scenario tag routes anything.
 
+A point is earned by what the adapter did, never by default: an adapter that faulted in every
+run of every selected scenario before reaching any disposition (it crashed, raised, hung, wrote
+garbage or never finished) loses every point, each loss naming the adapter fault.
+
 The chapter's three scoring rules (crashlab.checks.rules): a blind retry is an automatic
 failure only when the resend could duplicate; two live recovery workers able to cause
 effects at once zero the ownership category; a key without defined intent caps effect
@@ -159,6 +163,17 @@ def score(results: list[ScenarioResult], *, adapter: str, seed: int | None) -> S
                 category=point.category, point=f"{point.id} {point.name}", scenario=res.id,
                 invariant=v.invariant, events=v.events, message=v.message, run=v.run, rule=rule,
                 expected=v.expected, observed=v.observed, cap=v.cap))
+    if results and all(_faulted_throughout(res) for res in results):
+        first = next(v for v in results[0].violations if v.invariant == "ADAPTER-FAULT")
+        for point in RUBRIC:       # nothing the adapter did demonstrates any point
+            if point.id not in lost:
+                lost[point.id] = [LostPoint(
+                    category=point.category, point=f"{point.id} {point.name}", scenario=results[0].id,
+                    invariant="ADAPTER-FAULT", run=first.run, events=first.events,
+                    rule={"source": point.source, "quote": point.quote},
+                    message=f"the adapter faulted in every run of every selected scenario ({len(results)}) "
+                            "before reaching any disposition, so nothing it did demonstrates this point; "
+                            f"the first: {first.message}")]
     categories = {}
     for name, maximum in CATEGORY_MAX.items():
         gone = sum(1 for p in RUBRIC if p.category == name and p.id in lost)
@@ -182,6 +197,14 @@ def score(results: list[ScenarioResult], *, adapter: str, seed: int | None) -> S
     return Scorecard(adapter=adapter, seed=seed, total=total, max=maximum, categories=categories,
                      auto_fail=auto_fail, lost=tuple(ordered), scenarios=tuple(results), verdict=verdict,
                      extra={"rubric": [p.to_json() for p in RUBRIC], "caps": caps})
+
+
+def _faulted_throughout(res: ScenarioResult) -> bool:
+    """Whether the adapter faulted (crashed, raised, hung, wrote garbage, never finished) in every
+    run of this scenario before any run reached a disposition."""
+    faulted = {v.run for v in res.violations if v.invariant == "ADAPTER-FAULT"}
+    return bool(res.dispositions) and all(d is None for d in res.dispositions.values()) \
+        and faulted.issuperset(res.dispositions)
 
 
 def render(card: Scorecard) -> str:
