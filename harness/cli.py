@@ -390,7 +390,10 @@ def main(argv: list[str] | None = None) -> int:
             handlers[sig] = signal.signal(sig, _on_signal)
     Interrupted.requested = None
     try:
-        return (COMMANDS.get(args.command) or args.handler)(args)
+        code = (COMMANDS.get(args.command) or args.handler)(args)
+        if Interrupted.requested is not None:   # swallowed where it landed (a finalizer, say): never exit 0
+            raise Interrupted(Interrupted.requested)
+        return code
     except CrashlabError as exc:
         print(f"crashlab: error: {_clip(exc, 2000)}", file=sys.stderr)
         return exc.exit_code

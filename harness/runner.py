@@ -17,7 +17,7 @@ from typing import Any
 from . import events
 from .drivers import (DEFAULT_MEMORY_MB, DEFAULT_REPLY_TIMEOUT_S, DEFAULT_STEP_BUDGET, DEFAULT_WALL_GUARD_S,
                       AdapterFault, AdapterSpec, Finished, WallGuard, load_adapter)
-from .errors import InternalError
+from .errors import InternalError, Interrupted
 from .model import TRACE_FORMAT
 from .ports import PortError
 from .scenario_compiled import Scenario
@@ -245,6 +245,9 @@ class Runner:
                     world.emit(events.Stop, worker=name, run=rid, reason="finished")
                     return ("finished", None)
                 call = channel.throw(error) if error is not None else channel.send(value)
+                if Interrupted.requested is not None:  # the user's interrupt, even if something swallowed it
+                    channel.kill()
+                    raise Interrupted(Interrupted.requested)
         except Crash as crash:
             channel.kill()
             ws.alive = False

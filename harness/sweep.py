@@ -238,6 +238,8 @@ def execute(jobs: list[Job], *, adapter: AdapterSpec, seed: int | None, out_dir:
             done[job.id] = outcome.result
             if on_result is not None:
                 on_result(job, outcome.result)
+            if Interrupted.requested is not None:   # an interrupt that landed where it could not raise
+                raise Interrupted(Interrupted.requested)
     except Interrupted as exc:
         exc.results = [done[j.id] for j in jobs if j.id in done]
         exc.internal = internal

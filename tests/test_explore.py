@@ -199,7 +199,9 @@ def test_generated_schedules_draw_the_new_kinds():
     calls = probe_calls(base, load_adapter(None))
     seen = {"anchored": 0, "conflict": 0, "callback": 0}
 
-    @settings(max_examples=300, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    # derandomized: the same 300 schedules on every run (a random run drew no callback once)
+    @settings(max_examples=300, database=None, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
     @given(schedules(dict(base.raw), calls))
     def draw(doc):
         events = doc.get("events") or []

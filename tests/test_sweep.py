@@ -122,6 +122,42 @@ def test_ctrl_c_on_a_sweep_keeps_the_journal_and_says_how_to_resume(tmp_path):
     assert _json(out / "r.json")["partial"]["done"] >= 2
 
 
+def test_an_interrupt_swallowed_where_it_landed_still_stops_the_sweep(tmp_path, monkeypatch, capsys):
+    """A signal handler's exception raised inside a finalizer (a closing pipe, say) is swallowed by
+    Python; crashlab still stops at the next step, keeps the journal and never exits 0."""
+    import crashlab.sweep as sweep_module
+    from crashlab.errors import Interrupted
+
+    real_add, seen = sweep_module.Journal.add, []
+
+    def add(self, result):
+        real_add(self, result)
+        seen.append(result.id)
+        if len(seen) == 2:
+            Interrupted.requested = signal.SIGINT      # the handler ran, its exception went nowhere
+
+    monkeypatch.setattr(sweep_module.Journal, "add", add)
+    out = tmp_path / "out"
+    code = main(["sweep", "-q", "--scenario", SCENARIOS[0], "--out", str(out), "-j", "1", "--json", str(out / "r.json"),
+                 "--adapter", f"exec:{PY} -m crashlab.wire crashlab.reference_impl:ReferenceAdapter"])
+    err = capsys.readouterr().err
+    assert code == 130 and "--resume" in err and len(seen) == 2
+    assert _json(out / "r.json")["partial"]["done"] == 2
+
+
+def test_an_interrupt_swallowed_after_the_last_run_still_exits_130(monkeypatch, capsys):
+    import crashlab.cli as cli
+    from crashlab.errors import Interrupted
+
+    def run_then_swallow(args):
+        Interrupted.requested = signal.SIGTERM
+        return 0
+
+    monkeypatch.setitem(cli.COMMANDS, "list", run_then_swallow)
+    assert main(["list"]) == 128 + signal.SIGTERM
+    assert "interrupted by SIGTERM" in capsys.readouterr().err
+
+
 def test_merge_refuses_shards_that_do_not_make_one_run(tmp_path):
     for i in (1, 2):
         main(["conformance", "-q", "--scenario", SCENARIOS[0], "--scenario", SCENARIOS[1], "--out", str(tmp_path),
