@@ -202,3 +202,13 @@ def test_three_communications_share_the_facts_at_three_altitudes_without_secrets
     assert key in owner and "reservation.reserve" in owner and "reference_impl" in owner
     for text in (user, operator, owner, packet_html(packet, origin)):
         assert "SECRET" not in text and "hunter2" not in text
+
+
+def test_the_index_names_each_runs_disposition_on_its_own_line():
+    from crashlab.report.index import scenarios_html
+
+    multi = ScenarioResult(id="two", title="two", verdict="pass", seed=1,
+                           dispositions={"run-1": "CANCELLED_NO_EFFECT", "run-2": None})
+    html = scenarios_html([item(multi), item(result("one"))])
+    assert '<span class="muted">run-1</span> CANCELLED_NO_EFFECT<br><span class="muted">run-2</span> none' in html
+    assert "<td>SUCCEEDED</td>" in html                     # a single run: its disposition alone

@@ -77,13 +77,20 @@ def _rule_html(p) -> str:
     return out
 
 
+def _dispositions(r) -> str:
+    """A scenario's final disposition; with several runs, one line per run, named."""
+    if len(r.dispositions) <= 1:
+        return e(r.disposition)
+    return "<br>".join(f'<span class="muted">{e(run)}</span> {e(d or "none")}' for run, d in r.dispositions.items())
+
+
 def scenarios_html(items: list[Item]) -> str:
     rows = []
     for item in items:
         r = item.result
         inv = ", ".join(dict.fromkeys(v.invariant for v in r.violations))
         rows.append(f'<tr><td><a href="{e(page_href(item))}">{e(r.id)}</a><br><span class="muted">'
-                    f"{e(r.title)}</span></td><td>{badge(r.verdict)}</td><td>{e(r.disposition)}</td>"
+                    f"{e(r.title)}</span></td><td>{badge(r.verdict)}</td><td>{_dispositions(r)}</td>"
                     f"<td><code>{e(inv) if inv else ''}</code></td></tr>")
     return ('<section id="scenarios"><h2>Scenarios</h2><p class="muted">Failures first, then the eight '
             "traces in chapter order.</p><div class='scroll'><table class='collapse'><tr><th>scenario</th>"
