@@ -81,8 +81,8 @@ def json_copy(value: Any, *, depth: int = MAX_DEPTH, budget: _Budget | None = No
         return [json_copy(item, depth=depth - 1, budget=budget) for item in value]
     if isinstance(value, bool):
         return bool(value)
-    if isinstance(value, str):
-        return json_copy(str(value), depth=depth, budget=budget)
+    if isinstance(value, str):       # its string data, as JSON writes it (str() of a str enum is "Cls.NAME")
+        return json_copy(str.__str__(value), depth=depth, budget=budget)
     if isinstance(value, int):
         return json_copy(int(value), depth=depth, budget=budget)
     if isinstance(value, float):

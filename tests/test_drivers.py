@@ -183,3 +183,20 @@ def test_calls_and_results_cross_by_value():
     [cp] = kinds(result, "checkpoint")
     assert cp["state"] == "VALIDATED" and cp["checkpoint"]["control"]["state"] == "VALIDATED"
     assert kinds(result, "finish")[0]["reason"] == "VALIDATED run-82/w1"
+
+
+def test_a_string_enum_crosses_the_boundary_as_its_value_on_every_path():
+    """As JSON writes it (and as it arrives over the wire): the fast path and the careful one agree."""
+    import enum
+    import json
+
+    from crashlab.boundary import adapter_value, json_copy
+
+    class Colour(str, enum.Enum):
+        RED = "red"
+
+    fast = adapter_value({"c": Colour.RED})
+    careful = adapter_value({"c": Colour.RED, "t": (1,)})        # a tuple takes the careful path
+    assert fast == {"c": "red"} and careful == {"c": "red", "t": [1]}
+    assert json_copy(Colour.RED) == json.loads(json.dumps(Colour.RED)) == "red"
+    assert type(careful["c"]) is str
