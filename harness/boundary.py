@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+from .errors import clip
+
 # What an adapter may send, in-process or over the wire (docs/protocol.md, "Limits").
 MAX_LINE_BYTES = 1 << 20           # one request line; in-process, the same budget on a call's size
 MAX_DEPTH = 64                     # nesting of objects and arrays in one request
@@ -89,7 +91,7 @@ def json_copy(value: Any, *, depth: int = MAX_DEPTH, budget: _Budget | None = No
         return json_copy(float(value), depth=depth, budget=budget)
     if isinstance(value, dict):
         return json_copy(dict(value), depth=depth, budget=budget)
-    raise TypeError(f"{type(value).__name__} {_clip(repr(value), 40)} is not a JSON value")
+    raise TypeError(f"{type(value).__name__} {clip(repr(value), 40)} is not a JSON value")
 
 
 _DIGIT_MASK = bytes.maketrans(b"123456789", b"000000000")   # every digit -> "0", anything else unchanged
@@ -164,10 +166,6 @@ def _unicode(text: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise TypeError("a string holds a lone surrogate (not valid Unicode)") from None
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
 def _clip_number(value: int) -> str:

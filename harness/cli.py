@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import CrashlabError, InternalError, NondeterminismDetected, UsageError
+from .errors import CrashlabError, InternalError, NondeterminismDetected, UsageError, clip
 from .cli_args import parser
 from .report.commands import report_options
 
@@ -86,7 +86,7 @@ def _select(args) -> list:
         known = {s.id for s in scenarios}
         missing = [i for i in args.scenario if i not in known]
         if missing:
-            raise UsageError(f"unknown scenario id(s): {', '.join(_clip(m) for m in missing)}; "
+            raise UsageError(f"unknown scenario id(s): {', '.join(clip(m, 200) for m in missing)}; "
                              "`crashlab list` shows every id")
         scenarios = [s for s in scenarios if s.id in set(args.scenario)]
     if not scenarios:
@@ -266,9 +266,9 @@ def _cmd_replay(args) -> int:
     head = events[0]
     named = head["adapter"]
     if args.adapter is None and not args.trust_adapter and not _shipped(named):
-        raise UsageError(f"{path}: the trace names the adapter {_clip(named)!r}; crashlab does not run an "
+        raise UsageError(f"{path}: the trace names the adapter {clip(named, 200)!r}; crashlab does not run an "
                          "adapter named by a trace unless you name it: "
-                         f"crashlab replay {shlex.quote(str(path))} --adapter {shlex.quote(_clip(named, 400))} "
+                         f"crashlab replay {shlex.quote(str(path))} --adapter {shlex.quote(clip(named, 400))} "
                          "(or pass --trust-adapter)")
     source = head.get("source")
     scenario = resolve(source if isinstance(source, str) and Path(source).exists() else head["scenario"])
@@ -360,11 +360,6 @@ COMMANDS = {"run": _cmd_run, "conformance": _cmd_conformance, "sweep": _cmd_swee
             "explore": _cmd_explore, "workshop": _cmd_workshop}
 
 
-def _clip(text: str, limit: int = 200) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
-
-
 def _on_signal(signum, frame):
     from .errors import Interrupted
 
@@ -395,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             raise Interrupted(Interrupted.requested)
         return code
     except CrashlabError as exc:
-        print(f"crashlab: error: {_clip(exc, 2000)}", file=sys.stderr)
+        print(f"crashlab: error: {clip(exc, 2000)}", file=sys.stderr)
         return exc.exit_code
     except (Interrupted, KeyboardInterrupt) as exc:
         kill_all_adapters()
@@ -409,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:  # noqa: BLE001 - the last line of defence: no traceback, never exit 0
         if os.environ.get("CRASHLAB_DEBUG"):
             raise
-        err = InternalError(f"{type(exc).__name__}: {_clip(exc, 500)}",
+        err = InternalError(f"{type(exc).__name__}: {clip(exc, 500)}",
                             hint="this is a bug in crashlab; please report it with the command you ran "
                                  "(set CRASHLAB_DEBUG=1 to see the traceback)")
         print(f"crashlab: internal error: {err}", file=sys.stderr)

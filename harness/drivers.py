@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .boundary import MAX_DEPTH, MAX_LINE_BYTES, _clip, adapter_value, harness_value, json_copy
-from .errors import Interrupted, UsageError
+from .boundary import MAX_DEPTH, MAX_LINE_BYTES, adapter_value, harness_value, json_copy
+from .errors import Interrupted, UsageError, clip
 from .model import PortCall
 from .ports import PortError, Ports
 
@@ -162,11 +162,11 @@ class InProcessChannel:
             raise
         except PortError as exc:
             raise AdapterFault("unhandled_port_error",
-                               f"adapter let a port error escape: {exc.code}: {_clip(str(exc.message))}") from None
+                               f"adapter let a port error escape: {exc.code}: {clip(str(exc.message))}") from None
         except BaseException as exc:  # noqa: BLE001 - the adapter's own bug, whatever it raised
             self.kill()
             kind = "exception" if isinstance(exc, Exception) else "base_exception"
-            raise AdapterFault(kind, f"adapter raised {type(exc).__name__}: {_clip(str(exc))}") from None
+            raise AdapterFault(kind, f"adapter raised {type(exc).__name__}: {clip(str(exc))}") from None
         if Interrupted.requested is not None:  # the adapter swallowed the user's interrupt
             self.kill()
             raise Interrupted(Interrupted.requested)
@@ -180,7 +180,7 @@ class InProcessChannel:
                                "one step at a time (the thread is left behind until crashlab exits)")
         if not isinstance(value, PortCall):
             self.kill()
-            raise AdapterFault("not_a_port", f"adapter awaited {type(value).__name__} {_clip(repr(value), 80)}, "
+            raise AdapterFault("not_a_port", f"adapter awaited {type(value).__name__} {clip(repr(value), 80)}, "
                                "which is not a port call; adapters may await only ports")
         try:
             # The call crosses the boundary by value, as over the wire: later mutation of the
@@ -188,7 +188,7 @@ class InProcessChannel:
             return PortCall(port=value.port, op=value.op, args=adapter_value(value.args))
         except (TypeError, RecursionError) as exc:
             self.kill()
-            raise AdapterFault("not_json", f"{_clip(str(value.port), 40)}.{_clip(str(value.op), 40)}: arguments "
+            raise AdapterFault("not_json", f"{clip(str(value.port), 40)}.{clip(str(value.op), 40)}: arguments "
                                f"must be JSON values within the limits of docs/protocol.md: {exc}") from None
 
     def start(self) -> PortCall:
@@ -199,7 +199,7 @@ class InProcessChannel:
             raise
         except BaseException as exc:  # noqa: BLE001 - the adapter's own code, whatever it raised
             raise AdapterFault("exception", f"adapter could not start: {type(exc).__name__}: "
-                               f"{_clip(str(exc))}") from None
+                               f"{clip(str(exc))}") from None
         if not hasattr(coro, "send"):
             raise AdapterFault("not_a_coroutine", "adapter.run(ports) must be an async def method")
         self.coro = coro
@@ -246,20 +246,20 @@ def parse_request(line: bytes) -> tuple[Any, PortCall]:
     except RecursionError:
         raise AdapterFault("not_json", f"adapter wrote a line nested deeper than {MAX_DEPTH} levels") from None
     except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, huge integers, NaN, bad UTF-8
-        raise AdapterFault("garbage", f"adapter wrote a line that is not JSON ({_clip(str(exc), 80)}): "
-                           f"{_clip(repr(line[:120]), 140)}") from None
+        raise AdapterFault("garbage", f"adapter wrote a line that is not JSON ({clip(str(exc), 80)}): "
+                           f"{clip(repr(line[:120]), 140)}") from None
     try:
         msg = json_copy(msg)
     except (TypeError, RecursionError) as exc:
         raise AdapterFault("not_json", f"adapter wrote a value beyond the protocol's limits: {exc}") from None
     if isinstance(msg, dict) and msg.get("type") == "fault":
-        raise AdapterFault(_clip(str(msg.get("fault") or "exception"), 40),
-                           _clip(str(msg.get("message") or "the adapter reported a fault"), 400))
+        raise AdapterFault(clip(str(msg.get("fault") or "exception"), 40),
+                           clip(str(msg.get("message") or "the adapter reported a fault"), 400))
     if not isinstance(msg, dict) or not isinstance(msg.get("port"), str) \
             or not isinstance(msg.get("op"), str) or not isinstance(msg.get("args", {}), dict) \
             or not isinstance(msg.get("id"), (str, int, type(None))) or isinstance(msg.get("id"), bool):
         raise AdapterFault("garbage", "adapter message lacks port/op strings, an args object or a string or "
-                           f"integer id: {_clip(repr(line[:120]), 140)}")
+                           f"integer id: {clip(repr(line[:120]), 140)}")
     return msg.get("id"), PortCall(port=msg["port"], op=msg["op"], args=msg.get("args", {}))
 
 
@@ -340,7 +340,7 @@ class SubprocessChannel:
 
     def _stderr_note(self) -> str:
         tail = self.stderr_tail.decode(errors="replace").strip().splitlines()[-1:] if self.stderr_tail else []
-        return f"; last stderr line: {_clip(tail[0], 200)}" if tail else ""
+        return f"; last stderr line: {clip(tail[0], 200)}" if tail else ""
 
     def _drain_stderr(self) -> None:
         fd = self.proc.stderr.fileno()
@@ -511,7 +511,7 @@ def load_adapter(spec: str | None) -> AdapterSpec:
         raise
     except BaseException as exc:  # noqa: BLE001 - user code at import time, whatever it raises (even exit)
         raise UsageError(f"--adapter {spec!r}: importing {module_name!r} raised "
-                         f"{type(exc).__name__}: {_clip(str(exc))}") from None
+                         f"{type(exc).__name__}: {clip(str(exc))}") from None
     target: Any = module
     for part in attr.split("."):
         try:

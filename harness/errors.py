@@ -96,3 +96,8 @@ class Interrupted(BaseException):
     def exit_code(self) -> int:
         return 128 + self.signum
 
+
+def clip(text: object, limit: int = 120) -> str:
+    """A value quoted in a message: at most ``limit`` characters, saying how long it was if cut."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from .errors import InternalError, UsageError
+from .errors import InternalError, UsageError, clip
 from .event_tables import KEYS, problem
 from .events import LANES, TYPES, Event
 from .files import atomic_writer
@@ -142,7 +142,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
         except RecursionError:
             raise UsageError(f"{path}:{lineno}: nested too deeply to be a crashlab trace event") from None
         except ValueError as exc:  # JSONDecodeError, NaN/Infinity, integers with too many digits
-            raise UsageError(f"{path}:{lineno}: not a JSON object ({_clip(getattr(exc, 'msg', str(exc)))})",
+            raise UsageError(f"{path}:{lineno}: not a JSON object ({clip(getattr(exc, 'msg', str(exc)))})",
                              hint="a trace is one JSON object per line, as written by crashlab run") from None
         if not isinstance(event, dict) or not {"seq", "t", "lane", "kind"} <= event.keys():
             raise UsageError(f"{path}:{lineno}: not a crashlab trace event (needs seq, t, lane, kind)")
@@ -157,7 +157,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
         keys = KEYS.get(event["kind"])  # (lane, every key it may have): crashlab.event_tables
         if (keys is None or keys[0] != event["lane"] or len(event) != len(keys[1])
                 or not keys[1].issuperset(event)) and (wrong := problem(event["lane"], event["kind"], event)):
-            raise UsageError(f"{path}:{lineno}: {_clip(wrong)}; not an event crashlab writes",
+            raise UsageError(f"{path}:{lineno}: {clip(wrong)}; not an event crashlab writes",
                              hint="docs/trace.md lists every event kind and its fields")
         events.append(event)
     if not events:
@@ -175,10 +175,6 @@ def _check_header(head: dict, path: Path) -> None:
         if type(head.get(name)) is not kind:
             raise UsageError(f"{path}:1: the header's '{name}' is missing or not a {kind.__name__}; "
                              "the trace was not written by crashlab or was edited")
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def by_kind(events: Iterable[dict], *kinds: str) -> Iterator[dict]:
