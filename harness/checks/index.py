@@ -11,6 +11,7 @@ filed once, per run and per worker, in sequence order. Three kinds of record mat
 """
 from __future__ import annotations
 
+import operator
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -310,6 +311,21 @@ def _files(*types: type[kinds.Event]):
     return register
 
 
+def _appends_to(attr: str) -> Filer:
+    """A filer that only keeps the event, in order, in its run's list ``attr``."""
+    keep = operator.attrgetter(attr)
+
+    def file(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
+        if run is not None:
+            keep(run).append(ev)
+    return file
+
+
+for _kind, _attr in ((kinds.Checkpoint, "checkpoints"), (kinds.Finish, "finishes"), (kinds.Escalation, "escalations"),
+                     (kinds.ApprovalGranted, "approvals"), (kinds.AdapterFault, "faults")):
+    _files(_kind)(_appends_to(_attr))
+
+
 @_files(kinds.Call)
 def _file_call(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
     if run is not None:
@@ -365,18 +381,6 @@ def _file_proxy_retry(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
         run.proxy_retries.append(ev)
 
 
-@_files(kinds.Checkpoint)
-def _file_checkpoint(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
-    if run is not None:
-        run.checkpoints.append(ev)
-
-
-@_files(kinds.Finish)
-def _file_finish(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
-    if run is not None:
-        run.finishes.append(ev)
-
-
 @_files(kinds.Lease)
 def _file_lease(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
     if run is not None:
@@ -385,12 +389,6 @@ def _file_lease(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
         w = run.workers.get(ev["worker"])
         if w is not None and ev.get("op") == "acquire":
             w.acquires.append((ev["seq"], ev["epoch"]))
-
-
-@_files(kinds.Escalation)
-def _file_escalation(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
-    if run is not None:
-        run.escalations.append(ev)
 
 
 @_files(kinds.Resume)
@@ -419,23 +417,11 @@ def _file_deliver(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
             run.intents.append(payload["intent"])
 
 
-@_files(kinds.ApprovalGranted)
-def _file_approval_granted(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
-    if run is not None:
-        run.approvals.append(ev)
-
-
 @_files(kinds.Start)
 def _file_start(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
     if run is not None:
         run.workers[ev["worker"]] = WorkerInfo(name=ev["worker"], run=run.id, start_seq=ev["seq"],
                                                env=ev.get("env") or {})
-
-
-@_files(kinds.AdapterFault)
-def _file_adapter_fault(ix: TraceIndex, run: RunIndex | None, ev: dict) -> None:
-    if run is not None:
-        run.faults.append(ev)
 
 
 @_files(kinds.RestartBudgetExhausted)
