@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from ..checks.invariants import INVARIANTS
 from . import evidence as E
-from .keys import Expected
-from .ladder import Question
+from .questions import Expected, Question
 
 #: label -> (gallery entry id, scenario whose trace shows the mistake)
 EXHIBITS = {"A": ("blind-retry", "t2-commit-before-record"),

@@ -7,43 +7,19 @@ crashlab.workshop.evidence, never a hard-coded number.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from . import evidence as E
 from .evidence import DATA
+from .questions import Expected
+from .exhibits import expected as exhibit_keys
 from .ladder import TRACE_LABELS, Rung
+from .rubric import measured
+from .weak import safe_designs, unambiguous_options
 
 REFERENCE = "crashlab.reference_impl:ReferenceAdapter"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Expected:
-    """``one_of``: any of ``accepted``; ``exact``: exactly the set ``accepted``;
-    ``subset``: a set containing ``must`` and within ``accepted``."""
-
-    mode: str
-    accepted: frozenset
-    must: frozenset = frozenset()
-    shown: Any = None           # the model answer as reveal prints it
-
-    def judge(self, answer: Any) -> str | None:
-        """None when right, else which part is wrong (never the right value)."""
-        if self.mode == "one_of":
-            return None if answer in self.accepted else "is not right"
-        if self.mode == "near":   # within one point of the measured value
-            (value,) = self.accepted
-            return None if abs(answer - value) <= 1 else "differs from crashlab's by more than one point"
-        got = set(answer or ())
-        if self.mode == "exact":
-            if got - self.accepted:
-                return "contains a value that does not belong"
-            return None if got == self.accepted else "misses something"
-        if got - self.accepted:
-            return "contains a value the trace does not support"
-        return None if self.must <= got else "misses something"
 
 
 @functools.cache
@@ -207,17 +183,14 @@ def _mismatch_rows(events, spec, keys, rung=None):
 
 
 def _safe_designs(events, spec, keys):
-    from .weak import safe_designs
     return safe_designs(spec["profile"])
 
 
 def _unambiguous_options(events, spec, keys):
-    from .weak import unambiguous_options
     return unambiguous_options()
 
 
 def _rubric(events, spec, keys):
-    from .rubric import measured
     return measured(spec["category"])
 
 
@@ -262,7 +235,6 @@ def _one(events_by: dict, spec: dict, keys: dict, rung: Rung) -> Expected:
 def expected(rung: Rung) -> dict[str, Any]:
     """Question id -> Expected; ``table`` -> {row id: {column: Expected}}."""
     if rung.kind == "exhibits":
-        from .exhibits import expected as exhibit_keys
         return exhibit_keys()
     spec = _answers()[rung.id]
     events_by = traces(rung) if rung.scenarios else {"A": []}

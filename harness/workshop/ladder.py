@@ -6,29 +6,15 @@ by crashlab.workshop.keys.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
 
 from ..errors import UsageError
 from .evidence import DATA
-
-TYPES = ("event", "events", "choice", "set", "count", "table")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Question:
-    id: str
-    type: str
-    prompt: str
-    vocab: tuple = ()
-    max: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.type not in TYPES:
-            raise ValueError(f"question {self.id}: unknown type {self.type!r}")
-
+from .exhibits import questions as exhibit_questions
+from .questions import Question
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Row:
@@ -102,10 +88,7 @@ def rung(rung_id: str) -> Rung:
     for r in rungs():
         if r.id == rung_id:
             if r.kind == "exhibits" and not r.questions:
-                from dataclasses import replace
-
-                from .exhibits import questions
-                return replace(r, questions=questions())
+                return replace(r, questions=exhibit_questions())
             return r
     raise UsageError(f"no rung {rung_id!r}; `crashlab workshop list` shows the ladder "
                      f"({', '.join(r.id for r in rungs())})")

@@ -6,7 +6,7 @@ import functools
 
 from ..checks.docs import CATEGORY_MAX
 from . import evidence as E
-from .keys import Expected
+from .questions import Expected
 
 #: The adapter scored in the rubric rung (a gallery entry, never named in the kit).
 EXHIBIT = "deadline-as-failure"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..checks.invariants import INVARIANTS
 from ..timefmt import format_time
 from . import evidence as E
-from .keys import Expected
+from .questions import Expected
 
 PROFILES = {"as_is": "weak-as-is", "human_proposal": "weak-human-proposal",
             "service_command": "weak-service-command", "outbox_ack": "weak-outbox-ack"}
