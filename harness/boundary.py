@@ -198,29 +198,41 @@ def adapter_call(value: PortCall) -> PortCall:
 _MISSING = object()
 
 
+class _Shape:
+    """One operation's row of ARGUMENTS, compiled: the argument names it has, and per field its
+    path, accepted types (exact: bool is not an integer) and whether it is required."""
+
+    __slots__ = ("known", "fields")
+
+    def __init__(self, specs) -> None:
+        self.known = frozenset(spec.path.split(".", 1)[0] for spec in specs)
+        self.fields = tuple((spec.path, tuple(spec.path.split(".")), frozenset(spec.types), spec.required,
+                             ANY in spec.types) for spec in specs)
+
+
+_SHAPES = {key: _Shape(specs) for key, specs in ARGUMENTS.items()}
+
+
 def argument_problems(port: str, op: str, args: Any) -> list[tuple[str, str]]:
     """``(field, problem)`` for each way ``args`` breaks the shape of ``port.op``'s arguments
     (crashlab.ports.ARGUMENTS); empty when they fit, or when the operation is not in the table
     (the world answers an unknown operation itself)."""
-    fields = ARGUMENTS.get((port, op))
-    if fields is None:
+    shape = _SHAPES.get((port, op))
+    if shape is None:
         return []
     if type(args) is not dict:
         return [("args", f"expected an object, got {_json_name(args)}")]
-    known = {spec.path.split(".", 1)[0] for spec in fields}
-    problems = [(clip(name, 40), "not an argument of this operation") for name in args if name not in known]
-    for spec in fields:
+    problems = [(clip(name, 40), "not an argument of this operation") for name in args if name not in shape.known]
+    for path, parts, types, required, anything in shape.fields:
         value: Any = args
-        for part in spec.path.split("."):
+        for part in parts:
             value = value.get(part, _MISSING) if type(value) is dict else _MISSING
         if value is _MISSING:
-            if spec.required and (type(args.get(spec.path.split(".", 1)[0])) is dict or "." not in spec.path):
-                problems.append((spec.path, "missing"))
-            continue
-        if ANY in spec.types or (type(value) in spec.types and type(value) is not bool) \
-                or (type(value) is bool and bool in spec.types):
-            continue
-        problems.append((spec.path, f"expected {type_names(spec.types)}, got {_json_name(value)}"))
+            if required and (len(parts) == 1 or type(args.get(parts[0])) is dict):
+                problems.append((path, "missing"))
+        elif not anything and type(value) not in types:
+            names = tuple(t for t in (str, int, float, bool, dict, list, type(None)) if t in types)
+            problems.append((path, f"expected {type_names(names)}, got {_json_name(value)}"))
     return problems
 
 
