@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 
 from hypothesis import strategies as st
 
-from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS
+from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, RunState
 
 #: Transport faults drawn on service calls (each with its own send boundary).
 SERVICE_FAULTS = ("refused", "timeout_before_send", "drop_request", "lost_response", "late_arrival",
@@ -234,7 +234,10 @@ def _typed(types: tuple) -> st.SearchStrategy:
     from .ports import ANY
 
     def typed_strategy(names):
-        by_name = {"str": st.text(max_size=12), "int": st.integers(min_value=-(2**63 - 1), max_value=2**63 - 1),
+        words = st.sampled_from(sorted({s.value for s in RunState} | {"reserve", "release", "caller", "k-1", "R-1",
+                                                                     "J-1", "backoff", "reconcile"}))
+        by_name = {"str": st.text(max_size=12) | words,
+                   "int": st.integers(min_value=-(2**63 - 1), max_value=2**63 - 1) | st.integers(0, 100_000),
                    "float": st.floats(allow_nan=False, allow_infinity=False), "bool": st.booleans(),
                    "dict": st.dictionaries(st.text(max_size=8), json_values(4), max_size=3),
                    "list": st.lists(json_values(4), max_size=3), "NoneType": st.none(), "object": json_values()}

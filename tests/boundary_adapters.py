@@ -5,7 +5,7 @@ import os
 
 from crashlab.model import PortCall
 from crashlab.ports import PortError
-from gallery.blindspots import SilentDuplicates
+from crashlab.gallery.blindspots import SilentDuplicates
 
 #: The calls FuzzCalls makes, as JSON ``[[port, op, args], ...]`` (an environment variable, so that
 #: an adapter process started over the wire reads the same calls).

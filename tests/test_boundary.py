@@ -158,7 +158,7 @@ def assert_held(result) -> None:
 CALLS = st.lists(port_calls().map(list), min_size=1, max_size=8)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(CALLS)
 def test_fuzz_argument_shapes_of_every_port_in_process(calls):
     result, _ = fuzzed(calls, "boundary_adapters:FuzzCalls")
