@@ -43,7 +43,7 @@ def test_silent_duplicates_with_a_malformed_request_still_fails_with_its_duplica
 
 
 def test_silent_duplicates_with_a_malformed_request_fails_the_conformance_check():
-    with pytest.raises(ConformanceFailure, match="EVT-02"):
+    with pytest.raises(ConformanceFailure, match="EVT-02: the duplicate delivery"):
         check_scenario(resolve(T6), BAD)
 
 
