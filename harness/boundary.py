@@ -11,7 +11,12 @@ trace recorded, and one that mutates a result cannot rewrite the world's stores.
   limit broken, which the drivers record as an adapter fault;
 * :func:`harness_value` copies a result the world hands to an adapter;
 * :func:`json_copy` is the exact, slower copy both fall back on (and the check of every request
-  line a subprocess adapter writes).
+  line a subprocess adapter writes);
+* :func:`adapter_call` is a call an in-process adapter awaited, by value: ``port`` and ``op``
+  strings and an ``args`` object (what a request line must hold over the wire), or TypeError;
+* :func:`refuse_malformed` checks a call's arguments against their documented shape
+  (crashlab.ports.ARGUMENTS), for both drivers alike: a missing, unknown or ill-typed field is a
+  ``bad_request`` answer naming the port, the operation and the field, before the world sees it.
 """
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ from typing import Any
 import orjson
 
 from .errors import clip
+from .model import PortCall
+from .ports import ANY, ARGUMENTS, PortError, type_names
 
 # What an adapter may send, in-process or over the wire (docs/protocol.md, "Limits").
 MAX_LINE_BYTES = 1 << 20           # one request line; in-process, the same budget on a call's size
@@ -171,3 +178,78 @@ def _unicode(text: str) -> None:
 def _clip_number(value: int) -> str:
     digits = value.bit_length() * 30103 // 100000 + 1
     return f"an integer of about {digits} digits"
+
+
+# --------------------------------------------------------------------------- calls and their arguments
+def adapter_call(value: PortCall) -> PortCall:
+    """A copy of the call an in-process adapter awaited, within the limits: ``port`` and ``op``
+    are strings and ``args`` an object of named arguments, as a request line must have them over
+    the wire (docs/protocol.md "Envelope"). TypeError names what is wrong."""
+    port, op, args = value.port, value.op, value.args
+    for name, item in (("port", port), ("op", op)):
+        if not isinstance(item, str):
+            raise TypeError(f"{name} must be a string, got {type(item).__name__} {clip(repr(item), 40)}")
+    if not isinstance(args, dict):
+        raise TypeError(f"args must be an object of named arguments, got {type(args).__name__} "
+                        f"{clip(repr(args), 40)}")
+    return PortCall(port=str.__str__(port), op=str.__str__(op), args=adapter_value(args))
+
+
+_MISSING = object()
+
+
+class _Shape:
+    """One operation's row of ARGUMENTS, compiled: the argument names it has, and per field its
+    path, accepted types (exact: bool is not an integer) and whether it is required."""
+
+    __slots__ = ("known", "fields")
+
+    def __init__(self, specs) -> None:
+        self.known = frozenset(spec.path.split(".", 1)[0] for spec in specs)
+        self.fields = tuple((spec.path, tuple(spec.path.split(".")), frozenset(spec.types), spec.required,
+                             ANY in spec.types) for spec in specs)
+
+
+_SHAPES = {key: _Shape(specs) for key, specs in ARGUMENTS.items()}
+
+
+def argument_problems(port: str, op: str, args: Any) -> list[tuple[str, str]]:
+    """``(field, problem)`` for each way ``args`` breaks the shape of ``port.op``'s arguments
+    (crashlab.ports.ARGUMENTS); empty when they fit, or when the operation is not in the table
+    (the world answers an unknown operation itself)."""
+    shape = _SHAPES.get((port, op))
+    if shape is None:
+        return []
+    if type(args) is not dict:
+        return [("args", f"expected an object, got {_json_name(args)}")]
+    problems = [(clip(name, 40), "not an argument of this operation") for name in args if name not in shape.known]
+    for path, parts, types, required, anything in shape.fields:
+        value: Any = args
+        for part in parts:
+            value = value.get(part, _MISSING) if type(value) is dict else _MISSING
+        if value is _MISSING:
+            if required and (len(parts) == 1 or type(args.get(parts[0])) is dict):
+                problems.append((path, "missing"))
+        elif not anything and type(value) not in types:
+            names = tuple(t for t in (str, int, float, bool, dict, list, type(None)) if t in types)
+            problems.append((path, f"expected {type_names(names)}, got {_json_name(value)}"))
+    return problems
+
+
+def refuse_malformed(call: PortCall) -> None:
+    """Raise PortError ``bad_request`` when ``call``'s arguments break their documented shape,
+    naming the port, the operation and every field at fault (``details.problems``)."""
+    problems = argument_problems(call.port, call.op, call.args)
+    if problems:
+        where = f"{clip(call.port, 40)}.{clip(call.op, 40)}"
+        raise PortError("bad_request", f"{where}: " + "; ".join(f"{f}: {p}" for f, p in problems[:4])
+                        + (f" (and {len(problems) - 4} more)" if len(problems) > 4 else ""),
+                        details={"field": problems[0][0],
+                                 "problems": [f"{f}: {p}" for f, p in problems[:20]]})
+
+
+def _json_name(value: Any) -> str:
+    """The JSON type of a value, with a short quote of it: ``string 'soon'``."""
+    kind = type_names((type(value),)) if type(value) in (str, int, float, bool, dict, list, type(None)) \
+        else type(value).__name__
+    return kind if value is None or isinstance(value, (dict, list)) else f"{kind} {clip(repr(value), 40)}"

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .boundary import MAX_DEPTH, MAX_LINE_BYTES, adapter_value, harness_value, json_copy
+from .boundary import MAX_DEPTH, MAX_LINE_BYTES, adapter_call, harness_value, json_copy
 from .errors import Interrupted, UsageError, clip
 from .model import PortCall
 from .ports import PortError, Ports
@@ -185,7 +185,7 @@ class InProcessChannel:
         try:
             # The call crosses the boundary by value, as over the wire: later mutation of the
             # adapter's own objects cannot rewrite what it sent.
-            return PortCall(port=value.port, op=value.op, args=adapter_value(value.args))
+            return adapter_call(value)
         except (TypeError, RecursionError) as exc:
             self.kill()
             raise AdapterFault("not_json", f"{clip(str(value.port), 40)}.{clip(str(value.op), 40)}: arguments "

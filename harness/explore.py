@@ -22,7 +22,7 @@ from typing import Iterator
 import yaml
 
 from .drivers import AdapterSpec, load_adapter
-from .errors import Interrupted
+from .errors import Interrupted, clip
 from .model import is_dispatch
 from .runner import run_scenario
 from .scenario_compiled import Scenario
@@ -225,6 +225,59 @@ def explore_chunk(chunk: Chunk, adapter: str) -> dict:
     return {"id": chunk.id, "base": chunk.base, "tried": tried, "failure": doc}
 
 
+def read_journal(path: Path, header: dict, ids: set[str]) -> dict[str, dict]:
+    """The chunks an interrupted exploration finished, from its journal: ``{chunk id: outcome}``.
+    The first line must be this exploration's header; a damaged header (empty, truncated, not
+    JSON, not a journal) or another exploration's is a UsageError naming the file and what to do.
+    A later line that is not a finished chunk of this exploration (the last line of an interrupted
+    write, or a damaged one) is skipped: that chunk is explored again."""
+    from .errors import UsageError
+
+    again = "remove it to start the exploration over (or run without --resume)"
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise UsageError(f"--resume: cannot read the journal {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--resume: {path} is not a crashlab explore journal (not UTF-8 text); {again}") from None
+    lines = text.splitlines()
+    if not lines or not lines[0].strip():
+        raise UsageError(f"--resume: {path}, line 1: the journal has no header (an empty or damaged file); {again}")
+    try:
+        found = json.loads(lines[0])
+    except ValueError as exc:
+        raise UsageError(f"--resume: {path}, line 1: the journal's header is damaged (truncated or not JSON: "
+                         f"{clip(exc, 80)}); {again}") from None
+    if not isinstance(found, dict) or found.get("journal") != header["journal"]:
+        raise UsageError(f"--resume: {path}, line 1: not a crashlab explore journal header (an object with "
+                         f"{', '.join(sorted(header))}; got {clip(lines[0], 80)}); {again}")
+    odd = sorted(set(header) ^ set(found))
+    if odd:
+        raise UsageError(f"--resume: {path}, line 1: the journal's header is damaged (it "
+                         + ", ".join(f"{'lacks' if k in header else 'has an unknown field'} {clip(k, 40)}"
+                                     for k in odd[:4]) + f"); {again}")
+    differ = [k for k in sorted(header) if found[k] != header[k]]
+    if differ:
+        shown = "; ".join(f"{k}: the journal has {clip(json.dumps(found[k]), 60)}, this run "
+                          f"{clip(json.dumps(header[k]), 60)}" for k in differ[:3])
+        raise UsageError(f"--resume: {path} is the journal of another exploration ({shown}); resume with the "
+                         f"same --adapter, --seed, --examples, --base and --shard, or {again}")
+    done: dict[str, dict] = {}
+    for line in lines[1:]:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"] in ids \
+                and isinstance(item.get("base"), str) and type(item.get("tried")) is int and item["tried"] >= 0 \
+                and isinstance(item.get("failure", _ABSENT), (dict, type(None))):
+            done[item["id"]] = item
+    return done
+
+
+_ABSENT = object()
+
+
 def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] | None,
             save: str | None, out=None, executor=None, shard=None, findings_dir: Path | None = None,
             resume: bool = False, progress=None, json_path: Path | None = None) -> int:
@@ -258,17 +311,7 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
               "bases": [s.id for s in pool], "shard": shard.to_json() if shard else None}
     done: dict[str, dict] = {}
     if resume and journal_path.is_file():
-        lines = journal_path.read_text(encoding="utf-8").splitlines()
-        if not lines or json.loads(lines[0]) != header:
-            from .errors import UsageError
-            raise UsageError(f"--resume: {journal_path} is the journal of another exploration (adapter, seed, "
-                             "examples, bases or --shard differ); remove it or run without --resume")
-        for line in lines[1:]:
-            try:
-                item = json.loads(line)
-                done[item["id"]] = item
-            except (ValueError, KeyError, TypeError):
-                continue  # the last line of an interrupted write
+        done = read_journal(journal_path, header, {c.id for c in todo})
     findings = Findings(findings_dir, spec.text)
     findings_dir.mkdir(parents=True, exist_ok=True)
     if not (resume and journal_path.is_file()):

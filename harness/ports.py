@@ -9,13 +9,15 @@ so an adapter must await nothing but ports.
 
 The same calls travel over the wire for subprocess adapters (docs/protocol.md): the
 method name is ``op``, the attribute is ``port``, the keyword arguments are ``args``.
-All arguments and results are plain JSON values.
+All arguments and results are plain JSON values. ``ARGUMENTS`` is the shape of every call's
+arguments (docs/protocol.md "Arguments"): the one table crashlab checks every call against, in-process
+and over the wire (crashlab.boundary.refuse_malformed), before the world sees it.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
-from .model import ERROR_CODES, PortCall
+from .model import ERROR_CODES, FieldSpec, PortCall
 
 
 class PortError(Exception):
@@ -33,6 +35,85 @@ class PortError(Exception):
     def to_json(self) -> dict:
         return {"code": self.code, "definite": self.definite, "message": self.message,
                 **({"details": self.details} if self.details else {})}
+
+
+# --------------------------------------------------------------------------- argument shapes
+#: Any JSON value: the receiving store checks it further (a checkpoint or an effect entry
+#: against its schema, answered ``invalid`` and recorded as an adapter fault).
+ANY = object
+_NULL = type(None)
+_SCALAR = (str, int, float)      # an identifier compared with an intent's field
+
+
+def _arg(path: str, types, required: bool = True) -> FieldSpec:
+    return FieldSpec(path, types if isinstance(types, tuple) else (types,), required)
+
+
+_SEND = (_arg("key", (str, _NULL), False), _arg("retry_owner", str, False), _arg("fence", int, False))
+
+#: The arguments of every port operation: field -> JSON type(s), required or not. A dotted
+#: path is a field inside an object argument (checked when present). A call whose arguments
+#: miss a required field, carry another field, or hold a value of another type is answered
+#: ``bad_request`` naming the port, the operation and the field; the world never sees it.
+#: Value rules (a positive ``ttl_ms``, ``low <= high``, a known disposition) and the schemas of
+#: checkpoints and effect entries stay with the port that owns them.
+ARGUMENTS: Mapping[tuple[str, str], tuple[FieldSpec, ...]] = {
+    ("clock", "now"): (),
+    ("clock", "sleep"): (_arg("ms", int), _arg("reason", str)),
+    ("random", "draw"): (_arg("low", int), _arg("high", int), _arg("reason", str)),
+    ("lease", "acquire"): (_arg("ttl_ms", int),),
+    ("lease", "renew"): (_arg("epoch", int), _arg("ttl_ms", int)),
+    ("lease", "read"): (),
+    ("checkpoints", "load"): (),
+    ("checkpoints", "write"): (_arg("checkpoint", ANY), _arg("expected_version", int),
+                               _arg("lease_epoch", int)),
+    ("checkpoints", "history"): (),
+    ("ledger", "append"): (_arg("entry", ANY),),
+    ("ledger", "read"): (_arg("semantic_key", str),),
+    ("ledger", "by_run"): (),
+    ("inbox", "poll"): (_arg("after_seq", int, False),),
+    ("authority", "request"): (_arg("proposal_hash", str), _arg("action", str),
+                               _arg("summary", (dict, _NULL), False)),
+    ("authority", "check"): (_arg("proposal_hash", str), _arg("action", str)),
+    ("operator", "escalate"): (_arg("packet", dict),),
+    ("run", "info"): (),
+    ("run", "finish"): (_arg("disposition", str), _arg("effects", (list, _NULL), False),
+                        _arg("next_owner", (str, _NULL), False), _arg("reason", (str, _NULL), False),
+                        _arg("packet", (dict, _NULL), False), _arg("packet.pinned_env", dict, False),
+                        _arg("wake_at", (int, _NULL), False)),
+    ("reservation", "describe"): (),
+    ("reservation", "reserve"): (_arg("intent", dict),) + _SEND,
+    ("reservation", "lookup"): (_arg("key", str),),
+    ("reservation", "search"): (_arg("incident", _SCALAR), _arg("slot", _SCALAR)),
+    ("reservation", "aggregate"): (_arg("part", _SCALAR),),
+    ("reservation", "release"): (_arg("ref", str), _arg("intent", dict, False)) + _SEND,
+    ("notification", "describe"): (),
+    ("notification", "send"): (_arg("intent", dict),) + _SEND,
+    ("registry", "describe"): (),
+    ("registry", "publish"): (_arg("intent", dict),) + _SEND,
+    ("registry", "get_version"): (_arg("package", _SCALAR), _arg("version", _SCALAR)),
+    ("registry", "wait_job"): (_arg("job_id", str), _arg("wait_ms", (int, _NULL), False)),
+}
+
+_TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array",
+               _NULL: "null", ANY: "any JSON value"}
+
+
+def type_names(types: tuple) -> str:
+    """``string or null``: the JSON names of a field's accepted types."""
+    return " or ".join(_TYPE_NAMES[t] for t in types)
+
+
+def arguments_markdown() -> str:
+    """docs/protocol.md "Arguments": ARGUMENTS as a table."""
+    rows = ["| port | op | field | type | required |", "|---|---|---|---|---|"]
+    for (port, op), fields in ARGUMENTS.items():
+        if not fields:
+            rows.append(f"| `{port}` | `{op}` | (none) | | |")
+        for spec in fields:
+            rows.append(f"| `{port}` | `{op}` | `{spec.path}` | {type_names(spec.types)} | "
+                        f"{'yes' if spec.required else 'no'} |")
+    return "\n".join(rows) + "\n"
 
 
 class _Port:

@@ -13,7 +13,9 @@ prints as a YAML scenario that reproduces it::
     def test_my_adapter(doc):
         check_scenario(from_dict(doc), "my_pkg:MyAdapter")
 
-``calls`` (from :func:`crashlab.explore.probe_calls`) narrows crash and pause points to the
+``port_calls`` and ``arguments`` draw port calls with arguments of every shape, right and wrong
+(crashlab.ports.ARGUMENTS), for fuzzing what crosses the boundary. ``calls`` (from
+:func:`crashlab.explore.probe_calls`) narrows crash and pause points to the
 port calls the adapter actually makes, so most draws hit a real boundary.
 """
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Iterable, Sequence
 
 from hypothesis import strategies as st
 
-from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS
+from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, RunState
 
 #: Transport faults drawn on service calls (each with its own send boundary).
 SERVICE_FAULTS = ("refused", "timeout_before_send", "drop_request", "lost_response", "late_arrival",
@@ -214,3 +216,69 @@ def _event_strategy(run_ids: list, horizon: int, points: list) -> st.SearchStrat
             drawn.append(anchored_cancellations(run_ids, points))
         return st.lists(st.one_of(drawn), max_size=1)
     return _reused(build, run_ids, horizon, points)
+
+
+# --------------------------------------------------------------------------- port-call arguments
+def json_values(max_leaves: int = 8) -> st.SearchStrategy:
+    """Any JSON value within the protocol's limits (docs/protocol.md "Limits")."""
+    def json_value_strategy(max_leaves):
+        scalars = (st.none() | st.booleans() | st.integers(min_value=-(2**63 - 1), max_value=2**63 - 1)
+                   | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12))
+        return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                            | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=max_leaves)
+    return _reused(json_value_strategy, max_leaves)
+
+
+def _typed(types: tuple) -> st.SearchStrategy:
+    """A value of one of ``types`` (Python types as in crashlab.ports.ARGUMENTS)."""
+    from .ports import ANY
+
+    def typed_strategy(names):
+        words = st.sampled_from(sorted({s.value for s in RunState} | {"reserve", "release", "caller", "k-1", "R-1",
+                                                                     "J-1", "backoff", "reconcile"}))
+        by_name = {"str": st.text(max_size=12) | words,
+                   "int": st.integers(min_value=-(2**63 - 1), max_value=2**63 - 1) | st.integers(0, 100_000),
+                   "float": st.floats(allow_nan=False, allow_infinity=False), "bool": st.booleans(),
+                   "dict": st.dictionaries(st.text(max_size=8), json_values(4), max_size=3),
+                   "list": st.lists(json_values(4), max_size=3), "NoneType": st.none(), "object": json_values()}
+        return st.one_of([by_name[n] for n in names])
+    assert all(t in (str, int, float, bool, dict, list, type(None), ANY) for t in types)
+    return _reused(typed_strategy, tuple(t.__name__ for t in types))
+
+
+@st.composite
+def arguments(draw, port: str, op: str) -> dict:
+    """Arguments for ``port.op`` of every shape: each documented field (crashlab.ports.ARGUMENTS)
+    left out, of its type, or any JSON value, and now and then a field the operation does not
+    have. Most draws break the shape somewhere: the boundary must answer them ``bad_request``."""
+    from .ports import ARGUMENTS
+
+    args: dict = {}
+    for spec in ARGUMENTS.get((port, op), ()):
+        choice = draw(st.sampled_from(("typed", "typed", "any", "absent")))
+        if choice == "absent":
+            continue
+        value = draw(_typed(spec.types) if choice == "typed" else json_values())
+        head, _, rest = spec.path.partition(".")
+        if rest:
+            parent = args.get(head)
+            if isinstance(parent, dict):
+                parent[rest] = value
+        else:
+            args[head] = value
+    if draw(st.integers(0, 4)) == 0:
+        args[draw(st.text(max_size=8))] = draw(json_values(4))
+    return args
+
+
+@st.composite
+def port_calls(draw, services: Iterable[str] = ("reservation", "notification", "registry")) -> tuple:
+    """``(port, op, args)``: an operation of a platform port or of one of ``services`` (now and then
+    one that does not exist) with :func:`arguments` of every shape."""
+    ops = sorted((p, o) for p, names in PLATFORM_PORTS.items() for o in names) \
+        + sorted((s, o) for s in services for o in SERVICE_OPS[s])
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from([p for p, _ in ops])), draw(st.text(max_size=8)), draw(
+            st.dictionaries(st.text(max_size=8), json_values(4), max_size=3))
+    port, op = draw(st.sampled_from(ops))
+    return port, op, draw(arguments(port, op))

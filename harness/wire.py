@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import sys
 
+from .boundary import adapter_call
 from .drivers import load_adapter
-from .errors import UsageError
+from .errors import UsageError, clip
 from .model import PortCall
 from .ports import PortError, Ports
 
@@ -57,10 +58,12 @@ def serve(spec: str, stdin=None, stdout=None) -> int:
                          "not a port call; adapters may await only ports")
         request_id += 1
         try:
-            line = json.dumps({"id": request_id, "port": call.port, "op": call.op, "args": dict(call.args)},
+            call = adapter_call(call)  # the same shape and limits as in-process (crashlab.boundary)
+            line = json.dumps({"id": request_id, "port": call.port, "op": call.op, "args": call.args},
                               sort_keys=True, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError, RecursionError) as exc:
-            return fault("not_json", f"{call.port}.{call.op}: arguments must be JSON values: {exc}")
+            return fault("not_json", f"{clip(str(call.port), 40)}.{clip(str(call.op), 40)}: arguments must be "
+                         f"JSON values within the limits of docs/protocol.md: {exc}")
         stdout.write(line + "\n")
         stdout.flush()
         line = stdin.readline()

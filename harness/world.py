@@ -18,6 +18,7 @@ from typing import Any, Generator
 import simpy
 
 from . import events
+from .boundary import refuse_malformed
 from .events import Event
 from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, PortCall
 from .platform import (Approval, Authority, CheckpointStore, Inbox, Lease, Leases, Ledger,
@@ -207,6 +208,7 @@ class World:
         This is a simpy sub-process body (``yield from``): it may take simulated time. Events
         anchored to this call are scheduled before it executes and after it completes.
         """
+        refuse_malformed(call)  # arguments of the wrong shape: bad_request, before anything happens
         if not self._anchors:
             return (yield from self._execute(run, worker, call, call_seq, nth))
         self._deliver_anchored(self._anchored("before", run, worker, call, nth))

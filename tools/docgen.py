@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from crashlab.checks.docs import invariants_markdown, rubric_markdown  # noqa: E402
 from crashlab.event_tables import kinds_markdown  # noqa: E402
+from crashlab.ports import arguments_markdown  # noqa: E402
 from crashlab.scenario_schema import SCHEMA_PATH, library_table, schema_text  # noqa: E402
 from crashlab.model import (CHECKPOINT_FIELD_MEANINGS, CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS,  # noqa: E402
                            EFFECT_ENTRY_FIELDS, KNOWLEDGE_TRANSITIONS, Knowledge, RunState)
@@ -55,7 +56,8 @@ SECTIONS = {
                          "fields:knowledge": knowledge_table, "fields:run-states": run_states},
     "docs/trace.md": {"trace:kinds": kinds_markdown},
     "docs/scenarios.md": {"library": library_table},
-    "docs/protocol.md": {"fields:checkpoint": lambda: field_table(CHECKPOINT_FIELDS, CHECKPOINT_FIELD_MEANINGS),
+    "docs/protocol.md": {"ports:arguments": arguments_markdown,
+                         "fields:checkpoint": lambda: field_table(CHECKPOINT_FIELDS, CHECKPOINT_FIELD_MEANINGS),
                          "fields:effect-entry": lambda: field_table(EFFECT_ENTRY_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS)},
 }
 

@@ -109,7 +109,12 @@ def invariants_markdown() -> str:
             "when it was already in the durable inbox when the worker started. A cancellation that reaches "
             "a run already made terminal by a worker that did not know of it does not rewrite it.",
             "- **Inconclusive.** A run still active at the horizon without any violation is unknown, "
-            "not fail.", "",
+            "not fail.",
+            "- **A check that cannot read its input.** If an invariant raises on what an adapter wrote, only "
+            "that invariant on that run is lost: the findings it made before, and every other run's and "
+            "invariant's, are kept; a note names the invariant, the run and the event (the first event whose "
+            "addition makes it raise, and a call with malformed arguments when removing it makes the run "
+            "readable again), and the scenario is unknown unless another finding fails it; never a pass.", "",
             "## Summary", "", "| id | statement | category | safety | automatic failure | rubric point |",
             "|---|---|---|---|---|---|"]
     for inv in INVARIANTS + EXPECTATIONS:

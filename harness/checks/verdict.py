@@ -12,6 +12,7 @@ from ..errors import UsageError
 from ..results import ScenarioResult, Violation
 from .index import WALL_CLOCK_FAULTS, build
 from .disposition import blocking_faults
+from .guard import REPORT, Budget, evaluate
 from .invariants import EXPECTATIONS, INVARIANTS
 from .rules import judge
 
@@ -30,14 +31,12 @@ def check_trace(events: list[dict], *, trace_path: str | None = None) -> Scenari
     violations: list[Violation] = []
     notes: list[str] = []
     counts: dict = {}
+    budget = Budget()
     for inv in INVARIANTS + EXPECTATIONS:
-        try:
-            findings = list(inv.check(ix))
-        except Exception as exc:  # noqa: BLE001 - a check must never crash the harness
-            notes.append(f"{inv.id} could not be evaluated on this trace ({type(exc).__name__}: {exc}); "
-                         "please report it with the trace")
-            continue
-        for run, message, cites, auto in findings:
+        # a check that cannot read some run's input fails closed on that run alone (guard.py)
+        found = evaluate(ix, inv.check, inv.id, budget)
+        notes.extend(found.notes)
+        for run, message, cites, auto in found.findings:
             n = counts[(inv.id, run)] = counts.get((inv.id, run), 0) + 1
             if n > MAX_PER_INVARIANT:
                 continue
@@ -51,7 +50,7 @@ def check_trace(events: list[dict], *, trace_path: str | None = None) -> Scenari
             notes.append(f"{inv_id}: {n - MAX_PER_INVARIANT} more violation(s) in {run or 'the scenario'} "
                          "not listed")
     notes.extend(ix.memo.get("notes", ()))
-    unknown = any(n.endswith("please report it with the trace") for n in notes)
+    unknown = any(n.endswith(REPORT) for n in notes)
     if ix.end is None:
         notes.append("the trace has no end event (truncated?): runs cannot be judged to the horizon")
         unknown = True
