@@ -204,32 +204,54 @@ def expected_observed(item: Item) -> str:
 
 
 def packets_html(item: Item, origin: int, *, no_answers: bool = False) -> str:
+    """Per run that is unresolved or carried a packet: its latest decision packet, laid out,
+    and the three communications (crashlab.report.comms). A run that ended resolved
+    (succeeded, or certainly without effect) gets what happened instead of a decision: its
+    communications and, folded, the packets it parked with on the way."""
+    from .comms import situation
+
     r = item.result
     escalations = packets(item)
-    runs = list(dict.fromkeys(unresolved(item) + list(escalations)))
+    open_runs = unresolved(item)
+    runs = list(dict.fromkeys(open_runs + list(escalations)))
     if not runs:
         return ""
     out = ["<h3>Decision packets</h3>"]
     for run in runs:
         evs = escalations.get(run, [])
         status = r.dispositions.get(run) or "no terminal disposition"
-        if not evs:
-            out.append(f'<p class="warn">{e(run)} ({e(status)}) is unresolved and escalated no decision packet.</p>')
+        last = evs[-1] if evs else None
+        facts = situation(run, r.dispositions.get(run), (last or {}).get("packet"), item.events or [], origin,
+                          no_answers=no_answers)
+        if run not in open_runs:
+            out.append(f"<p><b>{e(run)}</b> ({e(status)}): resolved, nothing to decide.</p>")
+            out.append(packets_view.communications_html(facts))
+            out.append(f"<details><summary>{len(evs)} packet(s) it carried on the way</summary>"
+                       + "".join(f"<p>#{e(x.get('seq'))} {e(_packet_source(x))}</p>"
+                                 f"{packets_view.packet_html(x.get('packet'), origin, no_answers=no_answers, decision=False)}"
+                                 for x in evs) + "</details>")
             continue
-        last = evs[-1]
-        what = (f"ticket {e(last.get('ticket'))}" if last.get("kind") == "escalation" else "finish packet")
-        out.append(f"<p><b>{e(run)}</b> ({e(status)}): {what} from {e(last.get('worker'))} at "
+        if last is None:
+            out.append(f'<p class="warn">{e(run)} ({e(status)}) is unresolved and escalated no decision packet.</p>')
+            out.append(packets_view.communications_html(facts))
+            continue
+        out.append(f"<p><b>{e(run)}</b> ({e(status)}): {e(_packet_source(last))} from {e(last.get('worker'))} at "
                    f"{e(format_time(int(last.get('t') or 0), origin))} (event #{e(last.get('seq'))})</p>")
         out.append(packets_view.packet_html(last.get("packet"), origin, no_answers=no_answers))
-        out.append(packets_view.communications_html(packets_view.facts(
-            run, r.dispositions.get(run), last.get("packet"), item.events or [], origin, no_answers=no_answers)))
+        out.append(packets_view.communications_html(facts))
         if len(evs) > 1:
             out.append(f"<details><summary>{len(evs) - 1} earlier packet(s)</summary>"
-                       + "".join(f"<p>#{e(x.get('seq'))} {e(x.get('ticket'))}</p>"
+                       + "".join(f"<p>#{e(x.get('seq'))} {e(_packet_source(x))}</p>"
                                  f"{packets_view.packet_html(x.get('packet'), origin, no_answers=no_answers)}"
                                  for x in evs[:-1])
                        + "</details>")
     return "".join(out)
+
+
+def _packet_source(ev: dict) -> str:
+    if ev.get("kind") == "escalation":
+        return f"ticket {ev.get('ticket')}" if ev.get("ticket") else "escalation"
+    return f"finish packet ({ev.get('disposition')})" if ev.get("disposition") else "finish packet"
 
 
 def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = None,

@@ -96,6 +96,8 @@ def _args(args: Any, limit: int = 60) -> str:
     parts = []
     for k in sorted(args):
         v = args[k]
+        if v is None:
+            continue
         if isinstance(v, (dict, list)):
             v = "{…}" if isinstance(v, dict) else "[…]"
         parts.append(f"{k}={v}")
@@ -167,7 +169,7 @@ def _ledger(e: events.Ledger) -> str:
 
 @_summary(events.Effect)
 def _effect(e: events.Effect) -> str:
-    return f"{e.service} committed {e.ref} key={e.key} ({e.cause})"
+    return f"{e.service} committed {e.ref}" + (f" key={e.key}" if e.key is not None else "") + f" ({e.cause})"
 
 
 @_summary(events.Released)
@@ -178,7 +180,8 @@ def _released(e: events.Released) -> str:
 @_summary(events.Finish)
 def _finish(e: events.Finish) -> str:
     return (f"finish {e.disposition} ({'accepted' if e.accepted else 'not accepted'}"
-            f"{', stale worker' if e.stale else ''}; next owner {e.next_owner})")
+            f"{', stale worker' if e.stale else ''}"
+            + (f"; next owner {e.next_owner})" if e.next_owner else "; no next owner)"))
 
 
 @_summary(events.Escalation)
