@@ -63,6 +63,10 @@ def format_scorecard(card) -> str:
         lines.append(f"  {mark}  {s.id:<{width}}  {s.disposition}{bad}")
     lines.append("")
     lines.append(render_rubric(card))
+    if card.auto_fail:
+        from .report.findings import auto_fail_text
+
+        lines += [f"  automatic failure from {line}" for line in auto_fail_text(card.scenarios)]
     lines.append("")
     lines.append(f"verdict: {card.verdict.upper()}")
     return "\n".join(lines)

@@ -25,11 +25,21 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
 def report_options(args: argparse.Namespace) -> dict:
     """Keyword arguments for crashlab.report's render functions (with a progress bar of the figures,
     silent with -q). A command with ``--jobs`` draws the figures in that many processes too."""
+    return {"no_answers": bool(getattr(args, "no_answers", False)), "linear": bool(getattr(args, "linear", False)),
+            "progress": figure_progress(quiet=bool(getattr(args, "quiet", False))),
+            "jobs": getattr(args, "jobs", None)}
+
+
+def figure_progress(*, quiet: bool = False, stream=None):
+    """A progress display that counts figures drawn. Drawing a figure is not a verdict, so its
+    status line says nothing of failures (a failing adapter's report never logs "0 failing")."""
     from ..progress import Progress
 
-    return {"no_answers": bool(getattr(args, "no_answers", False)), "linear": bool(getattr(args, "linear", False)),
-            "progress": Progress(0, "report", quiet=bool(getattr(args, "quiet", False))),
-            "jobs": getattr(args, "jobs", None)}
+    class Figures(Progress):
+        def status(self, now: float | None = None) -> str:
+            return super().status(now).rsplit(", ", 1)[0]
+
+    return Figures(0, "figures", quiet=quiet, stream=stream)
 
 
 def add_parsers(cmd, adapter_help: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..results import Scorecard
-from .findings import Finding, group, lost_groups
+from .findings import Finding, auto_fail_sources, group, lost_groups
 from .html import badge, e, expected_observed, repro_html, shell, value_html
 from .view import Item
 
@@ -23,6 +23,9 @@ def _scenario_links(ids: tuple[str, ...], hrefs: dict[str, str]) -> str:
 def finding_html(f: Finding, hrefs: dict[str, str], *, no_answers: bool) -> str:
     first = f.first
     auto = f' <span class="badge auto">automatic failure: {e(f.auto_fail)}</span>' if f.auto_fail else ""
+    if f.auto_fail and len(f.auto_scenarios) < len(f.scenarios):
+        auto += (f'<br><span class="muted">raised the automatic failure in {len(f.auto_scenarios)} of these '
+                 f"scenarios: {_scenario_links(f.auto_scenarios, hrefs)}; elsewhere it cost a point only</span>")
     where = (f"{f.count} violation{'s' if f.count != 1 else ''} in {len(f.scenarios)} "
              f"scenario{'s' if len(f.scenarios) != 1 else ''}")
     cost = f"<br>costs: {e('; '.join(f.points))}" if f.points else ""
@@ -44,7 +47,10 @@ def score_html(card: Scorecard, hrefs: dict[str, str]) -> str:
            f"<tr><th>total</th><th>{card.total}/{card.max}</th></tr></table>"]
     if card.auto_fail:
         out.append('<p><span class="badge auto">AUTOMATIC FAILURE</span> '
-                   + "; ".join(e(a) for a in card.auto_fail) + "</p>")
+                   + "; ".join(e(a) for a in card.auto_fail) + "</p><ul>"
+                   + "".join(f"<li>{e(src.reason)}: <code>{e(src.invariant)}</code> in {len(src.scenarios)} scenario"
+                             f"{'s' if len(src.scenarios) != 1 else ''}: {_scenario_links(src.scenarios, hrefs)}</li>"
+                             for src in auto_fail_sources(_report_order(card, hrefs))) + "</ul>")
     groups = lost_groups(card)
     if groups:
         out.append(f"<h3>Where points were lost ({len(groups)} rubric points, {len(card.lost)} scenario hits)</h3>"
@@ -61,6 +67,12 @@ def score_html(card: Scorecard, hrefs: dict[str, str]) -> str:
         out.append(f"<details><summary>{e(key)}</summary><div class='scroll'>{value_html(value)}</div></details>")
     out.append("</section>")
     return "".join(out)
+
+
+def _report_order(card: Scorecard, hrefs: dict[str, str]) -> list:
+    """The card's scenarios in the report's order (``hrefs`` is built from it)."""
+    rank = {sid: n for n, sid in enumerate(hrefs)}
+    return sorted(card.scenarios, key=lambda r: rank.get(r.id, len(rank)))
 
 
 def _rule_html(p) -> str:

@@ -39,6 +39,12 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
     if card is not None:
         lines.append(score_line(card))
         lines.append("")
+        if card.auto_fail:
+            from .findings import auto_fail_text
+
+            order = {i.result.id: n for n, i in enumerate(items)}
+            ranked = sorted(card.scenarios, key=lambda r: order.get(r.id, len(order)))
+            lines += [f"- automatic failure from {md(line)}" for line in auto_fail_text(ranked)] + [""]
     lines.append(f"{len(items)} scenarios: {counts['pass']} pass, {counts['fail']} fail, "
                  f"{counts['unknown']} unknown")
     if card is not None and card.lost:
@@ -58,7 +64,8 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
     if findings:
         lines += ["", "### Findings", "", "| rule | scenarios | first example |", "|---|---|---|"]
         for f in findings:
-            auto = f" (automatic failure: {md(f.auto_fail)})" if f.auto_fail else ""
+            auto = (f" (automatic failure: {md(f.auto_fail)}, raised in {len(f.auto_scenarios)} of the "
+                    f"{len(f.scenarios)})" if f.auto_fail else "")
             lines.append(f"| {md(f.rule)}{auto} | {len(f.scenarios)} | {md(f.first.result.id)}: "
                          f"{md(f.example.message)} |")
     bad = [i for i in items if i.result.verdict != "pass"]
@@ -72,10 +79,11 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
         for v in r.violations:
             by_rule.setdefault(v.invariant, []).append(v)
         for rule, vs in by_rule.items():
-            ev = ", ".join(f"#{e}" for e in vs[0].events[:6])
+            first = next((v for v in vs if v.auto_fail), vs[0])
+            ev = ", ".join(f"#{e}" for e in first.events[:6])
             times = f" ×{len(vs)}" if len(vs) > 1 else ""
-            lines.append(f"- {md(rule)}{times}: {md(vs[0].message)}{f' ({ev})' if ev else ''}")
-            first = vs[0]
+            auto = f"**automatic failure: {md(first.auto_fail)}** — " if first.auto_fail else ""
+            lines.append(f"- {md(rule)}{times}: {auto}{md(first.message)}{f' ({ev})' if ev else ''}")
             if first.expected is not None or first.observed is not None:
                 lines.append(f"  - expected {md(outcome_text(first.expected))}, observed {md(outcome_text(first.observed))}")
             if first.rule:
