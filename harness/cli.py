@@ -56,9 +56,11 @@ def format_scorecard(card) -> str:
 
     lines = [f"crashlab conformance  adapter: {card.adapter}  seed: "
              f"{card.seed if card.seed is not None else 'per scenario'}", ""]
+    from .report.exercised import severity
+
     width = max((len(s.id) for s in card.scenarios), default=10)
     for s in card.scenarios:
-        mark = {"pass": "PASS", "fail": "FAIL", "unknown": "UNKN"}[s.verdict]
+        mark = {"pass": "PASS", "fail": "FAIL", "differs": "DIFF", "unknown": "UNKN"}[severity(s)]
         bad = f"  {', '.join(sorted({v.invariant for v in s.violations}))}" if s.violations else ""
         lines.append(f"  {mark}  {s.id:<{width}}  {s.disposition}{bad}")
     lines.append("")
@@ -69,6 +71,10 @@ def format_scorecard(card) -> str:
         lines += [f"  automatic failure from {line}" for line in auto_fail_text(card.scenarios)]
     lines.append("")
     lines.append(f"verdict: {card.verdict.upper()}")
+    differs = sum(1 for s in card.scenarios if severity(s) == "differs")
+    if differs:
+        lines.append(f"  {differs} scenario(s) DIFF: no invariant violated, the outcome differs from the "
+                     "scenario's expectation (as a correct alternative design can)")
     return "\n".join(lines)
 
 

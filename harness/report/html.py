@@ -19,6 +19,7 @@ from ..results import ScenarioResult
 from ..scenario_format import CARD_FIELDS
 from ..timefmt import format_time
 from . import machines, packet as packets_view, style
+from .exercised import severity
 from .view import Item, knowledge_steps, packets, repro, run_steps, unresolved
 
 CARD_LABELS = {"known_before_failure": "Known before the failure", "survived": "What survived",
@@ -41,6 +42,7 @@ pre.repro{background:#263238;color:#eceff1;padding:8px 10px;border-radius:5px;wh
 overflow-wrap:anywhere;margin:6px 0}pre.repro code{user-select:all;color:inherit}
 .badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12px;font-weight:700;color:#fff;vertical-align:middle}
 .pass{background:#2e7d32}.fail{background:#c62828}.unknown{background:#ef6c00}.auto{background:#6a1b9a}
+.differs{background:#f9a825;color:#212121}.idle{color:#757575}
 .muted{color:#757575}.warn{color:#b71c1c;font-weight:600}
 nav{font-size:13px;margin:4px 0}nav a{margin-right:10px}
 dl.card,dl.kv{display:grid;grid-template-columns:minmax(0,max-content) minmax(0,1fr);gap:2px 12px;margin:4px 0}
@@ -71,9 +73,15 @@ def e(value: Any) -> str:
     return escape("—" if value is None else str(value), quote=True)
 
 
+BADGE_TITLES = {"fail": "an invariant was violated", "differs": "no invariant violated; the outcome differs "
+                "from the scenario's expectation", "unknown": "could not be judged", "pass": "passed"}
+
+
 def badge(verdict: str) -> str:
-    cls = verdict if verdict in ("pass", "fail", "unknown") else "unknown"
-    return f'<span class="badge {cls}">{e(verdict.upper())}</span>'
+    """PASS (green), FAIL (red: an invariant was violated), DIFFERS (amber: only the scenario's
+    own expectations were missed) or UNKNOWN (orange)."""
+    cls = verdict if verdict in BADGE_TITLES else "unknown"
+    return f'<span class="badge {cls}" title="{e(BADGE_TITLES.get(cls, ""))}">{e(verdict.upper())}</span>'
 
 
 def anchor(item: Item) -> str:
@@ -116,7 +124,7 @@ def _evidence(seqs: tuple[int, ...], by_seq: dict, origin: int, limit: int = 12)
     return f'<ul class="ev">{"".join(items)}{more}</ul>'
 
 
-def violations_html(r: ScenarioResult, by_seq: dict, origin: int) -> str:
+def violations_html(r: ScenarioResult, by_seq: dict, origin: int, events: list[dict] | None = None) -> str:
     if not r.violations:
         text = "No invariant was violated." if r.verdict == "pass" else "No invariant violation was recorded."
         out = [f'<p class="muted">{text}</p>']
@@ -131,14 +139,34 @@ def violations_html(r: ScenarioResult, by_seq: dict, origin: int) -> str:
         out.append("</table></div>")
     if r.notes:
         out.append("<p><b>Notes</b></p><ul>" + "".join(f"<li>{e(n)}</li>" for n in r.notes) + "</ul>")
-    violated = {v.invariant for v in r.violations}
-    held = [(i, s) for i, s in catalogue() if i not in violated]
-    if held:
-        out.append(f"<details><summary>{len(held)} invariants not violated</summary><table class='collapse'>"
-                   "<tr><th>invariant</th><th>statement</th></tr>"
-                   + "".join(f"<tr><td><code>{e(i)}</code></td><td>{e(s)}</td></tr>" for i, s in held)
-                   + "</table></details>")
+    out.append(coverage_html(r, events))
     return "".join(out)
+
+
+def coverage_html(r: ScenarioResult, events: list[dict] | None) -> str:
+    """What the run exercised: the headline counts, the invariants judged on real events and
+    held, and those with nothing to judge ("not exercised", never a pass)."""
+    from .exercised import FACTS, coverage, headline
+
+    statements = dict(catalogue())
+    cov = coverage(r, events, list(statements))
+    if cov is None:
+        return '<p class="muted">No trace was saved, so what the run exercised is unknown.</p>'
+
+    def rows(ids) -> str:
+        return "".join(f"<tr><td><code>{e(i)}</code></td><td>{e(statements.get(i, ''))}</td></tr>" for i in ids)
+
+    facts = "".join(f"<tr><td>{e(label)}</td><td>{cov.counts.get(k, 0)}</td></tr>" for k, label in FACTS.items()
+                    if not k.startswith("expect_"))
+    return (f"<p><b>Exercised</b>: {e(headline(cov.counts))}</p>"
+            f"<details><summary>{len(cov.held)} invariants exercised and held (the trace had events for "
+            "them to judge)</summary><table class='collapse'><tr><th>invariant</th><th>statement</th></tr>"
+            + rows(cov.held) + "</table></details>"
+            f"<details><summary class='idle'>{len(cov.not_exercised)} invariants not exercised (nothing in this "
+            "trace for them to judge: not a pass)</summary><table class='collapse'><tr><th>invariant</th>"
+            "<th>statement</th></tr>" + rows(cov.not_exercised) + "</table></details>"
+            "<details><summary>What the trace holds</summary><table><tr><th>fact</th><th>count</th></tr>"
+            + facts + "</table></details>")
 
 
 def catalogue() -> list[tuple[str, str]]:
@@ -269,7 +297,7 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
         links.append(f'<a href="{e(next_.name)}.html">{e(next_.result.id)} ›</a>')
     disp = ", ".join(f"{e(run)}: <b>{e(d or 'no terminal disposition')}</b>" for run, d in r.dispositions.items())
     out = [f"<nav>{' '.join(links)}</nav>", f'<section class="scenario" id="{e(anchor(item))}">',
-           f"<h1>{badge(r.verdict)} {e(r.id)}</h1><p>{e(r.title)}</p>",
+           f"<h1>{badge(severity(r))} {e(r.id)}</h1><p>{e(r.title)}</p>",
            f"<p>{disp or '<span class=muted>no run</span>'}<br><span class='muted'>seed {e(r.seed)}"
            + (f" · tags {e(', '.join(r.tags))}" if r.tags else "")
            + (f" · adapter <code>{e(head.get('adapter'))}</code>" if head.get("adapter") and not no_answers else "")
@@ -287,7 +315,7 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
                    f'clock. Full size: <a href="../figures/{e(item.name)}.png">PNG</a></figcaption></figure>')
     elif item.events is None:
         out.append('<p class="muted">No trace was saved for this scenario, so there is no timeline.</p>')
-    out.append("<h3>Invariants</h3>" + violations_html(r, by_seq, origin))
+    out.append("<h3>Invariants</h3>" + violations_html(r, by_seq, origin, item.events))
     out.append(packets_html(item, origin, no_answers=no_answers))
     if item.lanes is not None:
         out.append("<h3>State machines</h3><div class='machines'>")

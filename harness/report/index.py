@@ -5,7 +5,64 @@ from __future__ import annotations
 from ..results import Scorecard
 from .findings import Finding, auto_fail_sources, group, lost_groups
 from .html import badge, e, expected_observed, repro_html, shell, value_html
+from .exercised import coverage, severity
 from .view import Item
+
+DIFFERS_NOTE = ("No invariant was violated: {n} scenario(s) differ from their expected outcome only, as a "
+                "correct alternative design can. The score counts them; they are not safety failures.")
+
+
+def verdict_counts(items: list[Item]) -> dict[str, int]:
+    counts = dict.fromkeys(("pass", "fail", "differs", "unknown"), 0)
+    for i in items:
+        counts[severity(i.result)] += 1
+    return counts
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    return (f"{counts['pass']} pass, {counts['fail']} fail, {counts['differs']} differ from their expectation, "
+            f"{counts['unknown']} unknown")
+
+
+def overall(items: list[Item], card: Scorecard | None) -> str:
+    """The report's verdict: the card's, except that a fail caused only by expectation
+    differences (no invariant violated, no automatic failure) reads "differs"."""
+    counts = verdict_counts(items)
+    verdict = card.verdict if card is not None else (
+        "fail" if counts["fail"] or counts["differs"] else "unknown" if counts["unknown"] else "pass")
+    if verdict == "fail" and counts["differs"] and not counts["fail"] and not (card is not None and card.auto_fail):
+        return "differs"
+    return verdict
+
+
+def coverage_section(items: list[Item]) -> str:
+    """Per rubric point: its invariants, how many scenarios exercised them (had events to
+    judge), held them, or violated them; the rest did not exercise them."""
+    try:
+        from ..checks.rubric import RUBRIC
+    except ImportError:
+        return ""
+    from .html import catalogue
+
+    ids = [i for i, _ in catalogue()]
+    covs = [(item, coverage(item.result, item.events, ids)) for item in items]
+    covs = [(item, c) for item, c in covs if c is not None]
+    if not covs:
+        return ""
+    rows = []
+    for p in RUBRIC:
+        inv = set(p.invariants)
+        violated = [item.result.id for item, c in covs if inv & set(c.violated)]
+        held = [item.result.id for item, c in covs if inv & set(c.held) and not inv & set(c.violated)]
+        idle = len(covs) - len(violated) - len(held)
+        rows.append(f"<tr><td>{e(p.id)} {e(p.name)}</td><td><code>{e(', '.join(p.invariants))}</code></td>"
+                    f"<td>{len(held) + len(violated)}</td><td>{len(violated)}</td><td>{idle}</td></tr>")
+    return ('<section id="exercised"><h2>What was exercised</h2><p class="muted">A rubric point is exercised '
+            "by a scenario whose trace had events for one of its invariants to judge (an ambiguous send for "
+            "the retry rule, a throttled answer for throttling, ...); a scenario that did not exercise it "
+            f"says nothing about it. {len(covs)} scenarios with traces.</p><div class='scroll'>"
+            "<table class='collapse'><tr><th>rubric point</th><th>invariants</th><th>exercised in</th>"
+            "<th>violated in</th><th>not exercised in</th></tr>" + "".join(rows) + "</table></div></section>")
 
 SHOWN_SCENARIOS = 8   # scenario ids listed per finding before "… and n more"
 
@@ -39,10 +96,10 @@ def finding_html(f: Finding, hrefs: dict[str, str], *, no_answers: bool) -> str:
                else "") + "</div>")
 
 
-def score_html(card: Scorecard, hrefs: dict[str, str]) -> str:
+def score_html(card: Scorecard, hrefs: dict[str, str], verdict: str | None = None) -> str:
     rows = "".join(f"<tr><td>{e(name)}</td><td>{c['score']}/{c['max']}</td></tr>"
                    for name, c in card.categories.items())
-    out = [f'<section id="score"><h2>Score {card.total}/{card.max} {badge(card.verdict)}</h2>',
+    out = [f'<section id="score"><h2>Score {card.total}/{card.max} {badge(verdict or card.verdict)}</h2>',
            f"<table><tr><th>category</th><th>points</th></tr>{rows}"
            f"<tr><th>total</th><th>{card.total}/{card.max}</th></tr></table>"]
     if card.auto_fail:
@@ -102,10 +159,11 @@ def scenarios_html(items: list[Item]) -> str:
         r = item.result
         inv = ", ".join(dict.fromkeys(v.invariant for v in r.violations))
         rows.append(f'<tr><td><a href="{e(page_href(item))}">{e(r.id)}</a><br><span class="muted">'
-                    f"{e(r.title)}</span></td><td>{badge(r.verdict)}</td><td>{_dispositions(r)}</td>"
+                    f"{e(r.title)}</span></td><td>{badge(severity(r))}</td><td>{_dispositions(r)}</td>"
                     f"<td><code>{e(inv) if inv else ''}</code></td></tr>")
-    return ('<section id="scenarios"><h2>Scenarios</h2><p class="muted">Failures first, then the eight '
-            "traces in chapter order.</p><div class='scroll'><table class='collapse'><tr><th>scenario</th>"
+    return ('<section id="scenarios"><h2>Scenarios</h2><p class="muted">Failures first (FAIL: an invariant '
+            "was violated; DIFFERS: no invariant was violated, the outcome differs from the scenario's "
+            "expectation), then the eight traces in chapter order.</p><div class='scroll'><table class='collapse'><tr><th>scenario</th>"
             "<th>verdict</th><th>disposition</th><th>violations</th></tr>" + "".join(rows)
             + "</table></div></section>")
 
@@ -113,16 +171,16 @@ def scenarios_html(items: list[Item]) -> str:
 def index_page(items: list[Item], card: Scorecard | None, *, adapter: str | None, notes: list[str],
                no_answers: bool = False) -> str:
     """``items`` in report order (failures first)."""
-    counts = {v: sum(1 for i in items if i.result.verdict == v) for v in ("pass", "fail", "unknown")}
-    verdict = card.verdict if card is not None else (
-        "fail" if counts["fail"] else "unknown" if counts["unknown"] else "pass")
+    counts = verdict_counts(items)
+    verdict = overall(items, card)
     hrefs = {i.result.id: page_href(i) for i in items}
     shown_adapter = None if no_answers else adapter
     head = (f"<header><h1>crashlab report {badge(verdict)}</h1><p>"
             + (f"adapter <code>{e(shown_adapter)}</code> · " if shown_adapter else "")
             + (f"seed {e(card.seed)} · " if card is not None and card.seed is not None else "")
-            + f"{len(items)} scenarios: {counts['pass']} pass, {counts['fail']} fail, {counts['unknown']} unknown"
-            + "</p>" + "".join(f'<p class="muted">{e(n)}</p>' for n in notes) + "</header>")
+            + f"{len(items)} scenarios: {counts_text(counts)}"
+            + "</p>" + (f'<p>{e(DIFFERS_NOTE.format(n=counts["differs"]))}</p>' if verdict == "differs" else "")
+            + "".join(f'<p class="muted">{e(n)}</p>' for n in notes) + "</header>")
     body = [head]
     findings = group(items, card)
     if findings:
@@ -131,7 +189,8 @@ def index_page(items: list[Item], card: Scorecard | None, *, adapter: str | None
                     "example; every scenario has its own page.</p>"
                     + "".join(finding_html(f, hrefs, no_answers=no_answers) for f in findings) + "</section>")
     if card is not None:
-        body.append(score_html(card, hrefs))
+        body.append(score_html(card, hrefs, verdict))
+    body.append(coverage_section(items))
     body.append(scenarios_html(items))
     body.append('<p class="muted">How to read this report: docs/reports.md in the crashlab repository.</p>')
     title = f"crashlab report — {shown_adapter}" if shown_adapter else "crashlab report"

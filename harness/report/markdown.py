@@ -6,7 +6,9 @@ from .view import Item, repro
 
 _MD_SPECIAL = str.maketrans({"|": "\\|", "`": "\\`", "*": "\\*", "[": "\\[", "]": "\\]",
                              "<": "&lt;", ">": "&gt;", "&": "&amp;", "\\": "\\\\", "\n": " ", "\r": " "})
-VERDICT_MARK = {"pass": "✅ pass", "fail": "❌ fail", "unknown": "❔ unknown"}
+VERDICT_MARK = {"pass": "✅ pass", "fail": "❌ fail", "unknown": "❔ unknown",
+                "differs": "⚠️ differs (no invariant violated; the outcome differs from the expectation)"}
+ROW_MARK = {**VERDICT_MARK, "differs": "⚠️ differs"}
 
 
 def md(text: object) -> str:
@@ -14,9 +16,11 @@ def md(text: object) -> str:
     return str(text).translate(_MD_SPECIAL)
 
 
-def score_line(card: Scorecard) -> str:
+def score_line(card: Scorecard, verdict: str | None = None) -> str:
+    """``verdict`` overrides the card's (a fail of expectation differences only reads "differs")."""
     cats = " · ".join(f"{md(name)} {c['score']}/{c['max']}" for name, c in card.categories.items())
-    line = f"**Score {card.total}/{card.max}** — {VERDICT_MARK.get(card.verdict, md(card.verdict))}"
+    shown = verdict or card.verdict
+    line = f"**Score {card.total}/{card.max}** — {VERDICT_MARK.get(shown, md(shown))}"
     if cats:
         line += f" ({cats})"
     if card.auto_fail:
@@ -33,11 +37,14 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
     grouped by rule; passes as one line. ``items`` are in report order (failures first)."""
     from .findings import group
 
-    counts = {v: sum(1 for i in items if i.result.verdict == v) for v in ("pass", "fail", "unknown")}
+    from .exercised import severity
+    from .index import DIFFERS_NOTE, counts_text, overall, verdict_counts
+
+    counts = verdict_counts(items)
     shown = None if no_answers else adapter
     lines = [f"## crashlab report{f' — adapter `{md(shown)}`' if shown else ''}", ""]
     if card is not None:
-        lines.append(score_line(card))
+        lines.append(score_line(card, overall(items, card)))
         lines.append("")
         if card.auto_fail:
             from .findings import auto_fail_text
@@ -45,8 +52,9 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
             order = {i.result.id: n for n, i in enumerate(items)}
             ranked = sorted(card.scenarios, key=lambda r: order.get(r.id, len(order)))
             lines += [f"- automatic failure from {md(line)}" for line in auto_fail_text(ranked)] + [""]
-    lines.append(f"{len(items)} scenarios: {counts['pass']} pass, {counts['fail']} fail, "
-                 f"{counts['unknown']} unknown")
+    lines.append(f"{len(items)} scenarios: {counts_text(counts)}")
+    if overall(items, card) == "differs":
+        lines += ["", f"⚠️ {md(DIFFERS_NOTE.format(n=counts['differs']))}"]
     if card is not None and card.lost:
         from .findings import lost_groups
 
@@ -73,7 +81,7 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
         lines += ["", f"### Failures ({len(bad)})", ""]
     for item in bad[:DETAILED]:
         r = item.result
-        lines.append(f"**{VERDICT_MARK.get(r.verdict, md(r.verdict))} {md(r.id)}** — {md(r.title)}  ")
+        lines.append(f"**{ROW_MARK.get(severity(r), md(r.verdict))} {md(r.id)}** — {md(r.title)}  ")
         lines.append(f"disposition: {md(r.disposition or '—')}")
         by_rule: dict[str, list] = {}
         for v in r.violations:
@@ -97,7 +105,7 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
         for item in bad[DETAILED:]:
             r = item.result
             inv = ", ".join(dict.fromkeys(v.invariant for v in r.violations)) or "—"
-            lines.append(f"| {md(r.id)} | {VERDICT_MARK.get(r.verdict, md(r.verdict))} | {md(inv)} | "
+            lines.append(f"| {md(r.id)} | {ROW_MARK.get(severity(r), md(r.verdict))} | {md(inv)} | "
                          f"{md(repro(item, no_answers=no_answers))} |")
         lines.append("")
     good = [i.result.id for i in items if i.result.verdict == "pass"]
