@@ -30,6 +30,15 @@ def _print_result(res, out=None) -> None:
         print(f"  repro: {res.repro}", file=out)
 
 
+def _hide_adapter(res):
+    """The result as a workshop prints it: the repro line reads the adapter from the environment."""
+    from dataclasses import replace
+
+    from .report.view import Item, repro
+
+    return replace(res, repro=repro(Item(result=res, events=None, name=res.id), no_answers=True))
+
+
 def _cmd_run(args) -> int:
     from .conformance import run_one
     from .drivers import load_adapter
@@ -41,7 +50,7 @@ def _cmd_run(args) -> int:
     adapter = load_adapter(args.adapter)
     scenario = resolve(args.scenario)
     _, res = run_one(scenario, adapter, seed=args.seed, out_dir=out)
-    _print_result(res)
+    _print_result(_hide_adapter(res) if getattr(args, "no_answers", False) else res)
     if report:
         from .report import render_results
         where = render_results([res], out_dir=report, **report_options(args))
@@ -49,12 +58,14 @@ def _cmd_run(args) -> int:
     return EXIT[res.verdict]
 
 
-def format_scorecard(card) -> str:
+def format_scorecard(card, *, no_answers: bool = False) -> str:
     """The per-scenario verdicts, then every rubric point kept or lost (with the scenario,
-    invariant and evidence that lost it), then the verdict."""
+    invariant and evidence that lost it), then the verdict. ``no_answers`` leaves the adapter
+    unnamed (a workshop's screen)."""
     from .checks.rubric import render as render_rubric
 
-    lines = [f"crashlab conformance  adapter: {card.adapter}  seed: "
+    shown = "$CRASHLAB_ADAPTER" if no_answers else card.adapter
+    lines = [f"crashlab conformance  adapter: {shown}  seed: "
              f"{card.seed if card.seed is not None else 'per scenario'}", ""]
     from .report.exercised import severity
 
@@ -139,7 +150,7 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
         print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}"
               + (f" (shard {shard.index}/{shard.count})" if shard else ""))
     else:
-        print(format_scorecard(card))
+        print(format_scorecard(card, no_answers=bool(getattr(args, "no_answers", False))))
         if shard:
             print(f"shard {shard.index}/{shard.count}: this score covers this share of the runs only; "
                   "`crashlab merge` joins the shards' results JSON")

@@ -74,3 +74,30 @@ def test_the_figure_progress_never_counts_failures():
     progress.update()
     line = progress.status()
     assert line.startswith("crashlab: figures: 1/3") and "failing" not in line
+
+
+def test_check_prints_dispositions_as_words_not_a_python_dict():
+    from crashlab.conformance import failure_message
+
+    res = ScenarioResult(id="x", title="x", verdict="fail", dispositions={"run-1": "SUCCEEDED", "run-2": None},
+                         violations=(retry(True),), seed=1, repro="crashlab run x --adapter a:B --seed 1")
+    text = failure_message(res)
+    assert "{" not in text and "None" not in text
+    assert "(dispositions: run-1 SUCCEEDED, run-2 no terminal disposition)" in text
+
+
+def test_run_without_answers_prints_no_adapter(tmp_path, capsys):
+    from crashlab.cli import main
+
+    main(["run", "t2-commit-before-record", "--adapter", "crashlab.gallery.retries:BlindRetry",
+          "--out", str(tmp_path), "--no-answers"])
+    out = capsys.readouterr().out
+    assert "BlindRetry" not in out and '--adapter "$CRASHLAB_ADAPTER" --seed 102' in out
+
+
+def test_the_eight_traces_are_all_workshop_scenarios():
+    from crashlab.scenario_loader import library
+
+    traces = [s for s in library() if any(s.id.startswith(f"t{n}-") for n in range(1, 9))]
+    assert len(traces) == 8 and all("workshop" in s.tags for s in traces), \
+        [s.id for s in traces if "workshop" not in s.tags]
