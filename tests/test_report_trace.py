@@ -101,3 +101,20 @@ def test_the_eight_traces_are_all_workshop_scenarios():
     traces = [s for s in library() if any(s.id.startswith(f"t{n}-") for n in range(1, 9))]
     assert len(traces) == 8 and all("workshop" in s.tags for s in traces), \
         [s.id for s in traces if "workshop" not in s.tags]
+
+
+def test_report_failures_draws_figures_for_failing_scenarios_only(tmp_path):
+    from pathlib import Path
+
+    from crashlab.cli import main
+
+    root = Path(__file__).resolve().parent.parent
+    failing = sorted((root / "reports" / "exhibit-blind-retry" / "traces").glob("*.jsonl"))
+    passing = root / "traces" / "t3-record-before-response.jsonl"
+    out = tmp_path / "r"
+    main(["report", *map(str, failing), str(passing), "--out", str(out), "--report-failures", "-q", "--jobs", "1"])
+    drawn = sorted(p.stem for p in (out / "figures").glob("*.png"))
+    assert drawn == sorted(p.name.split(".seed")[0].removesuffix(".jsonl") for p in failing)
+    page = (out / "scenarios" / "t3-record-before-response.html").read_text(encoding="utf-8")
+    assert "The figure was not drawn" in page and "<img" not in page
+    assert "<img" in (out / "scenarios" / f"{drawn[0]}.html").read_text(encoding="utf-8")

@@ -315,6 +315,9 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
                    f'clock. Full size: <a href="../figures/{e(item.name)}.png">PNG</a></figcaption></figure>')
     elif item.events is None:
         out.append('<p class="muted">No trace was saved for this scenario, so there is no timeline.</p>')
+    else:
+        out.append('<p class="muted">The figure was not drawn (figures for failing scenarios only: '
+                   "<code>--report-failures</code>); <code>crashlab report TRACE</code> draws it.</p>")
     out.append("<h3>Invariants</h3>" + violations_html(r, by_seq, origin, item.events))
     out.append(packets_html(item, origin, no_answers=no_answers))
     if item.lanes is not None:
