@@ -118,3 +118,21 @@ def test_report_failures_draws_figures_for_failing_scenarios_only(tmp_path):
     page = (out / "scenarios" / "t3-record-before-response.html").read_text(encoding="utf-8")
     assert "The figure was not drawn" in page and "<img" not in page
     assert "<img" in (out / "scenarios" / f"{drawn[0]}.html").read_text(encoding="utf-8")
+
+
+def test_every_cited_event_has_an_anchor_in_the_event_table_port_calls_included(tmp_path):
+    import re
+    from pathlib import Path
+
+    from crashlab.report import render_inputs
+
+    root = Path(__file__).resolve().parent.parent
+    index = render_inputs(sorted((root / "reports" / "exhibit-blind-retry" / "traces").glob("*.jsonl")),
+                          tmp_path / "r", jobs=1, figures="failures")
+    for page in (index.parent / "scenarios").glob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        cited = set(re.findall(r'href="#e-(\d+)"', html))
+        anchors = set(re.findall(r"id=['\"]e-(\d+)['\"]", html))
+        assert cited and cited <= anchors, (page.name, sorted(cited - anchors, key=int))
+        assert re.search(r"reservation\.reserve\(.*?\) → ", html)           # port calls, with their results
+        assert re.search(r"crashlab show \S+\.jsonl --around \d+", html)

@@ -114,12 +114,14 @@ def value_html(value: Any, depth: int = 0) -> str:
 
 
 def _evidence(seqs: tuple[int, ...], by_seq: dict, origin: int, limit: int = 12) -> str:
+    """The cited events, each linked to its row in the page's event table."""
     if not seqs:
         return '<span class="muted">no events cited</span>'
     items = []
     for s in seqs[:limit]:
         ev = by_seq.get(s)
-        items.append(f"<li>{e(style.summarize(ev, origin)) if ev else e(f'#{s} (not in the trace)')}</li>")
+        items.append(f'<li><a href="#e-{e(s)}">{e(style.summarize(ev, origin))}</a></li>' if ev
+                     else f"<li>{e(f'#{s} (not in the trace)')}</li>")
     more = f"<li>… {len(seqs) - limit} more</li>" if len(seqs) > limit else ""
     return f'<ul class="ev">{"".join(items)}{more}</ul>'
 
@@ -177,18 +179,35 @@ def catalogue() -> list[tuple[str, str]]:
 
 
 def lane_table(item: Item, origin: int) -> str:
+    """Every event of the trace, one row each (a port call and its result share a row, as
+    `crashlab show` prints them), each row anchored by its sequence number (``#e-74``) so
+    that cited evidence is one click away."""
+    from .text import _outcome
+
+    results = {ev.get("call"): ev for ev in item.events or () if ev.get("lane") == "port" and ev.get("kind") == "result"}
+    calls = {ev.get("seq") for ev in item.events or () if ev.get("lane") == "port" and ev.get("kind") == "call"}
     rows = []
     for ev in item.events or ():
-        if ev.get("lane") in ("port", "meta") or (ev.get("lane") == "world" and ev.get("kind") == "deliver"):
+        lane, kind = ev.get("lane"), ev.get("kind")
+        if kind == "header" or (lane == "port" and kind == "result" and ev.get("call") in calls):
             continue
-        rows.append(f"<tr><td class='mono'>{e(ev.get('seq'))}</td>"
+        seq = ev.get("seq")
+        extra = ""
+        if lane == "port" and kind == "call":
+            res = results.get(seq)
+            who = ev.get("worker") or ev.get("run") or ""
+            body = (f"#{seq} {format_time(int(ev.get('t') or 0), origin)} {who} {ev.get('port')}.{ev.get('op')}"
+                    f"({style._args(ev.get('args'), 70)}) {_outcome(res, origin, int(ev.get('t') or 0))}")
+            if res is not None:
+                extra = f"<a id=\"e-{e(res.get('seq'))}\"></a>#{e(res.get('seq'))}"
+        else:
+            body = style.summarize(ev, origin)
+        rows.append(f"<tr id='e-{e(seq)}'><td class='mono'>{e(seq)}{'<br>' + extra if extra else ''}</td>"
                     f"<td class='mono'>{e(format_time(int(ev.get('t') or 0), origin))}</td>"
-                    f"<td>{e(ev.get('lane'))}</td><td class='mono'>{e(style.summarize(ev, origin))}</td></tr>")
-    return ("<details><summary>State/event table: every run, remote, knowledge, fault, worker and world "
-            f"event ({len(rows)})</summary><div class='scroll'><table><tr><th>seq</th><th>time</th><th>lane</th><th>event</th></tr>"
-            + "".join(rows) + "</table></div></details>")
-
-
+                    f"<td>{e(lane)}</td><td class='mono'>{e(body)}</td></tr>")
+    return ("<details id='events'><summary>State/event table: every event of the trace, a port call and its result on "
+            f"one row ({len(rows)} rows); cited evidence links here</summary><div class='scroll'><table><tr><th>seq</th>"
+            "<th>time</th><th>lane</th><th>event</th></tr>" + "".join(rows) + "</table></div></details>")
 
 
 # --------------------------------------------------------------------------- pages
@@ -319,6 +338,14 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
         out.append('<p class="muted">The figure was not drawn (figures for failing scenarios only: '
                    "<code>--report-failures</code>); <code>crashlab report TRACE</code> draws it.</p>")
     out.append("<h3>Invariants</h3>" + violations_html(r, by_seq, origin, item.events))
+    cited = next((s for v in r.violations for s in v.events if s in by_seq), None)
+    if cited is not None:
+        import shlex
+
+        trace = shlex.quote(r.trace) if r.trace and not no_answers else "TRACE.jsonl"
+        out.append(f'<p class="muted">Each cited event links to its row in the event table below. In a terminal: '
+                   f"<code>crashlab show {e(trace)} --around {e(cited)}</code> prints the events around "
+                   f"#{e(cited)}.</p>")
     out.append(packets_html(item, origin, no_answers=no_answers))
     if item.lanes is not None:
         out.append("<h3>State machines</h3><div class='machines'>")
