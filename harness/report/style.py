@@ -91,6 +91,9 @@ def shorten(text: str, limit: int) -> str:
 
 
 def _args(args: Any, limit: int = 60) -> str:
+    """``k=v, k=v`` of a call's arguments or a result's value, nested values as ``{…}``; past
+    ``limit`` characters whole items are left out (``… 2 more``), never cut mid-word, except an
+    item that alone is longer than the limit (kept by its beginning and end)."""
     if not isinstance(args, dict):
         return ""
     parts = []
@@ -101,7 +104,15 @@ def _args(args: Any, limit: int = 60) -> str:
         if isinstance(v, (dict, list)):
             v = "{…}" if isinstance(v, dict) else "[…]"
         parts.append(f"{k}={v}")
-    return shorten(", ".join(parts), limit)
+    shown: list[str] = []
+    used = 0
+    for i, part in enumerate(parts):
+        cost = len(part) + (2 if shown else 0)
+        if used + cost > limit and shown:
+            return ", ".join(shown) + f", … {len(parts) - i} more"
+        shown.append(shorten(part, limit) if not shown and len(part) > limit else part)
+        used += cost
+    return ", ".join(shown)
 
 
 def summarize(ev: dict, origin_ms: int) -> str:
