@@ -90,6 +90,19 @@ def shorten(text: str, limit: int) -> str:
     return text[:head] + "…" + text[-(limit - 1 - head):]
 
 
+def clip(text: str, limit: int) -> str:
+    """A sentence cut to ``limit`` characters at a word boundary, ``…`` at its end (prose reads
+    from the start; identifiers use :func:`shorten`)."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 1]
+    cut = head.rfind(" ")
+    if cut >= limit // 2:
+        head = head[:cut]
+    return head.rstrip(" ,;:") + "…"
+
+
 def _args(args: Any, limit: int = 60) -> str:
     """``k=v, k=v`` of a call's arguments or a result's value, nested values as ``{…}``; past
     ``limit`` characters whole items are left out (``… 2 more``), never cut mid-word, except an
