@@ -82,3 +82,17 @@ def test_the_cli_scorecard_marks_a_difference_apart():
 
     text = format_scorecard(score([r("t2", "EXP-DISPOSITION"), r("t1", "EFF-01")], adapter="a:B", seed=None))
     assert re.search(r"DIFF  t2 ", text) and re.search(r"FAIL  t1 ", text) and "1 scenario(s) DIFF" in text
+
+
+def test_the_index_says_which_scenarios_exercised_each_rubric_point():
+    from crashlab.report.index import coverage_section
+
+    items = []
+    for name in ("t2-commit-before-record", "matrix-throttling"):
+        events, result = trace(name)
+        items.append(Item(result=result, events=events, name=name))
+    html = coverage_section(items)
+    c4 = next(row for row in html.split("<tr>") if row.startswith("<td>C4 "))
+    assert "matrix-throttling" in c4 and "t2-commit-before-record" not in c4     # throttling: only there
+    c3 = next(row for row in html.split("<tr>") if row.startswith("<td>C3 "))
+    assert "t2-commit-before-record" in c3                                        # its ambiguous send

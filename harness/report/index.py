@@ -35,7 +35,7 @@ def overall(items: list[Item], card: Scorecard | None) -> str:
     return verdict
 
 
-def coverage_section(items: list[Item]) -> str:
+def coverage_section(items: list[Item], hrefs: dict[str, str] | None = None) -> str:
     """Per rubric point: its invariants, how many scenarios exercised them (had events to
     judge), held them, or violated them; the rest did not exercise them."""
     try:
@@ -44,6 +44,7 @@ def coverage_section(items: list[Item]) -> str:
         return ""
     from .html import catalogue
 
+    hrefs = hrefs or {i.result.id: page_href(i) for i in items}
     ids = [i for i, _ in catalogue()]
     covs = [(item, coverage(item.result, item.events, ids)) for item in items]
     covs = [(item, c) for item, c in covs if c is not None]
@@ -55,8 +56,11 @@ def coverage_section(items: list[Item]) -> str:
         violated = [item.result.id for item, c in covs if inv & set(c.violated)]
         held = [item.result.id for item, c in covs if inv & set(c.held) and not inv & set(c.violated)]
         idle = len(covs) - len(violated) - len(held)
+        exercised = tuple(item.result.id for item, _ in covs if item.result.id in set(held) | set(violated))
         rows.append(f"<tr><td>{e(p.id)} {e(p.name)}</td><td><code>{e(', '.join(p.invariants))}</code></td>"
-                    f"<td>{len(held) + len(violated)}</td><td>{len(violated)}</td><td>{idle}</td></tr>")
+                    f"<td>{len(exercised)}{': ' + _scenario_links(exercised, hrefs) if exercised else ''}</td>"
+                    f"<td>{len(violated)}{': ' + _scenario_links(tuple(violated), hrefs) if violated else ''}</td>"
+                    f"<td>{idle}</td></tr>")
     return ('<section id="exercised"><h2>What was exercised</h2><p class="muted">A rubric point is exercised '
             "by a scenario whose trace had events for one of its invariants to judge (an ambiguous send for "
             "the retry rule, a throttled answer for throttling, ...); a scenario that did not exercise it "
@@ -190,7 +194,7 @@ def index_page(items: list[Item], card: Scorecard | None, *, adapter: str | None
                     + "".join(finding_html(f, hrefs, no_answers=no_answers) for f in findings) + "</section>")
     if card is not None:
         body.append(score_html(card, hrefs, verdict))
-    body.append(coverage_section(items))
+    body.append(coverage_section(items, hrefs))
     body.append(scenarios_html(items))
     body.append('<p class="muted">How to read this report: docs/reports.md in the crashlab repository.</p>')
     title = f"crashlab report — {shown_adapter}" if shown_adapter else "crashlab report"
