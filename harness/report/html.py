@@ -339,6 +339,8 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
                    "<code>--report-failures</code>); <code>crashlab report TRACE</code> draws it.</p>")
     out.append("<h3>Invariants</h3>" + violations_html(r, by_seq, origin, item.events))
     cited = next((s for v in r.violations for s in v.events if s in by_seq), None)
+    if cited is not None and by_seq[cited].get("kind") == "result" and by_seq[cited].get("call") in by_seq:
+        cited = by_seq[cited]["call"]        # `show` prints a result on its call's line
     if cited is not None:
         import shlex
 
