@@ -136,3 +136,10 @@ def test_every_cited_event_has_an_anchor_in_the_event_table_port_calls_included(
         assert cited and cited <= anchors, (page.name, sorted(cited - anchors, key=int))
         assert re.search(r"reservation\.reserve\(.*?\) → ", html)           # port calls, with their results
         assert re.search(r"crashlab show \S+\.jsonl --around \d+", html)
+
+
+def test_category_names_wrap_between_words_in_the_score_table():
+    results = library()
+    card = score(results, adapter="a:B", seed=None)
+    points = score_html(card, {}).split("</table>")[0]          # the points per category
+    assert "<td>effect correctness</td>" in points and "effect_correctness" not in points

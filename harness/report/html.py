@@ -84,6 +84,12 @@ def badge(verdict: str) -> str:
     return f'<span class="badge {cls}" title="{e(BADGE_TITLES.get(cls, ""))}">{e(verdict.upper())}</span>'
 
 
+def category_words(name: str | None) -> str:
+    """A rubric category as words (``effect correctness``): a narrow column wraps it between
+    words, never inside ``effect_correctness``."""
+    return (name or "").replace("_", " ")
+
+
 def anchor(item: Item) -> str:
     return f"s-{item.name}"
 
@@ -135,7 +141,7 @@ def violations_html(r: ScenarioResult, by_seq: dict, origin: int, events: list[d
                "<th>what happened</th><th>evidence events</th></tr>"]
         for i, v in enumerate(r.violations, 1):
             auto = f' <span class="badge auto">automatic failure: {e(v.auto_fail)}</span>' if v.auto_fail else ""
-            cat = f'<br><span class="muted">{e(v.category)}</span>' if v.category else ""
+            cat = f'<br><span class="muted">{e(category_words(v.category))}</span>' if v.category else ""
             out.append(f"<tr><td>{i}</td><td><code>{e(v.invariant)}</code>{cat}</td><td>{e(v.run)}</td>"
                        f"<td>{e(v.message)}{auto}</td><td>{_evidence(v.events, by_seq, origin)}</td></tr>")
         out.append("</table></div>")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..results import Scorecard
 from .findings import Finding, auto_fail_sources, group, lost_groups
-from .html import badge, e, expected_observed, repro_html, shell, value_html
+from .html import badge, category_words, e, expected_observed, repro_html, shell, value_html
 from .exercised import coverage, severity
 from .view import Item
 
@@ -92,7 +92,7 @@ def finding_html(f: Finding, hrefs: dict[str, str], *, no_answers: bool) -> str:
     cost = f"<br>costs: {e('; '.join(f.points))}" if f.points else ""
     return (f'<div class="finding" id="f-{e(f.rule)}"><h3><code>{e(f.rule)}</code> — {where}{auto}</h3>'
             + (f"<blockquote>{e(f.statement)}</blockquote>" if f.statement else "")
-            + f'<p class="muted">{e(f.category or "")}{cost}</p>'
+            + f'<p class="muted">{e(category_words(f.category))}{cost}</p>'
             + f'<p>First example: <a href="{e(page_href(first))}">{e(first.result.id)}</a> — '
             f"{e(f.example.message)}</p>"
             + expected_observed(first) + repro_html(first, no_answers=no_answers)
@@ -101,7 +101,7 @@ def finding_html(f: Finding, hrefs: dict[str, str], *, no_answers: bool) -> str:
 
 
 def score_html(card: Scorecard, hrefs: dict[str, str], verdict: str | None = None) -> str:
-    rows = "".join(f"<tr><td>{e(name)}</td><td>{c['score']}/{c['max']}</td></tr>"
+    rows = "".join(f"<tr><td>{e(category_words(name))}</td><td>{c['score']}/{c['max']}</td></tr>"
                    for name, c in card.categories.items())
     out = [f'<section id="score"><h2>Score {card.total}/{card.max} {badge(verdict or card.verdict)}</h2>',
            f"<table><tr><th>category</th><th>points</th></tr>{rows}"
@@ -118,7 +118,7 @@ def score_html(card: Scorecard, hrefs: dict[str, str], verdict: str | None = Non
                    "<div class='scroll'><table class='collapse'><tr><th>point</th><th>category</th>"
                    "<th>invariants</th><th>scenarios</th><th>first example</th></tr>")
         for g in groups:
-            out.append(f"<tr><td>{e(g.point)}</td><td>{e(g.category)}</td><td><code>{e(', '.join(g.invariants))}</code>"
+            out.append(f"<tr><td>{e(g.point)}</td><td>{e(category_words(g.category))}</td><td><code>{e(', '.join(g.invariants))}</code>"
                        f"</td><td>{len(g.scenarios)}: {_scenario_links(g.scenarios, hrefs)}</td>"
                        f"<td>{e(g.first.scenario)}: {e(g.first.message)}{_rule_html(g.first)}</td></tr>")
         out.append("</table></div>")
