@@ -30,6 +30,15 @@ def _print_result(res, out=None) -> None:
         print(f"  repro: {res.repro}", file=out)
 
 
+def _hide_adapter(res):
+    """The result as a workshop prints it: the repro line reads the adapter from the environment."""
+    from dataclasses import replace
+
+    from .report.view import Item, repro
+
+    return replace(res, repro=repro(Item(result=res, events=None, name=res.id), no_answers=True))
+
+
 def _cmd_run(args) -> int:
     from .conformance import run_one
     from .drivers import load_adapter
@@ -41,7 +50,7 @@ def _cmd_run(args) -> int:
     adapter = load_adapter(args.adapter)
     scenario = resolve(args.scenario)
     _, res = run_one(scenario, adapter, seed=args.seed, out_dir=out)
-    _print_result(res)
+    _print_result(_hide_adapter(res) if getattr(args, "no_answers", False) else res)
     if report:
         from .report import render_results
         where = render_results([res], out_dir=report, **report_options(args))
@@ -49,22 +58,34 @@ def _cmd_run(args) -> int:
     return EXIT[res.verdict]
 
 
-def format_scorecard(card) -> str:
+def format_scorecard(card, *, no_answers: bool = False) -> str:
     """The per-scenario verdicts, then every rubric point kept or lost (with the scenario,
-    invariant and evidence that lost it), then the verdict."""
+    invariant and evidence that lost it), then the verdict. ``no_answers`` leaves the adapter
+    unnamed (a workshop's screen)."""
     from .checks.rubric import render as render_rubric
 
-    lines = [f"crashlab conformance  adapter: {card.adapter}  seed: "
+    shown = "$CRASHLAB_ADAPTER" if no_answers else card.adapter
+    lines = [f"crashlab conformance  adapter: {shown}  seed: "
              f"{card.seed if card.seed is not None else 'per scenario'}", ""]
+    from .report.exercised import severity
+
     width = max((len(s.id) for s in card.scenarios), default=10)
     for s in card.scenarios:
-        mark = {"pass": "PASS", "fail": "FAIL", "unknown": "UNKN"}[s.verdict]
+        mark = {"pass": "PASS", "fail": "FAIL", "differs": "DIFF", "unknown": "UNKN"}[severity(s)]
         bad = f"  {', '.join(sorted({v.invariant for v in s.violations}))}" if s.violations else ""
         lines.append(f"  {mark}  {s.id:<{width}}  {s.disposition}{bad}")
     lines.append("")
     lines.append(render_rubric(card))
+    if card.auto_fail:
+        from .report.findings import auto_fail_text
+
+        lines += [f"  automatic failure from {line}" for line in auto_fail_text(card.scenarios)]
     lines.append("")
     lines.append(f"verdict: {card.verdict.upper()}")
+    differs = sum(1 for s in card.scenarios if severity(s) == "differs")
+    if differs:
+        lines.append(f"  {differs} scenario(s) DIFF: no invariant violated, the outcome differs from the "
+                     "scenario's expectation (as a correct alternative design can)")
     return "\n".join(lines)
 
 
@@ -129,7 +150,7 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
         print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}"
               + (f" (shard {shard.index}/{shard.count})" if shard else ""))
     else:
-        print(format_scorecard(card))
+        print(format_scorecard(card, no_answers=bool(getattr(args, "no_answers", False))))
         if shard:
             print(f"shard {shard.index}/{shard.count}: this score covers this share of the runs only; "
                   "`crashlab merge` joins the shards' results JSON")

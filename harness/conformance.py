@@ -136,8 +136,8 @@ def collect_scenarios(paths: Iterable[str | Path]) -> list[Scenario]:
 
 def failure_message(result: ScenarioResult) -> str:
     """Plain text naming each violated invariant, its evidence and the repro command."""
-    lines = [f"scenario {result.id}: {result.verdict}"
-             + (f" (dispositions: {result.dispositions})" if result.dispositions else "")]
+    runs = ", ".join(f"{run} {d or 'no terminal disposition'}" for run, d in result.dispositions.items())
+    lines = [f"scenario {result.id}: {result.verdict}" + (f" (dispositions: {runs})" if runs else "")]
     for v in result.violations:
         ev = ", ".join(f"#{s}" for s in v.events) or "no events"
         lines.append(f"  {v.invariant}: {v.message} [evidence {ev}]"

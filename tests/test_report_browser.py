@@ -156,3 +156,29 @@ def test_report_pages_do_not_overflow_horizontally(browser, report, width):
         got = browser.measure(page, width)
         assert got["client"] == width and got["scripts"] == 0, got     # the viewport really was this wide
         assert got["scroll"] <= got["client"] and not got["bad"], (page.name, got)
+
+
+ANCHOR = """(() => {
+  const el = document.getElementById(location.hash.slice(1));
+  if (!el) return {found: false};
+  const d = el.closest('details');
+  return {found: true, open: d ? d.open : true, top: Math.round(el.getBoundingClientRect().top),
+          height: window.innerHeight};
+})()"""
+
+
+def test_cited_evidence_is_one_click_away(browser, report):
+    """An evidence link of a violation lands on its event's row, in the folded event table
+    (the browser opens the details it is in)."""
+    import re
+
+    index, _ = report
+    page = index.parent / "scenarios" / "t2-commit-before-record.html"
+    target = re.search(r'href="#(e-\d+)"', page.read_text(encoding="utf-8"))[1]
+    browser.call("Emulation.setDeviceMetricsOverride", session=True, width=1400, height=900,
+                 deviceScaleFactor=1, mobile=False)
+    browser.send("Page.navigate", True, url=page.as_uri() + "#" + target)
+    while browser.read().get("method") != "Page.loadEventFired":
+        pass
+    got = browser.call("Runtime.evaluate", session=True, expression=ANCHOR, returnByValue=True)["result"]["value"]
+    assert got["found"] and got["open"] and 0 <= got["top"] < got["height"], got

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from crashlab.report import render_inputs
 from crashlab.report.findings import group
-from crashlab.report.packet import clock, collapse, communications, facts, packet_html
+from crashlab.report.comms import communications, situation
+from crashlab.report.packet import clock, collapse, packet_html
 from crashlab.report.view import Item, ordered, repro
 from crashlab.results import ScenarioResult, Violation
 from crashlab.runner import run_scenario
@@ -193,12 +194,12 @@ def test_three_communications_share_the_facts_at_three_altitudes_without_secrets
     packet["authority"]["api_token"] = "sk-SECRET-123"
     packet["effects"][0]["credential"] = "hunter2"
     origin = int(events[0]["origin_ms"])
-    comms = communications(facts("run-82", "CANCELLED_EFFECT_UNKNOWN", packet, events, origin))
+    comms = communications(situation("run-82", "CANCELLED_EFFECT_UNKNOWN", packet, events, origin))
     assert set(comms) == {"user", "operator", "service owner"}
-    user, operator, owner = (" ".join(comms[k]) for k in ("user", "operator", "service owner"))
+    user, operator, owner = (" ".join(x.text for x in comms[k]) for k in ("user", "operator", "service owner"))
     key = packet["effects"][0]["semantic_key"]
     assert key not in user and "do not place the request again" in user and "cancellation" in user
-    assert key in operator and "operator" in operator and "RECONCILE" in operator and "10:04" in operator
+    assert key in operator and "operator" in operator and "reconcile" in operator and "10:04" in operator
     assert key in owner and "reservation.reserve" in owner and "reference_impl" in owner
     for text in (user, operator, owner, packet_html(packet, origin)):
         assert "SECRET" not in text and "hunter2" not in text

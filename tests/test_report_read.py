@@ -81,8 +81,8 @@ def test_diff_marks_the_first_divergence_and_the_different_outcomes(tmp_path, ca
     marked = [line for line in out.splitlines() if line.startswith(">> ")]
     assert len(marked) == 1 and f"first divergence at event {at + 1}" in out
     assert "outcome: different" in out
-    assert re.search(r"≠ run-82: FAILED_EFFECT_UNKNOWN\s+\| run-82: SUCCEEDED", out)
-    assert re.search(r"≠ run-82: 1 effect\(s\) by adapter\s+\| run-82: 2 effect\(s\) by adapter", out)
+    assert re.search(r"≠ run-82 disposition: FAILED_EFFECT_UNKNOWN\s+\| run-82 disposition: SUCCEEDED", out)
+    assert re.search(r"≠ run-82 effects by adapter: 1\s+\| run-82 effects by adapter: 2", out)
     assert all(len(line) <= 160 for line in out.splitlines() if line.startswith((">> ", " ≠ ", "   ")))
     # a trace against itself: no divergence, exit 0
     assert main(["diff", str(a), str(a)]) == 0
@@ -108,6 +108,8 @@ def test_compare_lists_every_scenario_whose_outcomes_differ(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert "fieldops-no-key-lookup (seed 83): outcomes differ" in out
+    assert re.search(r"≠ run-82 disposition:\s+A FAILED_EFFECT_UNKNOWN\s+\| B SUCCEEDED", out)
+    assert "None" not in out and "compare looks at outcomes only" in out
     assert "t1-crash-before-dispatch" not in out.split("\n", 1)[1]      # same dispositions and effects there
     assert "1 of 2 runs differ" in out
     # an implementation against itself: no difference
@@ -136,3 +138,35 @@ def test_compare_runs_both_adapters_on_the_same_generated_schedules(tmp_path, ca
     scenario = load_file(saved[0])
     assert outcome(run_scenario(scenario, "crashlab.reference_impl:ReferenceAdapter").events) != \
         outcome(run_scenario(scenario, "crashlab.gallery.retries:BlindRetry").events)
+
+
+def test_compare_pairs_like_with_like():
+    from crashlab.report.compare import Outcome, paired
+
+    a = Outcome(dispositions=(("run-82", "SUCCEEDED"),), effects=(("run-82", "adapter", 1),), released=(),
+                next_owners=())
+    b = Outcome(dispositions=(("run-82", "FAILED_NO_EFFECT"),), effects=(), released=(("run-82", 1),),
+                next_owners=(("run-82", "operator"),))
+    rows = {name: (x, y) for name, x, y in paired(a, b)}
+    assert rows == {"run-82 disposition": ("SUCCEEDED", "FAILED_NO_EFFECT"),
+                    "run-82 effects by adapter": ("1", "0"), "run-82 releases": ("0", "1"),
+                    "run-82 next owner": ("none", "operator")}
+
+
+def test_diff_tells_same_named_traces_apart_wraps_instead_of_cutting_words_and_finds_the_decisive_event(
+        tmp_path, capsys):
+    scenario = resolve("fieldops-no-key-lookup")
+    ref = run_scenario(scenario, "crashlab.reference_impl:ReferenceAdapter")
+    bad = run_scenario(scenario, "crashlab.gallery.retries:BlindRetry", ref.seed)
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "cand").mkdir()
+    a, b = tmp_path / "ref" / "t.jsonl", tmp_path / "cand" / "t.jsonl"
+    write_jsonl(ref.events, a)
+    write_jsonl(bad.events, b)
+    assert main(["diff", str(a), str(b), "--width", "220"]) == 1
+    out = capsys.readouterr().out
+    assert "A = ref/t.jsonl" in out and "B = cand/t.jsonl" in out
+    assert not re.search(r"\w…\w", out), [line for line in out.splitlines() if re.search(r"\w…\w", line)][:3]
+    decisive = out.split("first divergence in knowledge or outcome", 1)[1]
+    b_line = next(line for line in decisive.splitlines() if line.startswith("   B "))
+    assert "reservation committed" in b_line         # the duplicate hold, not a clock read

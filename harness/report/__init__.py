@@ -2,7 +2,8 @@
 
 Three entry points, all writing into ``out_dir`` and returning the path of ``index.html``
 (each takes ``no_answers=True`` to hide teaching cards and adapter names, as the workshop
-does, ``linear=True`` for a plain linear time axis, and ``jobs=N`` for the number of worker
+does, ``linear=True`` for a plain linear time axis, ``figures="failures"`` to draw figures
+only for scenarios that did not pass, and ``jobs=N`` for the number of worker
 processes drawing the figures: by default the cores, 1 for this process only; the output is
 the same bytes for any number):
 
@@ -48,34 +49,34 @@ def _collector_paused():
 
 
 def render_results(results: list[ScenarioResult], out_dir: Path, *, no_answers: bool = False,
-                   linear: bool = False, progress=None, jobs: int | None = None) -> Path:
+                   linear: bool = False, progress=None, jobs: int | None = None, figures: str = "all") -> Path:
     """Render scenario results; each result's ``trace`` names its saved JSONL trace."""
     results = list(results)
     with _collector_paused():
         events = [_trace_of(r, []) for r in results]
     return _render(results, events, None, Path(out_dir),
                    adapter=_common_adapter(results), notes=[], no_answers=no_answers, linear=linear,
-                   progress=progress, jobs=jobs)
+                   progress=progress, jobs=jobs, figures=figures)
 
 
 def render_scorecard(card: Scorecard, out_dir: Path, *, no_answers: bool = False, linear: bool = False,
-                     progress=None, jobs: int | None = None) -> Path:
+                     progress=None, jobs: int | None = None, figures: str = "all") -> Path:
     """Render a scored suite: the score, where points were lost, and every scenario."""
     scenarios = list(card.scenarios)
     with _collector_paused():
         events = [_trace_of(r, []) for r in scenarios]
     return _render(scenarios, events, card, Path(out_dir),
                    adapter=card.adapter, notes=[], no_answers=no_answers, linear=linear, progress=progress,
-                   jobs=jobs)
+                   jobs=jobs, figures=figures)
 
 
 def render_inputs(paths: list[Path], out_dir: Path, *, no_answers: bool = False, linear: bool = False,
-                  progress=None, jobs: int | None = None) -> Path:
+                  progress=None, jobs: int | None = None, figures: str = "all") -> Path:
     """Re-render from saved files. With a results JSON, its scores and verdicts are shown as
     saved, and each scenario's trace is found among the given traces or at the path the JSON
     names. With traces only, each is checked again (crashlab.checks) and, when they all come
     from one adapter, scored."""
-    opts = {"no_answers": no_answers, "linear": linear, "progress": progress, "jobs": jobs}
+    opts = {"no_answers": no_answers, "linear": linear, "progress": progress, "jobs": jobs, "figures": figures}
     if not paths:
         raise UsageError("nothing to render", hint=INPUT_HINT)
     traces, results_json = _classify([Path(p) for p in paths])
@@ -231,7 +232,7 @@ def _names(results: list[ScenarioResult]) -> list[str]:
 
 def _render(results: list[ScenarioResult], events: list[list[dict] | None], card: Scorecard | None,
             out_dir: Path, *, adapter: str | None, notes: list[str], no_answers: bool = False,
-            linear: bool = False, progress=None, jobs: int | None = None) -> Path:
+            linear: bool = False, progress=None, jobs: int | None = None, figures: str = "all") -> Path:
     from ..files import atomic_write_text
     from . import index, markdown
     from .figure import matplotlib
@@ -243,22 +244,32 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
         names = _names(results)
         items = ordered([Item(result=r, events=evs, name=name, lanes=extract_lanes(evs) if evs else None)
                          for r, evs, name in zip(results, events, names)])
-    figures = out_dir / "figures"
+    fig_dir = out_dir / "figures"
     pages = out_dir / "scenarios"
-    figures.mkdir(parents=True, exist_ok=True)
+    fig_dir.mkdir(parents=True, exist_ok=True)
     pages.mkdir(parents=True, exist_ok=True)
+    if figures not in FIGURES:
+        raise UsageError(f"figures={figures!r}: give one of {', '.join(FIGURES)}")
     tasks = [(item, items[i - 1] if i else None, items[i + 1] if i + 1 < len(items) else None,
-              out_dir, no_answers, linear) for i, item in enumerate(items)]
+              out_dir, no_answers, linear, _draws(item, figures)) for i, item in enumerate(items)]
     # figures and their pages, the longest traces first (their figures take longest): no worker
     # is left drawing a big one at the end
-    _scenarios(sorted((t for t in tasks if t[0].events), key=lambda t: -len(t[0].events)), progress, jobs)
+    _scenarios(sorted((t for t in tasks if t[-1]), key=lambda t: -len(t[0].events)), progress, jobs)
     for task in tasks:
-        if not task[0].events:
+        if not task[-1]:
             _scenario(task)
     where = out_dir / "index.html"
     atomic_write_text(where, index.index_page(items, card, adapter=adapter, notes=notes, no_answers=no_answers))
     atomic_write_text(out_dir / "summary.md", markdown.summary(items, card, adapter, no_answers=no_answers))
     return where
+
+
+#: Which scenarios get a figure: every one with a trace, or only those that did not pass.
+FIGURES = ("all", "failures")
+
+
+def _draws(item, figures: str) -> bool:
+    return bool(item.events) and (figures == "all" or item.result.verdict != "pass")
 
 
 #: Below this many figures, forking workers costs more than it saves.
@@ -281,8 +292,8 @@ def _scenario(task) -> None:
     from ..files import atomic_write_text
     from . import html
 
-    item, prev, next_, out_dir, no_answers, linear = task
-    if item.events:
+    item, prev, next_, out_dir, no_answers, linear, draw = task
+    if draw:
         png = _figure((item.events, item.result, item.lanes, out_dir / "figures" / item.name, no_answers, linear))
         item = replace(item, png=png)
     atomic_write_text(out_dir / "scenarios" / f"{item.name}.html",

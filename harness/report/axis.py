@@ -124,3 +124,32 @@ class TimeAxis:
                 chosen.append((x, label))
         chosen.sort()
         return [x for x, _ in chosen], [label for _, label in chosen]
+
+
+def break_label(group: list[Break]) -> str:
+    """``≈61 s`` for one break; for breaks that share a label, the time from the first's
+    start to the last's end and how many they are: ``≈10 min, 2 breaks``."""
+    if len(group) == 1:
+        return "≈" + duration_label(group[0].ms)
+    return f"≈{duration_label(group[-1].end - group[0].start)}, {len(group)} breaks"
+
+
+def break_groups(breaks: list[Break], width) -> list[list[Break]]:
+    """Breaks in order, grouped so that no two labels collide: neighbouring groups whose
+    labels (``width(label)`` x units wide, centred on the group) would overlap are merged,
+    until none do. Every break belongs to exactly one labelled group."""
+    groups = [[br] for br in breaks]
+
+    def extent(group: list[Break]) -> tuple[float, float]:
+        mid, half = (group[0].x0 + group[-1].x1) / 2, width(break_label(group)) / 2
+        return mid - half, mid + half
+
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(groups) - 1):
+            if extent(groups[i])[1] + 0.3 > extent(groups[i + 1])[0]:
+                groups[i:i + 2] = [groups[i] + groups[i + 1]]
+                merged = True
+                break
+    return groups

@@ -17,6 +17,9 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
                              "adapter from $CRASHLAB_ADAPTER")
     if not any("--quiet" in a.option_strings for a in parser._actions):
         parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--report-failures", action="store_true",
+                        help="draw figures only for scenarios that did not pass (most of a report's time goes "
+                             "to drawing figures); every scenario still gets its page")
     parser.add_argument("--linear", action="store_true",
                         help="figures on a plain linear time axis (default: long quiet gaps are compressed, "
                              "marked with break marks)")
@@ -25,11 +28,22 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
 def report_options(args: argparse.Namespace) -> dict:
     """Keyword arguments for crashlab.report's render functions (with a progress bar of the figures,
     silent with -q). A command with ``--jobs`` draws the figures in that many processes too."""
+    return {"no_answers": bool(getattr(args, "no_answers", False)), "linear": bool(getattr(args, "linear", False)),
+            "progress": figure_progress(quiet=bool(getattr(args, "quiet", False))),
+            "figures": "failures" if getattr(args, "report_failures", False) else "all",
+            "jobs": getattr(args, "jobs", None)}
+
+
+def figure_progress(*, quiet: bool = False, stream=None):
+    """A progress display that counts figures drawn. Drawing a figure is not a verdict, so its
+    status line says nothing of failures (a failing adapter's report never logs "0 failing")."""
     from ..progress import Progress
 
-    return {"no_answers": bool(getattr(args, "no_answers", False)), "linear": bool(getattr(args, "linear", False)),
-            "progress": Progress(0, "report", quiet=bool(getattr(args, "quiet", False))),
-            "jobs": getattr(args, "jobs", None)}
+    class Figures(Progress):
+        def status(self, now: float | None = None) -> str:
+            return super().status(now).rsplit(", ", 1)[0]
+
+    return Figures(0, "figures", quiet=quiet, stream=stream)
 
 
 def add_parsers(cmd, adapter_help: str) -> None:

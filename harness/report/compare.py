@@ -35,12 +35,31 @@ class Outcome:
     released: tuple[tuple[str, int], ...]           # (run, releases that took effect)
     next_owners: tuple[tuple[str, str], ...]        # (run, next owner of the accepted finish)
 
-    def lines(self) -> list[str]:
-        out = [f"{run}: {d}" for run, d in self.dispositions]
-        out += [f"{run}: {n} effect(s) by {cause}" for run, cause, n in self.effects]
-        out += [f"{run}: {n} release(s)" for run, n in self.released]
-        out += [f"{run}: next owner {o}" for run, o in self.next_owners]
+    def facts(self) -> dict[str, str]:
+        """Each fact by name (``run-82 disposition``, ``run-82 effects by adapter``, ...)."""
+        out = {f"{run} disposition": d for run, d in self.dispositions}
+        out.update({f"{run} effects by {cause}": str(n) for run, cause, n in self.effects})
+        out.update({f"{run} releases": str(n) for run, n in self.released})
+        out.update({f"{run} next owner": o for run, o in self.next_owners})
         return out
+
+    def lines(self) -> list[str]:
+        return [f"{name}: {value}" for name, value in self.facts().items()]
+
+
+#: What a fact one run lacks reads as (a count of nothing is 0).
+ABSENT = {"disposition": "no terminal disposition", "next owner": "none"}
+
+
+def paired(a: Outcome, b: Outcome) -> list[tuple[str, str, str]]:
+    """(fact, A's value, B's value) for every fact either run has: like with like, never one
+    run's disposition against the other's effect count."""
+    fa, fb = a.facts(), b.facts()
+
+    def missing(name: str) -> str:
+        return next((v for k, v in ABSENT.items() if name.endswith(k)), "0")
+
+    return [(name, fa.get(name, missing(name)), fb.get(name, missing(name))) for name in dict.fromkeys([*fa, *fb])]
 
 
 def outcome(events: list[dict]) -> Outcome:
@@ -88,15 +107,87 @@ def first_divergence(a: list[dict], b: list[dict]) -> int | None:
     return None if len(sa) == len(sb) else min(len(sa), len(sb))
 
 
-def _cell(text: str, width: int) -> str:
-    return style.shorten(text, width).ljust(width)
+def _wrap(text: str, width: int) -> list[str]:
+    """A cell's text over as many lines as it needs, broken at spaces (never mid-word unless
+    one word is wider than the column)."""
+    import textwrap
+
+    return textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
+
+
+def _row(mark: str, left: str, right: str, col: int) -> list[str]:
+    lw, rw = _wrap(left, col), _wrap(right, col)
+    return [(mark if i == 0 else "   ") + (lw[i] if i < len(lw) else "").ljust(col) + " | "
+            + (rw[i] if i < len(rw) else "") for i in range(max(len(lw), len(rw)))]
+
+
+#: Lanes whose events are what a run knew and what it did to the world.
+DECISIVE = ("knowledge", "remote")
+
+
+def _decisive(events: list[dict]) -> list[tuple[str, int]]:
+    """(comparable text, index into the steps) of the events that carry knowledge or outcome:
+    ledger moves, remote effects and releases, and finishes. Keys are numbered in the order
+    they first appear, so two designs that name their keys differently still compare."""
+    keys: dict[str, str] = {}
+    refs: dict[str, str] = {}
+
+    def k(value) -> str:
+        return keys.setdefault(str(value), f"k{len(keys) + 1}")
+
+    def r(value) -> str:
+        return refs.setdefault(str(value), f"r{len(refs) + 1}")
+
+    out = []
+    steps = [ev for ev in events[1:] if ev.get("lane") != "meta"]
+    for i, ev in enumerate(steps):
+        lane, kind = ev.get("lane"), ev.get("kind")
+        if lane == "knowledge" and kind == "ledger":
+            text = f"{ev.get('run')} ledger {k(ev.get('key'))}: {ev.get('previous') or '∅'} → {ev.get('knowledge')}"
+        elif lane == "remote" and kind == "effect":
+            text = f"{ev.get('run')} {ev.get('service')} commit {r(ev.get('ref'))} ({ev.get('cause')})"
+        elif lane == "remote" and kind == "released":
+            text = f"{ev.get('run')} {ev.get('service')} release of {r(ev.get('ref'))}"
+        elif lane == "run" and kind == "finish" and ev.get("accepted"):
+            text = f"{ev.get('run')} finish {ev.get('disposition')}"
+        else:
+            continue
+        out.append((text, i))
+    return out
+
+
+def first_decisive_divergence(a: list[dict], b: list[dict]) -> tuple[int | None, int | None] | None:
+    """Where the runs first differ in what they knew or did to the world: the indexes (into
+    each run's steps) of the first differing knowledge/outcome event (None: that run had no
+    more); None when they never differ there."""
+    da, db = _decisive(a), _decisive(b)
+    for x, y in zip(da, db):
+        if x[0] != y[0]:
+            return x[1], y[1]
+    if len(da) == len(db):
+        return None
+    shorter = min(len(da), len(db))
+    return (da[shorter][1] if shorter < len(da) else None), (db[shorter][1] if shorter < len(db) else None)
+
+
+def column_names(path_a: str, path_b: str) -> tuple[str, str]:
+    """Two labels that tell the traces apart: their file names, or, when those are the same,
+    as much of their paths as differs."""
+    pa, pb = Path(path_a), Path(path_b)
+    if pa.name != pb.name:
+        return pa.name, pb.name
+    a_parts, b_parts = pa.parts, pb.parts
+    n = 1
+    while n < max(len(a_parts), len(b_parts)) and a_parts[-n:] == b_parts[-n:]:
+        n += 1
+    return str(Path(*a_parts[-n:])), str(Path(*b_parts[-n:]))
 
 
 def diff_lines(a: list[dict], b: list[dict], *, width: int = 160, names: tuple[str, str] = ("A", "B")) -> list[str]:
     ha, hb = a[0], b[0]
-    col = max(30, (width - 5) // 2)
-    out = [f"{names[0]}: {ha.get('scenario')} seed {ha.get('seed')} adapter {ha.get('adapter')} ({len(a)} events)",
-           f"{names[1]}: {hb.get('scenario')} seed {hb.get('seed')} adapter {hb.get('adapter')} ({len(b)} events)"]
+    col = max(30, (width - 6) // 2)
+    out = [f"A = {names[0]}: {ha.get('scenario')} seed {ha.get('seed')} adapter {ha.get('adapter')} ({len(a)} events)",
+           f"B = {names[1]}: {hb.get('scenario')} seed {hb.get('seed')} adapter {hb.get('adapter')} ({len(b)} events)"]
     if ha.get("seed") != hb.get("seed"):
         out.append(f"note: the seeds differ ({ha.get('seed')} and {hb.get('seed')}): the world itself may differ")
     at = first_divergence(a, b)
@@ -105,24 +196,41 @@ def diff_lines(a: list[dict], b: list[dict], *, width: int = 160, names: tuple[s
         out.append(f"no divergence: the same {len(sa)} events")
     else:
         out.append(f"first divergence at event {at + 1} after the header "
-                   f"({names[0]} {sa[at][1].split(' ', 1)[0] if at < len(sa) else 'ended'}, "
-                   f"{names[1]} {sb[at][1].split(' ', 1)[0] if at < len(sb) else 'ended'})")
+                   f"(A {sa[at][1].split(' ', 1)[0] if at < len(sa) else 'ended'}, "
+                   f"B {sb[at][1].split(' ', 1)[0] if at < len(sb) else 'ended'})")
         out.append("")
-        out.append("   " + _cell(names[0], col) + " | " + names[1])
+        out += _row("   ", "A", "B", col)
         for i in range(max(0, at - CONTEXT), min(max(len(sa), len(sb)), at + AFTER)):
             left = sa[i][1] if i < len(sa) else "(ended)"
             right = sb[i][1] if i < len(sb) else "(ended)"
             same = i < len(sa) and i < len(sb) and sa[i][0] == sb[i][0]
-            mark = ">> " if i == at else ("   " if same else " ≠ ")
-            out.append(mark + _cell(left, col) + " | " + style.shorten(right, col))
+            out += _row(">> " if i == at else ("   " if same else " ≠ "), left, right, col)
+        decisive = first_decisive_divergence(a, b)
+        out.append("")
+        if decisive is None:
+            out.append("knowledge and outcome: the same ledger moves, remote effects and finishes (the runs "
+                       "differ only in how they got there)")
+        else:
+            ia, ib = decisive
+            out.append("first divergence in knowledge or outcome (ledger moves, remote effects, finishes; keys "
+                       "numbered k1, k2... in order of appearance):")
+            out.append(f"   A {sa[ia][1] if ia is not None else '(no more such events)'}")
+            out.append(f"   B {sb[ib][1] if ib is not None else '(no more such events)'}")
+            out.append("")
+            out += _row("   ", "A, around it", "B, around it", col)
+            ra = range(max(0, ia - 3), min(len(sa), ia + 4)) if ia is not None else range(0)
+            rb = range(max(0, ib - 3), min(len(sb), ib + 4)) if ib is not None else range(0)
+            la, lb = list(ra), list(rb)
+            for j in range(max(len(la), len(lb))):
+                x = la[j] if j < len(la) else None
+                y = lb[j] if j < len(lb) else None
+                mark = "=> " if (x is not None and x == ia) or (y is not None and y == ib) else "   "
+                out += _row(mark, sa[x][1] if x is not None else "", sb[y][1] if y is not None else "", col)
     oa, ob = outcome(a), outcome(b)
     out.append("")
     out.append("outcome: " + ("the same" if oa == ob else "different"))
-    la, lb = oa.lines(), ob.lines()
-    for i in range(max(len(la), len(lb))):
-        left = la[i] if i < len(la) else ""
-        right = lb[i] if i < len(lb) else ""
-        out.append(("   " if left == right else " ≠ ") + _cell(left, col) + " | " + right)
+    for name, left, right in paired(oa, ob):
+        out += _row("   " if left == right else " ≠ ", f"{name}: {left}", f"{name}: {right}", col)
     return out
 
 
@@ -133,12 +241,16 @@ def cmd_diff(args: argparse.Namespace, out=None) -> int:
         raise UsageError(f"{args.trace_b}: scenario {b[0].get('scenario')!r} is not {a[0].get('scenario')!r} "
                          f"of {args.trace_a}", hint="diff compares two runs of the same scenario")
     width = args.width or max(120, shutil.get_terminal_size((160, 40)).columns)
-    for line in diff_lines(a, b, width=width, names=(Path(args.trace_a).name, Path(args.trace_b).name)):
+    for line in diff_lines(a, b, width=width, names=column_names(args.trace_a, args.trace_b)):
         print(line, file=out)
     return 0 if first_divergence(a, b) is None and outcome(a) == outcome(b) else 1
 
 
 # --------------------------------------------------------------------------- compare
+OUTCOMES_ONLY = ("note: compare looks at outcomes only (dispositions, remote effects, releases, next owners), "
+                 "not at how a run got there: an adapter can reach the same outcome while breaking invariants "
+                 "(a blind retry the service happened to deduplicate). `crashlab conformance --adapter SPEC` "
+                 "judges each adapter.")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Difference:
     scenario: str
@@ -224,11 +336,8 @@ def cmd_compare(args: argparse.Namespace, out=None) -> int:
     saved = Path(args.save) if args.save else None
     for i, d in enumerate(diffs, 1):
         print(f"\n{d.scenario} (seed {d.seed}): outcomes differ", file=out)
-        la, lb = d.a.lines(), d.b.lines()
-        for j in range(max(len(la), len(lb))):
-            left = la[j] if j < len(la) else ""
-            right = lb[j] if j < len(lb) else ""
-            print(("   " if left == right else " ≠ ") + f"A {left:<48} | B {right}", file=out)
+        for name, left, right in paired(d.a, d.b):
+            print(("   " if left == right else " ≠ ") + f"{name + ':':<28} A {left:<26} | B {right}", file=out)
         if d.document is not None and saved is not None:
             from ..explore import to_yaml
 
@@ -238,4 +347,5 @@ def cmd_compare(args: argparse.Namespace, out=None) -> int:
             print(f"   schedule: {path}", file=out)
     print(f"\n{len(diffs)} of {total} runs differ" if diffs else "\nno difference: the same dispositions, "
           "effects and next owners everywhere", file=out)
+    print(OUTCOMES_ONLY, file=out)
     return 1 if diffs else 0

@@ -19,17 +19,18 @@ plain linear axis.
 from __future__ import annotations
 
 import io
+import textwrap
 from pathlib import Path
 
 from ..errors import UsageError
 from ..files import atomic_write_bytes
 from ..results import ScenarioResult
 from . import legend, style
-from .axis import TimeAxis, duration_label
+from .axis import TimeAxis, break_groups, break_label
 from .lanes import Lanes, lanes as extract_lanes
 from .lanes_draw import LaneDrawing
 from .layout import (CHAR, DPI, FONT, LEFT_IN, RIGHT_IN, ROW_LABEL, STRIP_H, STRIP_LEVELS, TIME_W,
-                     TITLE_GAP, WIDTH_IN, Panel, Placer, bars, collapse_states, fit, outcome_kind, pack)
+                     TITLE_GAP, WIDTH_IN, Panel, Placer, bars, collapse_states, outcome_kind, pack)
 from .story import story as read_story
 
 
@@ -79,7 +80,7 @@ class _Figure(LaneDrawing):
         self.placer = Placer()
         self.used: dict[str, set[str]] = {k: set() for k in (
             "worker", "transport", "cause", "run", "knowledge", "marker", "band", "break", "authority", "inbox",
-            "arrow", "mismatch")}
+            "arrow", "mismatch", "final")}
 
     # ---------------------------------------------------------------- helpers
     def char_x(self, size: float) -> float:
@@ -216,7 +217,7 @@ class _Figure(LaneDrawing):
                                               if g[0].kind in style.MARKER_PRIORITY else 99, g[0].t))
         for g in order:
             m = g[0]
-            text = style.shorten(m.label, 44) + (f" ×{len(g)}" if len(g) > 1 else "")
+            text = style.clip(m.label, 44) + (f" ×{len(g)}" if len(g) > 1 else "")
             x = X(m.t)
             w = len(text) * self.char_x(size)
             x0, x1 = x + 0.3, x + 0.3 + w
@@ -231,19 +232,17 @@ class _Figure(LaneDrawing):
                     break
 
     def draw_breaks(self, ax):
-        bottom = ax
-        taken: list[tuple[float, float]] = []
+        """Hatch each break; label it with the time it compresses. Breaks whose labels would
+        collide share one label with the time of their whole stretch (``≈10 min, 2 breaks``):
+        a dropped label would leave its neighbour's duration to be read as the whole gap."""
         for br in self.axis.breaks:
             ax.axvspan(br.x0, br.x1, facecolor="#f4f4f4", edgecolor="#d6d6d6", hatch="////", linewidth=0, zorder=0.3)
             self.used["break"].add("break")
-            label = "≈" + duration_label(br.ms)
-            size = FONT - 1
-            mid = (br.x0 + br.x1) / 2
-            w = len(label) * self.char_x(size)
-            if all(mid + w / 2 < a - 0.3 or mid - w / 2 > b + 0.3 for a, b in taken):
-                taken.append((mid - w / 2, mid + w / 2))
-                bottom.annotate(label, xy=(mid, 0), xycoords=bottom.get_xaxis_transform(), xytext=(0, -15),
-                                textcoords="offset points", ha="center", va="top", fontsize=size, color="#757575")
+        size = FONT - 1
+        for group in break_groups(self.axis.breaks, lambda label: len(label) * self.char_x(size)):
+            mid = (group[0].x0 + group[-1].x1) / 2
+            ax.annotate(break_label(group), xy=(mid, 0), xycoords=ax.get_xaxis_transform(), xytext=(0, -15),
+                        textcoords="offset points", ha="center", va="top", fontsize=size, color="#757575")
 
     # ---------------------------------------------------------------- arrows
     def draw_arrows(self, ax):
@@ -324,15 +323,53 @@ class _Figure(LaneDrawing):
                 if j:
                     continue
                 near = [p for p in placed.setdefault(where, []) if abs(p[0] - x) < 3 and p[1] == y]
-                offsets = [(7, 7), (7, -15), (-17, 7), (-17, -15), (14, -4), (-24, -4)]
-                dx, dy = offsets[len(near) % len(offsets)]
+                dx, dy = self._badge_spot(ax, x, y, len(near))
                 placed[where].append((x, y))
                 ax.annotate(str(i), xy=(x, y), xytext=(dx, dy), textcoords="offset points", fontsize=FONT,
                             color="white", fontweight="bold", zorder=7, annotation_clip=False,
                             bbox=dict(boxstyle="circle,pad=0.2", fc=style.VIOLATION_COLOR, ec="none"))
-            ev = ", ".join(f"#{s}" for s in v.events[:6]) + (" …" if len(v.events) > 6 else "")
-            notes.append(f"{i}  {v.invariant}: {v.message} [{ev or 'no events'}]")
+            notes.append(f"{i}  {v.invariant}: {v.message} [{note_events(v)}]")
         return notes
+
+    #: Where a violation's number may sit around its first cited event (points from it).
+    BADGE_OFFSETS = ((7, 7), (7, -15), (-17, 7), (-17, -15), (14, -4), (-24, -4), (7, 17), (-17, 17),
+                     (7, -25), (-17, -25))
+
+    def _badge_spot(self, ax, x: float, y: float, crowd: int) -> tuple[int, int]:
+        """The first offset whose badge covers no label already written (measured in data
+        units through the axes' transform) and no other badge; else the crowd's turn."""
+        to_display, to_data = ax.transData.transform, ax.transData.inverted().transform
+        px = ax.figure.dpi / 72
+        X0, Y0 = to_display((x, y))
+        (ax0, ay0), (ax1, ay1) = to_data((X0, Y0)), to_data((X0 + 6 * px, Y0 + 6 * px))
+        rx, ry = abs(ax1 - ax0), abs(ay1 - ay0)                  # a badge's half size
+        text_h = abs(to_data((X0, Y0 + (FONT - 1) * 0.75 * px))[1] - ay0)
+        for dx, dy in self.BADGE_OFFSETS:
+            cx, cy = to_data((X0 + (dx + 4) * px, Y0 + (dy + 4) * px))
+            clash = any(abs(ky - cy) < ry + text_h and not (cx + rx < a or cx - rx > b)
+                        for (owner, ky), spans in self.placer.taken.items() if owner in (id(ax), "badge", "strip")
+                        for a, b in spans)
+            if not clash:
+                self.placer.take(("badge", round(cy, 3)), cx - rx, cx + rx)
+                return dx, dy
+        return self.BADGE_OFFSETS[crowd % len(self.BADGE_OFFSETS)]
+
+    def note_lines(self, notes: list[str] | None = None) -> list[str]:
+        """The violation list under the plot: at most six violations, each wrapped at word
+        boundaries to the width left of the legend (two lines at most), never over it."""
+        if notes is None:
+            notes = [f"{i}  {v.invariant}: {v.message} [{note_events(v)}]"
+                     for i, v in enumerate(self.result.violations, 1)]
+        chars = int((WIDTH_IN - RIGHT_IN - 0.2) * 72 / (FONT * CHAR))
+        out: list[str] = []
+        for note in notes[:6]:
+            lines = textwrap.wrap(note, chars, break_on_hyphens=False, subsequent_indent="    ") or [""]
+            if len(lines) > 2:
+                lines = [lines[0], style.clip(" ".join(lines[1:]), chars)]
+            out += lines
+        if len(notes) > 6:
+            out.append(f"… {len(notes) - 6} more violations in the report")
+        return out
 
     # ---------------------------------------------------------------- the figure
     def build(self):
@@ -341,7 +378,7 @@ class _Figure(LaneDrawing):
         run_p, remote_p, know_p = self.layout()
         panels = [run_p, remote_p, know_p]
         span = -know_p.bottom                      # y runs from 0 (top of the strip) down to -span
-        notes_n = min(len(self.result.violations), 6) if self.result is not None else 0
+        notes_n = len(self.note_lines()) if self.result is not None else 0
         top_in, bottom_in = 0.78, 0.78 + 0.16 * (notes_n + (2 if notes_n else 0))
         height = min(15.0, max(7.0, top_in + bottom_in + 0.3 * span))
         fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI)
@@ -396,21 +433,22 @@ class _Figure(LaneDrawing):
         size = FONT + 4
         while size > FONT + 1 and len(title) * (size + 0.6) * CHAR / 72 > WIDTH_IN - 0.3:
             size -= 0.5
-        fig.text(0.01, 1 - 0.16 / height, fit(title, int((WIDTH_IN - 0.3) / ((size + 0.6) * CHAR / 72))),
+        fig.text(0.01, 1 - 0.16 / height, style.clip(title, int((WIDTH_IN - 0.3) / ((size + 0.6) * CHAR / 72))),
                  fontsize=size, fontweight="bold", va="top")
         fig.text(0.01, 1 - 0.46 / height,
-                 style.shorten(f"{verdict} · {disp} · seed {h.get('seed')}"
-                               + ("" if self.no_answers else f" · adapter {h.get('adapter')}"), 175),
+                 style.clip(f"{verdict} · {disp} · seed {h.get('seed')}"
+                            + ("" if self.no_answers else f" · adapter {h.get('adapter')}"), 175),
                  fontsize=FONT + 1, va="top", color={"PASS": "#1b5e20", "FAIL": "#b71c1c"}.get(verdict, "#e65100"))
         legend.draw(fig, legend.entries(self.used, bool(self.result is not None and self.result.violations)),
                     WIDTH_IN - RIGHT_IN + 0.15, top_in, height - top_in - 0.25, FONT)
-        for i, note in enumerate(notes[:6]):
-            fig.text(0.01, (bottom_in - 0.8 - 0.16 * i) / height, style.shorten(note, 190), fontsize=FONT,
-                     color=style.VIOLATION_COLOR, va="top")
-        if len(notes) > 6:
-            fig.text(0.01, (bottom_in - 0.8 - 0.16 * 6) / height, f"… {len(notes) - 6} more violations in the "
-                     "report", fontsize=FONT, color="#616161", va="top")
+        for i, line in enumerate(self.note_lines(notes)):
+            fig.text(0.01, (bottom_in - 0.8 - 0.16 * i) / height, line, fontsize=FONT,
+                     color="#616161" if line.startswith("… ") else style.VIOLATION_COLOR, va="top")
         return fig
+
+
+def note_events(v) -> str:
+    return (", ".join(f"#{s}" for s in v.events[:6]) + (" …" if len(v.events) > 6 else "")) or "no events"
 
 
 def build_figure(events: list[dict], result: ScenarioResult | None, *, data: Lanes | None = None,

@@ -19,6 +19,7 @@ from ..results import ScenarioResult
 from ..scenario_format import CARD_FIELDS
 from ..timefmt import format_time
 from . import machines, packet as packets_view, style
+from .exercised import severity
 from .view import Item, knowledge_steps, packets, repro, run_steps, unresolved
 
 CARD_LABELS = {"known_before_failure": "Known before the failure", "survived": "What survived",
@@ -41,6 +42,7 @@ pre.repro{background:#263238;color:#eceff1;padding:8px 10px;border-radius:5px;wh
 overflow-wrap:anywhere;margin:6px 0}pre.repro code{user-select:all;color:inherit}
 .badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12px;font-weight:700;color:#fff;vertical-align:middle}
 .pass{background:#2e7d32}.fail{background:#c62828}.unknown{background:#ef6c00}.auto{background:#6a1b9a}
+.differs{background:#f9a825;color:#212121}.idle{color:#757575}
 .muted{color:#757575}.warn{color:#b71c1c;font-weight:600}
 nav{font-size:13px;margin:4px 0}nav a{margin-right:10px}
 dl.card,dl.kv{display:grid;grid-template-columns:minmax(0,max-content) minmax(0,1fr);gap:2px 12px;margin:4px 0}
@@ -71,9 +73,21 @@ def e(value: Any) -> str:
     return escape("—" if value is None else str(value), quote=True)
 
 
+BADGE_TITLES = {"fail": "an invariant was violated", "differs": "no invariant violated; the outcome differs "
+                "from the scenario's expectation", "unknown": "could not be judged", "pass": "passed"}
+
+
 def badge(verdict: str) -> str:
-    cls = verdict if verdict in ("pass", "fail", "unknown") else "unknown"
-    return f'<span class="badge {cls}">{e(verdict.upper())}</span>'
+    """PASS (green), FAIL (red: an invariant was violated), DIFFERS (amber: only the scenario's
+    own expectations were missed) or UNKNOWN (orange)."""
+    cls = verdict if verdict in BADGE_TITLES else "unknown"
+    return f'<span class="badge {cls}" title="{e(BADGE_TITLES.get(cls, ""))}">{e(verdict.upper())}</span>'
+
+
+def category_words(name: str | None) -> str:
+    """A rubric category as words (``effect correctness``): a narrow column wraps it between
+    words, never inside ``effect_correctness``."""
+    return (name or "").replace("_", " ")
 
 
 def anchor(item: Item) -> str:
@@ -106,17 +120,19 @@ def value_html(value: Any, depth: int = 0) -> str:
 
 
 def _evidence(seqs: tuple[int, ...], by_seq: dict, origin: int, limit: int = 12) -> str:
+    """The cited events, each linked to its row in the page's event table."""
     if not seqs:
         return '<span class="muted">no events cited</span>'
     items = []
     for s in seqs[:limit]:
         ev = by_seq.get(s)
-        items.append(f"<li>{e(style.summarize(ev, origin)) if ev else e(f'#{s} (not in the trace)')}</li>")
+        items.append(f'<li><a href="#e-{e(s)}">{e(style.summarize(ev, origin))}</a></li>' if ev
+                     else f"<li>{e(f'#{s} (not in the trace)')}</li>")
     more = f"<li>… {len(seqs) - limit} more</li>" if len(seqs) > limit else ""
     return f'<ul class="ev">{"".join(items)}{more}</ul>'
 
 
-def violations_html(r: ScenarioResult, by_seq: dict, origin: int) -> str:
+def violations_html(r: ScenarioResult, by_seq: dict, origin: int, events: list[dict] | None = None) -> str:
     if not r.violations:
         text = "No invariant was violated." if r.verdict == "pass" else "No invariant violation was recorded."
         out = [f'<p class="muted">{text}</p>']
@@ -125,20 +141,40 @@ def violations_html(r: ScenarioResult, by_seq: dict, origin: int) -> str:
                "<th>what happened</th><th>evidence events</th></tr>"]
         for i, v in enumerate(r.violations, 1):
             auto = f' <span class="badge auto">automatic failure: {e(v.auto_fail)}</span>' if v.auto_fail else ""
-            cat = f'<br><span class="muted">{e(v.category)}</span>' if v.category else ""
+            cat = f'<br><span class="muted">{e(category_words(v.category))}</span>' if v.category else ""
             out.append(f"<tr><td>{i}</td><td><code>{e(v.invariant)}</code>{cat}</td><td>{e(v.run)}</td>"
                        f"<td>{e(v.message)}{auto}</td><td>{_evidence(v.events, by_seq, origin)}</td></tr>")
         out.append("</table></div>")
     if r.notes:
         out.append("<p><b>Notes</b></p><ul>" + "".join(f"<li>{e(n)}</li>" for n in r.notes) + "</ul>")
-    violated = {v.invariant for v in r.violations}
-    held = [(i, s) for i, s in catalogue() if i not in violated]
-    if held:
-        out.append(f"<details><summary>{len(held)} invariants not violated</summary><table class='collapse'>"
-                   "<tr><th>invariant</th><th>statement</th></tr>"
-                   + "".join(f"<tr><td><code>{e(i)}</code></td><td>{e(s)}</td></tr>" for i, s in held)
-                   + "</table></details>")
+    out.append(coverage_html(r, events))
     return "".join(out)
+
+
+def coverage_html(r: ScenarioResult, events: list[dict] | None) -> str:
+    """What the run exercised: the headline counts, the invariants judged on real events and
+    held, and those with nothing to judge ("not exercised", never a pass)."""
+    from .exercised import FACTS, coverage, headline
+
+    statements = dict(catalogue())
+    cov = coverage(r, events, list(statements))
+    if cov is None:
+        return '<p class="muted">No trace was saved, so what the run exercised is unknown.</p>'
+
+    def rows(ids) -> str:
+        return "".join(f"<tr><td><code>{e(i)}</code></td><td>{e(statements.get(i, ''))}</td></tr>" for i in ids)
+
+    facts = "".join(f"<tr><td>{e(label)}</td><td>{cov.counts.get(k, 0)}</td></tr>" for k, label in FACTS.items()
+                    if not k.startswith("expect_"))
+    return (f"<p><b>Exercised</b>: {e(headline(cov.counts))}</p>"
+            f"<details><summary>{len(cov.held)} invariants exercised and held (the trace had events for "
+            "them to judge)</summary><table class='collapse'><tr><th>invariant</th><th>statement</th></tr>"
+            + rows(cov.held) + "</table></details>"
+            f"<details><summary class='idle'>{len(cov.not_exercised)} invariants not exercised (nothing in this "
+            "trace for them to judge: not a pass)</summary><table class='collapse'><tr><th>invariant</th>"
+            "<th>statement</th></tr>" + rows(cov.not_exercised) + "</table></details>"
+            "<details><summary>What the trace holds</summary><table><tr><th>fact</th><th>count</th></tr>"
+            + facts + "</table></details>")
 
 
 def catalogue() -> list[tuple[str, str]]:
@@ -149,18 +185,35 @@ def catalogue() -> list[tuple[str, str]]:
 
 
 def lane_table(item: Item, origin: int) -> str:
+    """Every event of the trace, one row each (a port call and its result share a row, as
+    `crashlab show` prints them), each row anchored by its sequence number (``#e-74``) so
+    that cited evidence is one click away."""
+    from .text import _outcome
+
+    results = {ev.get("call"): ev for ev in item.events or () if ev.get("lane") == "port" and ev.get("kind") == "result"}
+    calls = {ev.get("seq") for ev in item.events or () if ev.get("lane") == "port" and ev.get("kind") == "call"}
     rows = []
     for ev in item.events or ():
-        if ev.get("lane") in ("port", "meta") or (ev.get("lane") == "world" and ev.get("kind") == "deliver"):
+        lane, kind = ev.get("lane"), ev.get("kind")
+        if kind == "header" or (lane == "port" and kind == "result" and ev.get("call") in calls):
             continue
-        rows.append(f"<tr><td class='mono'>{e(ev.get('seq'))}</td>"
+        seq = ev.get("seq")
+        extra = ""
+        if lane == "port" and kind == "call":
+            res = results.get(seq)
+            who = ev.get("worker") or ev.get("run") or ""
+            body = (f"#{seq} {format_time(int(ev.get('t') or 0), origin)} {who} {ev.get('port')}.{ev.get('op')}"
+                    f"({style._args(ev.get('args'), 70)}) {_outcome(res, origin, int(ev.get('t') or 0))}")
+            if res is not None:
+                extra = f"<a id=\"e-{e(res.get('seq'))}\"></a>#{e(res.get('seq'))}"
+        else:
+            body = style.summarize(ev, origin)
+        rows.append(f"<tr id='e-{e(seq)}'><td class='mono'>{e(seq)}{'<br>' + extra if extra else ''}</td>"
                     f"<td class='mono'>{e(format_time(int(ev.get('t') or 0), origin))}</td>"
-                    f"<td>{e(ev.get('lane'))}</td><td class='mono'>{e(style.summarize(ev, origin))}</td></tr>")
-    return ("<details><summary>State/event table: every run, remote, knowledge, fault, worker and world "
-            f"event ({len(rows)})</summary><div class='scroll'><table><tr><th>seq</th><th>time</th><th>lane</th><th>event</th></tr>"
-            + "".join(rows) + "</table></div></details>")
-
-
+                    f"<td>{e(lane)}</td><td class='mono'>{e(body)}</td></tr>")
+    return ("<details id='events'><summary>State/event table: every event of the trace, a port call and its result on "
+            f"one row ({len(rows)} rows); cited evidence links here</summary><div class='scroll'><table><tr><th>seq</th>"
+            "<th>time</th><th>lane</th><th>event</th></tr>" + "".join(rows) + "</table></div></details>")
 
 
 # --------------------------------------------------------------------------- pages
@@ -204,32 +257,54 @@ def expected_observed(item: Item) -> str:
 
 
 def packets_html(item: Item, origin: int, *, no_answers: bool = False) -> str:
+    """Per run that is unresolved or carried a packet: its latest decision packet, laid out,
+    and the three communications (crashlab.report.comms). A run that ended resolved
+    (succeeded, or certainly without effect) gets what happened instead of a decision: its
+    communications and, folded, the packets it parked with on the way."""
+    from .comms import situation
+
     r = item.result
     escalations = packets(item)
-    runs = list(dict.fromkeys(unresolved(item) + list(escalations)))
+    open_runs = unresolved(item)
+    runs = list(dict.fromkeys(open_runs + list(escalations)))
     if not runs:
         return ""
     out = ["<h3>Decision packets</h3>"]
     for run in runs:
         evs = escalations.get(run, [])
         status = r.dispositions.get(run) or "no terminal disposition"
-        if not evs:
-            out.append(f'<p class="warn">{e(run)} ({e(status)}) is unresolved and escalated no decision packet.</p>')
+        last = evs[-1] if evs else None
+        facts = situation(run, r.dispositions.get(run), (last or {}).get("packet"), item.events or [], origin,
+                          no_answers=no_answers)
+        if run not in open_runs:
+            out.append(f"<p><b>{e(run)}</b> ({e(status)}): resolved, nothing to decide.</p>")
+            out.append(packets_view.communications_html(facts))
+            out.append(f"<details><summary>{len(evs)} packet(s) it carried on the way</summary>"
+                       + "".join(f"<p>#{e(x.get('seq'))} {e(_packet_source(x))}</p>"
+                                 f"{packets_view.packet_html(x.get('packet'), origin, no_answers=no_answers, decision=False)}"
+                                 for x in evs) + "</details>")
             continue
-        last = evs[-1]
-        what = (f"ticket {e(last.get('ticket'))}" if last.get("kind") == "escalation" else "finish packet")
-        out.append(f"<p><b>{e(run)}</b> ({e(status)}): {what} from {e(last.get('worker'))} at "
+        if last is None:
+            out.append(f'<p class="warn">{e(run)} ({e(status)}) is unresolved and escalated no decision packet.</p>')
+            out.append(packets_view.communications_html(facts))
+            continue
+        out.append(f"<p><b>{e(run)}</b> ({e(status)}): {e(_packet_source(last))} from {e(last.get('worker'))} at "
                    f"{e(format_time(int(last.get('t') or 0), origin))} (event #{e(last.get('seq'))})</p>")
         out.append(packets_view.packet_html(last.get("packet"), origin, no_answers=no_answers))
-        out.append(packets_view.communications_html(packets_view.facts(
-            run, r.dispositions.get(run), last.get("packet"), item.events or [], origin, no_answers=no_answers)))
+        out.append(packets_view.communications_html(facts))
         if len(evs) > 1:
             out.append(f"<details><summary>{len(evs) - 1} earlier packet(s)</summary>"
-                       + "".join(f"<p>#{e(x.get('seq'))} {e(x.get('ticket'))}</p>"
+                       + "".join(f"<p>#{e(x.get('seq'))} {e(_packet_source(x))}</p>"
                                  f"{packets_view.packet_html(x.get('packet'), origin, no_answers=no_answers)}"
                                  for x in evs[:-1])
                        + "</details>")
     return "".join(out)
+
+
+def _packet_source(ev: dict) -> str:
+    if ev.get("kind") == "escalation":
+        return f"ticket {ev.get('ticket')}" if ev.get("ticket") else "escalation"
+    return f"finish packet ({ev.get('disposition')})" if ev.get("disposition") else "finish packet"
 
 
 def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = None,
@@ -247,7 +322,7 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
         links.append(f'<a href="{e(next_.name)}.html">{e(next_.result.id)} ›</a>')
     disp = ", ".join(f"{e(run)}: <b>{e(d or 'no terminal disposition')}</b>" for run, d in r.dispositions.items())
     out = [f"<nav>{' '.join(links)}</nav>", f'<section class="scenario" id="{e(anchor(item))}">',
-           f"<h1>{badge(r.verdict)} {e(r.id)}</h1><p>{e(r.title)}</p>",
+           f"<h1>{badge(severity(r))} {e(r.id)}</h1><p>{e(r.title)}</p>",
            f"<p>{disp or '<span class=muted>no run</span>'}<br><span class='muted'>seed {e(r.seed)}"
            + (f" · tags {e(', '.join(r.tags))}" if r.tags else "")
            + (f" · adapter <code>{e(head.get('adapter'))}</code>" if head.get("adapter") and not no_answers else "")
@@ -265,7 +340,20 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
                    f'clock. Full size: <a href="../figures/{e(item.name)}.png">PNG</a></figcaption></figure>')
     elif item.events is None:
         out.append('<p class="muted">No trace was saved for this scenario, so there is no timeline.</p>')
-    out.append("<h3>Invariants</h3>" + violations_html(r, by_seq, origin))
+    else:
+        out.append('<p class="muted">The figure was not drawn (figures for failing scenarios only: '
+                   "<code>--report-failures</code>); <code>crashlab report TRACE</code> draws it.</p>")
+    out.append("<h3>Invariants</h3>" + violations_html(r, by_seq, origin, item.events))
+    cited = next((s for v in r.violations for s in v.events if s in by_seq), None)
+    if cited is not None and by_seq[cited].get("kind") == "result" and by_seq[cited].get("call") in by_seq:
+        cited = by_seq[cited]["call"]        # `show` prints a result on its call's line
+    if cited is not None:
+        import shlex
+
+        trace = shlex.quote(r.trace) if r.trace and not no_answers else "TRACE.jsonl"
+        out.append(f'<p class="muted">Each cited event links to its row in the event table below. In a terminal: '
+                   f"<code>crashlab show {e(trace)} --around {e(cited)}</code> prints the events around "
+                   f"#{e(cited)}.</p>")
     out.append(packets_html(item, origin, no_answers=no_answers))
     if item.lanes is not None:
         out.append("<h3>State machines</h3><div class='machines'>")

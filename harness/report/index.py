@@ -3,9 +3,70 @@
 from __future__ import annotations
 
 from ..results import Scorecard
-from .findings import Finding, group, lost_groups
-from .html import badge, e, expected_observed, repro_html, shell, value_html
+from .findings import Finding, auto_fail_sources, group, lost_groups
+from .html import badge, category_words, e, expected_observed, repro_html, shell, value_html
+from .exercised import coverage, severity
 from .view import Item
+
+DIFFERS_NOTE = ("No invariant was violated: {n} scenario(s) differ from their expected outcome only, as a "
+                "correct alternative design can. The score counts them; they are not safety failures.")
+
+
+def verdict_counts(items: list[Item]) -> dict[str, int]:
+    counts = dict.fromkeys(("pass", "fail", "differs", "unknown"), 0)
+    for i in items:
+        counts[severity(i.result)] += 1
+    return counts
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    return (f"{counts['pass']} pass, {counts['fail']} fail, {counts['differs']} differ from their expectation, "
+            f"{counts['unknown']} unknown")
+
+
+def overall(items: list[Item], card: Scorecard | None) -> str:
+    """The report's verdict: the card's, except that a fail caused only by expectation
+    differences (no invariant violated, no automatic failure) reads "differs"."""
+    counts = verdict_counts(items)
+    verdict = card.verdict if card is not None else (
+        "fail" if counts["fail"] or counts["differs"] else "unknown" if counts["unknown"] else "pass")
+    if verdict == "fail" and counts["differs"] and not counts["fail"] and not (card is not None and card.auto_fail):
+        return "differs"
+    return verdict
+
+
+def coverage_section(items: list[Item], hrefs: dict[str, str] | None = None) -> str:
+    """Per rubric point: its invariants, how many scenarios exercised them (had events to
+    judge), held them, or violated them; the rest did not exercise them."""
+    try:
+        from ..checks.rubric import RUBRIC
+    except ImportError:
+        return ""
+    from .html import catalogue
+
+    hrefs = hrefs or {i.result.id: page_href(i) for i in items}
+    ids = [i for i, _ in catalogue()]
+    covs = [(item, coverage(item.result, item.events, ids)) for item in items]
+    covs = [(item, c) for item, c in covs if c is not None]
+    if not covs:
+        return ""
+    rows = []
+    for p in RUBRIC:
+        inv = set(p.invariants)
+        violated = [item.result.id for item, c in covs if inv & set(c.violated)]
+        held = [item.result.id for item, c in covs if inv & set(c.held) and not inv & set(c.violated)]
+        idle = len(covs) - len(violated) - len(held)
+        exercised = tuple(item.result.id for item, _ in covs if item.result.id in set(held) | set(violated))
+        rows.append(f"<tr><td>{e(p.id)} {e(p.name)}</td><td><code>{e(', '.join(p.invariants))}</code></td>"
+                    f"<td>{len(exercised)}{': ' + _scenario_links(exercised, hrefs) if exercised else ''}</td>"
+                    f"<td>{len(violated)}{': ' + _scenario_links(tuple(violated), hrefs) if violated else ''}</td>"
+                    f"<td>{idle}</td></tr>")
+    return ('<section id="exercised"><h2>What was exercised</h2><p class="muted">A rubric point is exercised '
+            "by a scenario whose trace had events for one of its invariants to judge (an ambiguous send for "
+            "the retry rule, a throttled answer for throttling, ...); a scenario that did not exercise it "
+            f"says nothing about it. {len(covs)} scenarios with traces.</p><div class='scroll'>"
+            "<table class='collapse'><tr><th>rubric point</th><th>invariants</th><th>exercised in</th>"
+            "<th>violated in</th><th>not exercised in</th></tr>" + "".join(rows) + "</table></div></section>")
 
 SHOWN_SCENARIOS = 8   # scenario ids listed per finding before "… and n more"
 
@@ -23,12 +84,15 @@ def _scenario_links(ids: tuple[str, ...], hrefs: dict[str, str]) -> str:
 def finding_html(f: Finding, hrefs: dict[str, str], *, no_answers: bool) -> str:
     first = f.first
     auto = f' <span class="badge auto">automatic failure: {e(f.auto_fail)}</span>' if f.auto_fail else ""
+    if f.auto_fail and len(f.auto_scenarios) < len(f.scenarios):
+        auto += (f'<br><span class="muted">raised the automatic failure in {len(f.auto_scenarios)} of these '
+                 f"scenarios: {_scenario_links(f.auto_scenarios, hrefs)}; elsewhere it cost a point only</span>")
     where = (f"{f.count} violation{'s' if f.count != 1 else ''} in {len(f.scenarios)} "
              f"scenario{'s' if len(f.scenarios) != 1 else ''}")
     cost = f"<br>costs: {e('; '.join(f.points))}" if f.points else ""
     return (f'<div class="finding" id="f-{e(f.rule)}"><h3><code>{e(f.rule)}</code> — {where}{auto}</h3>'
             + (f"<blockquote>{e(f.statement)}</blockquote>" if f.statement else "")
-            + f'<p class="muted">{e(f.category or "")}{cost}</p>'
+            + f'<p class="muted">{e(category_words(f.category))}{cost}</p>'
             + f'<p>First example: <a href="{e(page_href(first))}">{e(first.result.id)}</a> — '
             f"{e(f.example.message)}</p>"
             + expected_observed(first) + repro_html(first, no_answers=no_answers)
@@ -36,22 +100,25 @@ def finding_html(f: Finding, hrefs: dict[str, str], *, no_answers: bool) -> str:
                else "") + "</div>")
 
 
-def score_html(card: Scorecard, hrefs: dict[str, str]) -> str:
-    rows = "".join(f"<tr><td>{e(name)}</td><td>{c['score']}/{c['max']}</td></tr>"
+def score_html(card: Scorecard, hrefs: dict[str, str], verdict: str | None = None) -> str:
+    rows = "".join(f"<tr><td>{e(category_words(name))}</td><td>{c['score']}/{c['max']}</td></tr>"
                    for name, c in card.categories.items())
-    out = [f'<section id="score"><h2>Score {card.total}/{card.max} {badge(card.verdict)}</h2>',
+    out = [f'<section id="score"><h2>Score {card.total}/{card.max} {badge(verdict or card.verdict)}</h2>',
            f"<table><tr><th>category</th><th>points</th></tr>{rows}"
            f"<tr><th>total</th><th>{card.total}/{card.max}</th></tr></table>"]
     if card.auto_fail:
         out.append('<p><span class="badge auto">AUTOMATIC FAILURE</span> '
-                   + "; ".join(e(a) for a in card.auto_fail) + "</p>")
+                   + "; ".join(e(a) for a in card.auto_fail) + "</p><ul>"
+                   + "".join(f"<li>{e(src.reason)}: <code>{e(src.invariant)}</code> in {len(src.scenarios)} scenario"
+                             f"{'s' if len(src.scenarios) != 1 else ''}: {_scenario_links(src.scenarios, hrefs)}</li>"
+                             for src in auto_fail_sources(_report_order(card, hrefs))) + "</ul>")
     groups = lost_groups(card)
     if groups:
         out.append(f"<h3>Where points were lost ({len(groups)} rubric points, {len(card.lost)} scenario hits)</h3>"
                    "<div class='scroll'><table class='collapse'><tr><th>point</th><th>category</th>"
                    "<th>invariants</th><th>scenarios</th><th>first example</th></tr>")
         for g in groups:
-            out.append(f"<tr><td>{e(g.point)}</td><td>{e(g.category)}</td><td><code>{e(', '.join(g.invariants))}</code>"
+            out.append(f"<tr><td>{e(g.point)}</td><td>{e(category_words(g.category))}</td><td><code>{e(', '.join(g.invariants))}</code>"
                        f"</td><td>{len(g.scenarios)}: {_scenario_links(g.scenarios, hrefs)}</td>"
                        f"<td>{e(g.first.scenario)}: {e(g.first.message)}{_rule_html(g.first)}</td></tr>")
         out.append("</table></div>")
@@ -61,6 +128,12 @@ def score_html(card: Scorecard, hrefs: dict[str, str]) -> str:
         out.append(f"<details><summary>{e(key)}</summary><div class='scroll'>{value_html(value)}</div></details>")
     out.append("</section>")
     return "".join(out)
+
+
+def _report_order(card: Scorecard, hrefs: dict[str, str]) -> list:
+    """The card's scenarios in the report's order (``hrefs`` is built from it)."""
+    rank = {sid: n for n, sid in enumerate(hrefs)}
+    return sorted(card.scenarios, key=lambda r: rank.get(r.id, len(rank)))
 
 
 def _rule_html(p) -> str:
@@ -90,10 +163,11 @@ def scenarios_html(items: list[Item]) -> str:
         r = item.result
         inv = ", ".join(dict.fromkeys(v.invariant for v in r.violations))
         rows.append(f'<tr><td><a href="{e(page_href(item))}">{e(r.id)}</a><br><span class="muted">'
-                    f"{e(r.title)}</span></td><td>{badge(r.verdict)}</td><td>{_dispositions(r)}</td>"
+                    f"{e(r.title)}</span></td><td>{badge(severity(r))}</td><td>{_dispositions(r)}</td>"
                     f"<td><code>{e(inv) if inv else ''}</code></td></tr>")
-    return ('<section id="scenarios"><h2>Scenarios</h2><p class="muted">Failures first, then the eight '
-            "traces in chapter order.</p><div class='scroll'><table class='collapse'><tr><th>scenario</th>"
+    return ('<section id="scenarios"><h2>Scenarios</h2><p class="muted">Failures first (FAIL: an invariant '
+            "was violated; DIFFERS: no invariant was violated, the outcome differs from the scenario's "
+            "expectation), then the eight traces in chapter order.</p><div class='scroll'><table class='collapse'><tr><th>scenario</th>"
             "<th>verdict</th><th>disposition</th><th>violations</th></tr>" + "".join(rows)
             + "</table></div></section>")
 
@@ -101,16 +175,16 @@ def scenarios_html(items: list[Item]) -> str:
 def index_page(items: list[Item], card: Scorecard | None, *, adapter: str | None, notes: list[str],
                no_answers: bool = False) -> str:
     """``items`` in report order (failures first)."""
-    counts = {v: sum(1 for i in items if i.result.verdict == v) for v in ("pass", "fail", "unknown")}
-    verdict = card.verdict if card is not None else (
-        "fail" if counts["fail"] else "unknown" if counts["unknown"] else "pass")
+    counts = verdict_counts(items)
+    verdict = overall(items, card)
     hrefs = {i.result.id: page_href(i) for i in items}
     shown_adapter = None if no_answers else adapter
     head = (f"<header><h1>crashlab report {badge(verdict)}</h1><p>"
             + (f"adapter <code>{e(shown_adapter)}</code> · " if shown_adapter else "")
             + (f"seed {e(card.seed)} · " if card is not None and card.seed is not None else "")
-            + f"{len(items)} scenarios: {counts['pass']} pass, {counts['fail']} fail, {counts['unknown']} unknown"
-            + "</p>" + "".join(f'<p class="muted">{e(n)}</p>' for n in notes) + "</header>")
+            + f"{len(items)} scenarios: {counts_text(counts)}"
+            + "</p>" + (f'<p>{e(DIFFERS_NOTE.format(n=counts["differs"]))}</p>' if verdict == "differs" else "")
+            + "".join(f'<p class="muted">{e(n)}</p>' for n in notes) + "</header>")
     body = [head]
     findings = group(items, card)
     if findings:
@@ -119,7 +193,8 @@ def index_page(items: list[Item], card: Scorecard | None, *, adapter: str | None
                     "example; every scenario has its own page.</p>"
                     + "".join(finding_html(f, hrefs, no_answers=no_answers) for f in findings) + "</section>")
     if card is not None:
-        body.append(score_html(card, hrefs))
+        body.append(score_html(card, hrefs, verdict))
+    body.append(coverage_section(items, hrefs))
     body.append(scenarios_html(items))
     body.append('<p class="muted">How to read this report: docs/reports.md in the crashlab repository.</p>')
     title = f"crashlab report — {shown_adapter}" if shown_adapter else "crashlab report"

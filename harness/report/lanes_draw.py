@@ -7,6 +7,13 @@ from . import legend, style
 from .layout import FINAL_X0, FINAL_X1, FONT, STRIP_H, TIME_W, bars, collapse_states, disposition_words, scatter
 
 
+#: How far above its worker's bar an escalation is drawn (row units).
+ESCALATION_LIFT = 0.36
+#: Final dispositions that claim the run left no effect / that it left one.
+CLAIMS_ABSENT = frozenset({"FAILED_NO_EFFECT", "CANCELLED_NO_EFFECT"})
+CLAIMS_PRESENT = frozenset({"SUCCEEDED", "FAILED_EFFECT_REMAINS", "CANCELLED_EFFECT_REMAINS"})
+
+
 class LaneDrawing:
     # ---------------------------------------------------------------- run lane
     def draw_run(self, ax):
@@ -44,11 +51,14 @@ class LaneDrawing:
                 if w.end_kind in ("crash", "adapter_fault"):
                     points.setdefault((w.end_kind, ""), []).append((b, wy))
                 for m in w.marks:
-                    self.loc[m.seq] = ("run", wy)
                     kind = m.kind
+                    # an escalation sits just above the bar: at the end of a run it shares its
+                    # moment with the finish, which would hide it
+                    my = wy + ESCALATION_LIFT if kind == "escalation" else wy
+                    self.loc[m.seq] = ("run", my)
                     if kind in ("lease", "adapter_fault"):
                         continue
-                    points.setdefault((kind, ""), []).append((X(m.t), wy))
+                    points.setdefault((kind, ""), []).append((X(m.t), my))
                 if w.leases:
                     self.used["worker"].add("lease")
                 if w.pauses:
@@ -101,7 +111,7 @@ class LaneDrawing:
                 a = group[0]
                 text = {"requested": f"requested {a.label}", "refused": f"not live: {a.label}",
                         "revoked": a.label}[a.kind]
-                text = style.shorten(text, 48) + (f" ×{len(group)}" if len(group) > 1 else "")
+                text = style.clip(text, 48) + (f" ×{len(group)}" if len(group) > 1 else "")
                 self._note(ax, X(a.t), y, text, color=legend.AUTHORITY[a.kind][1], offsets=(0.36, -0.36))
 
     def draw_inbox(self, ax):
@@ -222,7 +232,15 @@ class LaneDrawing:
             if final is None:
                 continue
             color = style.RUN_COLORS.get(final, style.UNKNOWN_COLOR)
-            self._bars(run_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.7, edgecolor="#37474f", linewidth=0.8)
+            held = [e.ref for e in self.data.effects if e.run == r.id and e.cause != "other_actor"
+                    and not e.compensates and e.released is None]
+            wrong = (f"≠ {', '.join(held[:2])} held" if final in CLAIMS_ABSENT and held
+                     else "≠ nothing held" if final in CLAIMS_PRESENT and not held
+                     and any(e.run == r.id and not e.compensates for e in self.data.effects) else None)
+            self._bars(run_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.7,
+                       edgecolor=style.VIOLATION_COLOR if wrong else "#37474f", linewidth=2.0 if wrong else 0.8)
+            if wrong:
+                self._contradicted(run_ax, y - 0.4, wrong)
             self.used["run"].add(final)
             if not self._label_in(run_ax, FINAL_X0, FINAL_X1, y, [final, final.replace("_", " ")], color):
                 head, _, tail = final.partition("_")
@@ -234,7 +252,12 @@ class LaneDrawing:
                 continue
             last = k.states[-1].label
             color = style.KNOWLEDGE_COLORS.get(last, style.UNKNOWN_COLOR)
-            self._bars(know_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.62)
+            wrong = any(m.key == k.key and m.kind == "contradicts" and m.end >= self.data.end
+                        for m in self.story.mismatches)
+            self._bars(know_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.62,
+                       **({"edgecolor": style.VIOLATION_COLOR, "linewidth": 2.0} if wrong else {}))
+            if wrong:
+                self._contradicted(know_ax, y - 0.31, "≠ the service")
             self._label_in(know_ax, FINAL_X0, FINAL_X1, y, [last, style.abbreviation(last)], color)
         for e in self.data.effects:
             y = self.effect_rows.get((e.service, e.ref))
@@ -245,4 +268,10 @@ class LaneDrawing:
             self._bars(remote_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.5)
             self._label_in(remote_ax, FINAL_X0, FINAL_X1, y, ["still held" if held else "released"], color)
         ax.axvline(TIME_W + 1.2, color="#9e9e9e", linewidth=0.8, linestyle=(0, (1, 2)), zorder=1)
+
+    def _contradicted(self, ax, y: float, text: str) -> None:
+        """Under an end cap the service contradicts: what it really holds, in red."""
+        ax.text(FINAL_X1, y, text, ha="right", va="top", fontsize=FONT - 1.5, color=style.VIOLATION_COLOR,
+                fontweight="bold", zorder=6)
+        self.used["final"].add("contradicts")
 

@@ -117,17 +117,12 @@ def bars(ax, xranges, yrange: tuple[float, float], **kw):
     return col
 
 
-def fit(text: str, limit: int) -> str:
-    """Cut a sentence at its end (a title reads from the start)."""
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
-
-
 def disposition_words(text: str, duplicate: bool) -> str:
     """A delivery's disposition in a few words: "accepted", "no transition"."""
     if not duplicate:
-        return style.shorten(text.split(":")[0], 24)
+        return style.clip(text.split(":")[0], 24)
     tail = text.split(": ", 1)[-1]
-    return style.shorten(tail.rsplit(", ", 1)[-1], 24)
+    return style.clip(tail.rsplit(", ", 1)[-1], 24)
 
 
 def outcome_kind(call) -> str:

@@ -91,6 +91,10 @@ def entries(used: dict[str, set[str]], violations: bool) -> list[tuple[str, dict
         for kind, (color, hatch, label) in MISMATCH.items():
             if kind in used["mismatch"]:
                 out.append(("patch", {"facecolor": "none", "edgecolor": color, "hatch": hatch}, label))
+    if used.get("final"):
+        out.append(("section", {}, "where it ended"))
+        out.append(("patch", {"facecolor": "white", "edgecolor": style.VIOLATION_COLOR},
+                    "≠ an end state the service contradicts"))
     if violations:
         out.append(("section", {}, "violations"))
         out.append(("glyph", {"marker": "o", "color": style.VIOLATION_COLOR, "filled": False, "size": 60},

@@ -6,7 +6,9 @@ from .view import Item, repro
 
 _MD_SPECIAL = str.maketrans({"|": "\\|", "`": "\\`", "*": "\\*", "[": "\\[", "]": "\\]",
                              "<": "&lt;", ">": "&gt;", "&": "&amp;", "\\": "\\\\", "\n": " ", "\r": " "})
-VERDICT_MARK = {"pass": "✅ pass", "fail": "❌ fail", "unknown": "❔ unknown"}
+VERDICT_MARK = {"pass": "✅ pass", "fail": "❌ fail", "unknown": "❔ unknown",
+                "differs": "⚠️ differs (no invariant violated; the outcome differs from the expectation)"}
+ROW_MARK = {**VERDICT_MARK, "differs": "⚠️ differs"}
 
 
 def md(text: object) -> str:
@@ -14,9 +16,11 @@ def md(text: object) -> str:
     return str(text).translate(_MD_SPECIAL)
 
 
-def score_line(card: Scorecard) -> str:
+def score_line(card: Scorecard, verdict: str | None = None) -> str:
+    """``verdict`` overrides the card's (a fail of expectation differences only reads "differs")."""
     cats = " · ".join(f"{md(name)} {c['score']}/{c['max']}" for name, c in card.categories.items())
-    line = f"**Score {card.total}/{card.max}** — {VERDICT_MARK.get(card.verdict, md(card.verdict))}"
+    shown = verdict or card.verdict
+    line = f"**Score {card.total}/{card.max}** — {VERDICT_MARK.get(shown, md(shown))}"
     if cats:
         line += f" ({cats})"
     if card.auto_fail:
@@ -33,14 +37,24 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
     grouped by rule; passes as one line. ``items`` are in report order (failures first)."""
     from .findings import group
 
-    counts = {v: sum(1 for i in items if i.result.verdict == v) for v in ("pass", "fail", "unknown")}
+    from .exercised import severity
+    from .index import DIFFERS_NOTE, counts_text, overall, verdict_counts
+
+    counts = verdict_counts(items)
     shown = None if no_answers else adapter
     lines = [f"## crashlab report{f' — adapter `{md(shown)}`' if shown else ''}", ""]
     if card is not None:
-        lines.append(score_line(card))
+        lines.append(score_line(card, overall(items, card)))
         lines.append("")
-    lines.append(f"{len(items)} scenarios: {counts['pass']} pass, {counts['fail']} fail, "
-                 f"{counts['unknown']} unknown")
+        if card.auto_fail:
+            from .findings import auto_fail_text
+
+            order = {i.result.id: n for n, i in enumerate(items)}
+            ranked = sorted(card.scenarios, key=lambda r: order.get(r.id, len(order)))
+            lines += [f"- automatic failure from {md(line)}" for line in auto_fail_text(ranked)] + [""]
+    lines.append(f"{len(items)} scenarios: {counts_text(counts)}")
+    if overall(items, card) == "differs":
+        lines += ["", f"⚠️ {md(DIFFERS_NOTE.format(n=counts['differs']))}"]
     if card is not None and card.lost:
         from .findings import lost_groups
 
@@ -58,7 +72,8 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
     if findings:
         lines += ["", "### Findings", "", "| rule | scenarios | first example |", "|---|---|---|"]
         for f in findings:
-            auto = f" (automatic failure: {md(f.auto_fail)})" if f.auto_fail else ""
+            auto = (f" (automatic failure: {md(f.auto_fail)}, raised in {len(f.auto_scenarios)} of the "
+                    f"{len(f.scenarios)})" if f.auto_fail else "")
             lines.append(f"| {md(f.rule)}{auto} | {len(f.scenarios)} | {md(f.first.result.id)}: "
                          f"{md(f.example.message)} |")
     bad = [i for i in items if i.result.verdict != "pass"]
@@ -66,16 +81,17 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
         lines += ["", f"### Failures ({len(bad)})", ""]
     for item in bad[:DETAILED]:
         r = item.result
-        lines.append(f"**{VERDICT_MARK.get(r.verdict, md(r.verdict))} {md(r.id)}** — {md(r.title)}  ")
+        lines.append(f"**{ROW_MARK.get(severity(r), md(r.verdict))} {md(r.id)}** — {md(r.title)}  ")
         lines.append(f"disposition: {md(r.disposition or '—')}")
         by_rule: dict[str, list] = {}
         for v in r.violations:
             by_rule.setdefault(v.invariant, []).append(v)
         for rule, vs in by_rule.items():
-            ev = ", ".join(f"#{e}" for e in vs[0].events[:6])
+            first = next((v for v in vs if v.auto_fail), vs[0])
+            ev = ", ".join(f"#{e}" for e in first.events[:6])
             times = f" ×{len(vs)}" if len(vs) > 1 else ""
-            lines.append(f"- {md(rule)}{times}: {md(vs[0].message)}{f' ({ev})' if ev else ''}")
-            first = vs[0]
+            auto = f"**automatic failure: {md(first.auto_fail)}** — " if first.auto_fail else ""
+            lines.append(f"- {md(rule)}{times}: {auto}{md(first.message)}{f' ({ev})' if ev else ''}")
             if first.expected is not None or first.observed is not None:
                 lines.append(f"  - expected {md(outcome_text(first.expected))}, observed {md(outcome_text(first.observed))}")
             if first.rule:
@@ -89,7 +105,7 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
         for item in bad[DETAILED:]:
             r = item.result
             inv = ", ".join(dict.fromkeys(v.invariant for v in r.violations)) or "—"
-            lines.append(f"| {md(r.id)} | {VERDICT_MARK.get(r.verdict, md(r.verdict))} | {md(inv)} | "
+            lines.append(f"| {md(r.id)} | {ROW_MARK.get(severity(r), md(r.verdict))} | {md(inv)} | "
                          f"{md(repro(item, no_answers=no_answers))} |")
         lines.append("")
     good = [i.result.id for i in items if i.result.verdict == "pass"]

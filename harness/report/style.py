@@ -90,16 +90,42 @@ def shorten(text: str, limit: int) -> str:
     return text[:head] + "…" + text[-(limit - 1 - head):]
 
 
+def clip(text: str, limit: int) -> str:
+    """A sentence cut to ``limit`` characters at a word boundary, ``…`` at its end (prose reads
+    from the start; identifiers use :func:`shorten`)."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 1]
+    cut = head.rfind(" ")
+    if cut >= limit // 2:
+        head = head[:cut]
+    return head.rstrip(" ,;:") + "…"
+
+
 def _args(args: Any, limit: int = 60) -> str:
+    """``k=v, k=v`` of a call's arguments or a result's value, nested values as ``{…}``; past
+    ``limit`` characters whole items are left out (``… 2 more``), never cut mid-word, except an
+    item that alone is longer than the limit (kept by its beginning and end)."""
     if not isinstance(args, dict):
         return ""
     parts = []
     for k in sorted(args):
         v = args[k]
+        if v is None:
+            continue
         if isinstance(v, (dict, list)):
             v = "{…}" if isinstance(v, dict) else "[…]"
         parts.append(f"{k}={v}")
-    return shorten(", ".join(parts), limit)
+    shown: list[str] = []
+    used = 0
+    for i, part in enumerate(parts):
+        cost = len(part) + (2 if shown else 0)
+        if used + cost > limit and shown:
+            return ", ".join(shown) + f", … {len(parts) - i} more"
+        shown.append(shorten(part, limit) if not shown and len(part) > limit else part)
+        used += cost
+    return ", ".join(shown)
 
 
 def summarize(ev: dict, origin_ms: int) -> str:
@@ -167,7 +193,7 @@ def _ledger(e: events.Ledger) -> str:
 
 @_summary(events.Effect)
 def _effect(e: events.Effect) -> str:
-    return f"{e.service} committed {e.ref} key={e.key} ({e.cause})"
+    return f"{e.service} committed {e.ref}" + (f" key={e.key}" if e.key is not None else "") + f" ({e.cause})"
 
 
 @_summary(events.Released)
@@ -178,7 +204,8 @@ def _released(e: events.Released) -> str:
 @_summary(events.Finish)
 def _finish(e: events.Finish) -> str:
     return (f"finish {e.disposition} ({'accepted' if e.accepted else 'not accepted'}"
-            f"{', stale worker' if e.stale else ''}; next owner {e.next_owner})")
+            f"{', stale worker' if e.stale else ''}"
+            + (f"; next owner {e.next_owner})" if e.next_owner else "; no next owner)"))
 
 
 @_summary(events.Escalation)

@@ -82,11 +82,13 @@ def chapter_rank(scenario_id: str) -> int:
 
 
 def ordered(items: list[Item]) -> list[Item]:
-    """Failures (fail, then unknown) first, then passes; inside each group the eight traces in
+    """Failures (fail, then expectation differences, then unknown) first, then passes; inside each group the eight traces in
     chapter order, then the rest in the order given."""
-    weight = {"fail": 0, "unknown": 1}
+    from .exercised import severity
+
+    weight = {"fail": 0, "differs": 1, "unknown": 2}
     return [item for _, item in sorted(enumerate(items), key=lambda p: (
-        weight.get(p[1].result.verdict, 2), chapter_rank(p[1].result.id), p[0]))]
+        weight.get(severity(p[1].result), 3), chapter_rank(p[1].result.id), p[0]))]
 
 
 def repro_parts(item: Item) -> tuple[str, str | None, int]:

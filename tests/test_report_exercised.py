@@ -1,0 +1,98 @@
+"""A pass is "exercised and held" only when the trace had events to judge, else "not
+exercised"; a scenario that only differs from its expectation is not a red FAIL."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from crashlab.checks import EXPECTATIONS, INVARIANTS
+from crashlab.checks.rubric import score
+from crashlab.conformance import recheck_saved
+from crashlab.report.exercised import EXERCISED_BY, FACTS, counts, coverage, severity
+from crashlab.report.html import catalogue, scenario_page
+from crashlab.report.index import index_page, overall
+from crashlab.report.view import Item, ordered
+from crashlab.results import ScenarioResult, Violation
+from crashlab.trace import read_jsonl
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+
+
+def trace(name: str):
+    path = TRACES / f"{name}.jsonl"
+    events = read_jsonl(path)
+    return events, recheck_saved(events, path)
+
+
+def test_every_invariant_names_the_facts_that_exercise_it():
+    ids = {i.id for i in (*INVARIANTS, *EXPECTATIONS)}
+    assert ids <= set(EXERCISED_BY), sorted(ids - set(EXERCISED_BY))
+    assert {f for fs in EXERCISED_BY.values() for f in fs} <= set(FACTS)
+
+
+def test_t2_exercises_the_retry_rule_but_not_throttling_or_permissions():
+    events, result = trace("t2-commit-before-record")
+    n = counts(events)
+    assert n["ambiguous"] >= 1 and n["takeovers"] >= 1 and n["throttled"] == 0 and n["cancellations"] == 0
+    cov = coverage(result, events, [i for i, _ in catalogue()])
+    assert "RETRY-01" in cov.held and "REC-01" in cov.held
+    assert {"CLS-02", "AUTH-02", "CANCEL-01", "EVT-01", "MIG-01"} <= set(cov.not_exercised)
+    assert not set(cov.held) & set(cov.not_exercised)
+    page = scenario_page(Item(result=result, events=events, name="t2"))
+    idle = page.split("invariants not exercised", 1)[1].split("</details>", 1)[0]
+    held = page.split("invariants exercised and held", 1)[1].split("</details>", 1)[0]
+    assert "CLS-02" in idle and "CLS-02" not in held and "RETRY-01" in held
+    assert re.search(r"ambiguous sends 1 · takeovers \d+ · fenced writes \d+", page)
+    assert "invariants not violated" not in page
+
+
+def test_the_facts_are_counted_where_they_happen():
+    assert counts(trace("matrix-throttling")[0])["throttled"] >= 1
+    assert counts(trace("t6-duplicate-input-event")[0])["duplicates"] >= 1
+    assert counts(trace("t8-compensation-failure")[0])["compensations"] >= 1
+    assert counts(trace("t5-incompatible-deployment")[0])["deployments"] >= 1
+    events, result = trace("matrix-throttling")
+    assert "CLS-02" in coverage(result, events, ["CLS-02"]).held
+
+
+def r(id_: str, *invariants: str, auto: str | None = None) -> ScenarioResult:
+    vs = tuple(Violation(invariant=i, message=f"{i} broken", run="run-82", auto_fail=auto) for i in invariants)
+    return ScenarioResult(id=id_, title=id_, verdict="fail" if vs else "pass", dispositions={"run-82": "SUCCEEDED"},
+                          violations=vs, seed=1, repro=f"crashlab run {id_} --adapter a:B --seed 1")
+
+
+def test_an_expectation_difference_is_not_a_safety_failure():
+    assert severity(r("a", "EXP-DISPOSITION", "EXP-EVIDENCE")) == "differs"
+    assert severity(r("b", "EXP-DISPOSITION", "EFF-01")) == "fail"
+    assert severity(r("c", "EXP-EFFECTS", auto="duplicate")) == "fail"
+    assert severity(r("d")) == "pass"
+    alternative = [Item(result=x, events=None, name=x.id) for x in (r("t2", "EXP-DISPOSITION"), r("t3"))]
+    card = score([i.result for i in alternative], adapter="a:B", seed=None)
+    assert card.verdict == "fail" and overall(alternative, card) == "differs"
+    page = index_page(alternative, card, adapter="a:B", notes=[])
+    assert '<span class="badge differs"' in page and '<span class="badge fail"' not in page
+    assert "0 fail, 1 differ from their expectation" in page and "No invariant was violated" in page
+    unsafe = [Item(result=x, events=None, name=x.id) for x in (r("t2", "EXP-DISPOSITION"), r("t1", "EFF-01"))]
+    assert overall(unsafe, score([i.result for i in unsafe], adapter="a:B", seed=None)) == "fail"
+    assert [i.result.id for i in ordered(unsafe)] == ["t1", "t2"]        # the red failure first
+
+
+def test_the_cli_scorecard_marks_a_difference_apart():
+    from crashlab.cli import format_scorecard
+
+    text = format_scorecard(score([r("t2", "EXP-DISPOSITION"), r("t1", "EFF-01")], adapter="a:B", seed=None))
+    assert re.search(r"DIFF  t2 ", text) and re.search(r"FAIL  t1 ", text) and "1 scenario(s) DIFF" in text
+
+
+def test_the_index_says_which_scenarios_exercised_each_rubric_point():
+    from crashlab.report.index import coverage_section
+
+    items = []
+    for name in ("t2-commit-before-record", "matrix-throttling"):
+        events, result = trace(name)
+        items.append(Item(result=result, events=events, name=name))
+    html = coverage_section(items)
+    c4 = next(row for row in html.split("<tr>") if row.startswith("<td>C4 "))
+    assert "matrix-throttling" in c4 and "t2-commit-before-record" not in c4     # throttling: only there
+    c3 = next(row for row in html.split("<tr>") if row.startswith("<td>C3 "))
+    assert "t2-commit-before-record" in c3                                        # its ambiguous send
