@@ -70,7 +70,11 @@ def format_scorecard(card) -> str:
 
 def _select(args) -> list:
     from .conformance import collect_scenarios
+    from .ruleset import check_pinned
     from .scenario_loader import library
+
+    if args.rules is not None:
+        check_pinned(args.rules)
 
     scenarios = library() if not args.scenarios or args.with_library else []
     if args.scenarios:
@@ -80,15 +84,15 @@ def _select(args) -> list:
             raise UsageError(f"--scenarios: {', '.join(clash[:5])} already name library scenarios; give your "
                              "scenarios other ids, or drop --with-library")
         scenarios = scenarios + own
-    if args.tag:
-        scenarios = [s for s in scenarios if set(args.tag) & set(s.tags)]
     if args.scenario:
         known = {s.id for s in scenarios}
         missing = [i for i in args.scenario if i not in known]
         if missing:
             raise UsageError(f"unknown scenario id(s): {', '.join(clip(m, 200) for m in missing)}; "
                              "`crashlab list` shows every id")
-        scenarios = [s for s in scenarios if s.id in set(args.scenario)]
+    if args.tag or args.scenario:   # every --tag and --scenario adds scenarios: they unite
+        tags, ids = set(args.tag or ()), set(args.scenario or ())
+        scenarios = [s for s in scenarios if s.id in ids or tags & set(s.tags)]
     if not scenarios:
         raise UsageError("no scenario matches the given --tag/--scenario filters")
     return scenarios

@@ -13,6 +13,7 @@ from ..results import ScenarioResult, Violation
 from .index import WALL_CLOCK_FAULTS, build
 from .disposition import blocking_faults
 from .invariants import EXPECTATIONS, INVARIANTS
+from .rubric import BY_POINT, POINT_OF
 from .rules import judge
 
 #: At most this many violations of one invariant are listed per run; the rest are counted.
@@ -44,7 +45,9 @@ def check_trace(events: list[dict], *, trace_path: str | None = None) -> Scenari
             events = tuple(sorted(set(c for c in cites if isinstance(c, int))))
             ruled = judge(ix, inv.id, run, message, tuple(c for c in cites if isinstance(c, int)),
                           inv.auto_fail if auto else None)
-            violations.append(Violation(invariant=inv.id, events=events, run=run, category=inv.category,
+            point = BY_POINT.get(ruled.get("point")) or POINT_OF[inv.id]   # the point it costs names its category
+            ruled["point"] = point.id
+            violations.append(Violation(invariant=inv.id, events=events, run=run, category=point.category,
                                         **ruled))
     for (inv_id, run), n in counts.items():
         if n > MAX_PER_INVARIANT:

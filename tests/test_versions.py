@@ -1,0 +1,152 @@
+"""Versions that mean something: crashlab --version, the rule set in every trace header and
+results JSON, pinning it with --rules, and results that name the point each violation costs."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from crashlab import ruleset
+from crashlab.checks import check_trace
+from crashlab.checks.invariants import BY_ID
+from crashlab.checks.rubric import BY_POINT, POINT_OF, render, score
+from crashlab.cli import main
+from crashlab.conformance import run_one
+from crashlab.errors import UsageError
+from crashlab.results import ScenarioResult, Scorecard, Violation
+from crashlab.scenario_loader import library, resolve
+from crashlab.trace import read_jsonl
+
+REFERENCE = "crashlab.reference_impl:ReferenceAdapter"
+
+
+def test_version_names_the_package_and_the_rule_set(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"crashlab {ruleset.package_version()} (rule set {ruleset.RULES}:")
+    assert ruleset.package_version() != "0.1.0"
+
+
+def test_the_rule_set_data_matches_the_library_and_the_checks():
+    current = ruleset.CURRENT
+    assert current.version == ruleset.RULES and current.package == ruleset.package_version()
+    assert current.checks == len(BY_ID) and current.scenarios == len(library())
+    ids = {s.id for s in library()}
+    for s in ruleset.SETS[1:]:
+        assert set(s.added_checks) <= set(BY_ID) and set(s.added_scenarios) <= ids
+        before = ruleset.SETS[s.version - 2]
+        assert before.checks + len(s.added_checks) == s.checks     # nothing removed without saying so
+        assert before.scenarios + len(s.added_scenarios) == s.scenarios
+
+
+def test_every_trace_header_and_results_json_name_the_rule_set(tmp_path):
+    run, res = run_one(resolve("t2-commit-before-record"), REFERENCE, out_dir=tmp_path)
+    head = read_jsonl(res.trace)[0]
+    assert head["rules"] == ruleset.RULES and head["harness"] == ruleset.package_version()
+    card = score([res], adapter=REFERENCE, seed=None)
+    data = card.to_json()
+    assert data["rules"] == ruleset.RULES and data["crashlab"] == ruleset.package_version()
+    assert Scorecard.from_json(json.loads(json.dumps(data))).extra["rules"] == ruleset.RULES
+
+
+def test_a_trace_from_before_rule_sets_still_reads_and_checks(tmp_path):
+    run, res = run_one(resolve("t2-commit-before-record"), REFERENCE, out_dir=tmp_path)
+    lines = open(res.trace).read().splitlines()
+    head = json.loads(lines[0])
+    del head["rules"]
+    head["harness"] = "0.1.0"
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join([json.dumps(head, sort_keys=True, separators=(",", ":"))] + lines[1:]) + "\n")
+    assert check_trace(read_jsonl(old)).verdict == "pass"
+    assert "names no rule set" in ruleset.note_for(head.get("rules"), "old.jsonl")
+    head["rules"] = "two"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+    with pytest.raises(UsageError, match=r"bad.jsonl:1: the header's 'rules' must be a rule-set number"):
+        read_jsonl(bad)
+
+
+def test_rules_pins_the_current_set_and_refuses_another_saying_what_changed(capsys):
+    assert ruleset.check_pinned(str(ruleset.RULES)) == ruleset.RULES
+    assert ruleset.check_pinned(f"rules-{ruleset.RULES}") == ruleset.RULES
+    code = main(["conformance", "--rules", "1", "--scenario", "t2-commit-before-record", "-q"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert f"--rules 1: this crashlab ({ruleset.package_version()}) judges by rule set {ruleset.RULES}" in err
+    assert "new checks: PKT-01, FENCE-01, PREP-02, JIT-01, EVT-02" in err and "matrix-throttling-restart" in err
+    assert "CHANGELOG.md" in err and "Traceback" not in err
+    for given, says in (("9", "newer than this crashlab"), ("0", "there is no rule set 0"),
+                        ("latest", "is not a rule-set number")):
+        assert main(["sweep", "--rules", given, "--scenario", "t2-commit-before-record", "-q"]) == 3
+        assert says in capsys.readouterr().err
+
+
+def test_rules_of_the_current_set_runs(tmp_path, capsys):
+    code = main(["conformance", "--rules", str(ruleset.RULES), "--scenario", "t2-commit-before-record",
+                 "--out", str(tmp_path / "out"), "-q", "-j", "1", "--json", str(tmp_path / "r.json")])
+    assert code == 0
+    assert json.loads((tmp_path / "r.json").read_text())["rules"] == ruleset.RULES
+
+
+def test_an_older_results_json_gets_a_whats_new_line():
+    assert ruleset.note_for(ruleset.RULES, "r.json") is None
+    line = ruleset.note_for(1, "old.json")
+    assert line.startswith(f"old.json was judged by rule set 1; this crashlab judges by rule set {ruleset.RULES}")
+    assert "9 new checks, 17 new scenarios" in line
+
+
+def test_every_violation_names_the_point_it_costs_and_that_points_category():
+    _, res = run_one(resolve("matrix-duplicate-callback"), "crashlab.gallery.alternatives:EscalateEveryAmbiguity")
+    _, dup = run_one(resolve("seed002-duplicate-retry-request"), "crashlab.gallery.blindspots:SilentDuplicates")
+    found = res.violations + dup.violations
+    assert {v.invariant for v in found} >= {"EXP-EVIDENCE", "EVT-02"}
+    for v in found:
+        assert v.point is not None and v.category == BY_POINT[v.point].category
+        if not v.invariant.startswith("EXP-"):
+            assert v.point == POINT_OF[v.invariant].id
+    evidence = next(v for v in found if v.invariant == "EXP-EVIDENCE")
+    assert (evidence.point, evidence.category) == ("E4", "effect_correctness")   # not classification
+    assert next(v for v in found if v.invariant == "EVT-02").to_json()["point"] == "E2"
+
+
+def test_two_misses_of_one_expectation_in_one_scenario_are_both_listed():
+    misses = [Violation(invariant="EXP-EVIDENCE", message=f"no evidence '{what}'", run=None, point="C2",
+                        category="classification", expected=what, observed="absent from the trace")
+              for what in ("reservation.lookup", "operator.escalate")]
+    res = ScenarioResult(id="s", title="s", verdict="fail", dispositions={"run-1": "SUCCEEDED"},
+                         violations=tuple(misses))
+    card = score([res], adapter="x", seed=None)
+    assert [lp.expected for lp in card.lost] == ["reservation.lookup", "operator.escalate"]
+    text = render(card)
+    assert "no evidence 'reservation.lookup'" in text and "no evidence 'operator.escalate'" in text
+
+
+def test_tag_and_scenario_unite(tmp_path, capsys):
+    code = main(["conformance", "--tag", "T1", "--scenario", "t2-commit-before-record", "-j", "1",
+                 "--out", str(tmp_path), "--json", str(tmp_path / "r.json"), "-q"])
+    assert code in (0, 1)
+    ids = [s["id"] for s in json.loads((tmp_path / "r.json").read_text())["scenarios"]]
+    tagged = [s.id for s in library() if "T1" in s.tags]
+    assert tagged and "t2-commit-before-record" not in tagged
+    assert sorted(ids) == sorted(tagged + ["t2-commit-before-record"])
+
+
+def test_run_and_conformance_write_the_same_trace_bytes(tmp_path):
+    assert main(["run", "t2-commit-before-record", "--out", str(tmp_path / "run")]) == 0
+    assert main(["conformance", "--scenario", "t2-commit-before-record", "-j", "1", "-q",
+                 "--out", str(tmp_path / "suite")]) in (0, 1)
+    [a] = (tmp_path / "run").glob("*.jsonl")
+    [b] = (tmp_path / "suite").glob("*.jsonl")
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_the_rule_set_is_the_same_in_another_process_with_another_hash_seed():
+    code = ("from crashlab.scenario_loader import resolve; from crashlab.runner import run_scenario; "
+            "import sys; sys.stdout.write(run_scenario(resolve('t2-commit-before-record'), None).to_jsonl())")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout for seed in ("0", "12345")}
+    assert len(outs) == 1 and f'"rules":{ruleset.RULES}' in outs.pop().splitlines()[0]
