@@ -242,9 +242,14 @@ def _cmd_check(args) -> int:
     from .conformance import recheck_saved
     from .trace import read_jsonl
 
+    from .ruleset import note_for
+
     events = read_jsonl(args.trace)
     res = recheck_saved(events, args.trace)
     _print_result(res)
+    note = note_for(events[0].get("rules"), f"the trace {args.trace}")
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return EXIT[res.verdict]
 
 
@@ -300,7 +305,25 @@ def _cmd_report(args) -> int:
     out = check_output_dir(args.out, "--out")
     where = render_inputs([Path(p) for p in args.inputs], out_dir=out, **report_options(args))
     print(f"report: {where}")
+    _whats_new(args.inputs)
     return 0
+
+
+def _whats_new(paths) -> None:
+    """A "what's new since your last run" line for each results JSON judged by an older rule set."""
+    from .ruleset import note_for
+
+    for name in paths:
+        if not str(name).endswith(".json"):
+            continue
+        try:
+            data = json.loads(Path(name).read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and "score" in data:
+            note = note_for(data.get("rules"), str(name))
+            if note:
+                print(f"what's new since your last run: {note}", file=sys.stderr)
 
 
 def _cmd_list(args) -> int:

@@ -167,8 +167,8 @@ def note_for(version: object, what: str) -> str | None:
         return None
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= RULES:
         if version is None:
-            return (f"{what} names no rule set (written before crashlab 0.2.0): it was judged by rule set 1 "
-                    f"or earlier; this crashlab judges by rule set {RULES} ({CURRENT.counts()}; CHANGELOG.md)")
+            return (f"{what} names no rule set (written before crashlab 0.2.0, under rule set 1 or earlier); "
+                    f"this crashlab judges by rule set {RULES} ({CURRENT.counts()}; CHANGELOG.md)")
         return f"{what} names rule set {clip(version, 20)}, which this crashlab (rule set {RULES}) does not know"
     news = "; ".join(f"rule set {s.version}: {s.counts()}" for s in since(version))
-    return f"{what} was judged by rule set {version}; this crashlab judges by rule set {RULES} ({news}; CHANGELOG.md)"
+    return f"{what} names rule set {version}; this crashlab judges by rule set {RULES} ({news}; CHANGELOG.md)"

@@ -420,6 +420,10 @@ def merge(paths: list[Path]) -> Scorecard:
         for name in ("kind", "double"):
             if card.extra.get(name) != first.extra.get(name):
                 raise UsageError(f"{p}: {name} differs from {first_path}'s; merge the shards of one run")
+        if card.extra.get("rules") != first.extra.get("rules"):
+            raise UsageError(f"{p}: judged by rule set {card.extra.get('rules')}, {first_path} by rule set "
+                             f"{first.extra.get('rules')}; merge shards judged by one rule set (run the other "
+                             "shards again with this crashlab)")
         if card.extra.get("partial"):
             raise UsageError(f"{p}: partial results (interrupted); run that shard again (sweeps: --resume)")
     shards = shard_order([(str(p), card.extra.get("shard")) for p, card in cards])
@@ -430,8 +434,11 @@ def merge(paths: list[Path]) -> Scorecard:
     internal = [e for _, c in cards for e in c.extra.get("internal_errors", [])]
     if internal:
         extra["internal_errors"] = internal
+    merged = {**card.extra, **extra}
+    if "rules" not in first.extra:      # shards written before rule sets were numbered name none
+        merged.pop("rules", None)
     return replace(card, verdict="unknown" if internal and card.verdict == "pass" else card.verdict,
-                   extra={**card.extra, **extra})
+                   extra=merged)
 
 
 def shard_order(parts: list[tuple[str, Any]]) -> list[int]:

@@ -95,7 +95,7 @@ def test_rules_of_the_current_set_runs(tmp_path, capsys):
 def test_an_older_results_json_gets_a_whats_new_line():
     assert ruleset.note_for(ruleset.RULES, "r.json") is None
     line = ruleset.note_for(1, "old.json")
-    assert line.startswith(f"old.json was judged by rule set 1; this crashlab judges by rule set {ruleset.RULES}")
+    assert line.startswith(f"old.json names rule set 1; this crashlab judges by rule set {ruleset.RULES}")
     assert "9 new checks, 17 new scenarios" in line
 
 
@@ -123,6 +123,15 @@ def test_two_misses_of_one_expectation_in_one_scenario_are_both_listed():
     assert [lp.expected for lp in card.lost] == ["reservation.lookup", "operator.escalate"]
     text = render(card)
     assert "no evidence 'reservation.lookup'" in text and "no evidence 'operator.escalate'" in text
+    from crashlab.report.markdown import summary
+    from crashlab.report.view import Item
+
+    md = summary([Item(result=res, events=None, name="s")], card, "x")
+    points, failures = md.split("### Failures")
+    assert "no evidence 'reservation.lookup'" in points and "no evidence 'operator.escalate'" in points
+    assert "EXP-EVIDENCE ×2: no evidence 'reservation.lookup'" in failures
+    assert "and: no evidence 'operator.escalate'" in failures
+    assert f"what to change: {ruleset.fix('EXP-EVIDENCE').text}" in points
 
 
 def test_tag_and_scenario_unite(tmp_path, capsys):
@@ -150,3 +159,61 @@ def test_the_rule_set_is_the_same_in_another_process_with_another_hash_seed():
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout for seed in ("0", "12345")}
     assert len(outs) == 1 and f'"rules":{ruleset.RULES}' in outs.pop().splitlines()[0]
+
+
+def test_merge_refuses_shards_judged_by_two_rule_sets(tmp_path):
+    from crashlab.sweep import merge
+
+    for i in (1, 2):
+        main(["conformance", "-q", "-j", "1", "--scenario", "t2-commit-before-record", "--scenario",
+              "t1-crash-before-dispatch", "--out", str(tmp_path), "--json", str(tmp_path / f"s{i}.json"),
+              "--shard", f"{i}/2"])
+    assert merge([tmp_path / "s1.json", tmp_path / "s2.json"]).extra["rules"] == ruleset.RULES
+    old = json.loads((tmp_path / "s2.json").read_text())
+    del old["rules"]
+    (tmp_path / "s2.json").write_text(json.dumps(old))
+    with pytest.raises(UsageError, match="judged by rule set None.*merge shards judged by one rule set"):
+        merge([tmp_path / "s1.json", tmp_path / "s2.json"])
+
+
+def test_compare_results_lists_what_moved_and_why(tmp_path, capsys):
+    scen = ["--scenario", "t2-commit-before-record", "--scenario", "seed002-duplicate-retry-request"]
+    main(["conformance", "-q", "-j", "1", *scen, "--out", str(tmp_path / "a"), "--json", str(tmp_path / "old.json")])
+    main(["conformance", "-q", "-j", "1", *scen, "--adapter", "crashlab.gallery.blindspots:SilentDuplicates",
+          "--out", str(tmp_path / "b"), "--json", str(tmp_path / "new.json")])
+    capsys.readouterr()
+    old = json.loads((tmp_path / "old.json").read_text())
+    del old["rules"]                                  # as written before rule sets were numbered
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert main(["compare", "--results", str(tmp_path / "old.json"), "--results", str(tmp_path / "new.json")]) == 1
+    out = capsys.readouterr().out
+    assert "what's new since your last run:" in out and "names no rule set" in out
+    assert "E2 same-intent deduplication: lost (EVT-02 in seed002-duplicate-retry-request" in out
+    assert "why: EVT-02 is a check new since rule set 1" in out
+    assert "seed002-duplicate-retry-request: pass -> fail; checks +EVT-02" in out
+    # one rule set: what moved is the adapter's doing
+    assert main(["compare", "--results", str(tmp_path / "new.json"), "--results", str(tmp_path / "new.json")]) == 0
+    assert "nothing moved" in capsys.readouterr().out
+    assert main(["compare", "--results", str(tmp_path / "new.json")]) == 3
+    assert "exactly two results JSON" in capsys.readouterr().err
+    assert main(["compare", "--results", str(tmp_path / "nope.json"), "--results", str(tmp_path / "new.json")]) == 3
+    assert "nope.json: cannot read" in capsys.readouterr().err
+
+
+def test_check_and_report_say_whats_new_for_an_older_rule_set(tmp_path, capsys):
+    _, res = run_one(resolve("t2-commit-before-record"), REFERENCE, out_dir=tmp_path)
+    lines = open(res.trace).read().splitlines()
+    head = json.loads(lines[0])
+    head["rules"] = 1
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join([json.dumps(head, sort_keys=True, separators=(",", ":"))] + lines[1:]) + "\n")
+    assert main(["check", str(old)]) == 0
+    assert f"note: the trace {old} names rule set 1; this crashlab judges by rule set {ruleset.RULES}" \
+        in capsys.readouterr().err
+    assert main(["check", res.trace]) == 0
+    assert "note:" not in capsys.readouterr().err            # a current trace: nothing to say
+    card = score([res], adapter=REFERENCE, seed=None).to_json()
+    card["rules"] = 1
+    (tmp_path / "old.json").write_text(json.dumps(card))
+    assert main(["report", str(tmp_path / "old.json"), "--out", str(tmp_path / "rep")]) == 0
+    assert f"what's new since your last run: {tmp_path / 'old.json'} names rule set 1" in capsys.readouterr().err
