@@ -63,8 +63,10 @@ def add_parsers(cmd, adapter_help: str) -> None:
     p.add_argument("--results", action="append", metavar="PATH",
                    help="instead of --adapter: two results JSON (older first); list the points, scenarios and "
                         "checks that moved between them and why (a rule new or changed since the older rule set)")
-    p.add_argument("--scenario", action="append", metavar="ID", help="only this scenario (repeatable)")
-    p.add_argument("--tag", action="append", metavar="TAG", help="only scenarios with this tag (repeatable)")
+    p.add_argument("--scenario", action="append", metavar="ID",
+                   help="this scenario (repeatable; with --tag, it is run along with the tagged ones)")
+    p.add_argument("--tag", action="append", metavar="TAG",
+                   help="the scenarios with this tag (repeatable; with --scenario, both sets are run)")
     p.add_argument("--seed", type=int, metavar="N", help="override every scenario's seed")
     p.add_argument("--examples", type=int, default=0, metavar="N",
                    help="also N generated fault schedules, the same for both adapters (default 0)")

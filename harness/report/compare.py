@@ -212,14 +212,14 @@ def cmd_compare(args: argparse.Namespace, out=None) -> int:
     if args.examples < 0:
         raise UsageError("--examples must be 0 or more")
     scenarios = library()
-    if args.tag:
-        scenarios = [s for s in scenarios if set(args.tag) & set(s.tags)]
     if args.scenario:
         known = {s.id for s in scenarios}
         missing = [i for i in args.scenario if i not in known]
         if missing:
             raise UsageError(f"unknown scenario id(s): {', '.join(missing)}; `crashlab list` shows every id")
-        scenarios = [s for s in scenarios if s.id in set(args.scenario)]
+    if args.tag or args.scenario:   # as for conformance: every --tag and --scenario adds scenarios
+        tags, ids = set(args.tag or ()), set(args.scenario or ())
+        scenarios = [s for s in scenarios if s.id in ids or tags & set(s.tags)]
     if not scenarios:
         raise UsageError("no scenario matches the given --tag/--scenario filters")
     a, b = args.adapter
