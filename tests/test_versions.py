@@ -217,3 +217,32 @@ def test_check_and_report_say_whats_new_for_an_older_rule_set(tmp_path, capsys):
     (tmp_path / "old.json").write_text(json.dumps(card))
     assert main(["report", str(tmp_path / "old.json"), "--out", str(tmp_path / "rep")]) == 0
     assert f"what's new since your last run: {tmp_path / 'old.json'} names rule set 1" in capsys.readouterr().err
+
+
+def test_nothing_that_can_move_a_verdict_changes_without_a_rule_set_entry(monkeypatch):
+    now = ruleset.fingerprint()
+    assert now == ruleset.CURRENT.fingerprint, (
+        f"the checks, the rubric or the library changed (fingerprint {now}, rule set {ruleset.RULES} records "
+        f"{ruleset.CURRENT.fingerprint}): record the change in crashlab/data/rules.json (a new rule set, or the "
+        f"entry of the unreleased one: added checks and scenarios, changed rules) with fingerprint {now}, and "
+        "run python tools/docgen.py for CHANGELOG.md")
+    # it notices a scenario dropped, an expectation widened, a check's rule or point moved
+    import crashlab.scenario_loader as loader
+    from crashlab.checks import rules
+
+    real = loader.library()
+    monkeypatch.setattr(loader, "library", lambda: real[1:])
+    assert ruleset.fingerprint() != now
+    widened = real[0].raw | {"expect": {**real[0].raw["expect"], "dispositions": ["SUCCEEDED", "FAILED_NO_EFFECT"]}}
+    monkeypatch.setattr(loader, "library", lambda: [type(real[0])(**{**_fields(real[0]), "raw": widened})] + real[1:])
+    assert ruleset.fingerprint() != now
+    monkeypatch.setattr(loader, "library", lambda: real)
+    assert ruleset.fingerprint() == now
+    monkeypatch.setitem(rules.KIND_POINT, "evidence", "E4")
+    assert ruleset.fingerprint() != now
+
+
+def _fields(obj) -> dict:
+    import dataclasses
+
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
