@@ -55,7 +55,8 @@ def format_scorecard(card) -> str:
     from .checks.rubric import render as render_rubric
 
     lines = [f"crashlab conformance  adapter: {card.adapter}  seed: "
-             f"{card.seed if card.seed is not None else 'per scenario'}", ""]
+             f"{card.seed if card.seed is not None else 'per scenario'}  rule set: "
+             f"{card.extra.get('rules', '(none named)')}", ""]
     width = max((len(s.id) for s in card.scenarios), default=10)
     for s in card.scenarios:
         mark = {"pass": "PASS", "fail": "FAIL", "unknown": "UNKN"}[s.verdict]
