@@ -71,11 +71,7 @@ def format_scorecard(card) -> str:
 
 def _select(args) -> list:
     from .conformance import collect_scenarios
-    from .ruleset import check_pinned
     from .scenario_loader import library
-
-    if args.rules is not None:
-        check_pinned(args.rules)
 
     scenarios = library() if not args.scenarios or args.with_library else []
     if args.scenarios:
@@ -164,14 +160,23 @@ def _cmd_conformance(args) -> int:
     from .drivers import load_adapter
     from .files import check_output_dir
 
+    from .ruleset import check_pinned, selection
+
+    rules = check_pinned(args.rules) if args.rules is not None else None
     report_dir = check_output_dir(args.report, "--report") if args.report else None
     adapter = load_adapter(args.adapter)
     scenarios = _select(args)
+    later = selection(rules)[1]      # an older rule set runs without the scenarios added since
+    named = [i for i in args.scenario or () if i in later]
+    if named or (later and all(s.id in later for s in scenarios)):
+        raise UsageError(f"--rules {rules}: {', '.join(named) or 'no selected scenario'} "
+                         f"{'is' if len(named) == 1 else 'are'} not in rule set {rules} (added since: CHANGELOG.md)")
 
     def run(executor, shard, progress, out_dir):
-        progress.total = len(shard.select(scenarios) if shard else scenarios)
+        kept = [s for s in scenarios if s.id not in later]
+        progress.total = len(shard.select(kept) if shard else kept)
         return run_suite(adapter, scenarios, seed=args.seed, out_dir=out_dir, executor=executor, shard=shard,
-                         progress=lambda r: progress.update(failed=r.verdict != "pass"))
+                         progress=lambda r: progress.update(failed=r.verdict != "pass"), rules=rules)
     return _scored(args, "conformance", run, report_dir=report_dir)
 
 
@@ -180,6 +185,11 @@ def _cmd_sweep(args) -> int:
     from .files import check_output_dir
     from .sweep import sweep
 
+    from .ruleset import RULES, check_pinned
+
+    if args.rules is not None and check_pinned(args.rules) != RULES:
+        raise UsageError(f"--rules {args.rules}: sweep judges by this crashlab's rule set ({RULES}) only; "
+                         f"`crashlab conformance --rules {args.rules}` runs the older one")
     findings = check_output_dir(args.findings, "--findings") if args.findings else None
     adapter = load_adapter(args.adapter)
     scenarios = _select(args)

@@ -4,8 +4,9 @@ A verdict depends on the scenarios, the invariants, the rubric routing and crash
 refinements. Together they are the **rule set**, numbered 1, 2, ...: the number moves
 whenever a verdict can change, and it is recorded in every trace header (``rules``) and every
 results JSON (``rules``). ``crashlab conformance --rules N`` pins the rule set a project
-certified against: the run goes on only when the installed crashlab judges by that set, and
-otherwise says what changed since (CHANGELOG.md has the same entries, generated from here).
+certified against: the run goes on when the installed crashlab judges by that set, or can
+judge exactly as it did (every later set only added checks and scenarios: they are left out),
+and otherwise says what changed since (CHANGELOG.md has the same entries, generated from here).
 
 The data is ``crashlab/data/rules.json``: the history of the sets and, for every check, the
 one-line change an adapter makes when it fails and the docs/adapters.md section that explains
@@ -139,12 +140,33 @@ def parse_version(text: str, where: str = "--rules") -> int:
     return int(raw)
 
 
+def runnable(version: int) -> bool:
+    """Whether this crashlab can judge exactly as rule set ``version`` did: every later set only
+    added checks and scenarios (leaving them out gives the older verdicts), none changed one."""
+    return 1 <= version <= RULES and not any(s.changed for s in since(version))
+
+
+def selection(version: int | None) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """(the ids of the checks of rule set ``version``, the library scenarios added after it) for
+    a runnable older set; (None: every check, nothing left out) for the current one or None."""
+    if version is None or version == RULES:
+        return None, frozenset()
+    if not runnable(version):
+        raise UsageError(f"rule set {version} cannot be run by this crashlab (rule set {RULES}): rules changed since")
+    from .checks.invariants import BY_ID
+
+    later = since(version)
+    added = {c for s in later for c in s.added_checks}
+    return frozenset(set(BY_ID) - added), frozenset(x for s in later for x in s.added_scenarios)
+
+
 def check_pinned(text: str) -> int:
-    """``--rules VERSION``: the pinned rule set when it is the one this crashlab judges by; a
+    """``--rules VERSION``: the pinned rule set when this crashlab judges by it, or can still
+    judge exactly as it did (:func:`runnable`: later sets only added checks and scenarios); a
     usage error otherwise that says what changed since it (or that it is newer than this
     crashlab), so that no verdict of another rule set passes for one of the pinned set."""
     wanted = parse_version(text)
-    if wanted == RULES:
+    if wanted == RULES or runnable(wanted):
         return wanted
     head = f"--rules {wanted}: this crashlab ({package_version()}) judges by rule set {RULES}"
     if wanted > RULES:
@@ -154,8 +176,9 @@ def check_pinned(text: str) -> int:
     if old is None:
         raise UsageError(f"{head}; there is no rule set {wanted} (the first is 1)")
     changed = "\n".join(what_changed(wanted, brief=True))
-    raise UsageError(f"{head}, not by rule set {wanted} (crashlab {old.package}), which your project pinned. "
-                     f"What changed since:\n{changed}",
+    raise UsageError(f"{head}, not by rule set {wanted} (crashlab {old.package}), which your project pinned, and "
+                     f"cannot judge as it did: rules changed since, not only new ones were added. What changed:\n"
+                     f"{changed}",
                      hint=f"verdicts of rule set {RULES} may differ from your certified ones; to move to it, read "
                           f"CHANGELOG.md (each rule with what to change) and pin --rules {RULES}; to keep "
                           f"rule set {wanted}, keep crashlab {old.package}")

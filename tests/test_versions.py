@@ -249,3 +249,47 @@ def _fields(obj) -> dict:
     import dataclasses
 
     return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
+@pytest.fixture
+def a_later_set_that_only_adds(monkeypatch):
+    """A history where rule set 3 only added EVT-02 and one scenario to rule set 2: then this
+    crashlab can still judge exactly as rule set 2 did."""
+    import dataclasses
+
+    one, two = ruleset.SETS
+    two = dataclasses.replace(two, checks=two.checks - 1, scenarios=two.scenarios - 1,
+                              added_checks=tuple(c for c in two.added_checks if c != "EVT-02"))
+    three = ruleset.RuleSet(version=3, package="0.3.0", date="2026-12-02", checks=46, scenarios=74,
+                            summary="EVT-02 and one scenario.", added_checks=("EVT-02",),
+                            added_scenarios=("matrix-duplicate-callback",))
+    monkeypatch.setattr(ruleset, "SETS", (one, two, three))
+    monkeypatch.setattr(ruleset, "RULES", 3)
+    monkeypatch.setattr(ruleset, "CURRENT", three)
+
+
+def test_an_older_rule_set_still_gives_the_old_verdict_on_a_trace_the_new_one_fails(a_later_set_that_only_adds,
+                                                                                   tmp_path, capsys):
+    assert ruleset.runnable(2) and not ruleset.runnable(1)   # rule set 2 changed rules of 1: never emulated
+    adapter = "crashlab.gallery.blindspots:SilentDuplicates"
+    common = ["conformance", "--adapter", adapter, "--scenario", "seed002-duplicate-retry-request", "-j", "1", "-q"]
+    assert main(common + ["--rules", "3", "--out", str(tmp_path / "new"), "--json", str(tmp_path / "new.json")]) == 1
+    assert main(common + ["--rules", "2", "--out", str(tmp_path / "old"), "--json", str(tmp_path / "old.json")]) == 0
+    new, old = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("new", "old"))
+    assert (new["rules"], new["score"]["total"], old["rules"], old["score"]["total"]) == (3, 19, 2, 20)
+    assert [v["invariant"] for v in new["scenarios"][0]["violations"]] == ["EVT-02"]
+    # one trace, two verdicts: the rule set it is judged by decides
+    [trace] = (tmp_path / "old").glob("*.jsonl")
+    events = read_jsonl(trace)
+    assert check_trace(events).verdict == "fail"
+    assert check_trace(events, checks=ruleset.selection(2)[0]).verdict == "pass"
+    # rule set 2 has no scenario that rule set 3 added; and rule set 1 still refuses, saying what changed
+    capsys.readouterr()
+    assert main(["conformance", "--rules", "2", "--scenario", "matrix-duplicate-callback", "-q",
+                 "--out", str(tmp_path / "x")]) == 3
+    assert "matrix-duplicate-callback is not in rule set 2" in capsys.readouterr().err
+    assert main(["conformance", "--rules", "1", "-q", "--out", str(tmp_path / "x")]) == 3
+    err = capsys.readouterr().err
+    assert "cannot judge as it did: rules changed since" in err and "rule set 3 (crashlab 0.3.0" in err
+    assert main(["sweep", "--rules", "2", "-q", "--out", str(tmp_path / "x")]) == 3
+    assert "sweep judges by this crashlab's rule set (3) only" in capsys.readouterr().err

@@ -160,8 +160,9 @@ def fix_of(check_id: str) -> dict[str, str] | None:
     return {"text": found.text, "see": found.where} if found else None
 
 
-def score(results: list[ScenarioResult], *, adapter: str, seed: int | None) -> Scorecard:
-    """Score scenario verdicts on the rubric."""
+def score(results: list[ScenarioResult], *, adapter: str, seed: int | None, rules: int | None = None) -> Scorecard:
+    """Score scenario verdicts on the rubric; ``rules`` is the rule set that judged them (default:
+    this crashlab's)."""
     lost: dict[str, list[LostPoint]] = {}
     seen: set = set()
     auto: set = set()
@@ -217,7 +218,7 @@ def score(results: list[ScenarioResult], *, adapter: str, seed: int | None) -> S
     caps = [{**cap.to_json(), "scenarios": capped[cap.rule]} for cap in CAPS if cap.rule in capped]
     return Scorecard(adapter=adapter, seed=seed, total=total, max=maximum, categories=categories,
                      auto_fail=auto_fail, lost=tuple(ordered), scenarios=tuple(results), verdict=verdict,
-                     extra={"rubric": [p.to_json() for p in RUBRIC], "caps": caps, "rules": ruleset.RULES,
+                     extra={"rubric": [p.to_json() for p in RUBRIC], "caps": caps, "rules": rules or ruleset.RULES,
                             "crashlab": ruleset.package_version()})
 
 

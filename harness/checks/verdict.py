@@ -20,8 +20,11 @@ from .rules import judge
 MAX_PER_INVARIANT = 10
 
 
-def check_trace(events: list[dict], *, trace_path: str | None = None) -> ScenarioResult:
-    """Check one trace (a list of event dicts, header first) and return its verdict."""
+def check_trace(events: list[dict], *, trace_path: str | None = None,
+                checks: frozenset[str] | None = None) -> ScenarioResult:
+    """Check one trace (a list of event dicts, header first) and return its verdict; ``checks``
+    (default: every one) are the ids of the checks to judge it by (an older rule set's,
+    crashlab.ruleset.checks_of)."""
     try:
         ix = build(events)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -32,6 +35,8 @@ def check_trace(events: list[dict], *, trace_path: str | None = None) -> Scenari
     notes: list[str] = []
     counts: dict = {}
     for inv in INVARIANTS + EXPECTATIONS:
+        if checks is not None and inv.id not in checks:
+            continue
         try:
             findings = list(inv.check(ix))
         except Exception as exc:  # noqa: BLE001 - a check must never crash the harness
