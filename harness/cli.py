@@ -66,7 +66,8 @@ def format_scorecard(card, *, no_answers: bool = False) -> str:
 
     shown = "$CRASHLAB_ADAPTER" if no_answers else card.adapter
     lines = [f"crashlab conformance  adapter: {shown}  seed: "
-             f"{card.seed if card.seed is not None else 'per scenario'}", ""]
+             f"{card.seed if card.seed is not None else 'per scenario'}  rule set: "
+             f"{card.extra.get('rules', '(none named)')}", ""]
     from .report.exercised import severity
 
     width = max((len(s.id) for s in card.scenarios), default=10)
@@ -101,15 +102,15 @@ def _select(args) -> list:
             raise UsageError(f"--scenarios: {', '.join(clash[:5])} already name library scenarios; give your "
                              "scenarios other ids, or drop --with-library")
         scenarios = scenarios + own
-    if args.tag:
-        scenarios = [s for s in scenarios if set(args.tag) & set(s.tags)]
     if args.scenario:
         known = {s.id for s in scenarios}
         missing = [i for i in args.scenario if i not in known]
         if missing:
             raise UsageError(f"unknown scenario id(s): {', '.join(clip(m, 200) for m in missing)}; "
                              "`crashlab list` shows every id")
-        scenarios = [s for s in scenarios if s.id in set(args.scenario)]
+    if args.tag or args.scenario:   # every --tag and --scenario adds scenarios: they unite
+        tags, ids = set(args.tag or ()), set(args.scenario or ())
+        scenarios = [s for s in scenarios if s.id in ids or tags & set(s.tags)]
     if not scenarios:
         raise UsageError("no scenario matches the given --tag/--scenario filters")
     return scenarios
@@ -180,14 +181,23 @@ def _cmd_conformance(args) -> int:
     from .drivers import load_adapter
     from .files import check_output_dir
 
+    from .ruleset import check_pinned, selection
+
+    rules = check_pinned(args.rules) if args.rules is not None else None
     report_dir = check_output_dir(args.report, "--report") if args.report else None
     adapter = load_adapter(args.adapter)
     scenarios = _select(args)
+    later = selection(rules)[1]      # an older rule set runs without the scenarios added since
+    named = [i for i in args.scenario or () if i in later]
+    if named or (later and all(s.id in later for s in scenarios)):
+        raise UsageError(f"--rules {rules}: {', '.join(named) or 'no selected scenario'} "
+                         f"{'is' if len(named) == 1 else 'are'} not in rule set {rules} (added since: CHANGELOG.md)")
 
     def run(executor, shard, progress, out_dir):
-        progress.total = len(shard.select(scenarios) if shard else scenarios)
+        kept = [s for s in scenarios if s.id not in later]
+        progress.total = len(shard.select(kept) if shard else kept)
         return run_suite(adapter, scenarios, seed=args.seed, out_dir=out_dir, executor=executor, shard=shard,
-                         progress=lambda r: progress.update(failed=r.verdict != "pass"))
+                         progress=lambda r: progress.update(failed=r.verdict != "pass"), rules=rules)
     return _scored(args, "conformance", run, report_dir=report_dir)
 
 
@@ -196,6 +206,11 @@ def _cmd_sweep(args) -> int:
     from .files import check_output_dir
     from .sweep import sweep
 
+    from .ruleset import RULES, check_pinned
+
+    if args.rules is not None and check_pinned(args.rules) != RULES:
+        raise UsageError(f"--rules {args.rules}: sweep judges by this crashlab's rule set ({RULES}) only; "
+                         f"`crashlab conformance --rules {args.rules}` runs the older one")
     findings = check_output_dir(args.findings, "--findings") if args.findings else None
     adapter = load_adapter(args.adapter)
     scenarios = _select(args)
@@ -259,9 +274,14 @@ def _cmd_check(args) -> int:
     from .conformance import recheck_saved
     from .trace import read_jsonl
 
+    from .ruleset import note_for
+
     events = read_jsonl(args.trace)
     res = recheck_saved(events, args.trace)
     _print_result(res)
+    note = note_for(events[0].get("rules"), f"the trace {args.trace}")
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return EXIT[res.verdict]
 
 
@@ -317,7 +337,25 @@ def _cmd_report(args) -> int:
     out = check_output_dir(args.out, "--out")
     where = render_inputs([Path(p) for p in args.inputs], out_dir=out, **report_options(args))
     print(f"report: {where}")
+    _whats_new(args.inputs)
     return 0
+
+
+def _whats_new(paths) -> None:
+    """A "what's new since your last run" line for each results JSON judged by an older rule set."""
+    from .ruleset import note_for
+
+    for name in paths:
+        if not str(name).endswith(".json"):
+            continue
+        try:
+            data = json.loads(Path(name).read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and "score" in data:
+            note = note_for(data.get("rules"), str(name))
+            if note:
+                print(f"what's new since your last run: {note}", file=sys.stderr)
 
 
 def _cmd_list(args) -> int:

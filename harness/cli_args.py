@@ -61,8 +61,10 @@ def _suite_options(p: argparse.ArgumentParser, out_help: str) -> None:
     p.add_argument("--json", metavar="PATH", help="write the results JSON (schema: docs/results.md)")
     p.add_argument("--out", metavar="DIR", default="crashlab-out",
                    help=f"folder for {out_help} (default: crashlab-out)")
-    p.add_argument("--tag", action="append", metavar="TAG", help="only scenarios with this tag (repeatable)")
-    p.add_argument("--scenario", action="append", metavar="ID", help="only this scenario (repeatable)")
+    p.add_argument("--tag", action="append", metavar="TAG",
+                   help="the scenarios with this tag (repeatable; with --scenario, both sets are run)")
+    p.add_argument("--scenario", action="append", metavar="ID",
+                   help="this scenario (repeatable; with --tag, it is run along with the tagged ones)")
     p.add_argument("--scenarios", action="append", metavar="PATH",
                    help="your own scenario file, or a folder of *.yaml files, instead of the library (repeatable)")
     p.add_argument("--with-library", action="store_true", help="with --scenarios: run the library too")
@@ -75,6 +77,16 @@ def _suite_options(p: argparse.ArgumentParser, out_help: str) -> None:
                    help="with --executor dask: the scheduler, e.g. tcp://10.0.0.5:8786 (default: a local cluster)")
     p.add_argument("--batch", type=_count, default=16, metavar="N", help="runs per task (default 16)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, and print only the score line")
+    p.add_argument("--rules", metavar="VERSION",
+                   help="the rule set your project certified against (`crashlab --version` names the installed "
+                        "one): run only if this crashlab judges by it, else stop and say what changed since")
+
+
+def _version() -> str:
+    from .ruleset import CURRENT, RULES, package_version
+
+    return (f"crashlab {package_version()} (rule set {RULES}: {CURRENT.checks} checks, {CURRENT.scenarios} library "
+            "scenarios; CHANGELOG.md says what changed)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,6 +101,8 @@ def parser() -> argparse.ArgumentParser:
                 description="Deterministic fault-injection simulator and conformance harness for durable "
                             "agent runs with external effects (AR-08).",
                 epilog=EXIT_CODES_HELP)
+    p.add_argument("--version", action="version", version=_version(),
+                   help="print crashlab's version and the rule set it judges by, and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 

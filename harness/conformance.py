@@ -33,10 +33,10 @@ def trace_path(out_dir: Path, scenario: Scenario, seed: int) -> Path:
     return out_dir / f"{safe_name(scenario.id)}.seed{seed}.jsonl"
 
 
-def check_run(result: RunResult, *, saved: Path | None = None) -> ScenarioResult:
+def check_run(result: RunResult, *, saved: Path | None = None, checks: frozenset[str] | None = None) -> ScenarioResult:
     from .checks import check_trace  # local: checks import networkx
 
-    verdict = check_trace(result.events, trace_path=str(saved) if saved else None)
+    verdict = check_trace(result.events, trace_path=str(saved) if saved else None, checks=checks)
     return replace(verdict, repro=result.repro, seed=result.seed)
 
 
@@ -52,36 +52,41 @@ def run_one(scenario: Scenario, adapter: AdapterSpec | str | None = None, *, see
 
 def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scenario] | None = None, *,
               seed: int | None = None, out_dir: Path | None = None, limits: Limits | None = None,
-              progress=None, executor=None, shard=None) -> Scorecard:
+              progress=None, executor=None, shard=None, rules: int | None = None) -> Scorecard:
     """Run every scenario (default: the whole library) and score the adapter.
 
     Whatever one scenario's adapter does, the suite goes on to the next (it becomes that
     scenario's adapter fault). A bug of crashlab's own in one scenario is recorded as that
     scenario's unknown verdict and listed under ``extra["internal_errors"]``. ``executor``
     (crashlab.sweep) runs the scenarios in parallel or on a cluster and ``shard`` keeps one
-    share of them; the results are the same either way. On an interrupt the
+    share of them; the results are the same either way. ``rules`` runs an older rule set this
+    crashlab can still reproduce (crashlab.ruleset.runnable): its checks and its library
+    scenarios only. On an interrupt the
     :class:`~crashlab.errors.Interrupted` raised carries ``partial``: the scorecard of the
     scenarios that finished, marked partial (verdict unknown)."""
     from .checks.rubric import score
+    from .ruleset import selection
     from .sweep import execute, scenario_jobs
 
     spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter)
-    jobs = scenario_jobs(library() if scenarios is None else scenarios)
+    scenarios = library() if scenarios is None else list(scenarios)
+    checks, later = selection(rules)
+    jobs = scenario_jobs([s for s in scenarios if s.id not in later])
     if shard is not None:
         jobs = shard.select(jobs)
     extra = {"shard": shard.to_json()} if shard is not None else {}
     on_result = (lambda job, result: progress(result)) if progress is not None else None
     try:
         results, internal = execute(jobs, adapter=spec, seed=seed, out_dir=out_dir, keep="all",
-                                    executor=executor, limits=limits, on_result=on_result)
+                                    executor=executor, limits=limits, on_result=on_result, checks=checks)
     except Interrupted as exc:
-        card = score(exc.results, adapter=spec.text, seed=seed)
+        card = score(exc.results, adapter=spec.text, seed=seed, rules=rules)
         exc.partial = replace(card, verdict="unknown", extra={
             **card.extra, **extra, "partial": {"done": len(exc.results), "planned": len(jobs),
                                                "reason": f"interrupted by signal {exc.signum}"},
             **({"internal_errors": exc.internal} if exc.internal else {})})
         raise
-    card = score(results, adapter=spec.text, seed=seed)
+    card = score(results, adapter=spec.text, seed=seed, rules=rules)
     if internal:
         extra["internal_errors"] = internal
     return replace(card, verdict="unknown" if internal and card.verdict == "pass" else card.verdict,

@@ -119,7 +119,7 @@ def _kind(name: str, lane: str) -> Callable[[_C], _C]:
 # --------------------------------------------------------------------------------------- meta
 @_kind("header", "meta")
 class Header(Event):
-    """the first event: the scenario, seed, adapter, service profiles, runs and expectations"""
+    """the first event: the scenario, seed, adapter, crashlab release (`harness`) and rule set (`rules`; absent in traces written before crashlab 0.2.0), service profiles, runs and expectations"""
 
     format: int
     scenario: str
@@ -136,6 +136,7 @@ class Header(Event):
     card: dict
     tags: list
     expect: dict
+    rules: int | Absent = ABSENT    # the rule set the run was made under (crashlab.ruleset); older traces lack it
 
 
 @_kind("end", "meta")

@@ -69,6 +69,7 @@ def outcome_text(value: Any) -> str:
 
 #: Violation and LostPoint fields written only when set (older results JSON has none of them).
 _OPTIONAL = ("rule", "expected", "observed", "cap")
+_LOST_OPTIONAL = _OPTIONAL + ("fix",)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,9 +126,10 @@ class LostPoint:
     expected: Any = None           # an expectation miss: what the scenario expects ...
     observed: Any = None           # ... and what the trace shows
     cap: str | None = None         # a chapter scoring rule this finding triggered
+    fix: dict[str, str] | None = None    # what to change: {"text", "see"} (crashlab.ruleset)
 
     def to_json(self) -> dict[str, Any]:
-        d = {k: v for k, v in asdict(self).items() if k not in _OPTIONAL or v is not None}
+        d = {k: v for k, v in asdict(self).items() if k not in _LOST_OPTIONAL or v is not None}
         d["events"] = list(self.events)
         return d
 
@@ -142,7 +144,8 @@ class LostPoint:
                    run=_field(data, "run", (str, type(None)), None, where),
                    rule=_field(data, "rule", (dict, type(None)), None, where),
                    expected=data.get("expected"), observed=data.get("observed"),
-                   cap=_field(data, "cap", (str, type(None)), None, where))
+                   cap=_field(data, "cap", (str, type(None)), None, where),
+                   fix=_field(data, "fix", (dict, type(None)), None, where))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

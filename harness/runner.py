@@ -11,7 +11,6 @@ import os
 import shlex
 from pathlib import Path
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version as pkg_version
 from typing import Any
 
 from . import events
@@ -20,6 +19,7 @@ from .drivers import (DEFAULT_MEMORY_MB, DEFAULT_REPLY_TIMEOUT_S, DEFAULT_STEP_B
 from .errors import InternalError, Interrupted
 from .model import TRACE_FORMAT
 from .ports import PortError
+from .ruleset import RULES, package_version
 from .scenario_compiled import Scenario
 from .scenario_loader import library_dir
 from .world import Crash, RunWorld, WorkerState, World
@@ -27,12 +27,7 @@ from .world import Crash, RunWorld, WorkerState, World
 MAX_WORKERS_PER_RUN = 40
 
 
-@functools.cache
-def harness_version() -> str:
-    try:
-        return pkg_version("crashlab")
-    except PackageNotFoundError:
-        return "0+source"
+harness_version = package_version   # the trace header's ``harness``: the installed crashlab's version
 
 
 @dataclass(slots=True)
@@ -301,7 +296,7 @@ class Runner:
                           "start": r.start_ms, "approval": r.approval.get("mode", "auto"),
                           "compensation_authority": r.compensation_authority} for r in sc.runs],
                    source=portable_source(sc), card=dict(sc.card), tags=list(sc.tags),
-                   expect=dict(sc.expect))
+                   expect=dict(sc.expect), rules=RULES)
         world.schedule_events()
         for run in world.runs.values():
             world.env.process(self.supervise(run))

@@ -66,7 +66,7 @@ def _adapter(text: str) -> AdapterSpec:
 
 
 def run_job(job: Job, *, adapter: str, seed: int | None, out_dir: str | None, keep: str,
-            limits: Limits | None = None) -> Outcome:
+            limits: Limits | None = None, checks: frozenset[str] | None = None) -> Outcome:
     """Run and check one job (in whichever process the executor chose)."""
     from .conformance import check_run, trace_path
 
@@ -82,7 +82,7 @@ def run_job(job: Job, *, adapter: str, seed: int | None, out_dir: str | None, ke
                                 tags=tuple(scenario.tags))
         return Outcome(result, internal=str(exc)[:2000])
     path = trace_path(Path(out_dir), scenario, run.seed) if out_dir is not None else None
-    result = check_run(run, saved=path)
+    result = check_run(run, saved=path, checks=checks)
     save = path is not None and (keep == "all" or (keep == "failing" and result.verdict != "pass"))
     if not save:
         return Outcome(replace(result, trace=None, repro=result.repro if job.doc is None else ""))
@@ -219,13 +219,14 @@ class Shard:
 # --------------------------------------------------------------------------- running many jobs
 def execute(jobs: list[Job], *, adapter: AdapterSpec, seed: int | None, out_dir: Path | None, keep: str,
             executor=None, limits: Limits | None = None, done: dict[str, ScenarioResult] | None = None,
-            on_result: Callable[[Job, ScenarioResult], None] | None = None) -> tuple[list[ScenarioResult], list[dict]]:
+            on_result: Callable[[Job, ScenarioResult], None] | None = None,
+            checks: frozenset[str] | None = None) -> tuple[list[ScenarioResult], list[dict]]:
     """Run ``jobs`` (skipping those in ``done``), write the traces to keep, and return every
     result in the jobs' order with the list of crashlab's own errors. On an interrupt the
     :class:`Interrupted` carries ``results`` and ``internal`` for what finished."""
     done = dict(done or {})
     todo = [j for j in jobs if j.id not in done]
-    fn = functools.partial(run_job, adapter=adapter.text, seed=seed, keep=keep, limits=limits,
+    fn = functools.partial(run_job, adapter=adapter.text, seed=seed, keep=keep, limits=limits, checks=checks,
                            out_dir=str(out_dir) if out_dir is not None else None)
     executor = executor or LocalExecutor(1)
     internal: list[dict] = []
@@ -420,6 +421,10 @@ def merge(paths: list[Path]) -> Scorecard:
         for name in ("kind", "double"):
             if card.extra.get(name) != first.extra.get(name):
                 raise UsageError(f"{p}: {name} differs from {first_path}'s; merge the shards of one run")
+        if card.extra.get("rules") != first.extra.get("rules"):
+            raise UsageError(f"{p}: judged by rule set {card.extra.get('rules')}, {first_path} by rule set "
+                             f"{first.extra.get('rules')}; merge shards judged by one rule set (run the other "
+                             "shards again with this crashlab)")
         if card.extra.get("partial"):
             raise UsageError(f"{p}: partial results (interrupted); run that shard again (sweeps: --resume)")
     shards = shard_order([(str(p), card.extra.get("shard")) for p, card in cards])
@@ -430,8 +435,11 @@ def merge(paths: list[Path]) -> Scorecard:
     internal = [e for _, c in cards for e in c.extra.get("internal_errors", [])]
     if internal:
         extra["internal_errors"] = internal
+    merged = {**card.extra, **extra}
+    if "rules" not in first.extra:      # shards written before rule sets were numbered name none
+        merged.pop("rules", None)
     return replace(card, verdict="unknown" if internal and card.verdict == "pass" else card.verdict,
-                   extra={**card.extra, **extra})
+                   extra=merged)
 
 
 def shard_order(parts: list[tuple[str, Any]]) -> list[int]:

@@ -175,6 +175,10 @@ def _check_header(head: dict, path: Path) -> None:
         if type(head.get(name)) is not kind:
             raise UsageError(f"{path}:1: the header's '{name}' is missing or not a {kind.__name__}; "
                              "the trace was not written by crashlab or was edited")
+    rules = head.get("rules")
+    if "rules" in head and (type(rules) is not int or rules < 1):
+        raise UsageError(f"{path}:1: the header's 'rules' must be a rule-set number (1, 2, ...), not "
+                         f"{clip(rules, 40)}; the trace was not written by crashlab or was edited")
 
 
 def by_kind(events: Iterable[dict], *kinds: str) -> Iterator[dict]:

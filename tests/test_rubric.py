@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from crashlab import ruleset
 from crashlab.checks.docs import invariants_markdown, rubric_markdown
 from crashlab.checks.invariants import BY_ID, INVARIANTS
 from crashlab.checks.rubric import AUTO_FAIL_REASONS, BY_POINT, CATEGORY_MAX, RUBRIC, point_for, render, score
@@ -104,11 +105,31 @@ def test_a_miss_without_a_rule_costs_the_point_of_its_kind_whatever_the_tags():
     assert point_for(violation("EFF-01"), ("cancellation",)).id == "E2"   # invariants keep their point
 
 
-def test_a_lost_invariant_point_quotes_the_chapter_passage_that_defines_it():
+def test_a_lost_invariant_point_quotes_the_broken_invariant_and_what_to_change():
     card = score([result("t2", violation("OWN-04"))], adapter="x:Y", seed=None)
     [lp] = card.lost
-    assert "accountable operator for unresolved states" in lp.rule["quote"]
-    assert lp.rule["source"] == "AR-08, Assess the eight traces"
+    assert lp.rule == {"source": "crashlab OWN-04 (docs/invariants.md)", "quote": BY_ID["OWN-04"].statement}
+    assert lp.fix == {"text": ruleset.fix("OWN-04").text, "see": 'docs/adapters.md, "Unresolved"'}
+    text = render(card)
+    # the point's chapter passage once, then the finding with its own rule and the change to make
+    assert f'point (AR-08, Assess the eight traces): "{BY_POINT["O4"].quote}"' in text
+    assert f'rule (crashlab OWN-04 (docs/invariants.md)): "{BY_ID["OWN-04"].statement}"' in text
+    assert f'what to change: {ruleset.fix("OWN-04").text} (docs/adapters.md, "Unresolved")' in text
+    # the generic sentence is no finding's rule: two invariants of one point quote two rules
+    card = score([result("t2", violation("EVT-02"), violation("EFF-01"))], adapter="x:Y", seed=None)
+    assert [lp.rule["quote"] for lp in card.lost] == [BY_ID["EVT-02"].statement, BY_ID["EFF-01"].statement]
+    assert render(card).count(BY_POINT["E2"].quote) == 1
+
+
+def test_every_check_has_what_to_change_in_a_section_that_exists():
+    from pathlib import Path
+
+    headings = {line.lstrip("#").strip() for line in
+                (Path(__file__).resolve().parent.parent / "docs" / "adapters.md").read_text().splitlines()
+                if line.startswith("#")}
+    assert set(ruleset.FIXES) == set(BY_ID)
+    missing = {k: f.section for k, f in ruleset.FIXES.items() if f.section not in headings}
+    assert not missing
 
 
 def test_render_prints_the_mapping_with_the_score():

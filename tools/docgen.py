@@ -4,7 +4,8 @@ own tables: repository tooling, not shipped in the package.
     python tools/docgen.py          # rewrite every generated document and section
     python tools/docgen.py --check  # exit 1 naming what is out of date, change nothing
 
-Whole documents: docs/invariants.md, docs/rubric.md, docs/detection-matrix.md, docs/gallery.md
+Sections of docs/adapters.md, docs/protocol.md, docs/trace.md, docs/scenarios.md and CHANGELOG.md
+(from crashlab/data/rules.json). Whole documents: docs/invariants.md, docs/rubric.md, docs/detection-matrix.md, docs/gallery.md
 (the gallery run on the library takes a few seconds) and harness/data/scenario.schema.json.
 Sections are delimited by ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` markers.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from crashlab.changelog import changelog_entries, fixes_markdown  # noqa: E402
 from crashlab.checks.docs import invariants_markdown, rubric_markdown  # noqa: E402
 from crashlab.event_tables import kinds_markdown  # noqa: E402
 from crashlab.ports import arguments_markdown  # noqa: E402
@@ -53,8 +55,10 @@ def run_states() -> str:
 SECTIONS = {
     "docs/adapters.md": {"fields:checkpoint": lambda: field_table(CHECKPOINT_FIELDS, CHECKPOINT_FIELD_MEANINGS),
                          "fields:effect-entry": lambda: field_table(EFFECT_ENTRY_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS),
-                         "fields:knowledge": knowledge_table, "fields:run-states": run_states},
+                         "fields:knowledge": knowledge_table, "fields:run-states": run_states,
+                         "fixes": fixes_markdown},
     "docs/trace.md": {"trace:kinds": kinds_markdown},
+    "CHANGELOG.md": {"changelog": changelog_entries},
     "docs/scenarios.md": {"library": library_table},
     "docs/protocol.md": {"ports:arguments": arguments_markdown,
                          "fields:checkpoint": lambda: field_table(CHECKPOINT_FIELDS, CHECKPOINT_FIELD_MEANINGS),

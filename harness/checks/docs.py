@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+from .. import ruleset
 from ..model import KNOWLEDGE_EVIDENCE, KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, RunState
 from .invariants import EXPECTATIONS, INVARIANTS, Invariant
 from .rubric import AUTO_FAIL_REASONS, CAPS, CATEGORY_MAX, RUBRIC, _BY_INVARIANT
@@ -21,8 +22,11 @@ def _section(inv: Invariant) -> list[str]:
             f"- **safety**: {'yes: a correct design never fails it' if inv.safety else 'no (quality, liveness or expectation)'}",
             f"- **automatic failure**: {inv.auto_fail or 'no'}",
             f"- **computed**: {inv.computed}",
-            f"- **cites**: {inv.evidence}", ""]
-    return rows
+            f"- **cites**: {inv.evidence}"]
+    fix = ruleset.fix(inv.id)
+    if fix is not None:
+        rows.append(f"- **what to change** when it fails: {fix.text} ({fix.where})")
+    return rows + [""]
 
 
 def invariants_markdown() -> str:

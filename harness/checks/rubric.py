@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import ruleset
 from ..results import LostPoint, ScenarioResult, Scorecard, Violation, outcome_text
 from .invariants import BY_ID
 from .rules import KEY_WITHOUT_INTENT, TWO_LIVE_WORKERS
@@ -102,10 +103,12 @@ RUBRIC: tuple[RubricPoint, ...] = (
 )
 
 BY_POINT: dict[str, RubricPoint] = {p.id: p for p in RUBRIC}
-_BY_INVARIANT: dict[str, RubricPoint] = {}
+#: check id -> the rubric point it costs (an expectation whose scenario rule names another point costs that one).
+POINT_OF: dict[str, RubricPoint] = {}
 for _point in RUBRIC:
     for _inv in _point.invariants:
-        _BY_INVARIANT.setdefault(_inv, _point)
+        POINT_OF.setdefault(_inv, _point)
+_BY_INVARIANT = POINT_OF
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,8 +143,26 @@ def point_for(violation: Violation, tags: tuple[str, ...] = ()) -> RubricPoint |
     return _BY_INVARIANT.get(violation.invariant)
 
 
-def score(results: list[ScenarioResult], *, adapter: str, seed: int | None) -> Scorecard:
-    """Score scenario verdicts on the rubric."""
+def rule_of(violation: Violation, point: RubricPoint) -> dict[str, str]:
+    """The rule a finding broke, as the scorecard quotes it: an expectation's rule from its
+    scenario, else the check's own statement (docs/invariants.md), else the point's passage."""
+    if violation.rule:
+        return violation.rule
+    check = BY_ID.get(violation.invariant)
+    if check is not None and not check.id.startswith("EXP-"):
+        return {"source": f"crashlab {check.id} (docs/invariants.md)", "quote": check.statement}
+    return {"source": point.source, "quote": point.quote}
+
+
+def fix_of(check_id: str) -> dict[str, str] | None:
+    """What to change when ``check_id`` fails, and where docs/adapters.md explains it."""
+    found = ruleset.fix(check_id)
+    return {"text": found.text, "see": found.where} if found else None
+
+
+def score(results: list[ScenarioResult], *, adapter: str, seed: int | None, rules: int | None = None) -> Scorecard:
+    """Score scenario verdicts on the rubric; ``rules`` is the rule set that judged them (default:
+    this crashlab's)."""
     lost: dict[str, list[LostPoint]] = {}
     seen: set = set()
     auto: set = set()
@@ -155,14 +176,15 @@ def score(results: list[ScenarioResult], *, adapter: str, seed: int | None) -> S
                 if res.id not in scenarios:
                     scenarios.append(res.id)
             point = point_for(v)
-            if point is None or (point.id, res.id, v.invariant, v.run) in seen:
+            # one entry per point, scenario, check and run; each expectation miss is its own entry
+            key = (point.id if point else None, res.id, v.invariant, v.run, outcome_text(v.expected))
+            if point is None or key in seen:
                 continue
-            seen.add((point.id, res.id, v.invariant, v.run))
-            rule = v.rule or {"source": point.source, "quote": point.quote}
+            seen.add(key)
             lost.setdefault(point.id, []).append(LostPoint(
                 category=point.category, point=f"{point.id} {point.name}", scenario=res.id,
-                invariant=v.invariant, events=v.events, message=v.message, run=v.run, rule=rule,
-                expected=v.expected, observed=v.observed, cap=v.cap))
+                invariant=v.invariant, events=v.events, message=v.message, run=v.run, rule=rule_of(v, point),
+                expected=v.expected, observed=v.observed, cap=v.cap, fix=fix_of(v.invariant)))
     if results and all(_faulted_throughout(res) for res in results):
         first = next(v for v in results[0].violations if v.invariant == "ADAPTER-FAULT")
         for point in RUBRIC:       # nothing the adapter did demonstrates any point
@@ -170,7 +192,7 @@ def score(results: list[ScenarioResult], *, adapter: str, seed: int | None) -> S
                 lost[point.id] = [LostPoint(
                     category=point.category, point=f"{point.id} {point.name}", scenario=results[0].id,
                     invariant="ADAPTER-FAULT", run=first.run, events=first.events,
-                    rule={"source": point.source, "quote": point.quote},
+                    rule={"source": point.source, "quote": point.quote}, fix=fix_of("ADAPTER-FAULT"),
                     message=f"the adapter faulted in every run of every selected scenario ({len(results)}) "
                             "before reaching any disposition, so nothing it did demonstrates this point; "
                             f"the first: {first.message}")]
@@ -196,7 +218,8 @@ def score(results: list[ScenarioResult], *, adapter: str, seed: int | None) -> S
     caps = [{**cap.to_json(), "scenarios": capped[cap.rule]} for cap in CAPS if cap.rule in capped]
     return Scorecard(adapter=adapter, seed=seed, total=total, max=maximum, categories=categories,
                      auto_fail=auto_fail, lost=tuple(ordered), scenarios=tuple(results), verdict=verdict,
-                     extra={"rubric": [p.to_json() for p in RUBRIC], "caps": caps})
+                     extra={"rubric": [p.to_json() for p in RUBRIC], "caps": caps, "rules": rules or ruleset.RULES,
+                            "crashlab": ruleset.package_version()})
 
 
 def _faulted_throughout(res: ScenarioResult) -> bool:
@@ -227,16 +250,21 @@ def render(card: Scorecard) -> str:
                 continue
             mark = "lost" if p.id in lost else "kept"
             lines.append(f"  [{mark}] {p.id} {p.name}  ({', '.join(p.invariants)})")
-            shown = set()
+            shown: set = {("rule", p.source, p.quote)}
+            if p.id in lost:
+                lines.append(f"         point ({p.source}): \"{p.quote}\"")
             for lp in lost.get(p.id, ())[:3]:
-                rule = lp.rule or {}
-                if rule and (rule.get("source"), rule.get("quote")) not in shown:
-                    shown.add((rule.get("source"), rule.get("quote")))
-                    lines.append(f"         rule ({rule.get('source')}): \"{rule.get('quote')}\"")
                 ev = ", ".join(f"#{e}" for e in lp.events[:6]) or "-"
                 lines.append(f"         {lp.scenario}: {lp.invariant} [{ev}] {lp.message}")
                 if lp.expected is not None or lp.observed is not None:
                     lines.append(f"           expected {outcome_text(lp.expected)}, observed {outcome_text(lp.observed)}")
+                rule, fix = lp.rule or {}, lp.fix or {}
+                if rule and ("rule", rule.get("source"), rule.get("quote")) not in shown:
+                    shown.add(("rule", rule.get("source"), rule.get("quote")))
+                    lines.append(f"           rule ({rule.get('source')}): \"{rule.get('quote')}\"")
+                if fix and ("fix", fix.get("text")) not in shown:
+                    shown.add(("fix", fix.get("text")))
+                    lines.append(f"           what to change: {fix.get('text')} ({fix.get('see')})")
             if len(lost.get(p.id, ())) > 3:
                 more = lost[p.id][3:]
                 lines.append(f"         ... {len(more)} more: " + ", ".join(sorted({lp.scenario for lp in more})))

@@ -14,14 +14,18 @@ from .index import WALL_CLOCK_FAULTS, build
 from .disposition import blocking_faults
 from .guard import REPORT, Budget, evaluate
 from .invariants import EXPECTATIONS, INVARIANTS
+from .rubric import BY_POINT, POINT_OF
 from .rules import judge
 
 #: At most this many violations of one invariant are listed per run; the rest are counted.
 MAX_PER_INVARIANT = 10
 
 
-def check_trace(events: list[dict], *, trace_path: str | None = None) -> ScenarioResult:
-    """Check one trace (a list of event dicts, header first) and return its verdict."""
+def check_trace(events: list[dict], *, trace_path: str | None = None,
+                checks: frozenset[str] | None = None) -> ScenarioResult:
+    """Check one trace (a list of event dicts, header first) and return its verdict; ``checks``
+    (default: every one) are the ids of the checks to judge it by (an older rule set's,
+    crashlab.ruleset.checks_of)."""
     try:
         ix = build(events)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -33,6 +37,8 @@ def check_trace(events: list[dict], *, trace_path: str | None = None) -> Scenari
     counts: dict = {}
     budget = Budget()
     for inv in INVARIANTS + EXPECTATIONS:
+        if checks is not None and inv.id not in checks:
+            continue
         # a check that cannot read some run's input fails closed on that run alone (guard.py)
         found = evaluate(ix, inv.check, inv.id, budget)
         notes.extend(found.notes)
@@ -43,7 +49,9 @@ def check_trace(events: list[dict], *, trace_path: str | None = None) -> Scenari
             events = tuple(sorted(set(c for c in cites if isinstance(c, int))))
             ruled = judge(ix, inv.id, run, message, tuple(c for c in cites if isinstance(c, int)),
                           inv.auto_fail if auto else None)
-            violations.append(Violation(invariant=inv.id, events=events, run=run, category=inv.category,
+            point = BY_POINT.get(ruled.get("point")) or POINT_OF[inv.id]   # the point it costs names its category
+            ruled["point"] = point.id
+            violations.append(Violation(invariant=inv.id, events=events, run=run, category=point.category,
                                         **ruled))
     for (inv_id, run), n in counts.items():
         if n > MAX_PER_INVARIANT:

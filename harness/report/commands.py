@@ -73,10 +73,14 @@ def add_parsers(cmd, adapter_help: str) -> None:
             "Run two adapters on the same library scenarios (and, with --examples N, the same generated fault "
             "schedules) and report every scenario where their dispositions, remote effects or next owners "
             "differ. Exit 0 when none differs, 1 otherwise.")
-    p.add_argument("--adapter", action="append", required=True, metavar="SPEC",
-                   help=adapter_help + " (give exactly two)")
-    p.add_argument("--scenario", action="append", metavar="ID", help="only this scenario (repeatable)")
-    p.add_argument("--tag", action="append", metavar="TAG", help="only scenarios with this tag (repeatable)")
+    p.add_argument("--adapter", action="append", metavar="SPEC", help=adapter_help + " (give exactly two)")
+    p.add_argument("--results", action="append", metavar="PATH",
+                   help="instead of --adapter: two results JSON (older first); list the points, scenarios and "
+                        "checks that moved between them and why (a rule new or changed since the older rule set)")
+    p.add_argument("--scenario", action="append", metavar="ID",
+                   help="this scenario (repeatable; with --tag, it is run along with the tagged ones)")
+    p.add_argument("--tag", action="append", metavar="TAG",
+                   help="the scenarios with this tag (repeatable; with --scenario, both sets are run)")
     p.add_argument("--seed", type=int, metavar="N", help="override every scenario's seed")
     p.add_argument("--examples", type=int, default=0, metavar="N",
                    help="also N generated fault schedules, the same for both adapters (default 0)")
@@ -100,5 +104,15 @@ def _diff(args) -> int:
 
 def _compare(args) -> int:
     from .compare import cmd_compare
+
+    if args.results:
+        import sys
+
+        from ..errors import UsageError
+        from ..movement import cmd
+
+        if args.adapter:
+            raise UsageError("compare takes two --adapter or two --results, not both")
+        return cmd(args.results, sys.stdout)
 
     return cmd_compare(args)

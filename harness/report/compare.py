@@ -5,7 +5,7 @@
   first divergence marked, then what each run ended with.
 * ``crashlab compare --adapter A --adapter B``: both implementations on the same library
   (and, with ``--examples N``, the same generated schedules); every scenario where their
-  dispositions, remote effects or next owners differ is listed. AR-08: equal dispositions
+  dispositions, remote effects, next owners or failing checks differ is listed. AR-08: equal dispositions
   across implementations are stronger evidence of provider-neutral semantics than equal API
   shapes.
 """
@@ -247,10 +247,11 @@ def cmd_diff(args: argparse.Namespace, out=None) -> int:
 
 
 # --------------------------------------------------------------------------- compare
-OUTCOMES_ONLY = ("note: compare looks at outcomes only (dispositions, remote effects, releases, next owners), "
-                 "not at how a run got there: an adapter can reach the same outcome while breaking invariants "
-                 "(a blind retry the service happened to deduplicate). `crashlab conformance --adapter SPEC` "
-                 "judges each adapter.")
+OUTCOMES_ONLY = ("note: compare looks at outcomes (dispositions, remote effects, releases, next owners) and at "
+                 "which checks fail, not at how a run got there or at lost points: two adapters can fail the same "
+                 "checks for different reasons. `crashlab conformance --adapter SPEC` judges and scores each adapter.")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Difference:
     scenario: str
@@ -258,6 +259,7 @@ class Difference:
     a: Outcome
     b: Outcome
     document: dict | None = None    # a generated schedule (None: a library scenario)
+    fired: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())   # the checks that fail for A only, B only
 
 
 def generated_documents(examples: int, seed: int, bases) -> list[tuple[dict, str | None]]:
@@ -290,6 +292,7 @@ def compare(adapter_a: str, adapter_b: str, scenarios, *, examples: int = 0, see
             run_seed: int | None = None, progress=None) -> tuple[int, list[Difference]]:
     """Run both adapters on every scenario (and ``examples`` generated schedules); return the
     number of runs compared and every scenario whose outcomes differ."""
+    from ..checks import check_trace
     from ..drivers import load_adapter
     from ..runner import run_scenario
     from ..scenario_loader import from_dict
@@ -303,8 +306,10 @@ def compare(adapter_a: str, adapter_b: str, scenarios, *, examples: int = 0, see
         ra = run_scenario(scenario, spec_a, run_seed)
         rb = run_scenario(scenario, spec_b, run_seed)
         oa, ob = outcome(ra.events), outcome(rb.events)
-        if oa != ob:
-            diffs.append(Difference(scenario=scenario.id, seed=ra.seed, a=oa, b=ob, document=doc))
+        fa, fb = ({v.invariant for v in check_trace(r.events).violations} for r in (ra, rb))
+        if oa != ob or fa != fb:
+            diffs.append(Difference(scenario=scenario.id, seed=ra.seed, a=oa, b=ob, document=doc,
+                                    fired=(tuple(sorted(fa - fb)), tuple(sorted(fb - fa)))))
         if progress is not None:
             progress(scenario.id, oa == ob)
     return len(work), diffs
@@ -314,20 +319,20 @@ def cmd_compare(args: argparse.Namespace, out=None) -> int:
     from ..scenario_loader import library
 
     out = out or sys.stdout
-    if len(args.adapter) != 2:
-        raise UsageError(f"compare needs exactly two --adapter options, got {len(args.adapter)}",
+    if len(args.adapter or ()) != 2:
+        raise UsageError(f"compare needs exactly two --adapter options (or two --results), got {len(args.adapter or ())}",
                          hint="crashlab compare --adapter crashlab.reference_impl:ReferenceAdapter --adapter my_pkg:MyAdapter")
     if args.examples < 0:
         raise UsageError("--examples must be 0 or more")
     scenarios = library()
-    if args.tag:
-        scenarios = [s for s in scenarios if set(args.tag) & set(s.tags)]
     if args.scenario:
         known = {s.id for s in scenarios}
         missing = [i for i in args.scenario if i not in known]
         if missing:
             raise UsageError(f"unknown scenario id(s): {', '.join(missing)}; `crashlab list` shows every id")
-        scenarios = [s for s in scenarios if s.id in set(args.scenario)]
+    if args.tag or args.scenario:   # as for conformance: every --tag and --scenario adds scenarios
+        tags, ids = set(args.tag or ()), set(args.scenario or ())
+        scenarios = [s for s in scenarios if s.id in ids or tags & set(s.tags)]
     if not scenarios:
         raise UsageError("no scenario matches the given --tag/--scenario filters")
     a, b = args.adapter
@@ -335,7 +340,10 @@ def cmd_compare(args: argparse.Namespace, out=None) -> int:
     print(f"compared {total} runs: A = {a}, B = {b}", file=out)
     saved = Path(args.save) if args.save else None
     for i, d in enumerate(diffs, 1):
-        print(f"\n{d.scenario} (seed {d.seed}): outcomes differ", file=out)
+        print(f"\n{d.scenario} (seed {d.seed}): {'outcomes differ' if d.a != d.b else 'the same outcome'}", file=out)
+        if d.fired != ((), ()):
+            print(f"   checks that fail: A only {', '.join(d.fired[0]) or '-'}; B only {', '.join(d.fired[1]) or '-'}",
+                  file=out)
         for name, left, right in paired(d.a, d.b):
             print(("   " if left == right else " ≠ ") + f"{name + ':':<28} A {left:<26} | B {right}", file=out)
         if d.document is not None and saved is not None:
@@ -346,6 +354,6 @@ def cmd_compare(args: argparse.Namespace, out=None) -> int:
             path.write_text(to_yaml(d.document), encoding="utf-8")
             print(f"   schedule: {path}", file=out)
     print(f"\n{len(diffs)} of {total} runs differ" if diffs else "\nno difference: the same dispositions, "
-          "effects and next owners everywhere", file=out)
+          "effects, next owners and failing checks everywhere", file=out)
     print(OUTCOMES_ONLY, file=out)
     return 1 if diffs else 0

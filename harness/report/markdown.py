@@ -60,14 +60,19 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
 
         lines += ["", "### Points lost", ""]
         for g in lost_groups(card):
-            p = g.first
+            entries = [lp for lp in card.lost if lp.point == g.point]
             lines.append(f"- {md(g.point)} ({md(g.category)}): {len(g.scenarios)} scenario"
-                         f"{'s' if len(g.scenarios) != 1 else ''}, first {md(p.scenario)} — {md(p.invariant)}: "
-                         f"{md(p.message)}")
-            if p.expected is not None or p.observed is not None:
-                lines.append(f"  - expected {md(outcome_text(p.expected))}, observed {md(outcome_text(p.observed))}")
-            if p.rule:
-                lines.append(f"  - rule ({md(str(p.rule.get('source')))}): \"{md(str(p.rule.get('quote')))}\"")
+                         f"{'s' if len(g.scenarios) != 1 else ''}")
+            for p in entries[:3]:       # every finding of a point is its own line, misses of one scenario too
+                lines.append(f"  - {md(p.scenario)} — {md(p.invariant)}: {md(p.message)}")
+                if p.expected is not None or p.observed is not None:
+                    lines.append(f"    - expected {md(outcome_text(p.expected))}, observed {md(outcome_text(p.observed))}")
+                if p.rule:
+                    lines.append(f"    - rule ({md(str(p.rule.get('source')))}): \"{md(str(p.rule.get('quote')))}\"")
+                if p.fix:
+                    lines.append(f"    - what to change: {md(str(p.fix.get('text')))} ({md(str(p.fix.get('see')))})")
+            if len(entries) > 3:
+                lines.append(f"  - … {len(entries) - 3} more")
     findings = group(items, card)
     if findings:
         lines += ["", "### Findings", "", "| rule | scenarios | first example |", "|---|---|---|"]
@@ -92,6 +97,10 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
             times = f" ×{len(vs)}" if len(vs) > 1 else ""
             auto = f"**automatic failure: {md(first.auto_fail)}** — " if first.auto_fail else ""
             lines.append(f"- {md(rule)}{times}: {auto}{md(first.message)}{f' ({ev})' if ev else ''}")
+            for other in vs:            # a second miss of one expectation is another miss: never folded
+                if other is not first and other.expected is not None \
+                        and outcome_text(other.expected) != outcome_text(first.expected):
+                    lines.append(f"  - and: {md(other.message)}")
             if first.expected is not None or first.observed is not None:
                 lines.append(f"  - expected {md(outcome_text(first.expected))}, observed {md(outcome_text(first.observed))}")
             if first.rule:
