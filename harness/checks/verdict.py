@@ -49,10 +49,11 @@ def check_trace(events: list[dict], *, trace_path: str | None = None,
             events = tuple(sorted(set(c for c in cites if isinstance(c, int))))
             ruled = judge(ix, inv.id, run, message, tuple(c for c in cites if isinstance(c, int)),
                           inv.auto_fail if auto else None)
-            point = BY_POINT.get(ruled.get("point")) or POINT_OF[inv.id]   # the point it costs names its category
-            ruled["point"] = point.id
-            violations.append(Violation(invariant=inv.id, events=events, run=run, category=point.category,
-                                        **ruled))
+            # the point it costs names its category (a check outside the rubric costs none: its own category)
+            point = BY_POINT.get(ruled.get("point")) or POINT_OF.get(inv.id)
+            ruled["point"] = point.id if point else None
+            violations.append(Violation(invariant=inv.id, events=events, run=run,
+                                        category=point.category if point else inv.category, **ruled))
     for (inv_id, run), n in counts.items():
         if n > MAX_PER_INVARIANT:
             notes.append(f"{inv_id}: {n - MAX_PER_INVARIANT} more violation(s) in {run or 'the scenario'} "
