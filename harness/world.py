@@ -260,11 +260,7 @@ class World:
 
         # The request travels to the service.
         yield self.env.timeout(one_way)
-        if is_effect:
-            key = args.get("key")
-            if key is not None and svc.profile["idempotency"] in ("semantic", "key_only") \
-                    and svc.in_flight.get(key):
-                raise PortError("conflict_in_flight", f"a request with key {key!r} is executing")
+        svc.refuse_in_flight(call.op, args)
         if kind == "server_error_before":
             self.emit(events.ServerError, run=rid, service=call.port, op=call.op,
                       call=call_seq, committed=False)
