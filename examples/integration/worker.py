@@ -1,0 +1,323 @@
+"""A careful integration worker: standard library and sqlite3 only.
+
+    crashlab integrate t2-commit-before-record \
+        --worker 'python3 examples/integration/worker.py {url} {db}' --store 'sqlite:{db}'
+
+It reserves the run's intent on the sandbox's reservation service over real HTTP and keeps its
+state in its own SQLite database, which crashlab reads through three views (crashlab_checkpoints,
+crashlab_ledger, crashlab_finish). The discipline it follows (AR-08): prepare the effect with a
+stable semantic key (PROPOSED) before anything leaves, append SENT_UNKNOWN before every send,
+treat every 5xx, timeout and closed connection as ambiguous and resolve it only by an
+authoritative read of the key, never resend blind; a definite refusal is final; 429 waits its
+Retry-After; 409 waits for the key to settle and reads it.
+
+``--mistake NAME`` plants one mistake, for showing that crashlab catches it:
+  blind_retry         resend at once after a 5xx or a closed connection, with no read
+  sent_unknown_after  append SENT_UNKNOWN only after the answer (the ledger says PROPOSED while
+                      the request is out)
+  closed_as_not_sent  take a closed connection as "nothing was sent" and resend without a read
+"""
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import signal
+import sqlite3
+import sys
+import time
+import urllib.parse
+
+# --------------------------------------------------------------------------- failpoint helper
+_FAILPOINT_COUNTS: dict = {}
+
+
+def failpoint(point: str, boundary: str) -> None:
+    """Die here (SIGKILL, as a crash would) when CRASHLAB_FAILPOINT names this point, e.g.
+    ``ledger.append:2:before`` (the second ledger append of this process, before it commits)."""
+    if boundary == "before":
+        _FAILPOINT_COUNTS[point] = _FAILPOINT_COUNTS.get(point, 0) + 1
+    for item in filter(None, os.environ.get("CRASHLAB_FAILPOINT", "").split(",")):
+        where, nth, when = item.rsplit(":", 2)
+        if where in (point, point.split(".")[0] + ".*") and int(nth) == _FAILPOINT_COUNTS.get(point) \
+                and when == boundary:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- the store
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS checkpoints (version INTEGER PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS finish (seq INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL);
+CREATE VIEW IF NOT EXISTS crashlab_checkpoints AS SELECT version, record FROM checkpoints;
+CREATE VIEW IF NOT EXISTS crashlab_ledger AS SELECT seq, record FROM ledger;
+CREATE VIEW IF NOT EXISTS crashlab_finish AS SELECT seq, record FROM finish;
+"""
+
+
+class Store:
+    def __init__(self, path: str) -> None:
+        self.db = sqlite3.connect(path, timeout=10, isolation_level=None)
+        self.db.executescript(SCHEMA)
+
+    def _write(self, point: str, sql: str, record: dict) -> None:
+        failpoint(point, "before")
+        self.db.execute(sql, (json.dumps(record, sort_keys=True),))
+        failpoint(point, "after")
+
+    def checkpoint(self) -> dict | None:
+        row = self.db.execute("SELECT record FROM checkpoints ORDER BY version DESC LIMIT 1").fetchone()
+        return json.loads(row[0]) if row else None
+
+    def write_checkpoint(self, record: dict) -> None:
+        self._write("checkpoints.write", "INSERT INTO checkpoints (record) VALUES (?)", record)
+
+    def entries(self, key: str) -> list[dict]:
+        rows = self.db.execute("SELECT record FROM ledger ORDER BY seq").fetchall()
+        return [e for e in (json.loads(r[0]) for r in rows) if e["semantic_key"] == key]
+
+    def append(self, entry: dict) -> None:
+        self._write("ledger.append", "INSERT INTO ledger (record) VALUES (?)", entry)
+
+    def finished(self) -> bool:
+        return self.db.execute("SELECT 1 FROM finish LIMIT 1").fetchone() is not None
+
+    def finish(self, record: dict) -> None:
+        self._write("run.finish", "INSERT INTO finish (record) VALUES (?)", record)
+
+
+# --------------------------------------------------------------------------- the service client
+class Ambiguous(Exception):
+    """The request may have been executed: a 5xx, a timeout or a closed connection."""
+
+
+class Closed(Ambiguous):
+    """The connection closed with no answer."""
+
+
+class Client:
+    def __init__(self, base: str) -> None:
+        parts = urllib.parse.urlsplit(base)
+        self.host, self.port, self.prefix = parts.hostname, parts.port, parts.path
+
+    def call(self, method: str, path: str, body: dict | None = None, key: str | None = None,
+             timeout: float = 5.0) -> tuple[int, dict, dict]:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)   # one connection per call
+        headers = {"Content-Type": "application/json"}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        try:
+            conn.request(method, self.prefix + path, json.dumps(body) if body is not None else None, headers)
+            resp = conn.getresponse()
+            data = json.loads(resp.read() or b"null")
+            return resp.status, data, {k.lower(): v for k, v in resp.getheaders()}
+        except (http.client.RemoteDisconnected, ConnectionError, http.client.IncompleteRead) as exc:
+            raise Closed(str(exc)) from None
+        except (TimeoutError, OSError, http.client.HTTPException) as exc:
+            raise Ambiguous(str(exc)) from None
+        finally:
+            conn.close()
+
+
+# --------------------------------------------------------------------------- the worker
+TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EFFECT_UNKNOWN",
+            "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN"}
+ATTEMPT_CEILING = 5
+
+
+def canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class Worker:
+    def __init__(self, url: str, db: str, mistake: str | None) -> None:
+        self.client = Client(url)
+        self.store = Store(db)
+        self.mistake = mistake
+        self.worker = os.environ.get("CRASHLAB_WORKER", "worker")
+        self.epoch = int(os.environ.get("CRASHLAB_EPOCH", "1"))
+        self.run_id = os.environ.get("CRASHLAB_RUN", "run")
+
+    # -- records ------------------------------------------------------------------------
+    def write(self, state: str, knowledge: str | None = None) -> None:
+        last = self.store.checkpoint()
+        version = (last["control"]["state_version"] if last else 0) + 1
+        effects = [{"key": self.key, "knowledge": knowledge}] if knowledge else []
+        self.store.write_checkpoint({
+            "identity": {"run_id": self.run_id, "task_id": f"task-{self.run_id}",
+                         "tenant": self.intent.get("tenant", ""), "principal": self.intent.get("principal", "")},
+            "control": {"state": state, "state_version": version, "owner": self.worker,
+                        "lease_epoch": self.epoch, "event_sequence": self.seen, "cancellation": {},
+                        "deadline": None, "budgets": {"attempt_ceiling": ATTEMPT_CEILING}},
+            "contract": {"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
+            "evidence": {"proposal_hash": None}, "effects": effects})
+        self.state = state
+
+    def append(self, knowledge: str, **extra) -> None:
+        entries = self.store.entries(self.key)
+        attempts = list(entries[-1]["attempts"]) if entries else []
+        if knowledge == "SENT_UNKNOWN":
+            attempts.append({"n": len(attempts) + 1, "at": time.time()})
+        self.store.append({"semantic_key": self.key, "kind": "effect", "service": "reservation",
+                           "operation": "reserve", "run_id": self.run_id, "intent": self.intent,
+                           "intent_fingerprint": hashlib.sha256(canonical(self.intent).encode()).hexdigest()[:16],
+                           "canonicalization_version": 1, "knowledge": knowledge, "attempts": attempts,
+                           "lease_epoch": self.epoch, **extra})
+        self.knowledge = knowledge
+
+    def finish(self, disposition: str, reason: str, next_owner: str | None = None) -> None:
+        self.write(disposition, self.knowledge)
+        self.store.finish({"disposition": disposition, "reason": reason, "next_owner": next_owner,
+                           "effects": [{"key": self.key, "knowledge": self.knowledge}] if self.knowledge else []})
+
+    # -- inbox --------------------------------------------------------------------------
+    def poll(self) -> list[dict]:
+        status, data, _ = self.client.call("GET", f"/inbox?after_seq=0")
+        events = data.get("events", []) if status == 200 else []
+        self.seen = max([e["seq"] for e in events] or [0])
+        return events
+
+    # -- the run ------------------------------------------------------------------------
+    def main(self) -> int:
+        if self.store.finished():
+            return 0
+        deadline = time.monotonic() + 10
+        while True:
+            events = self.poll()
+            intake = next((e for e in events if e["type"] == "intake"), None)
+            if intake is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        if intake is None:
+            print("no intake event arrived", file=sys.stderr)
+            return 3
+        self.intent = intake["payload"]["intent"]
+        self.key = "rsv-" + hashlib.sha256(canonical(self.intent).encode()).hexdigest()[:20]
+        _, self.profile, _ = self.client.call("GET", "/reservation")
+        entries = self.store.entries(self.key)
+        self.knowledge = entries[-1]["knowledge"] if entries else None
+        last = self.store.checkpoint()
+        self.state = last["control"]["state"] if last else "INTAKE"
+        if self.state in TERMINAL:
+            return 0
+        cancelled = any(e["type"] == "cancel" for e in events)
+        if self.knowledge is None:
+            if cancelled:
+                self.finish("CANCELLED_NO_EFFECT", "cancelled before anything was prepared")
+                return 0
+            for state in ("VALIDATED", "PROPOSED", "APPROVED"):
+                self.write(state)
+            self.append("PROPOSED", note="prepared before any send")
+            self.write("EFFECT_PREPARED", "PROPOSED")
+        if self.knowledge == "SENT_UNKNOWN":
+            self.reconcile()
+        if self.knowledge == "PROPOSED":
+            if cancelled:
+                self.append("REJECTED", evidence=["no attempt ever left the worker"])
+                self.finish("CANCELLED_NO_EFFECT", "cancelled before the send")
+                return 0
+            self.dispatch()
+        if self.knowledge == "CONFIRMED" and self.state not in TERMINAL:
+            if self.state != "EFFECT_CONFIRMED":
+                self.write("EFFECT_CONFIRMED", "CONFIRMED")
+            self.finish("SUCCEEDED", "the hold is confirmed by the service")
+        return 0
+
+    def dispatch(self) -> None:
+        attempts = 0
+        while self.knowledge == "PROPOSED":
+            attempts += 1
+            if attempts > ATTEMPT_CEILING:
+                self.append("REJECTED", evidence=["every attempt was refused before execution"])
+                self.finish("FAILED_NO_EFFECT", "attempt ceiling reached")
+                return
+            if self.mistake != "sent_unknown_after":
+                self.append("SENT_UNKNOWN", note="about to send")
+            if self.state != "EFFECT_IN_FLIGHT":
+                self.write("EFFECT_IN_FLIGHT", self.knowledge)
+            self.send()
+
+    def send(self) -> None:
+        try:
+            status, data, headers = self.client.call("POST", "/reservation/reserve", {"intent": self.intent},
+                                                     key=self.key)
+        except Closed as exc:
+            if self.mistake == "sent_unknown_after":
+                self.append("SENT_UNKNOWN", note="recorded after the answer")
+            if self.mistake == "closed_as_not_sent":
+                self.append("PROPOSED", note=f"connection closed ({exc}): taken as not sent")
+                return
+            return self.ambiguous(f"connection closed: {exc}")
+        except Ambiguous as exc:
+            if self.mistake == "sent_unknown_after":
+                self.append("SENT_UNKNOWN", note="recorded after the answer")
+            return self.ambiguous(f"no answer: {exc}")
+        if self.mistake == "sent_unknown_after":
+            self.append("SENT_UNKNOWN", note="recorded after the answer")
+        if status == 200:
+            self.append("CONFIRMED", remote_ref=data["ref"], evidence=[f"reserve answered 200 with {data['ref']}"],
+                        observations=[{"outcome": "accepted", "status": 200}])
+            self.write("EFFECT_CONFIRMED", "CONFIRMED")
+            return
+        code = (data.get("error") or {}).get("code")
+        if status == 429:
+            wait_ms = int(headers.get("retry-after-ms") or 1000 * int(headers.get("retry-after") or 1))
+            time.sleep(wait_ms / 1000)
+            self.append("PROPOSED", evidence=["429: throttled before execution (definite)"])
+            return
+        if status == 409 and code == "conflict_in_flight":
+            return self.reconcile()
+        if status >= 500:
+            return self.ambiguous(f"HTTP {status} ({code})")
+        self.append("REJECTED", evidence=[f"definite refusal: HTTP {status} {code}"])
+        self.finish("FAILED_NO_EFFECT", f"the service refused the request: {code}")
+
+    def ambiguous(self, why: str) -> None:
+        if self.mistake in ("blind_retry",):
+            self.append("PROPOSED", note=f"{why}: resent at once")
+            return
+        self.reconcile()
+
+    def reconcile(self) -> None:
+        """Resolve SENT_UNKNOWN by an authoritative read of the key; wait while it is in flight."""
+        if self.profile.get("lookup") != "by_key":
+            self.finish("FAILED_EFFECT_UNKNOWN", "the service keeps no read by key: the effect may exist",
+                        next_owner="operator")
+            return
+        for _ in range(200):
+            try:
+                status, data, _ = self.client.call("GET", "/reservation/lookup?" + urllib.parse.urlencode(
+                    {"key": self.key}))
+            except Ambiguous:
+                time.sleep(0.01)
+                continue
+            if status != 200:
+                time.sleep(0.01)
+                continue
+            if data.get("found"):
+                rec = data["record"]
+                self.append("CONFIRMED", remote_ref=rec["ref"],
+                            reconciliation=[{"query": "lookup", "as_of": data.get("as_of"), "found": True}],
+                            evidence=[f"lookup by key found {rec['ref']}"])
+                return
+            if not data.get("in_flight") and data.get("consistency") == "strong":
+                self.append("PROPOSED", reconciliation=[{"query": "lookup", "as_of": data.get("as_of"),
+                                                         "found": False}],
+                            evidence=["authoritative absence: lookup by key found nothing in flight"])
+                return
+            time.sleep(0.01)
+        self.finish("FAILED_EFFECT_UNKNOWN", "the key stayed in flight", next_owner="operator")
+
+
+def main(argv: list[str]) -> int:
+    args = [a for a in argv if not a.startswith("--mistake=")]
+    mistakes = [a.split("=", 1)[1] for a in argv if a.startswith("--mistake=")]
+    if len(args) != 2:
+        print("usage: worker.py URL DB [--mistake=NAME]", file=sys.stderr)
+        return 2
+    return Worker(args[0], args[1], mistakes[0] if mistakes else None).main()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
