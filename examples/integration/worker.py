@@ -124,6 +124,7 @@ class Client:
 TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EFFECT_UNKNOWN",
             "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN"}
 ATTEMPT_CEILING = 5
+MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent")
 
 
 def canonical(value) -> str:
@@ -311,10 +312,10 @@ class Worker:
 
 
 def main(argv: list[str]) -> int:
-    args = [a for a in argv if not a.startswith("--mistake=")]
+    args = [a for a in argv if not a.startswith("--")]           # other --options are ignored
     mistakes = [a.split("=", 1)[1] for a in argv if a.startswith("--mistake=")]
-    if len(args) != 2:
-        print("usage: worker.py URL DB [--mistake=NAME]", file=sys.stderr)
+    if len(args) != 2 or any(m not in MISTAKES for m in mistakes):
+        print(f"usage: worker.py URL DB [--mistake={'|'.join(MISTAKES)}]", file=sys.stderr)
         return 2
     return Worker(args[0], args[1], mistakes[0] if mistakes else None).main()
 

@@ -85,8 +85,10 @@ class Card:
         return "\n".join(out)
 
 
-def card(result: ScenarioResult, *, views: set[str], notes: list[str] = ()) -> Card:
-    """The card of one integration trace's check result; ``views`` are the store views found."""
+def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut: list[str] = ()) -> Card:
+    """The card of one integration trace's check result; ``views`` are the store views found; ``cut``
+    the wall-clock limits that ended a run early (its scenario expectations are then not judgeable:
+    what it would have done with more time is wall-clock luck; a violated invariant still fails)."""
     store_missing = not {"ledger", "checkpoints", "finish"} <= views
     findings: dict[str, list] = {}
     unobserved = [v for v in result.violations if _unobservable(v)]
@@ -96,6 +98,8 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = ()) -> C
     lines = []
     for inv in INVARIANTS + EXPECTATIONS:
         why = NOT_JUDGEABLE.get(inv.id)
+        if why is None and cut and inv.id.startswith("EXP-"):
+            why = f"the run was cut by the wall-clock limit ({cut[0]})"
         if why is None and store_missing and inv.id in NEEDS_STORE:
             why = "the worker's store views were not readable (" + ", ".join(
                 sorted({"ledger", "checkpoints", "finish"} - views)) + " missing)"
@@ -113,6 +117,7 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = ()) -> C
     if result.verdict == "unknown":
         reasons.extend(result.notes or ("the checks could not judge every run",))
     reasons.extend(notes)
+    reasons.extend(cut)
     failed = any(line.status == "fail" for line in lines)
     verdict = "fail" if failed else ("inconclusive" if reasons else "pass")
     return Card(scenario=result.id, verdict=verdict, lines=tuple(lines), reasons=tuple(reasons))

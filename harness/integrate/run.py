@@ -47,4 +47,5 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     write_jsonl(events, path)
     result = check_trace(events, trace_path=str(path))
     views = set.intersection(*(rs.store.views_found for rs in sup.runs.values())) if sup.runs else set()
-    return Outcome(scenario=scenario.id, trace=path, result=result, card=card(result, views=views, notes=sup.notes))
+    return Outcome(scenario=scenario.id, trace=path, result=result, card=card(result, views=views, notes=sup.notes,
+                                                                          cut=sup.cut))

@@ -94,6 +94,7 @@ class Supervisor(Hooks):
             self.runs[spec.id] = RunState(id=spec.id, store=SqliteStore(db), db=db)
         self.used: set[int] = set()        # failpoint rules already armed (they fire once)
         self.notes: list[str] = []
+        self.cut: list[str] = []           # the wall-clock limits that ended a run
 
     # ------------------------------------------------------------------ hooks (sandbox threads)
     def observe(self, caller: Caller) -> None:
@@ -317,8 +318,9 @@ class Supervisor(Hooks):
                             self._kill(rs)
                             rs.proc = None
                             self._read(rs, rs.caller)
-                            self._fault(rs, "step_timeout", f"the run did not end within {self.wall_limit_s:g} s "
-                                        "of real time (an unresponsive worker?)")
+                            why = f"{rs.id} did not end within {self.wall_limit_s:g} s of real time"
+                            self.cut.append(why)
+                            self._fault(rs, "step_timeout", f"{why} (an unresponsive worker?)")
                     break
                 for rs in self.runs.values():
                     if rs.done:
