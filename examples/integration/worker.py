@@ -170,7 +170,7 @@ class Worker:
     def finish(self, disposition: str, reason: str, next_owner: str | None = None) -> None:
         self.write(disposition, self.knowledge)
         self.store.finish({"disposition": disposition, "reason": reason, "next_owner": next_owner,
-                           "effects": [{"key": self.key, "knowledge": self.knowledge}] if self.knowledge else []})
+                           "effects": self.effects()})
 
     # -- inbox --------------------------------------------------------------------------
     def poll(self) -> list[dict]:
@@ -200,34 +200,47 @@ class Worker:
         self.knowledge = entries[-1]["knowledge"] if entries else None
         last = self.store.checkpoint()
         self.state = last["control"]["state"] if last else "INTAKE"
-        if self.state in TERMINAL:
+        if self.state in TERMINAL:       # decided, but the finish row was lost in a crash
+            self.store.finish({"disposition": self.state, "reason": "recorded before a crash",
+                               "next_owner": None, "effects": self.effects()})
             return 0
-        cancelled = any(e["type"] == "cancel" for e in events)
         if self.knowledge is None:
-            if cancelled:
+            if self.cancelled():
                 self.finish("CANCELLED_NO_EFFECT", "cancelled before anything was prepared")
                 return 0
-            for state in ("VALIDATED", "PROPOSED", "APPROVED"):
+            order = ["INTAKE", "VALIDATED", "PROPOSED", "APPROVED"]
+            for state in order[order.index(self.state) + 1:] if self.state in order else ():
                 self.write(state)
             self.append("PROPOSED", note="prepared before any send")
             self.write("EFFECT_PREPARED", "PROPOSED")
         if self.knowledge == "SENT_UNKNOWN":
             self.reconcile()
         if self.knowledge == "PROPOSED":
-            if cancelled:
-                self.append("REJECTED", evidence=["no attempt ever left the worker"])
-                self.finish("CANCELLED_NO_EFFECT", "cancelled before the send")
-                return 0
             self.dispatch()
         if self.knowledge == "CONFIRMED" and self.state not in TERMINAL:
             if self.state != "EFFECT_CONFIRMED":
                 self.write("EFFECT_CONFIRMED", "CONFIRMED")
-            self.finish("SUCCEEDED", "the hold is confirmed by the service")
+            if self.cancelled():
+                self.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains",
+                            next_owner="requester")
+            else:
+                self.finish("SUCCEEDED", "the hold is confirmed by the service")
         return 0
+
+    def effects(self) -> list:
+        return [{"key": self.key, "knowledge": self.knowledge}] if self.knowledge else []
+
+    def cancelled(self) -> bool:
+        return any(e["type"] == "cancel" for e in self.poll())
 
     def dispatch(self) -> None:
         attempts = 0
         while self.knowledge == "PROPOSED":
+            if self.cancelled():       # checked right before every send
+                self.append("REJECTED", evidence=["cancelled; no attempt left the worker since the last "
+                                                  "authoritative absence"])
+                self.finish("CANCELLED_NO_EFFECT", "cancelled before the send")
+                return
             attempts += 1
             if attempts > ATTEMPT_CEILING:
                 self.append("REJECTED", evidence=["every attempt was refused before execution"])
@@ -241,8 +254,9 @@ class Worker:
 
     def send(self) -> None:
         try:
-            status, data, headers = self.client.call("POST", "/reservation/reserve", {"intent": self.intent},
-                                                     key=self.key)
+            # retry_owner: this worker owns retries; a proxy in between must not re-send on its own
+            status, data, headers = self.client.call("POST", "/reservation/reserve",
+                                                     {"intent": self.intent, "retry_owner": "caller"}, key=self.key)
         except Closed as exc:
             if self.mistake == "sent_unknown_after":
                 self.append("SENT_UNKNOWN", note="recorded after the answer")
@@ -275,40 +289,53 @@ class Worker:
         self.finish("FAILED_NO_EFFECT", f"the service refused the request: {code}")
 
     def ambiguous(self, why: str) -> None:
-        if self.mistake in ("blind_retry",):
+        if self.mistake == "blind_retry":
             self.append("PROPOSED", note=f"{why}: resent at once")
             return
         self.reconcile()
 
     def reconcile(self) -> None:
-        """Resolve SENT_UNKNOWN by an authoritative read of the key; wait while it is in flight."""
-        if self.profile.get("lookup") != "by_key":
-            self.finish("FAILED_EFFECT_UNKNOWN", "the service keeps no read by key: the effect may exist",
+        """Resolve SENT_UNKNOWN by an authoritative read: the key (lookup), or the incident and slot
+        compared on every intent field (search, only conclusive past the late-delivery bound)."""
+        lookup = self.profile.get("lookup")
+        if lookup not in ("by_key", "by_incident_slot"):
+            self.finish("FAILED_EFFECT_UNKNOWN", "the service offers no authoritative read: the effect may exist",
                         next_owner="operator")
             return
-        for _ in range(200):
+        sent = max([a.get("at", 0) for a in self.store.entries(self.key)[-1]["attempts"]] or [0])
+        bound_s = self.profile.get("max_delivery_delay_ms", 0) / 1000
+        for _ in range(500):
             try:
-                status, data, _ = self.client.call("GET", "/reservation/lookup?" + urllib.parse.urlencode(
-                    {"key": self.key}))
+                if lookup == "by_key":
+                    status, data, _ = self.client.call("GET", "/reservation/lookup?" + urllib.parse.urlencode(
+                        {"key": self.key}))
+                else:
+                    status, data, _ = self.client.call("GET", "/reservation/search?" + urllib.parse.urlencode(
+                        {"incident": self.intent["incident"], "slot": self.intent["slot"]}))
             except Ambiguous:
                 time.sleep(0.01)
                 continue
             if status != 200:
                 time.sleep(0.01)
                 continue
-            if data.get("found"):
-                rec = data["record"]
-                self.append("CONFIRMED", remote_ref=rec["ref"],
-                            reconciliation=[{"query": "lookup", "as_of": data.get("as_of"), "found": True}],
-                            evidence=[f"lookup by key found {rec['ref']}"])
+            if lookup == "by_key":
+                found = [data["record"]] if data.get("found") else []
+                settled = not data.get("in_flight")
+            else:
+                found = [r for r in data.get("records", []) if r.get("intent") == self.intent]
+                settled = time.time() - sent > bound_s       # nothing can land any more
+            if found:
+                self.append("CONFIRMED", remote_ref=found[0]["ref"],
+                            reconciliation=[{"query": lookup, "as_of": data.get("as_of"), "found": True}],
+                            evidence=[f"{lookup} read found {found[0]['ref']}"])
                 return
-            if not data.get("in_flight") and data.get("consistency") == "strong":
-                self.append("PROPOSED", reconciliation=[{"query": "lookup", "as_of": data.get("as_of"),
+            if settled and data.get("consistency") == "strong":
+                self.append("PROPOSED", reconciliation=[{"query": lookup, "as_of": data.get("as_of"),
                                                          "found": False}],
-                            evidence=["authoritative absence: lookup by key found nothing in flight"])
+                            evidence=[f"authoritative absence: {lookup} read found nothing that can still land"])
                 return
             time.sleep(0.01)
-        self.finish("FAILED_EFFECT_UNKNOWN", "the key stayed in flight", next_owner="operator")
+        self.finish("FAILED_EFFECT_UNKNOWN", "the effect stayed unresolved", next_owner="operator")
 
 
 def main(argv: list[str]) -> int:

@@ -46,7 +46,7 @@ NEEDS_STORE = {"PREP-01", "PREP-02", "REC-01", "TRUTH-01", "KEY-02", "KNOW-01", 
 
 
 #: ports whose calls a real worker makes inside itself: evidence of them cannot be observed
-UNOBSERVED_PORTS = ("clock.", "random.", "lease.", "authority.", "operator.")
+UNOBSERVED_PORTS = ("clock.", "random.", "lease.", "authority.", "operator.", "escalation")
 
 
 def _unobservable(v) -> bool:
@@ -85,10 +85,13 @@ class Card:
         return "\n".join(out)
 
 
-def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut: list[str] = ()) -> Card:
+def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut: list[str] = (),
+         timed: list[str] = ()) -> Card:
     """The card of one integration trace's check result; ``views`` are the store views found; ``cut``
     the wall-clock limits that ended a run early (its scenario expectations are then not judgeable:
-    what it would have done with more time is wall-clock luck; a violated invariant still fails)."""
+    what it would have done with more time is wall-clock luck; a violated invariant still fails); ``timed``
+    the scenario's inbox events on the clock rather than anchored to a request (their order against the
+    worker's requests is wall-clock luck, so the expectations are not judgeable; the invariants are)."""
     store_missing = not {"ledger", "checkpoints", "finish"} <= views
     findings: dict[str, list] = {}
     unobserved = [v for v in result.violations if _unobservable(v)]
@@ -100,6 +103,9 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
         why = NOT_JUDGEABLE.get(inv.id)
         if why is None and cut and inv.id.startswith("EXP-"):
             why = f"the run was cut by the wall-clock limit ({cut[0]})"
+        if why is None and timed and inv.id.startswith("EXP-"):
+            why = f"the scenario's {timed[0]} is on the clock, not anchored to a request: under real time its " \
+                  "order against the worker's requests is luck"
         if why is None and store_missing and inv.id in NEEDS_STORE:
             why = "the worker's store views were not readable (" + ", ".join(
                 sorted({"ledger", "checkpoints", "finish"} - views)) + " missing)"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import events
 from ..errors import UsageError
-from ..model import TERMINAL_STATES, WAITING_STATES, validate_checkpoint, validate_effect_entry
+from ..model import TERMINAL_STATES, PortCall, WAITING_STATES, validate_checkpoint, validate_effect_entry
 from ..sandbox import Caller, Hooks, Sandbox
 from ..scenario_compiled import Rule, Scenario
 from .store import SqliteStore, store_path
@@ -150,7 +150,7 @@ class Supervisor(Hooks):
         sb = self.sandbox
         with sb.lock:
             for version, record in rows.ledger:
-                seq = self._call(name, rs.id, "ledger", "append", {"entry": record})
+                seq = self._call(who, rs.id, "ledger", "append", {"entry": record})
                 problems = validate_effect_entry(record)
                 if problems:
                     sb.emit(events.AdapterFault, worker=name, run=rs.id, fault="invalid_effect_entry",
@@ -166,7 +166,7 @@ class Supervisor(Hooks):
                     rs.ledger_count += 1
                 self._answer(name, rs.id, seq, {"index": rs.ledger_count - 1} if not problems else None)
             for version, record in rows.checkpoints:
-                seq = self._call(name, rs.id, "checkpoints", "write", {"checkpoint": record})
+                seq = self._call(who, rs.id, "checkpoints", "write", {"checkpoint": record})
                 problems = validate_checkpoint(record)
                 if problems:
                     sb.emit(events.AdapterFault, worker=name, run=rs.id, fault="invalid_checkpoint",
@@ -181,7 +181,7 @@ class Supervisor(Hooks):
             for _, record in rows.finish:
                 rec = record if isinstance(record, dict) else {}
                 disposition = str(rec.get("disposition"))
-                seq = self._call(name, rs.id, "run", "finish", rec)
+                seq = self._call(who, rs.id, "run", "finish", rec)
                 sb.emit(events.Finish, worker=name, run=rs.id, disposition=disposition,
                         effects=rec.get("effects"), next_owner=rec.get("next_owner"), reason=rec.get("reason"),
                         packet=rec.get("packet"), accepted=True, stale=False, call=seq)
@@ -191,11 +191,19 @@ class Supervisor(Hooks):
                 elif disposition in _WAITING:
                     rs.waiting = disposition
 
-    def _call(self, worker, run, port, op, args) -> int:
+    def _call(self, who: Caller | None, run, port, op, args) -> int:
+        """A store write read from the worker's views, as the port call it stands for; the scenario
+        events anchored to it are delivered from now (the worker's next request or poll sees them)."""
         sb = self.sandbox
         key = (run, port, op)
         nth = sb.ordinals[key] = sb.ordinals.get(key, 0) + 1
-        return sb.emit(events.Call, worker=worker, run=run, port=port, op=op, args=args, nth=nth)["seq"]
+        seq = sb.emit(events.Call, worker=who.name if who else None, run=run, port=port, op=op, args=args,
+                      nth=nth)["seq"]
+        if who is not None:
+            call = PortCall(port=port, op=op, args=args)
+            sb.anchored("before", who, call, nth, at_once=True)
+            sb.anchored("after", who, call, nth, at_once=True)
+        return seq
 
     def _answer(self, worker, run, seq, value) -> None:
         ok = value is not None
@@ -221,7 +229,7 @@ class Supervisor(Hooks):
         rs.log = self.out / f"{caller.slug}.log"
         with sb.lock:
             sb.emit(events.Start, worker=caller.name, run=rs.id, number=caller.number, env=dict(self.scenario.env))
-            seq = self._call(caller.name, rs.id, "lease", "acquire", {"ttl_ms": LEASE_TTL_MS})
+            seq = self._call(caller, rs.id, "lease", "acquire", {"ttl_ms": LEASE_TTL_MS})
             expires = sb.clock.now() + LEASE_TTL_MS
             sb.emit(events.Lease, worker=caller.name, run=rs.id, op="acquire", epoch=caller.number,
                     owner=caller.name, expires_at=expires, call=seq)

@@ -204,7 +204,7 @@ class Sandbox:
             self.hooks.observe(caller)
             key = (caller.run, port, op)
             nth = self.ordinals[key] = self.ordinals.get(key, 0) + 1
-            self._anchored("before", caller, call, nth)
+            self.anchored("before", caller, call, nth)
             seq = self.emit(events.Call, worker=caller.name, run=caller.run, port=port, op=op, args=args,
                             nth=nth)["seq"]
             supervised = self.hooks.supervised
@@ -220,7 +220,7 @@ class Sandbox:
         if pause is not None and pause.boundary == "before":
             self.hooks.pause(caller, pause, seq)
         answer = self._execute(svc, caller, call, seq, fault)
-        self._anchored("after", caller, call, nth)
+        self.anchored("after", caller, call, nth)
         if crash is not None:   # after: it took effect; the worker never sees the answer
             with self.lock:
                 self._result(caller, seq, answer, delivered=False)
@@ -398,7 +398,7 @@ class Sandbox:
                 self._at(ev.at_ms, lambda e=ev: self._world_event(e))
 
     def _at(self, t_ms: int, action: Callable[[], None]) -> None:
-        if t_ms <= 0:
+        if t_ms <= self.clock.now():
             action()
             return
         timer = threading.Timer(self.clock.real_s(t_ms - self.clock.now()), lambda: None if self._stop.is_set()
@@ -407,13 +407,17 @@ class Sandbox:
         self._timers.append(timer)
         timer.start()
 
-    def _anchored(self, when: str, caller: Caller, call: PortCall, nth: int) -> None:
+    def anchored(self, when: str, caller: Caller, call: PortCall, nth: int, *, at_once: bool = False) -> None:
+        """Deliver the scenario events anchored ``when`` (before / after) a call like this one, each its
+        delay later; ``at_once``: now, whatever the delay (a store write the supervisor has just read:
+        the worker is blocked on its next request or poll, which must see what was anchored to it)."""
         with self.lock:
             for index, ev in enumerate(self.scenario.events):
                 if ev.anchor == when and index not in self.anchors_fired and \
                         self.rules.matches(ev.match, caller.run, caller.run, caller.number, call, nth):
                     self.anchors_fired.add(index)
-                    self._at(self.clock.now() + ev.at_ms, lambda e=ev, c=call: self._world_event(e, c))
+                    self._at(self.clock.now() + (0 if at_once else ev.at_ms),
+                             lambda e=ev, c=call: self._world_event(e, c))
 
     def _world_event(self, ev, anchor_call: PortCall | None = None) -> None:
         data = dict(ev.data)
