@@ -36,7 +36,7 @@ def _alive_with(marker: str) -> list[int]:
             state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
         except OSError:
             continue
-        if marker in cmd and state != "Z":
+        if marker in cmd and state != "Z" and " -m crashlab " not in cmd:   # a worker, not crashlab itself
             found.append(int(pid))
     return found
 
@@ -190,3 +190,41 @@ def test_cli_integrate_and_its_usage_errors(out, capsys):
                  str(out / "p")]) == 3
     assert "unknown placeholder" in capsys.readouterr().err
     assert main(["integrate", "--worker", "x"]) == 3
+
+
+def test_a_pause_stops_and_resumes_the_worker_group(out):
+    from crashlab.scenario_loader import from_dict
+
+    sc = from_dict({"id": "pause-test", "title": "a pause at the reserve", "seed": 1,
+                    "clock": {"origin": "10:00", "horizon": "10:10"}, "services": {"reservation": {}},
+                    "runs": [{"id": "run-1", "approval": {"mode": "none"},
+                              "intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
+                                         "technician": "X", "quantity": 1, "principal": "U-1"}}],
+                    "pauses": [{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "before",
+                                "resume_after": "5s"}]})
+    outcome = integrate(sc, worker=careful(out), out=out)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    from crashlab.trace import read_jsonl
+
+    kinds = [e["kind"] for e in read_jsonl(outcome.trace)]
+    assert kinds.index("pause") < kinds.index("resume") and kinds.count("start") == 1
+
+
+def test_ctrl_c_stops_the_run_and_leaves_nothing_behind(out):
+    worker = script(out, "import time\nwhile True: time.sleep(1)\n")
+    marker = out / "bad_worker.py"
+    proc = subprocess.Popen([sys.executable, "-m", "crashlab", "integrate", "matrix-throttling", "--worker", worker,
+                             "--out", str(out / "o")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while not _alive_with(str(marker)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive_with(str(marker)), "the worker never started"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and b"interrupted" in err and b"Traceback" not in err, err
+    assert not _alive_with(str(marker))

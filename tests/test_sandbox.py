@@ -197,3 +197,19 @@ def test_the_trace_is_in_the_vocabulary(serve, tmp_path):
     events = sb.end({"run-1": {"finished": None, "waiting": None, "workers": 1}})
     write_jsonl(events, tmp_path / "t.jsonl")
     assert [e["kind"] for e in read_jsonl(tmp_path / "t.jsonl")][:1] == ["header"]
+
+
+def test_docs_map_every_route_status_and_fault():
+    from pathlib import Path
+
+    from crashlab.sandbox import FAULTS, ROUTES, STATUS
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "integration.md").read_text()
+    for kind, routes in ROUTES.items():
+        for op, route in routes.items():
+            path = f"/{kind}" if op == "describe" else f"/{kind}/{op}"
+            assert f"`{route.method} {path}" in text, (kind, op)
+    for code, status in STATUS.items():
+        assert f"`{code}`" in text and str(status) in text, code
+    for fault in FAULTS:
+        assert f"`{fault}`" in text, fault
