@@ -207,7 +207,7 @@ def test_docs_map_every_route_status_and_fault():
     text = (Path(__file__).resolve().parent.parent / "docs" / "integration.md").read_text()
     for kind, routes in ROUTES.items():
         for op, route in routes.items():
-            path = f"/{kind}" if op == "describe" else f"/{kind}/{op}"
+            path = "/{service}" if op == "describe" else f"/{kind}/{op}"
             assert f"`{route.method} {path}" in text, (kind, op)
     for code, status in STATUS.items():
         assert f"`{code}`" in text and str(status) in text, code
