@@ -111,6 +111,8 @@ def test_the_integration_trace_reads_checks_and_shows_unchanged(out):
     reserve = next(e["seq"] for e in events if e["kind"] == "call" and e["op"] == "reserve")
     assert any(e["kind"] == "ledger" and e["knowledge"] == "SENT_UNKNOWN" and e["seq"] < reserve for e in events)
     assert main(["show", str(outcome.trace)]) == 0
+    assert main(["report", str(outcome.trace), "--out", str(out / "report"), "-q"]) == 0
+    assert (out / "report" / "index.html").exists() and (out / "report" / "figures").is_dir()
 
 
 def test_an_exiting_worker_is_a_recorded_fault(out):

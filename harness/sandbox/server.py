@@ -1,9 +1,9 @@
 """The sandbox: a scenario's synthetic services as real HTTP endpoints on 127.0.0.1.
 
 The semantics are crashlab.services' (the same classes the simulator runs) and the rules are
-matched by crashlab.faults; this module only maps HTTP onto them (httpmap.py) and applies
-each fault on the socket. Everything the services do is written to one trace in crashlab's
-vocabulary (``Sandbox.trace``): every request as a ``call`` and its answer as a ``result``
+matched by crashlab.faults; this module applies each request and each fault (what to answer, or
+to close with no answer), handler.py reads and writes the HTTP by the mapping in httpmap.py.
+Everything the services do is written to one trace in crashlab's vocabulary (``Sandbox.trace``): every request as a ``call`` and its answer as a ``result``
 on the port lane, every commit, replay, refusal and fault on the remote and fault lanes.
 
 Time is real and scaled: the sandbox's clock reads scenario milliseconds, ``time_scale``
@@ -15,14 +15,12 @@ store while it is blocked on a request, kill or pause it when a crash or pause r
 """
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import quote
 
 from .. import events
 from ..errors import UsageError
@@ -32,9 +30,8 @@ from ..ports import PortError
 from ..scenario_compiled import Rule, Scenario
 from ..services import SERVICE_CLASSES, Service
 from ..trace import Trace
-from .httpmap import INBOX_PATH, ROUTES, STATUS
+from .httpmap import STATUS
 
-MAX_BODY = 1 << 20          # a request body of at most 1 MiB
 MAX_HOLD_S = 30.0           # no request is held longer than this, whatever the scale
 
 
@@ -111,14 +108,16 @@ class Sandbox:
         self._timers: list[threading.Timer] = []
         self._event_ids = 0
         self._port = port
-        self.httpd: ThreadingHTTPServer | None = None
+        self.httpd: "Server | None" = None
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> str:
-        handler = type("Handler", (_Handler,), {"sandbox": self})
+        from .handler import Handler, Server
+
+        handler = type("Handler", (Handler,), {"sandbox": self})
         try:
-            self.httpd = _Server(("127.0.0.1", self._port), handler)
+            self.httpd = Server(("127.0.0.1", self._port), handler)
         except OSError as exc:
             raise UsageError(f"cannot listen on 127.0.0.1:{self._port}: {exc.strerror or exc}",
                              hint="choose another --port, or 0 for any free port") from None
@@ -475,120 +474,3 @@ class Answer:
     @classmethod
     def closed(cls, seq: int, exc: PortError | None = None) -> "Answer":
         return cls(seq, 0, None, exc or PortError("timeout", "the worker was killed; no answer"))
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-    request_queue_size = 64
-
-    def handle_error(self, request, client_address) -> None:   # quiet: a broken client is not our error
-        return
-
-
-class _Handler(BaseHTTPRequestHandler):
-    sandbox: Sandbox
-    protocol_version = "HTTP/1.1"          # keep-alive: a client reuses its connection
-    disable_nagle_algorithm = True         # TCP_NODELAY: no 40 ms stall on delayed ACK
-    timeout = 60                           # an idle kept-alive connection is closed after this
-
-    def log_message(self, format, *args) -> None:   # quiet: the trace is the log
-        return
-
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def _serve(self, method: str) -> None:
-        sb = self.sandbox
-        parts = urlsplit(self.path)
-        segs = [unquote(s) for s in parts.path.strip("/").split("/")]
-        if len(segs) < 3 or segs[0] != "w":
-            return self._problem(404, "bad_request", "paths are /w/{worker}/{service}/{operation} "
-                                 "(docs/integration.md, HTTP mapping)")
-        caller = sb.caller(segs[1])
-        if caller is None:
-            return self._problem(404, "bad_request", f"no worker {segs[1]!r} here: use the base URL you were "
-                                 "started with (/w/{run}.w{number})")
-        body = self._body(method)
-        if body is None:
-            return
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        if segs[2] == INBOX_PATH and len(segs) == 3 and method == "GET":
-            try:
-                after = int(query.get("after_seq", "0"))
-            except ValueError:
-                return self._problem(400, "bad_request", "after_seq must be an integer")
-            return self._send(200, sb.poll(caller, after))
-        svc = sb.services.get(segs[2])
-        op = segs[3] if len(segs) > 3 else "describe"
-        route = ROUTES.get(svc.kind, {}).get(op) if svc is not None else None
-        if route is None or len(segs) > 4:
-            return self._problem(404, "bad_request", f"no operation {'/'.join(segs[2:])!r} (services: "
-                                 f"{', '.join(sb.services)}; docs/integration.md)")
-        if route.method != method:
-            return self._problem(405, "bad_request", f"{op} is {route.method}")
-        if method == "GET":
-            args: dict = {}
-            for name in route.params:
-                if name in query:
-                    value: Any = query[name]
-                    if name in route.ints:
-                        try:
-                            value = int(value)
-                        except ValueError:
-                            return self._problem(400, "bad_request", f"{name} must be an integer")
-                    args[name] = value
-        else:
-            args = {k: v for k, v in body.items() if k in route.params}
-        if route.keyed:
-            key = self.headers.get("Idempotency-Key")
-            args["key"] = key if key else None
-        answer = sb.request(caller, svc.name, op, args)
-        if answer.status == 0:
-            self.close_connection = True       # no status line: the connection just closes
-            return
-        if answer.error is not None:
-            return self._send(answer.status, {"error": answer.error.to_json()}, answer.headers)
-        self._send(200, answer.value)
-
-    def _body(self, method: str) -> dict | None:
-        if method != "POST":
-            return {}
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0 or length > MAX_BODY:
-            self._problem(413 if length > MAX_BODY else 400, "bad_request",
-                          f"a POST needs a Content-Length of at most {MAX_BODY} bytes")
-            return None
-        raw = self.rfile.read(length) if length else b"{}"
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            self._problem(400, "bad_request", "the body must be one JSON object")
-            return None
-        return body
-
-    def _problem(self, status: int, code: str, message: str) -> None:
-        self._send(status, {"error": {"code": code, "definite": True, "message": message}})
-
-    def _send(self, status: int, payload: Any, headers: dict | None = None) -> None:
-        data = json.dumps(payload, sort_keys=True).encode()
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except OSError:
-            self.close_connection = True   # the worker went away (killed): nothing to answer
-
