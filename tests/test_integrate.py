@@ -230,3 +230,17 @@ def test_ctrl_c_stops_the_run_and_leaves_nothing_behind(out):
             proc.wait()
     assert proc.returncode == 130 and b"interrupted" in err and b"Traceback" not in err, err
     assert not _alive_with(str(marker))
+
+
+def test_a_worker_that_forks_out_of_its_group_is_a_recorded_fault_and_nothing_survives(out):
+    worker = script(out, """
+        import os, sys, time
+        if os.fork() == 0:
+            os.setsid()                     # leaves the worker's process group
+            while True:
+                time.sleep(1)
+        sys.exit(0)
+        """)
+    outcome = integrate(resolve("matrix-throttling"), worker=worker, out=out)
+    faults = [v.message for v in outcome.result.violations if v.invariant == "ADAPTER-FAULT"]
+    assert any("outside its process group" in m for m in faults), faults

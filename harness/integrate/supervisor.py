@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -57,6 +58,7 @@ class RunState:
     db: Path
     workers: int = 0
     proc: subprocess.Popen | None = None
+    pgid: int = 0                      # the current worker's process group (its pid)
     caller: Caller | None = None
     log: Path | None = None
     killed: str | None = None          # the boundary of a crash the supervisor inflicted
@@ -95,6 +97,7 @@ class Supervisor(Hooks):
         self.used: set[int] = set()        # failpoint rules already armed (they fire once)
         self.notes: list[str] = []
         self.cut: list[str] = []           # the wall-clock limits that ended a run
+        self.token = secrets.token_hex(8)  # in every worker's environment: finds what escaped its group
 
     # ------------------------------------------------------------------ hooks (sandbox threads)
     def observe(self, caller: Caller) -> None:
@@ -225,7 +228,8 @@ class Supervisor(Hooks):
                              "double a literal brace)") from None
         env = {**os.environ, "CRASHLAB_URL": values["url"], "CRASHLAB_DB": values["db"],
                "CRASHLAB_WORKER": caller.name, "CRASHLAB_RUN": rs.id, "CRASHLAB_EPOCH": str(caller.number),
-               "CRASHLAB_FAILPOINT": ",".join(spec for spec, _ in rs.failpoints)}
+               "CRASHLAB_FAILPOINT": ",".join(spec for spec, _ in rs.failpoints),
+               "CRASHLAB_SESSION": f"{self.token}/{caller.slug}"}
         rs.log = self.out / f"{caller.slug}.log"
         with sb.lock:
             sb.emit(events.Start, worker=caller.name, run=rs.id, number=caller.number, env=dict(self.scenario.env))
@@ -242,6 +246,7 @@ class Supervisor(Hooks):
                 rs.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                            env=env, start_new_session=True, preexec_fn=_die_with_parent,
                                            close_fds=True)
+                rs.pgid = rs.proc.pid
             except OSError as exc:
                 rs.proc = None
                 self._fault(rs, "died", f"cannot start adapter command {argv[0]!r}: {exc.strerror or exc}")
@@ -272,6 +277,44 @@ class Supervisor(Hooks):
         except subprocess.TimeoutExpired:
             pass
 
+    def _sweep(self, rs: RunState | None = None) -> None:
+        """Kill every process a worker left behind: its group, and any process outside it that carries
+        this supervisor's token in its environment (a fork that left the group: a recorded fault)."""
+        if rs is not None and rs.pgid:
+            try:
+                os.killpg(rs.pgid, signal.SIGKILL)      # what is left of its group
+            except OSError:
+                pass
+        marker = f"CRASHLAB_SESSION={self.token}/".encode()
+        escaped: dict[str, list[int]] = {}
+        for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as fh:
+                    env = fh.read()
+            except OSError:
+                continue
+            at = env.find(marker)
+            if at < 0:
+                continue
+            slug = env[at + len(marker):].split(b"\0", 1)[0].decode("utf-8", "replace")
+            live = [r for r in self.runs.values() if r.proc is not None and r.caller and r.caller.slug == slug]
+            try:
+                if live and os.getpgid(int(entry)) == live[0].proc.pid:
+                    continue          # a live worker's own process
+                os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                continue
+            escaped.setdefault(slug, []).append(int(entry))
+        for slug, pids in escaped.items():
+            owner = next((r for r in self.runs.values() if r.caller and r.caller.slug == slug), None)
+            with self.sandbox.lock:
+                self.sandbox.emit(events.AdapterFault, worker=owner.caller.name if owner else None,
+                                  run=owner.id if owner else None, fault="forked",
+                                  message=f"the worker left {len(pids)} process(es) running outside its process "
+                                          f"group (pid {', '.join(map(str, pids[:5]))}); crashlab killed them")
+
     def _fault(self, rs: RunState, fault: str, message: str) -> None:
         with self.sandbox.lock:
             self.sandbox.emit(events.AdapterFault, worker=rs.caller.name if rs.caller else None, run=rs.id,
@@ -290,6 +333,7 @@ class Supervisor(Hooks):
         """The current worker's process ended: a crash we inflicted, a failpoint, a finish or a fault."""
         code = rs.proc.returncode
         rs.proc = None
+        self._sweep(rs)
         self._read(rs, rs.caller)
         caller = rs.caller
         if rs.killed is not None:
@@ -358,6 +402,7 @@ class Supervisor(Hooks):
                 if rs.proc is not None:
                     self._kill(rs)
                     rs.proc = None
+            self._sweep()
             sb.stop()
         for rs in self.runs.values():
             self._read(rs, rs.caller)
