@@ -183,9 +183,14 @@ def test_killing_crashlab_itself_leaves_no_worker_behind(out):
 def test_cli_integrate_and_its_usage_errors(out, capsys):
     from crashlab.cli import main
 
-    assert main(["integrate", "matrix-ambiguous-effect", "--worker", careful(out), "--out", str(out / "o")]) == 0
+    assert main(["integrate", "matrix-ambiguous-effect", "--worker", careful(out), "--out", str(out / "o"),
+                 "--json", str(out / "cards.json")]) == 0
     text = capsys.readouterr().out
-    assert "integration verdict PASS" in text and "limitation:" in text
+    assert "integration verdict PASS" in text and "limitation:" in text and "not judgeable: OWN-" in text
+    import json
+    card_json = json.loads((out / "cards.json").read_text())["integration"][0]
+    assert card_json["verdict"] == "pass" and {"id": "EFF-01", "status": "pass"}.items() <= next(
+        i for i in card_json["invariants"] if i["id"] == "EFF-01").items()
     assert main(["integrate", "matrix-ambiguous-effect", "--worker", careful(out), "--store", "postgres://x"]) == 3
     assert "only sqlite:PATH" in capsys.readouterr().err
     assert main(["integrate", "matrix-ambiguous-effect", "--worker", "python3 w.py {nope}", "--out",

@@ -73,16 +73,29 @@ class Card:
         return {"pass": 0, "fail": 1}.get(self.verdict, 2)
 
     def text(self) -> str:
+        """Every rule once: the failures with their first finding, the passes in one list, the rules
+        not judgeable grouped by why."""
         out = [f"{self.scenario}: integration verdict {self.verdict.upper()}"]
         for line in self.lines:
-            if line.status != "pass":
-                out.append(f"  {line.invariant:<18} {line.status:<14} {line.why}")
-        judged = sum(1 for line in self.lines if line.status != "not judgeable")
-        out.append(f"  {judged} rules judged, {sum(1 for l in self.lines if l.status == 'fail')} failed; "
-                   f"{len(self.lines) - judged} not judgeable")
+            if line.status == "fail":
+                out.append(f"  FAIL {line.invariant}: {line.why}")
+        passed = [line.invariant for line in self.lines if line.status == "pass"]
+        if passed:
+            out.append(f"  pass: {', '.join(passed)}")
+        reasons: dict[str, list[str]] = {}
+        for line in self.lines:
+            if line.status == "not judgeable":
+                reasons.setdefault(line.why, []).append(line.invariant)
+        for why, ids in reasons.items():
+            out.append(f"  not judgeable: {', '.join(ids)}: {why}")
         out.extend(f"  inconclusive: {r}" for r in self.reasons)
         out.append(f"  limitation: {LIMITATION}")
         return "\n".join(out)
+
+    def to_json(self) -> dict:
+        return {"scenario": self.scenario, "verdict": self.verdict, "limitation": LIMITATION,
+                "reasons": list(self.reasons),
+                "invariants": [{"id": l.invariant, "status": l.status, "why": l.why} for l in self.lines]}
 
 
 def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut: list[str] = (),

@@ -29,6 +29,7 @@ def add_parsers(cmd) -> None:
                         f"(default {WALL_LIMIT_S:g})")
     p.add_argument("--out", default="crashlab-integrate", metavar="DIR",
                    help="folder for the traces, stores and worker logs (default: crashlab-integrate)")
+    p.add_argument("--json", metavar="PATH", help="write every scenario's card as JSON here")
     p.set_defaults(handler=run)
 
 
@@ -45,14 +46,20 @@ def run(args: argparse.Namespace) -> int:
     if not args.time_scale > 0 or not args.wall_limit > 0:
         raise UsageError("--time-scale and --wall-limit must be positive")
     scenarios = [resolve(n) for n in names]
-    codes = []
+    codes, cards = [], []
     for sc in scenarios:
         outcome = integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
                             time_scale=args.time_scale, wall_limit_s=args.wall_limit)
         print(outcome.card.text())
         print(f"  trace: {outcome.trace}", flush=True)
         codes.append(outcome.card.exit_code)
-    verdicts = {0: "pass", 1: "fail", 2: "inconclusive"}
+        cards.append({**outcome.card.to_json(), "trace": str(outcome.trace)})
+    if args.json:
+        import json
+
+        from ..files import atomic_writer
+        with atomic_writer(Path(args.json)) as fh:
+            fh.write(json.dumps({"integration": cards}, indent=1, sort_keys=True) + "\n")
     print(f"integration: {sum(c == 0 for c in codes)} pass, {sum(c == 1 for c in codes)} fail, "
           f"{sum(c == 2 for c in codes)} inconclusive of {len(codes)}")
     return 1 if 1 in codes else (2 if 2 in codes else 0)
