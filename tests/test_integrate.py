@@ -191,8 +191,11 @@ def test_cli_integrate_and_its_usage_errors(out, capsys):
     card_json = json.loads((out / "cards.json").read_text())["integration"][0]
     assert card_json["verdict"] == "pass" and {"id": "EFF-01", "status": "pass"}.items() <= next(
         i for i in card_json["invariants"] if i["id"] == "EFF-01").items()
-    assert main(["integrate", "matrix-ambiguous-effect", "--worker", careful(out), "--store", "postgres://x"]) == 3
-    assert "only sqlite:PATH" in capsys.readouterr().err
+    assert main(["integrate", "matrix-ambiguous-effect", "--worker", careful(out), "--store", "mysql://x"]) == 3
+    assert "give sqlite:{db} or postgresql://" in capsys.readouterr().err
+    assert main(["integrate", "matrix-ambiguous-effect", "--worker", careful(out), "--store",
+                 "postgresql://u@db.example.com/{db}"]) == 3
+    assert "must be on 127.0.0.1" in capsys.readouterr().err
     assert main(["integrate", "matrix-ambiguous-effect", "--worker", "python3 w.py {nope}", "--out",
                  str(out / "p")]) == 3
     assert "unknown placeholder" in capsys.readouterr().err

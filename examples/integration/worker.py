@@ -25,6 +25,7 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -87,6 +88,51 @@ class Store:
         self._write("run.finish", "INSERT INTO finish (record) VALUES (?)", record)
 
 
+class PsqlStore(Store):
+    """The same store on PostgreSQL (a ``postgresql://`` {db}), through the psql client: no driver
+    needed. The views carry each row's commit timestamp where the server tracks them, so crashlab
+    orders the writes it reads in one batch as they were committed."""
+
+    TABLES = """
+    CREATE TABLE IF NOT EXISTS checkpoints (version BIGSERIAL PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS ledger (seq BIGSERIAL PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS finish (seq BIGSERIAL PRIMARY KEY, record TEXT NOT NULL);
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        stamp = ", pg_xact_commit_timestamp(xmin) AS committed_at" \
+            if self.sql("SHOW track_commit_timestamp").strip() == "on" else ""
+        self.sql(self.TABLES + "".join(
+            f"CREATE OR REPLACE VIEW crashlab_{t} AS SELECT {k}, record{stamp} FROM {t};\n"
+            for t, k in (("checkpoints", "version"), ("ledger", "seq"), ("finish", "seq"))))
+
+    def sql(self, text: str, **values: str) -> str:
+        argv = ["psql", self.url, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
+        for name, value in values.items():
+            argv += ["-v", f"{name}={value}"]
+        done = subprocess.run(argv + ["-f", "-"], input=text, capture_output=True, text=True, timeout=30)
+        if done.returncode != 0:
+            raise SystemExit(f"store: {done.stderr.strip()}")
+        return done.stdout
+
+    def _write(self, point: str, sql: str, record: dict) -> None:
+        failpoint(point, "before")
+        self.sql(sql.replace("?", ":'rec'") + ";", rec=json.dumps(record, sort_keys=True))
+        failpoint(point, "after")
+
+    def checkpoint(self) -> dict | None:
+        row = self.sql("SELECT record FROM checkpoints ORDER BY version DESC LIMIT 1").strip()
+        return json.loads(row) if row else None
+
+    def entries(self, key: str) -> list[dict]:
+        rows = self.sql("SELECT record FROM ledger ORDER BY seq").splitlines()
+        return [e for e in (json.loads(r) for r in rows if r) if e["semantic_key"] == key]
+
+    def finished(self) -> bool:
+        return bool(self.sql("SELECT 1 FROM finish LIMIT 1").strip())
+
+
 # --------------------------------------------------------------------------- the service client
 class Ambiguous(Exception):
     """The request may have been executed: a 5xx, a timeout or a closed connection."""
@@ -134,7 +180,7 @@ def canonical(value) -> str:
 class Worker:
     def __init__(self, url: str, db: str, mistake: str | None) -> None:
         self.client = Client(url)
-        self.store = Store(db)
+        self.store = PsqlStore(db) if db.startswith(("postgresql://", "postgres://")) else Store(db)
         self.mistake = mistake
         self.worker = os.environ.get("CRASHLAB_WORKER", "worker")
         self.epoch = int(os.environ.get("CRASHLAB_EPOCH", "1"))

@@ -21,7 +21,8 @@ def add_parsers(cmd) -> None:
     p.add_argument("--worker", required=True, metavar="CMD",
                    help="the worker command, e.g. 'python3 worker.py {url} {db}'")
     p.add_argument("--store", default="sqlite:{db}", metavar="URL",
-                   help="the worker's store: sqlite:{db} (default: one database per run in the output folder)")
+                   help="the worker's store: sqlite:{db} (default: one database file per run in the output folder) "
+                        "or postgresql://USER@127.0.0.1:PORT/{db} (one database per run, created empty)")
     p.add_argument("--time-scale", type=float, default=DEFAULT_TIME_SCALE, metavar="N",
                    help=f"scenario milliseconds per real millisecond (default {DEFAULT_TIME_SCALE:g})")
     p.add_argument("--wall-limit", type=float, default=WALL_LIMIT_S, metavar="S",

@@ -32,7 +32,7 @@ from ..errors import UsageError
 from ..model import TERMINAL_STATES, PortCall, WAITING_STATES, validate_checkpoint, validate_effect_entry
 from ..sandbox import Caller, Hooks, Sandbox
 from ..scenario_compiled import Rule, Scenario
-from .store import SqliteStore, store_path
+from .store import PostgresStore, SqliteStore, open_store
 
 DEFAULT_TIME_SCALE = 100.0
 WALL_LIMIT_S = 30.0            # a scenario's real-time limit: beyond it the worker is unresponsive
@@ -54,8 +54,7 @@ def _die_with_parent() -> None:   # in the child, before exec: SIGKILL when cras
 @dataclass(slots=True)
 class RunState:
     id: str
-    store: SqliteStore
-    db: Path
+    store: SqliteStore | PostgresStore
     workers: int = 0
     proc: subprocess.Popen | None = None
     pgid: int = 0                      # the current worker's process group (its pid)
@@ -90,10 +89,9 @@ class Supervisor(Hooks):
         self.sandbox = Sandbox(scenario, time_scale=time_scale, hooks=self, adapter=f"integrate:{worker}")
         self.runs: dict[str, RunState] = {}
         for spec in scenario.runs:
-            db = store_path(store, run=spec.id, out=self.out)
-            if db.exists():
-                db.unlink()      # every integration run starts from an empty store
-            self.runs[spec.id] = RunState(id=spec.id, store=SqliteStore(db), db=db)
+            st = open_store(store, scenario=scenario.id, run=spec.id, out=self.out)
+            st.reset()           # every integration run starts from an empty store
+            self.runs[spec.id] = RunState(id=spec.id, store=st)
         self.used: set[int] = set()        # failpoint rules already armed (they fire once)
         self.notes: list[str] = []
         self.cut: list[str] = []           # the wall-clock limits that ended a run
@@ -145,54 +143,59 @@ class Supervisor(Hooks):
         rows = rs.store.read()
         if rows.problem and rs.store_problem is None:
             rs.store_problem = rows.problem
-        if not (rows.checkpoints or rows.ledger or rows.finish):
+        if not rows.items:
             return
         who = caller or rs.caller
-        name = who.name if who else None
-        epoch = who.number if who else 0
-        sb = self.sandbox
-        with sb.lock:
-            for version, record in rows.ledger:
-                seq = self._call(who, rs.id, "ledger", "append", {"entry": record})
-                problems = validate_effect_entry(record)
-                if problems:
-                    sb.emit(events.AdapterFault, worker=name, run=rs.id, fault="invalid_effect_entry",
-                            message="a ledger row fails the effect-entry schema", call=seq, problems=problems,
-                            entry=record)
-                else:
-                    key = record["semantic_key"]
-                    previous = rs.knowledge.get(key)
-                    rs.knowledge[key] = record["knowledge"]
-                    sb.emit(events.Ledger, worker=name, run=rs.id, index=rs.ledger_count, key=key,
-                            knowledge=record["knowledge"], previous=previous, epoch=record["lease_epoch"],
-                            live_epoch=epoch, entry=record, call=seq)
-                    rs.ledger_count += 1
-                self._answer(name, rs.id, seq, {"index": rs.ledger_count - 1} if not problems else None)
-            for version, record in rows.checkpoints:
-                seq = self._call(who, rs.id, "checkpoints", "write", {"checkpoint": record})
-                problems = validate_checkpoint(record)
-                if problems:
-                    sb.emit(events.AdapterFault, worker=name, run=rs.id, fault="invalid_checkpoint",
-                            message="a checkpoint row fails the checkpoint schema", call=seq, problems=problems,
-                            checkpoint=record)
-                else:
-                    control = record["control"]
-                    sb.emit(events.Checkpoint, worker=name, run=rs.id, version=int(version),
-                            state=control["state"], owner=control["owner"], epoch=control["lease_epoch"],
-                            state_version=control["state_version"], checkpoint=record, call=seq)
-                self._answer(name, rs.id, seq, {"version": int(version)} if not problems else None)
-            for _, record in rows.finish:
-                rec = record if isinstance(record, dict) else {}
-                disposition = str(rec.get("disposition"))
-                seq = self._call(who, rs.id, "run", "finish", rec)
-                sb.emit(events.Finish, worker=name, run=rs.id, disposition=disposition,
-                        effects=rec.get("effects"), next_owner=rec.get("next_owner"), reason=rec.get("reason"),
-                        packet=rec.get("packet"), accepted=True, stale=False, call=seq)
-                self._answer(name, rs.id, seq, {"accepted": True})
-                if disposition in _TERMINAL:
-                    rs.finished = disposition
-                elif disposition in _WAITING:
-                    rs.waiting = disposition
+        with self.sandbox.lock:
+            for view, number, record in rows.items:
+                {"ledger": self._ledger_row, "checkpoints": self._checkpoint_row,
+                 "finish": self._finish_row}[view](rs, who, number, record)
+
+    def _ledger_row(self, rs: RunState, who: Caller | None, number, record) -> None:
+        sb, name = self.sandbox, who.name if who else None
+        seq = self._call(who, rs.id, "ledger", "append", {"entry": record})
+        problems = validate_effect_entry(record)
+        if problems:
+            sb.emit(events.AdapterFault, worker=name, run=rs.id, fault="invalid_effect_entry",
+                    message="a ledger row fails the effect-entry schema", call=seq, problems=problems, entry=record)
+        else:
+            key = record["semantic_key"]
+            previous = rs.knowledge.get(key)
+            rs.knowledge[key] = record["knowledge"]
+            sb.emit(events.Ledger, worker=name, run=rs.id, index=rs.ledger_count, key=key,
+                    knowledge=record["knowledge"], previous=previous, epoch=record["lease_epoch"],
+                    live_epoch=who.number if who else 0, entry=record, call=seq)
+            rs.ledger_count += 1
+        self._answer(name, rs.id, seq, {"index": rs.ledger_count - 1} if not problems else None)
+
+    def _checkpoint_row(self, rs: RunState, who: Caller | None, number, record) -> None:
+        sb, name = self.sandbox, who.name if who else None
+        seq = self._call(who, rs.id, "checkpoints", "write", {"checkpoint": record})
+        problems = validate_checkpoint(record)
+        if problems:
+            sb.emit(events.AdapterFault, worker=name, run=rs.id, fault="invalid_checkpoint",
+                    message="a checkpoint row fails the checkpoint schema", call=seq, problems=problems,
+                    checkpoint=record)
+        else:
+            control = record["control"]
+            sb.emit(events.Checkpoint, worker=name, run=rs.id, version=int(number), state=control["state"],
+                    owner=control["owner"], epoch=control["lease_epoch"], state_version=control["state_version"],
+                    checkpoint=record, call=seq)
+        self._answer(name, rs.id, seq, {"version": int(number)} if not problems else None)
+
+    def _finish_row(self, rs: RunState, who: Caller | None, number, record) -> None:
+        sb, name = self.sandbox, who.name if who else None
+        rec = record if isinstance(record, dict) else {}
+        disposition = str(rec.get("disposition"))
+        seq = self._call(who, rs.id, "run", "finish", rec)
+        sb.emit(events.Finish, worker=name, run=rs.id, disposition=disposition, effects=rec.get("effects"),
+                next_owner=rec.get("next_owner"), reason=rec.get("reason"), packet=rec.get("packet"),
+                accepted=True, stale=False, call=seq)
+        self._answer(name, rs.id, seq, {"accepted": True})
+        if disposition in _TERMINAL:
+            rs.finished = disposition
+        elif disposition in _WAITING:
+            rs.waiting = disposition
 
     def _call(self, who: Caller | None, run, port, op, args) -> int:
         """A store write read from the worker's views, as the port call it stands for; the scenario
@@ -220,7 +223,7 @@ class Supervisor(Hooks):
         rs.workers += 1
         caller = sb.register(rs.id, rs.workers)
         rs.failpoints = self._failpoints(rs)
-        values = {"url": sb.url(caller), "db": str(rs.db), "worker": caller.name, "run": rs.id}
+        values = {"url": sb.url(caller), "db": rs.store.worker_db, "worker": caller.name, "run": rs.id}
         try:
             argv = [part.format(**values) for part in self.argv_template]
         except (KeyError, IndexError, ValueError) as exc:
