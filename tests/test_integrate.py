@@ -97,7 +97,7 @@ def test_a_closed_connection_taken_as_not_sent_fails_retry01(out):
     assert "RETRY-01" in failing(outcome), outcome.card.text()
 
 
-def test_the_integration_trace_reads_checks_and_shows_unchanged(out):
+def test_the_integration_trace_reads_checks_and_shows_unchanged(out, capsys):
     from crashlab.checks.verdict import check_trace
     from crashlab.cli import main
     from crashlab.trace import read_jsonl
@@ -110,6 +110,8 @@ def test_the_integration_trace_reads_checks_and_shows_unchanged(out):
     # the worker was blocked on the reserve when the store said SENT_UNKNOWN: the ledger event comes first
     reserve = next(e["seq"] for e in events if e["kind"] == "call" and e["op"] == "reserve")
     assert any(e["kind"] == "ledger" and e["knowledge"] == "SENT_UNKNOWN" and e["seq"] < reserve for e in events)
+    assert main(["check", str(outcome.trace)]) == 0
+    assert "repro: crashlab integrate t2-commit-before-record --worker" in capsys.readouterr().out
     assert main(["show", str(outcome.trace)]) == 0
     assert main(["report", str(outcome.trace), "--out", str(out / "report"), "-q"]) == 0
     assert (out / "report" / "index.html").exists() and (out / "report" / "figures").is_dir()
