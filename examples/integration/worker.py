@@ -188,9 +188,10 @@ class Worker:
 
     # -- records ------------------------------------------------------------------------
     def write(self, state: str, knowledge: str | None = None) -> None:
+        """A new checkpoint version in ``state``, listing every effect with its current knowledge."""
         last = self.store.checkpoint()
         version = (last["control"]["state_version"] if last else 0) + 1
-        effects = [{"key": self.key, "knowledge": knowledge}] if knowledge else []
+        effects = self.effects()
         self.store.write_checkpoint({
             "identity": {"run_id": self.run_id, "task_id": f"task-{self.run_id}",
                          "tenant": self.intent.get("tenant", ""), "principal": self.intent.get("principal", "")},
@@ -201,17 +202,22 @@ class Worker:
             "evidence": {"proposal_hash": None}, "effects": effects})
         self.state = state
 
-    def append(self, knowledge: str, **extra) -> None:
-        entries = self.store.entries(self.key)
+    def append(self, knowledge: str, notice: bool = False, **extra) -> None:
+        """A ledger entry for the reservation (or, ``notice``, for the user notification)."""
+        key, intent = (self.notice_key, self.notice_intent) if notice else (self.key, self.intent)
+        entries = self.store.entries(key)
         attempts = list(entries[-1]["attempts"]) if entries else []
         if knowledge == "SENT_UNKNOWN":
             attempts.append({"n": len(attempts) + 1, "at": time.time()})
-        self.store.append({"semantic_key": self.key, "kind": "effect", "service": "reservation",
-                           "operation": "reserve", "run_id": self.run_id, "intent": self.intent,
-                           "intent_fingerprint": hashlib.sha256(canonical(self.intent).encode()).hexdigest()[:16],
+        self.store.append({"semantic_key": key, "kind": "effect", "service": "notification" if notice else "reservation",
+                           "operation": "send" if notice else "reserve", "run_id": self.run_id, "intent": intent,
+                           "intent_fingerprint": hashlib.sha256(canonical(intent).encode()).hexdigest()[:16],
                            "canonicalization_version": 1, "knowledge": knowledge, "attempts": attempts,
                            "lease_epoch": self.epoch, **extra})
-        self.knowledge = knowledge
+        if notice:
+            self.notice = knowledge
+        else:
+            self.knowledge = knowledge
 
     def finish(self, disposition: str, reason: str, next_owner: str | None = None) -> None:
         self.write(disposition, self.knowledge)
@@ -241,6 +247,12 @@ class Worker:
             return 3
         self.intent = intake["payload"]["intent"]
         self.key = "rsv-" + hashlib.sha256(canonical(self.intent).encode()).hexdigest()[:20]
+        self.notify_user = bool(intake["payload"].get("notify"))
+        self.notice_key = "msg-" + self.key[4:]          # the notification: its own identity
+        self.notice_intent = {"tenant": self.intent.get("tenant"), "to": self.intent.get("technician"),
+                              "message": f"part {self.intent.get('part')} reserved for {self.intent.get('incident')}"}
+        notices = self.store.entries(self.notice_key)
+        self.notice = notices[-1]["knowledge"] if notices else None
         _, self.profile, _ = self.client.call("GET", "/reservation")
         entries = self.store.entries(self.key)
         self.knowledge = entries[-1]["knowledge"] if entries else None
@@ -270,11 +282,40 @@ class Worker:
                 self.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains",
                             next_owner="requester")
             else:
-                self.finish("SUCCEEDED", "the hold is confirmed by the service")
+                if self.notify_user:
+                    self.send_notice()
+                self.finish("SUCCEEDED", "the hold is confirmed by the service",
+                            next_owner="operator" if self.notice == "SENT_UNKNOWN" else None)
         return 0
 
+    def send_notice(self) -> None:
+        """The user notification, a separate effect: prepared, SENT_UNKNOWN before its one send. The
+        service has no read by key, so a notification whose outcome is unknown stays unknown (never
+        re-sent, never reported delivered)."""
+        if self.notice is None:
+            self.append("PROPOSED", notice=True, note="the notification, prepared")
+            self.write("NOTIFYING")
+        if self.notice != "PROPOSED":
+            return
+        if self.state != "NOTIFYING":
+            self.write("NOTIFYING")
+        self.append("SENT_UNKNOWN", notice=True, note="about to send")
+        try:
+            status, data, _ = self.client.call("POST", "/notification/send",
+                                               {"intent": self.notice_intent, "retry_owner": "caller"},
+                                               key=self.notice_key)
+        except Ambiguous:
+            return
+        if status == 200:
+            self.append("CONFIRMED", notice=True, remote_ref=data.get("message_id") or data.get("ref"),
+                        evidence=["send answered 200"])
+        elif status < 500 and status != 429:
+            self.append("REJECTED", notice=True, evidence=[f"definite refusal: HTTP {status}"])
+
     def effects(self) -> list:
-        return [{"key": self.key, "knowledge": self.knowledge}] if self.knowledge else []
+        return [{"key": k, "knowledge": v} for k, v in ((self.key, self.knowledge),
+                                                         (getattr(self, "notice_key", None), getattr(self, "notice", None)))
+                if v]
 
     def cancelled(self) -> bool:
         return any(e["type"] == "cancel" for e in self.poll())

@@ -24,6 +24,8 @@ SUITE: dict[str, str] = {
     "crash-3-after-send-before-commit-known": "late arrival, then a kill: the held request lands after the restart",
     "crash-4-after-commit-before-record": "SIGKILL after the commit, before the answer",
     "crash-5-after-record-before-checkpoint": "failpoint after the CONFIRMED append, before the checkpoint",
+    "crash-6-after-checkpoint-before-notify": "failpoint before the notification is prepared: sent once, after",
+    "crash-7-after-notify-before-finish": "failpoint before the finish, after the notification",
     "t1-crash-before-dispatch": "T1: a kill before the dispatch",
     "t2-commit-before-record": "T2: SIGKILL after the commit, before the answer: recover by lookup",
     "t3-record-before-response": "T3: failpoint before the finish, after the record",
