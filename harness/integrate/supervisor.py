@@ -20,6 +20,7 @@ import ctypes
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import subprocess
 import threading
@@ -82,6 +83,11 @@ class Supervisor(Hooks):
             self.argv_template = shlex.split(worker)
         except ValueError as exc:
             raise UsageError(f"--worker {worker!r}: {exc}") from None
+        program = self.argv_template[0]
+        if "{" not in program and shutil.which(program) is None:
+            raise UsageError(f"--worker: cannot run {program!r}: no such command (not on PATH, not an executable)",
+                             hint="give a command on PATH or a path to an executable, e.g. --worker "
+                                  "'python3 worker.py {url} {db}'")
         self.scenario = scenario
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -252,7 +258,8 @@ class Supervisor(Hooks):
                 rs.pgid = rs.proc.pid
             except OSError as exc:
                 rs.proc = None
-                self._fault(rs, "died", f"cannot start adapter command {argv[0]!r}: {exc.strerror or exc}")
+                raise UsageError(f"--worker: cannot start {argv[0]!r}: {exc.strerror or exc}",
+                                 hint="give a command on PATH or a path to an executable") from None
 
     def _failpoints(self, rs: RunState) -> list:
         """Crash rules on the worker's own store that this worker should meet: ``port.op:nth:boundary``."""
