@@ -39,11 +39,7 @@ def binary(tmp_path_factory):
     return out
 
 
-#: the Go example reserves; it does not send the user notification these scenarios ask for
-NOT_IN_GO = {"crash-6-after-checkpoint-before-notify", "crash-7-after-notify-before-finish"}
-
-
-@pytest.mark.parametrize("scenario", sorted(set(SUITE) - NOT_IN_GO))
+@pytest.mark.parametrize("scenario", sorted(SUITE))
 def test_the_careful_go_worker_passes_the_integration_suite(binary, tmp_path, scenario):
     outcome = integrate(resolve(scenario), worker=f"{binary} {{url}} {{db}}", out=tmp_path)
     assert outcome.card.verdict == "pass", outcome.card.text()

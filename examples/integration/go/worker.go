@@ -70,6 +70,10 @@ type worker struct {
 	name, run        string
 	epoch            int
 	intent           M
+	notify           bool   // the run asks for the user notification: a separate effect
+	noticeKey        string // its own identity
+	notice           string // its knowledge
+	noticeIntent     M
 	key, state, know string
 	seen             int
 	lookup           string
@@ -86,13 +90,47 @@ func (w *worker) write(point, table string, record M) {
 	failpoint(point, "after")
 }
 
-func (w *worker) checkpoint(state string) {
-	var version int
-	w.db.QueryRow("SELECT COUNT(*) FROM checkpoints").Scan(&version)
+func (w *worker) effects() []M {
 	effects := []M{}
 	if w.know != "" {
 		effects = append(effects, M{"key": w.key, "knowledge": w.know})
 	}
+	if w.notice != "" {
+		effects = append(effects, M{"key": w.noticeKey, "knowledge": w.notice})
+	}
+	return effects
+}
+
+// entries are the ledger entries of one key, in append order.
+func (w *worker) entries(key string) []M {
+	out := []M{}
+	rows, err := w.db.Query("SELECT record FROM ledger ORDER BY seq")
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var text string
+		var e M
+		if rows.Scan(&text) == nil && json.Unmarshal([]byte(text), &e) == nil && e["semantic_key"] == key {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (w *worker) knowledgeOf(key string) string {
+	if es := w.entries(key); len(es) > 0 {
+		k, _ := es[len(es)-1]["knowledge"].(string)
+		return k
+	}
+	return ""
+}
+
+func (w *worker) checkpoint(state string) {
+	var version int
+	w.db.QueryRow("SELECT COUNT(*) FROM checkpoints").Scan(&version)
+	effects := w.effects()
 	w.write("checkpoints.write", "checkpoints", M{
 		"identity": M{"run_id": w.run, "task_id": "task-" + w.run, "tenant": w.intent["tenant"], "principal": w.intent["principal"]},
 		"control": M{"state": state, "state_version": version + 1, "owner": w.name, "lease_epoch": w.epoch,
@@ -102,11 +140,18 @@ func (w *worker) checkpoint(state string) {
 	w.state = state
 }
 
-func (w *worker) append(knowledge string, extra M) {
-	data, _ := json.Marshal(w.intent)
+func (w *worker) append(knowledge string, extra M) { w.appendEntry(false, knowledge, extra) }
+
+// appendEntry appends a ledger entry for the reservation, or (notice) for the user notification.
+func (w *worker) appendEntry(notice bool, knowledge string, extra M) {
+	key, intent, service, op := w.key, w.intent, "reservation", "reserve"
+	if notice {
+		key, intent, service, op = w.noticeKey, w.noticeIntent, "notification", "send"
+	}
+	data, _ := json.Marshal(intent)
 	sum := sha256.Sum256(data)
-	entry := M{"semantic_key": w.key, "kind": "effect", "service": "reservation", "operation": "reserve",
-		"run_id": w.run, "intent": w.intent, "intent_fingerprint": hex.EncodeToString(sum[:])[:16],
+	entry := M{"semantic_key": key, "kind": "effect", "service": service, "operation": op,
+		"run_id": w.run, "intent": intent, "intent_fingerprint": hex.EncodeToString(sum[:])[:16],
 		"canonicalization_version": 1, "knowledge": knowledge, "attempts": []M{}, "lease_epoch": w.epoch}
 	if knowledge == "SENT_UNKNOWN" {
 		entry["attempts"] = []M{{"at": float64(time.Now().UnixNano()) / 1e9}}
@@ -115,16 +160,41 @@ func (w *worker) append(knowledge string, extra M) {
 		entry[k] = v
 	}
 	w.write("ledger.append", "ledger", entry)
-	w.know = knowledge
+	if notice {
+		w.notice = knowledge
+	} else {
+		w.know = knowledge
+	}
+}
+
+// sendNotice sends the user notification once: prepared, SENT_UNKNOWN before the send. The service has
+// no read by key, so an unknown outcome stays unknown: never re-sent, never reported delivered.
+func (w *worker) sendNotice() {
+	if w.notice == "" {
+		w.appendEntry(true, "PROPOSED", M{"note": "the notification, prepared"})
+		w.checkpoint("NOTIFYING")
+	}
+	if w.notice != "PROPOSED" {
+		return
+	}
+	if w.state != "NOTIFYING" {
+		w.checkpoint("NOTIFYING")
+	}
+	w.appendEntry(true, "SENT_UNKNOWN", M{"note": "about to send"})
+	status, data, _, err := w.call("POST", "/notification/send", M{"intent": w.noticeIntent, "retry_owner": "caller"}, w.noticeKey)
+	if err != nil {
+		return
+	}
+	if status == 200 {
+		w.appendEntry(true, "CONFIRMED", M{"remote_ref": data["message_id"], "evidence": []any{"send answered 200"}})
+	} else if status < 500 && status != 429 {
+		w.appendEntry(true, "REJECTED", M{"evidence": []any{fmt.Sprintf("definite refusal: HTTP %d", status)}})
+	}
 }
 
 func (w *worker) finish(disposition, reason string, nextOwner any) {
 	w.checkpoint(disposition)
-	effects := []M{}
-	if w.know != "" {
-		effects = append(effects, M{"key": w.key, "knowledge": w.know})
-	}
-	w.write("run.finish", "finish", M{"disposition": disposition, "reason": reason, "next_owner": nextOwner, "effects": effects})
+	w.write("run.finish", "finish", M{"disposition": disposition, "reason": reason, "next_owner": nextOwner, "effects": w.effects()})
 }
 
 // ---------------------------------------------------------------- HTTP
@@ -176,12 +246,9 @@ func (w *worker) cancelled() bool {
 
 // ---------------------------------------------------------------- the run
 func (w *worker) lastSend() float64 {
-	var text string
 	var at float64
-	if w.db.QueryRow("SELECT record FROM ledger ORDER BY seq DESC LIMIT 1").Scan(&text) == nil {
-		var e M
-		json.Unmarshal([]byte(text), &e)
-		for _, a := range e["attempts"].([]any) {
+	if es := w.entries(w.key); len(es) > 0 {
+		for _, a := range es[len(es)-1]["attempts"].([]any) {
 			if t, ok := a.(M)["at"].(float64); ok && t > at {
 				at = t
 			}
@@ -277,6 +344,7 @@ func (w *worker) main() int {
 		for _, e := range w.events() {
 			if ev := e.(M); ev["type"] == "intake" {
 				w.intent = ev["payload"].(M)["intent"].(M)
+				w.notify = ev["payload"].(M)["notify"] == true
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -288,6 +356,9 @@ func (w *worker) main() int {
 	data, _ := json.Marshal(w.intent) // encoding/json sorts map keys: a canonical form
 	sum := sha256.Sum256(data)
 	w.key = "rsv-" + hex.EncodeToString(sum[:])[:20]
+	w.noticeKey = "msg-" + w.key[4:]
+	w.noticeIntent = M{"tenant": w.intent["tenant"], "to": w.intent["technician"],
+		"message": fmt.Sprintf("part %v reserved for %v", w.intent["part"], w.intent["incident"])}
 	_, profile, _, _ := w.call("GET", "/reservation", nil, "")
 	w.lookup, _ = profile["lookup"].(string)
 	if ms, ok := profile["max_delivery_delay_ms"].(float64); ok {
@@ -301,16 +372,12 @@ func (w *worker) main() int {
 		json.Unmarshal([]byte(text), &cp)
 		w.state = cp["control"].(M)["state"].(string)
 	}
-	if w.db.QueryRow("SELECT record FROM ledger ORDER BY seq DESC LIMIT 1").Scan(&text) == nil {
-		var e M
-		json.Unmarshal([]byte(text), &e)
-		w.know = e["knowledge"].(string)
-	}
+	w.know, w.notice = w.knowledgeOf(w.key), w.knowledgeOf(w.noticeKey)
 	terminal := map[string]bool{"SUCCEEDED": true, "FAILED_NO_EFFECT": true, "FAILED_EFFECT_UNKNOWN": true,
 		"CANCELLED_NO_EFFECT": true, "CANCELLED_EFFECT_REMAINS": true}
 	if terminal[w.state] {
 		w.write("run.finish", "finish", M{"disposition": w.state, "reason": "recorded before a crash", "next_owner": nil,
-			"effects": []M{{"key": w.key, "knowledge": w.know}}})
+			"effects": w.effects()})
 		return 0
 	}
 	if w.know == "" {
@@ -356,7 +423,14 @@ func (w *worker) main() int {
 		if w.cancelled() {
 			w.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains", "requester")
 		} else {
-			w.finish("SUCCEEDED", "the hold is confirmed by the service", nil)
+			var nextOwner any
+			if w.notify {
+				w.sendNotice()
+				if w.notice == "SENT_UNKNOWN" {
+					nextOwner = "operator"
+				}
+			}
+			w.finish("SUCCEEDED", "the hold is confirmed by the service", nextOwner)
 		}
 	}
 	return 0
