@@ -2,7 +2,7 @@
 
 For each run of a scenario it starts the worker command (templated ``{url}``, ``{db}``,
 ``{worker}``, ``{run}``; also in the environment as CRASHLAB_URL, CRASHLAB_DB, CRASHLAB_WORKER,
-CRASHLAB_RUN, CRASHLAB_EPOCH and CRASHLAB_FAILPOINT), each worker in its own process group
+CRASHLAB_RUN, CRASHLAB_EPOCH, CRASHLAB_FAILPOINT and CRASHLAB_SESSION), each worker in its own process group
 that dies with crashlab (PR_SET_PDEATHSIG), one worker of a run at a time. It kills the group
 with SIGKILL at service boundaries (a crash rule on a service call, before it executes or after
 it committed and before the answer), arms failpoints for crash rules on the worker's store
@@ -12,7 +12,7 @@ and at the end. What it reads becomes the trace's run and knowledge lanes (trace
 the sandbox writes the port and remote lanes into the same trace, in real order.
 
 Every worker misbehaviour is a recorded fault, never a hang: it exits without finishing, it
-floods its output, it outlives the wall-clock limit.
+floods its output, it leaves processes outside its group, it outlives the wall-clock limit.
 """
 from __future__ import annotations
 
@@ -102,6 +102,8 @@ class Supervisor(Hooks):
         self.notes: list[str] = []
         self.cut: list[str] = []           # the wall-clock limits that ended a run
         self.token = secrets.token_hex(8)  # in every worker's environment: finds what escaped its group
+        self.ended = False                 # the trace has its end: nothing more is written
+        self._timers: list[threading.Timer] = []
 
     # ------------------------------------------------------------------ hooks (sandbox threads)
     def observe(self, caller: Caller) -> None:
@@ -123,25 +125,29 @@ class Supervisor(Hooks):
 
     def pause(self, caller: Caller, rule: Rule, call_seq: int) -> None:
         rs = self.runs[caller.run]
-        if rs.proc is None:
+        if rs.proc is None or rs.caller is not caller:
             return
+        pgid = rs.proc.pid
         with self.sandbox.lock:
             self.sandbox.emit(events.Pause, worker=caller.name, run=caller.run, call=call_seq,
                               boundary=rule.boundary, resume_after_ms=rule.resume_after_ms, rule_line=rule.line)
         try:
-            os.killpg(rs.proc.pid, signal.SIGSTOP)
+            os.killpg(pgid, signal.SIGSTOP)
         except OSError:
             return
 
         def resume() -> None:
-            try:
-                os.killpg(rs.proc.pid, signal.SIGCONT)
-            except OSError:
-                pass
             with self.sandbox.lock:
+                if self.ended:
+                    return
+                try:
+                    os.killpg(pgid, signal.SIGCONT)
+                except OSError:
+                    return        # killed meanwhile: nothing resumes
                 self.sandbox.emit(events.Resume, worker=caller.name, run=caller.run, call=call_seq)
         timer = threading.Timer(self.sandbox.clock.real_s(rule.resume_after_ms), resume)
         timer.daemon = True
+        self._timers.append(timer)
         timer.start()
 
     # ------------------------------------------------------------------ the store, as trace events
@@ -418,5 +424,9 @@ class Supervisor(Hooks):
             self._read(rs, rs.caller)
             if rs.store_problem:
                 self.notes.append(f"{rs.id}: {rs.store_problem}")
+        with sb.lock:
+            self.ended = True
+            for timer in self._timers:
+                timer.cancel()
         return sb.end({rs.id: {"finished": rs.finished, "waiting": rs.waiting, "workers": rs.workers}
                        for rs in self.runs.values()})

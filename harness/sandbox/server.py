@@ -94,7 +94,7 @@ class Sandbox:
         self.hooks = hooks or Hooks()
         self.lock = threading.RLock()
         self.trace = Trace(self.clock.now)
-        self.emit = self.trace.emit
+        self.ended = False               # the end event is written: a straggling thread writes nothing more
         self.services: dict[str, Service] = {
             name: SERVICE_CLASSES[name](name, dict(profile), self._emit_locked, self.clock.now)
             for name, profile in scenario.services.items()}
@@ -146,10 +146,18 @@ class Sandbox:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
+    def emit(self, event, /, **data) -> dict:
+        """Record an event (call with the lock held); after the end event, nothing is recorded (a
+        request thread still unwinding when the sandbox stopped)."""
+        if self.ended:
+            return {"seq": -1}
+        return self.trace.emit(event, **data)
+
     def end(self, runs: dict) -> list[dict]:
         """Write the end event (per run: finished, waiting, workers) and return the whole trace."""
         with self.lock:
             self.emit(events.End, runs=runs)
+            self.ended = True
             return list(self.trace.events)
 
     def __enter__(self) -> "Sandbox":
@@ -423,6 +431,8 @@ class Sandbox:
         if data.pop("same_key", False):
             data["args"] = {**data.get("args", {}), "key": anchor_call.args.get("key") if anchor_call else None}
         with self.lock:
+            if self.ended:
+                return
             self.trace.emit_scenario(ev.type, run=ev.run, data=data, line=ev.line)
             if ev.type == "other_actor":
                 svc = self.services[data.get("service", "reservation")]
