@@ -213,3 +213,39 @@ def test_docs_map_every_route_status_and_fault():
         assert f"`{code}`" in text and str(status) in text, code
     for fault in FAULTS:
         assert f"`{fault}`" in text, fault
+
+
+def test_sandbox_serve_on_the_command_line(tmp_path):
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    from crashlab.trace import read_jsonl
+
+    log = tmp_path / "log.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "crashlab", "sandbox", "serve", "matrix-ambiguous-effect",
+                             "--time-scale", "100", "--log", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        first = proc.stdout.readline()
+        port = int(re.search(r"127\.0\.0\.1:(\d+)", first).group(1))
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("POST", "/w/run-82.w1/reservation/reserve", json.dumps({"intent": INTENT}),
+                     {"Idempotency-Key": "k1", "Content-Type": "application/json"})
+        assert conn.getresponse().status == 502          # the scenario's fault: 502 after the commit
+        conn.close()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    kinds = [e["kind"] for e in read_jsonl(log)]
+    assert kinds[0] == "header" and "effect" in kinds and "server_error" in kinds and kinds[-1] == "end"
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    bad = subprocess.run([sys.executable, "-m", "crashlab", "sandbox", "serve", "no-such-scenario"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 3 and "Traceback" not in bad.stderr
