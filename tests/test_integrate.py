@@ -216,7 +216,7 @@ def test_a_pause_stops_and_resumes_the_worker_group(out):
                               "intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
                                          "technician": "X", "quantity": 1, "principal": "U-1"}}],
                     "pauses": [{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "before",
-                                "resume_after": "5s"}]})
+                                "resume_after": "5s", "restart_after": "1m"}]})   # resumed before any takeover
     outcome = integrate(sc, worker=careful(out), out=out)
     assert outcome.card.verdict == "pass", outcome.card.text()
     from crashlab.trace import read_jsonl
@@ -257,3 +257,25 @@ def test_a_worker_that_forks_out_of_its_group_is_a_recorded_fault_and_nothing_su
     outcome = integrate(resolve("matrix-throttling"), worker=worker, out=out)
     faults = [v.message for v in outcome.result.violations if v.invariant == "ADAPTER-FAULT"]
     assert any("outside its process group" in m for m in faults), faults
+
+
+PAUSED = ROOT / "examples" / "integration" / "scenarios" / "paused-past-lease.yaml"
+
+
+def test_a_paused_worker_is_replaced_and_its_lease_fences_it_when_it_resumes(out):
+    from crashlab.trace import read_jsonl
+
+    outcome = integrate(load_file(PAUSED), worker=careful(out), out=out)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    events = read_jsonl(outcome.trace)
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("start") == 2 and "takeover" in kinds
+    assert kinds.index("takeover") < kinds.index("resume")
+    # the stale worker wrote nothing after it resumed: every record after the resume is the replacement's
+    resumed = kinds.index("resume")
+    assert not [e for e in events[resumed:] if e["kind"] in ("checkpoint", "ledger", "finish")]
+
+
+def test_a_worker_without_a_lease_resumes_stale_and_fails_term01(out):
+    outcome = integrate(load_file(PAUSED), worker=careful(out, "--mistake=no_lease"), out=out)
+    assert "TERM-01" in failing(outcome), outcome.card.text()

@@ -16,6 +16,8 @@ Retry-After; 409 waits for the key to settle and reads it.
   sent_unknown_after  append SENT_UNKNOWN only after the answer (the ledger says PROPOSED while
                       the request is out)
   closed_as_not_sent  take a closed connection as "nothing was sent" and resend without a read
+  no_lease            keep no lease: a worker paused past its lease resumes and writes as if it still
+                      owned the run
 """
 from __future__ import annotations
 
@@ -54,17 +56,66 @@ CREATE TABLE IF NOT EXISTS finish (seq INTEGER PRIMARY KEY AUTOINCREMENT, record
 CREATE VIEW IF NOT EXISTS crashlab_checkpoints AS SELECT version, record FROM checkpoints;
 CREATE VIEW IF NOT EXISTS crashlab_ledger AS SELECT seq, record FROM ledger;
 CREATE VIEW IF NOT EXISTS crashlab_finish AS SELECT seq, record FROM finish;
+CREATE TABLE IF NOT EXISTS lease (id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL,
+                                  owner TEXT NOT NULL, expires REAL NOT NULL);
 """
 
 
+class Stale(Exception):
+    """A newer worker holds the run's lease: this one stops, writing and sending nothing more."""
+
+
 class Store:
+    """The worker's SQLite store. Every write is fenced by the lease epoch in the same transaction:
+    a paused worker that resumes after a newer one took over writes nothing."""
+
     def __init__(self, path: str) -> None:
         self.db = sqlite3.connect(path, timeout=10, isolation_level=None)
         self.db.executescript(SCHEMA)
+        self.epoch: int | None = None       # None: no lease kept (the no_lease mistake)
+        self.ttl = 0.3
+
+    def acquire(self, epoch: int, owner: str, ttl: float) -> None:
+        """Take the run's lease once the previous holder's has expired (a crashed or paused holder
+        keeps it until then); a newer epoch there already means this worker is stale."""
+        self.ttl = ttl
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            self.db.execute("BEGIN IMMEDIATE")
+            row = self.db.execute("SELECT epoch, expires FROM lease WHERE id = 1").fetchone()
+            if row is not None and row[0] > epoch:
+                self.db.execute("ROLLBACK")
+                raise Stale(f"epoch {row[0]} holds the run")
+            if row is None or row[0] == epoch or row[1] < time.time():
+                self.db.execute("INSERT OR REPLACE INTO lease VALUES (1, ?, ?, ?)", (epoch, owner, time.time() + ttl))
+                self.db.execute("COMMIT")
+                self.epoch = epoch
+                return
+            self.db.execute("ROLLBACK")
+            time.sleep(0.01)
+        raise Stale("the previous holder's lease never expired")
+
+    def own(self) -> None:
+        """Confirm (and renew) the lease right before a send; Stale when a newer worker took it."""
+        if self.epoch is None:
+            return
+        done = self.db.execute("UPDATE lease SET expires = ? WHERE id = 1 AND epoch = ?",
+                               (time.time() + self.ttl, self.epoch))
+        if done.rowcount != 1:
+            raise Stale("a newer worker holds the run")
 
     def _write(self, point: str, sql: str, record: dict) -> None:
         failpoint(point, "before")
-        self.db.execute(sql, (json.dumps(record, sort_keys=True),))
+        text = json.dumps(record, sort_keys=True)
+        if self.epoch is None:
+            self.db.execute(sql, (text,))
+        else:   # fenced: the row lands only while this worker's epoch holds the lease
+            self.db.execute("BEGIN IMMEDIATE")
+            done = self.db.execute(sql.replace("VALUES (?)", "SELECT ? WHERE (SELECT epoch FROM lease WHERE id = 1) = ?"),
+                                   (text, self.epoch))
+            self.db.execute("COMMIT")
+            if done.rowcount != 1:
+                raise Stale("a newer worker holds the run")
         failpoint(point, "after")
 
     def checkpoint(self) -> dict | None:
@@ -97,10 +148,14 @@ class PsqlStore(Store):
     CREATE TABLE IF NOT EXISTS checkpoints (version BIGSERIAL PRIMARY KEY, record TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS ledger (seq BIGSERIAL PRIMARY KEY, record TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS finish (seq BIGSERIAL PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS lease (id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL,
+                                      owner TEXT NOT NULL, expires DOUBLE PRECISION NOT NULL);
     """
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self.epoch: int | None = None
+        self.ttl = 0.3
         stamp = ", pg_xact_commit_timestamp(xmin) AS committed_at" \
             if self.sql("SHOW track_commit_timestamp").strip() == "on" else ""
         self.sql(self.TABLES + "".join(
@@ -116,9 +171,38 @@ class PsqlStore(Store):
             raise SystemExit(f"store: {done.stderr.strip()}")
         return done.stdout
 
+    def acquire(self, epoch: int, owner: str, ttl: float) -> None:
+        self.ttl = ttl
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            got = self.sql("INSERT INTO lease VALUES (1, :epoch, :'owner', :expires) ON CONFLICT (id) DO UPDATE "
+                           "SET epoch = excluded.epoch, owner = excluded.owner, expires = excluded.expires "
+                           "WHERE lease.epoch = excluded.epoch OR (lease.expires < :now AND lease.epoch < excluded.epoch) "
+                           "RETURNING epoch;", epoch=str(epoch), owner=owner, expires=repr(time.time() + ttl),
+                           now=repr(time.time()))
+            if got.strip():
+                self.epoch = epoch
+                return
+            held = self.sql("SELECT epoch FROM lease WHERE id = 1;").strip()
+            if held and int(held) > epoch:
+                raise Stale(f"epoch {held} holds the run")
+            time.sleep(0.01)
+        raise Stale("the previous holder's lease never expired")
+
+    def own(self) -> None:
+        if self.epoch is not None and not self.sql(
+                "UPDATE lease SET expires = :expires WHERE id = 1 AND epoch = :epoch RETURNING epoch;",
+                expires=repr(time.time() + self.ttl), epoch=str(self.epoch)).strip():
+            raise Stale("a newer worker holds the run")
+
     def _write(self, point: str, sql: str, record: dict) -> None:
         failpoint(point, "before")
-        self.sql(sql.replace("?", ":'rec'") + ";", rec=json.dumps(record, sort_keys=True))
+        text = json.dumps(record, sort_keys=True)
+        if self.epoch is None:
+            self.sql(sql.replace("?", ":'rec'") + ";", rec=text)
+        elif not self.sql(sql.replace("VALUES (?)", "SELECT :'rec' WHERE (SELECT epoch FROM lease WHERE id = 1) = "
+                                                    ":epoch RETURNING 1") + ";", rec=text, epoch=str(self.epoch)).strip():
+            raise Stale("a newer worker holds the run")
         failpoint(point, "after")
 
     def checkpoint(self) -> dict | None:
@@ -170,7 +254,8 @@ class Client:
 TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EFFECT_UNKNOWN",
             "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN"}
 ATTEMPT_CEILING = 5
-MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent")
+MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease")
+LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
 def canonical(value) -> str:
@@ -245,6 +330,9 @@ class Worker:
         if intake is None:
             print("no intake event arrived", file=sys.stderr)
             return 3
+        _, self.profile, _ = self.client.call("GET", "/reservation")
+        if self.mistake != "no_lease":     # one owner at a time: wait for a crashed or paused holder's lease
+            self.store.acquire(self.epoch, self.worker, LEASE_TTL_MS / 1000 / self.profile.get("time_scale", 1))
         self.intent = intake["payload"]["intent"]
         self.key = "rsv-" + hashlib.sha256(canonical(self.intent).encode()).hexdigest()[:20]
         self.notify_user = bool(intake["payload"].get("notify"))
@@ -253,7 +341,6 @@ class Worker:
                               "message": f"part {self.intent.get('part')} reserved for {self.intent.get('incident')}"}
         notices = self.store.entries(self.notice_key)
         self.notice = notices[-1]["knowledge"] if notices else None
-        _, self.profile, _ = self.client.call("GET", "/reservation")
         entries = self.store.entries(self.key)
         self.knowledge = entries[-1]["knowledge"] if entries else None
         last = self.store.checkpoint()
@@ -300,6 +387,7 @@ class Worker:
         if self.state != "NOTIFYING":
             self.write("NOTIFYING")
         self.append("SENT_UNKNOWN", notice=True, note="about to send")
+        self.store.own()
         try:
             status, data, _ = self.client.call("POST", "/notification/send",
                                                {"intent": self.notice_intent, "retry_owner": "caller"},
@@ -340,6 +428,7 @@ class Worker:
             self.send()
 
     def send(self) -> None:
+        self.store.own()             # still the owner, right before the send
         try:
             # retry_owner: this worker owns retries; a proxy in between must not re-send on its own
             status, data, headers = self.client.call("POST", "/reservation/reserve",
@@ -431,7 +520,11 @@ def main(argv: list[str]) -> int:
     if len(args) != 2 or any(m not in MISTAKES for m in mistakes):
         print(f"usage: worker.py URL DB [--mistake={'|'.join(MISTAKES)}]", file=sys.stderr)
         return 2
-    return Worker(args[0], args[1], mistakes[0] if mistakes else None).main()
+    try:
+        return Worker(args[0], args[1], mistakes[0] if mistakes else None).main()
+    except Stale as exc:       # a newer worker owns the run (this one was paused past its lease)
+        print(f"stopping: {exc}", file=sys.stderr)
+        return 0
 
 
 if __name__ == "__main__":

@@ -68,6 +68,9 @@ class RunState:
     finished: str | None = None
     waiting: str | None = None
     knowledge: dict = field(default_factory=dict)    # key -> latest knowledge read
+    zombies: list = field(default_factory=list)      # (proc, caller) of paused workers a replacement took over
+    takeover: Caller | None = None     # a paused worker whose replacement is due
+    stopped: set = field(default_factory=set)        # slugs of workers stopped by a pause, not yet resumed
     ledger_count: int = 0
     store_problem: str | None = None
 
@@ -135,9 +138,11 @@ class Supervisor(Hooks):
             os.killpg(pgid, signal.SIGSTOP)
         except OSError:
             return
+        rs.stopped.add(caller.slug)
 
         def resume() -> None:
             with self.sandbox.lock:
+                rs.stopped.discard(caller.slug)
                 if self.ended:
                     return
                 try:
@@ -145,10 +150,16 @@ class Supervisor(Hooks):
                 except OSError:
                     return        # killed meanwhile: nothing resumes
                 self.sandbox.emit(events.Resume, worker=caller.name, run=caller.run, call=call_seq)
-        timer = threading.Timer(self.sandbox.clock.real_s(rule.resume_after_ms), resume)
-        timer.daemon = True
-        self._timers.append(timer)
-        timer.start()
+
+        def takeover() -> None:   # the platform notices the silent worker: a replacement starts (main thread)
+            with self.sandbox.lock:
+                if caller.slug in rs.stopped and rs.caller is caller and rs.finished is None:
+                    rs.takeover = caller
+        for delay, action in ((rule.resume_after_ms, resume), (rule.restart_after_ms, takeover)):
+            timer = threading.Timer(self.sandbox.clock.real_s(delay), action)
+            timer.daemon = True
+            self._timers.append(timer)
+            timer.start()
 
     # ------------------------------------------------------------------ the store, as trace events
     def _read(self, rs: RunState, caller: Caller | None) -> None:
@@ -161,7 +172,19 @@ class Supervisor(Hooks):
         with self.sandbox.lock:
             for view, number, record in rows.items:
                 {"ledger": self._ledger_row, "checkpoints": self._checkpoint_row,
-                 "finish": self._finish_row}[view](rs, who, number, record)
+                 "finish": self._finish_row}[view](rs, self._writer(rs, view, record) or who, number, record)
+
+    def _writer(self, rs: RunState, view: str, record) -> Caller | None:
+        """The worker a row names as its writer (a ledger entry's lease epoch, a checkpoint's owner, a
+        finish's owner), when it is one of the run's workers: with a paused worker and its replacement
+        both alive, the request that triggered the read may be the other one's."""
+        if not isinstance(record, dict):
+            return None
+        if view == "ledger":
+            epoch = record.get("lease_epoch")
+            return next((c for c in self.sandbox.callers.values() if c.run == rs.id and c.number == epoch), None)
+        owner = (record.get("control") or {}).get("owner") if view == "checkpoints" else record.get("owner")
+        return next((c for c in self.sandbox.callers.values() if c.run == rs.id and c.name == owner), None)
 
     def _ledger_row(self, rs: RunState, who: Caller | None, number, record) -> None:
         sb, name = self.sandbox, who.name if who else None
@@ -315,9 +338,10 @@ class Supervisor(Hooks):
             if at < 0:
                 continue
             slug = env[at + len(marker):].split(b"\0", 1)[0].decode("utf-8", "replace")
-            live = [r for r in self.runs.values() if r.proc is not None and r.caller and r.caller.slug == slug]
+            live = [r.proc.pid for r in self.runs.values() if r.proc is not None and r.caller and r.caller.slug == slug]
+            live += [p.pid for r in self.runs.values() for p, c in r.zombies if c.slug == slug and p.poll() is None]
             try:
-                if live and os.getpgid(int(entry)) == live[0].proc.pid:
+                if os.getpgid(int(entry)) in live:
                     continue          # a live worker's own process
                 os.kill(int(entry), signal.SIGKILL)
             except OSError:
@@ -330,6 +354,29 @@ class Supervisor(Hooks):
                                   run=owner.id if owner else None, fault="forked",
                                   message=f"the worker left {len(pids)} process(es) running outside its process "
                                           f"group (pid {', '.join(map(str, pids[:5]))}); crashlab killed them")
+
+    def _bury(self, rs: RunState, force: bool = False) -> None:
+        """Paused workers that were replaced: once one ends (or, ``force``, now), read what it wrote and
+        record that it stopped; a stale worker's exit is not a fault."""
+        for proc, caller in list(rs.zombies):
+            if proc.poll() is None:
+                if not force:
+                    continue
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                proc.wait(timeout=5)
+            else:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)   # what is left of its group
+                except OSError:
+                    pass
+            rs.zombies.remove((proc, caller))
+            self._read(rs, caller)
+            with self.sandbox.lock:
+                self.sandbox.emit(events.Stop, worker=caller.name, run=rs.id,
+                                  reason="stale: a replacement had taken over")
 
     def _fault(self, rs: RunState, fault: str, message: str) -> None:
         with self.sandbox.lock:
@@ -378,21 +425,28 @@ class Supervisor(Hooks):
         sb.start()
         try:
             deadline = time.monotonic() + self.wall_limit_s
-            while not all(rs.done for rs in self.runs.values()):
+            while not all(rs.done and not rs.zombies for rs in self.runs.values()):
                 now = time.monotonic()
                 if now > deadline:
                     for rs in self.runs.values():
-                        if not rs.done:
+                        if not rs.done or rs.zombies:
                             self._kill(rs)
                             rs.proc = None
+                            self._bury(rs, force=True)
                             self._read(rs, rs.caller)
                             why = f"{rs.id} did not end within {self.wall_limit_s:g} s of real time"
                             self.cut.append(why)
                             self._fault(rs, "step_timeout", f"{why} (an unresponsive worker?)")
                     break
                 for rs in self.runs.values():
+                    self._bury(rs)
                     if rs.done:
                         continue
+                    if rs.takeover is not None and rs.takeover is rs.caller and rs.proc is not None:
+                        with sb.lock:
+                            sb.emit(events.Takeover, run=rs.id, stale=rs.caller.name)
+                        rs.zombies.append((rs.proc, rs.caller))
+                        rs.proc, rs.takeover, rs.restart_at = None, None, now
                     if rs.proc is None and now >= rs.restart_at:
                         if rs.workers >= MAX_WORKERS:
                             with sb.lock:
@@ -418,6 +472,7 @@ class Supervisor(Hooks):
                 if rs.proc is not None:
                     self._kill(rs)
                     rs.proc = None
+                self._bury(rs, force=True)
             self._sweep()
             sb.stop()
         for rs in self.runs.values():
