@@ -115,6 +115,10 @@ class Supervisor(Hooks):
     def knowledge(self, run: str, key) -> str | None:
         return self.runs[run].knowledge.get(key)
 
+    def killable(self, caller: Caller) -> bool:
+        rs = self.runs[caller.run]
+        return rs.caller is caller and rs.proc is not None
+
     def crash(self, caller: Caller, boundary: str, rule: Rule) -> None:
         rs = self.runs[caller.run]
         if rs.caller is not caller or rs.proc is None:

@@ -70,6 +70,10 @@ class Hooks:
     def observe(self, caller: Caller) -> None:
         """The worker is blocked on a request: read its store now."""
 
+    def killable(self, caller: Caller) -> bool:
+        """Whether a crash rule can kill this caller now (a live worker the supervisor owns)."""
+        return False
+
     def crash(self, caller: Caller, boundary: str, rule: Rule) -> None:
         """Kill the worker (its process group)."""
 
@@ -217,6 +221,8 @@ class Sandbox:
             supervised = self.hooks.supervised
             crash = self.rules.match("crash", caller.run, caller.run, caller.number, call, nth) if supervised else None
             pause = self.rules.match("pause", caller.run, caller.run, caller.number, call, nth) if supervised else None
+            if crash is not None and not self.hooks.killable(caller):
+                crash = None     # a worker already replaced (a zombie): no one to kill; the rule is spent
             fault = self.rules.match("fault", caller.run, caller.run, caller.number, call, nth)
             if fault is not None:
                 self.emit(events.Fault, worker=caller.name, run=caller.run, call=seq, fault=fault.fault,
