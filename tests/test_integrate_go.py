@@ -52,3 +52,11 @@ def test_go_default_client_resends_a_keyed_post_and_is_caught(binary, tmp_path):
     assert outcome.card.verdict == "fail" and {"EFF-01", "RETRY-03"} <= failed, outcome.card.text()
     # the worker saw one answer (200) while the service committed twice
     assert outcome.result.dispositions == {"run-82": "SUCCEEDED"}
+
+
+def test_the_go_worker_fences_itself_when_it_resumes_after_a_takeover(binary, tmp_path):
+    from crashlab.scenario_loader import load_file
+
+    outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "paused-past-lease.yaml"),
+                        worker=f"{binary} {{url}} {{db}}", out=tmp_path)
+    assert outcome.card.verdict == "pass", outcome.card.text()

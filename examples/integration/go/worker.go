@@ -59,7 +59,9 @@ CREATE TABLE IF NOT EXISTS ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, record
 CREATE TABLE IF NOT EXISTS finish (seq INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL);
 CREATE VIEW IF NOT EXISTS crashlab_checkpoints AS SELECT version, record FROM checkpoints;
 CREATE VIEW IF NOT EXISTS crashlab_ledger AS SELECT seq, record FROM ledger;
-CREATE VIEW IF NOT EXISTS crashlab_finish AS SELECT seq, record FROM finish;`
+CREATE VIEW IF NOT EXISTS crashlab_finish AS SELECT seq, record FROM finish;
+CREATE TABLE IF NOT EXISTS lease (id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL,
+                                  owner TEXT NOT NULL, expires REAL NOT NULL);`
 
 type M = map[string]any
 
@@ -78,14 +80,59 @@ type worker struct {
 	seen             int
 	lookup           string
 	bound            float64 // the service's late-delivery bound, in seconds
+	ttl              float64 // the lease's time to live, in seconds
 }
 
+func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+
+// stale stops a worker that finds a newer epoch holding the run's lease: it writes and sends nothing more.
+func stale(why string) {
+	fmt.Fprintln(os.Stderr, "stopping:", why)
+	os.Exit(0)
+}
+
+// acquire takes the run's lease once the previous holder's has expired (a crashed or paused holder keeps
+// it until then); a newer epoch there already means this worker is stale.
+func (w *worker) acquire(ttl float64) {
+	w.ttl = ttl
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		res, err := w.db.Exec(`INSERT INTO lease (id, epoch, owner, expires) VALUES (1, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch, owner = excluded.owner, expires = excluded.expires
+			WHERE lease.epoch = excluded.epoch OR (lease.expires < ? AND lease.epoch < excluded.epoch)`,
+			w.epoch, w.name, now()+ttl, now())
+		if err == nil {
+			if n, _ := res.RowsAffected(); n == 1 {
+				return
+			}
+		}
+		var held int
+		if w.db.QueryRow("SELECT epoch FROM lease WHERE id = 1").Scan(&held) == nil && held > w.epoch {
+			stale(fmt.Sprintf("epoch %d holds the run", held))
+		}
+	}
+	stale("the previous holder's lease never expired")
+}
+
+// own confirms (and renews) the lease right before a send.
+func (w *worker) own() {
+	res, err := w.db.Exec("UPDATE lease SET expires = ? WHERE id = 1 AND epoch = ?", now()+w.ttl, w.epoch)
+	if n, _ := res.RowsAffected(); err != nil || n != 1 {
+		stale("a newer worker holds the run")
+	}
+}
+
+// write appends a row, fenced: it lands only while this worker's epoch holds the lease.
 func (w *worker) write(point, table string, record M) {
 	data, _ := json.Marshal(record)
 	failpoint(point, "before")
-	if _, err := w.db.Exec("INSERT INTO "+table+" (record) VALUES (?)", string(data)); err != nil {
+	res, err := w.db.Exec("INSERT INTO "+table+" (record) SELECT ? WHERE (SELECT epoch FROM lease WHERE id = 1) = ?",
+		string(data), w.epoch)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "store:", err)
 		os.Exit(4)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		stale("a newer worker holds the run")
 	}
 	failpoint(point, "after")
 }
@@ -181,6 +228,7 @@ func (w *worker) sendNotice() {
 		w.checkpoint("NOTIFYING")
 	}
 	w.appendEntry(true, "SENT_UNKNOWN", M{"note": "about to send"})
+	w.own()
 	status, data, _, err := w.call("POST", "/notification/send", M{"intent": w.noticeIntent, "retry_owner": "caller"}, w.noticeKey)
 	if err != nil {
 		return
@@ -304,6 +352,7 @@ func (w *worker) reconcile() {
 }
 
 func (w *worker) send() {
+	w.own() // still the owner, right before the send
 	status, data, headers, err := w.call("POST", "/reservation/reserve", M{"intent": w.intent, "retry_owner": "caller"}, w.key)
 	if err != nil || status >= 500 {
 		w.reconcile()
@@ -360,6 +409,11 @@ func (w *worker) main() int {
 	w.noticeIntent = M{"tenant": w.intent["tenant"], "to": w.intent["technician"],
 		"message": fmt.Sprintf("part %v reserved for %v", w.intent["part"], w.intent["incident"])}
 	_, profile, _, _ := w.call("GET", "/reservation", nil, "")
+	scale, _ := profile["time_scale"].(float64)
+	if scale <= 0 {
+		scale = 1
+	}
+	w.acquire(30 / scale) // 30 s of scenario time: one owner at a time
 	w.lookup, _ = profile["lookup"].(string)
 	if ms, ok := profile["max_delivery_delay_ms"].(float64); ok {
 		w.bound = ms / 1000
