@@ -202,6 +202,8 @@ def test_cli_integrate_and_its_usage_errors(out, capsys):
                  str(out / "p")]) == 3
     assert "unknown placeholder" in capsys.readouterr().err
     assert main(["integrate", "--worker", "x"]) == 3
+    assert main(["integrate", "--worker", careful(out), "--tag", "no-such-tag"]) == 3
+    assert "no library scenario has the tag no-such-tag" in capsys.readouterr().err
     assert main(["integrate", "matrix-throttling", "--worker", "no-such-worker-command {url}", "--out",
                  str(out / "q")]) == 3
     assert "no such command" in capsys.readouterr().err

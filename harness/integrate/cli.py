@@ -18,6 +18,8 @@ def add_parsers(cmd) -> None:
             "1 fail, 2 inconclusive.")
     p.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="library scenario ids or .yaml files")
     p.add_argument("--suite", action="store_true", help="the integration suite (docs/integration.md)")
+    p.add_argument("--tag", action="append", metavar="TAG",
+                   help="also every library scenario with this tag (repeatable), e.g. --tag crash-point")
     p.add_argument("--worker", required=True, metavar="CMD",
                    help="the worker command, e.g. 'python3 worker.py {url} {db}'")
     p.add_argument("--store", default="sqlite:{db}", metavar="URL",
@@ -42,8 +44,15 @@ def run(args: argparse.Namespace) -> int:
     from .run import SUITE, integrate
 
     names = list(args.scenarios) + (list(SUITE) if args.suite else [])
+    if args.tag:
+        from ..scenario_loader import library
+
+        tagged = [sc.id for sc in library() if set(args.tag) & set(sc.tags)]
+        if not tagged:
+            raise UsageError(f"no library scenario has the tag {', '.join(args.tag)}", hint="crashlab list shows the tags")
+        names += [n for n in tagged if n not in names]
     if not names:
-        raise UsageError("name at least one scenario, or --suite")
+        raise UsageError("name at least one scenario, or --suite, or --tag TAG")
     if not args.time_scale > 0 or not args.wall_limit > 0:
         raise UsageError("--time-scale and --wall-limit must be positive")
     scenarios = [resolve(n) for n in names]
