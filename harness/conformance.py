@@ -107,9 +107,12 @@ def recheck_saved(events: list[dict], path: str | Path) -> ScenarioResult:
                          f"({type(exc).__name__}: {str(exc)[:200]})",
                          hint="was it edited? docs/trace.md describes every event") from None
     src = head.get("source") or head.get("scenario")
-    return replace(result, seed=head.get("seed", 0),
-                   repro=shlex.join(["crashlab", "run", str(src), "--adapter", str(head.get("adapter")),
-                                     "--seed", str(head.get("seed"))]))
+    adapter = str(head.get("adapter"))
+    if adapter.startswith("integrate:"):   # an integration run: a real worker in real time, no seed replays it
+        repro = shlex.join(["crashlab", "integrate", str(src), "--worker", adapter[len("integrate:"):]])
+    else:
+        repro = shlex.join(["crashlab", "run", str(src), "--adapter", adapter, "--seed", str(head.get("seed"))])
+    return replace(result, seed=head.get("seed", 0), repro=repro)
 
 
 def collect_scenarios(paths: Iterable[str | Path]) -> list[Scenario]:

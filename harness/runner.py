@@ -287,16 +287,7 @@ class Runner:
     def run(self) -> RunResult:
         world = self.world
         sc = self.scenario
-        world.emit(events.Header, format=TRACE_FORMAT, scenario=sc.id, title=sc.title,
-                   seed=world.seed, adapter=self.adapter.text, harness=harness_version(),
-                   origin_ms=sc.origin_ms, horizon_ms=sc.horizon_ms, env=dict(sc.env),
-                   services={k: dict(v) for k, v in sc.services.items()},
-                   runs=[{"id": r.id, "intent": dict(r.intent), "service": r.service,
-                          "operation": r.operation, "deadline": r.deadline_ms,
-                          "start": r.start_ms, "approval": r.approval.get("mode", "auto"),
-                          "compensation_authority": r.compensation_authority} for r in sc.runs],
-                   source=portable_source(sc), card=dict(sc.card), tags=list(sc.tags),
-                   expect=dict(sc.expect), rules=RULES)
+        world.emit(events.Header, **header_fields(sc, world.seed, self.adapter.text))
         world.schedule_events()
         for run in world.runs.values():
             world.env.process(self.supervise(run))
@@ -312,6 +303,19 @@ class Runner:
                                         for r in world.runs.values()})
         return RunResult(scenario=sc, adapter=self.adapter.text, seed=world.seed,
                          events=world.trace.events, world=world)
+
+
+def header_fields(sc: Scenario, seed: int, adapter: str) -> dict:
+    """The header event's fields for a run of ``sc`` (the simulator's, and the sandbox's)."""
+    return dict(format=TRACE_FORMAT, scenario=sc.id, title=sc.title, seed=seed, adapter=adapter,
+                harness=harness_version(), origin_ms=sc.origin_ms, horizon_ms=sc.horizon_ms, env=dict(sc.env),
+                services={k: dict(v) for k, v in sc.services.items()},
+                runs=[{"id": r.id, "intent": dict(r.intent), "service": r.service,
+                       "operation": r.operation, "deadline": r.deadline_ms,
+                       "start": r.start_ms, "approval": r.approval.get("mode", "auto"),
+                       "compensation_authority": r.compensation_authority} for r in sc.runs],
+                source=portable_source(sc), card=dict(sc.card), tags=list(sc.tags), expect=dict(sc.expect),
+                rules=RULES)
 
 
 def run_scenario(scenario: Scenario, adapter: AdapterSpec | str | None = None, seed: int | None = None,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import events
-from .model import digest
+from .model import EFFECT_OPS, digest
 from .ports import PortError
 
 RESERVATION_INTENT_FIELDS = ("tenant", "incident", "part", "slot", "technician", "quantity",
@@ -168,6 +168,14 @@ class Service:
                             f"(stored fingerprint {rec.fingerprint})")
         self.emit(events.Replayed, run=run, service=self.name, key=key, ref=rec.ref, call=call)
         return {**self.record_view(rec), "replayed": True}
+
+    def refuse_in_flight(self, op: str, args: dict) -> None:
+        """A keyed effect request while a request with the same key is still executing: 409-style
+        conflict (when the service keeps keys), before anything is done."""
+        key = args.get("key")
+        if key is not None and op in EFFECT_OPS[self.kind] and self.in_flight.get(key) \
+                and self.profile["idempotency"] in ("semantic", "key_only"):
+            raise PortError("conflict_in_flight", f"a request with key {key!r} is executing")
 
     def execute(self, op: str, args: dict, *, cause: str, run: str | None, call: int | None) -> dict:
         handler = getattr(self, "op_" + op, None)

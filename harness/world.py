@@ -1,4 +1,4 @@
-"""The simulated world, on simpy: clock, seeded streams, rule matching, transport, scenario events.
+"""The simulated world, on simpy: clock, seeded streams, transport, scenario events (rule matching: faults.py).
 
 A port call is matched against the scenario's rules, then run: a service call crosses the
 transport (and its faults) to the service; a platform call takes its latency and any injected
@@ -20,6 +20,7 @@ import simpy
 from . import events
 from .boundary import refuse_malformed
 from .events import Event
+from .faults import Rules
 from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, PortCall
 from .platform import (Approval, Authority, CheckpointStore, Inbox, Lease, Leases, Ledger,
                        RunControl)
@@ -29,14 +30,6 @@ from .services import SERVICE_CLASSES, Service
 from .trace import Trace
 
 PLATFORM_LATENCY_MS = (1, 4)   # each store call takes a few simulated ms, drawn per call
-
-
-def _dig(value: Any, *path: str) -> Any:
-    for part in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
 
 
 class Streams:
@@ -123,11 +116,9 @@ class World:
                           lease=Lease(epoch=spec.history.get("lease_epoch", 0)))
             rw.wake = self.env.event()
             self.runs[spec.id] = rw
-        self.rule_hits: dict[int, int] = {}
+        self.rules = Rules(scenario.rules, lambda: int(self.env.now), self.key_knowledge)
         self._anchors = [(i, ev) for i, ev in enumerate(scenario.events) if ev.anchor is not None]
         self.anchors_fired: set[int] = set()     # indexes of scenario events anchored to a call, fired
-        self._actions = frozenset(rule.action for rule in scenario.rules)
-        self._rule_index: dict[tuple, tuple] = {}   # (action, port, op) -> the rules that may match
         self.emit = self.trace.emit  # the hot path skips one call layer
         self.env_current = dict(scenario.env)
         self._proxy_calls = 0
@@ -152,53 +143,14 @@ class World:
     def key_knowledge(self, run: RunWorld, key: str | None) -> str | None:
         return self.ledger.knowledge(run, key)
 
-    # ------------------------------------------------------------------ rule matching
+    # ------------------------------------------------------------------ rule matching (faults.py)
     def matches(self, m, run: RunWorld, worker: WorkerState, call: PortCall, nth: int) -> bool:
         """Whether a call meets every condition of a ``match`` (rules and anchored events)."""
-        if m.port is not None and m.port != call.port:
-            return False
-        if m.op is not None and m.op != call.op:
-            return False
-        if m.nth is not None and m.nth != nth:
-            return False
-        if m.worker is not None and m.worker != worker.number:
-            return False
-        if m.run is not None and m.run != run.spec.id:
-            return False
-        if m.from_ms is not None and self.now < m.from_ms:
-            return False
-        if m.until_ms is not None and self.now >= m.until_ms:
-            return False
-        if m.knowledge is not None and self.key_knowledge(run, call.args.get("key")) != m.knowledge:
-            return False
-        if m.state is not None and m.state != _dig(call.args, "checkpoint", "control", "state"):
-            return False
-        if m.appends is not None and m.appends != _dig(call.args, "entry", "knowledge"):
-            return False
-        if m.disposition is not None and m.disposition != call.args.get("disposition"):
-            return False
-        return True
+        return self.rules.matches(m, run, run.spec.id, worker.number, call, nth)
 
     def match_rules(self, action: str, run: RunWorld, worker: WorkerState, call: PortCall,
                     nth: int) -> Rule | None:
-        if action not in self._actions:
-            return None
-        key = (action, call.port, call.op)
-        candidates = self._rule_index.get(key)
-        if candidates is None:  # the rules of this action that can match this port and op, in order
-            candidates = self._rule_index[key] = tuple(
-                (index, rule) for index, rule in enumerate(self.scenario.rules)
-                if rule.action == action and rule.match.port in (None, call.port)
-                and rule.match.op in (None, call.op))
-        for index, rule in candidates:
-            if not self.matches(rule.match, run, worker, call, nth):
-                continue
-            hits = self.rule_hits.get(index, 0)
-            if rule.times and hits >= rule.times:
-                continue
-            self.rule_hits[index] = hits + 1
-            return rule
-        return None
+        return self.rules.match(action, run, run.spec.id, worker.number, call, nth)
 
     # ------------------------------------------------------------------ execution
     def execute(self, run: RunWorld, worker: WorkerState, call: PortCall, call_seq: int,
@@ -310,11 +262,7 @@ class World:
 
         # The request travels to the service.
         yield self.env.timeout(one_way)
-        if is_effect:
-            key = args.get("key")
-            if key is not None and svc.profile["idempotency"] in ("semantic", "key_only") \
-                    and svc.in_flight.get(key):
-                raise PortError("conflict_in_flight", f"a request with key {key!r} is executing")
+        svc.refuse_in_flight(call.op, args)
         if kind == "server_error_before":
             self.emit(events.ServerError, run=rid, service=call.port, op=call.op,
                       call=call_seq, committed=False)

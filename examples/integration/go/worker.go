@@ -1,0 +1,517 @@
+// A Go integration worker: net/http and database/sql on SQLite (github.com/mattn/go-sqlite3).
+//
+//	go build -tags libsqlite3 -o worker worker.go    (Debian: golang-go golang-github-mattn-go-sqlite3-dev,
+//	                                                  GOPATH=/usr/share/gocode GO111MODULE=off)
+//	crashlab integrate --suite --worker './worker {url} {db}'
+//	crashlab integrate matrix-weak-service --worker './worker -client=default {url} {db}'
+//
+// The same discipline as examples/integration/worker.py: prepare with a stable key, SENT_UNKNOWN before
+// every send, an ambiguous outcome resolved only by an authoritative read, never a blind resend.
+//
+// -client=default uses http.DefaultClient as it comes. Its transport keeps connections alive and, when
+// a reused connection is closed before any answer, silently re-sends a request that carries an
+// Idempotency-Key header (net/http's "replayable" rule): a second retry owner the worker never sees.
+// Against a lost response on a service that keeps no keys, that is two commits while the worker saw one
+// 200; crashlab sees both requests at the sandbox. -client=careful (the default) opens a connection per
+// request, so every retry is the worker's own.
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+)
+
+// ---------------------------------------------------------------- failpoint helper
+var fpCounts = map[string]int{}
+
+func failpoint(point, boundary string) {
+	if boundary == "before" {
+		fpCounts[point]++
+	}
+	for _, item := range strings.Split(os.Getenv("CRASHLAB_FAILPOINT"), ",") {
+		parts := strings.Split(item, ":")
+		if len(parts) == 3 && parts[0] == point && parts[1] == strconv.Itoa(fpCounts[point]) && parts[2] == boundary {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+	}
+}
+
+// ---------------------------------------------------------------- the store
+const schema = `
+CREATE TABLE IF NOT EXISTS checkpoints (version INTEGER PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS finish (seq INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL);
+CREATE VIEW IF NOT EXISTS crashlab_checkpoints AS SELECT version, record FROM checkpoints;
+CREATE VIEW IF NOT EXISTS crashlab_ledger AS SELECT seq, record FROM ledger;
+CREATE VIEW IF NOT EXISTS crashlab_finish AS SELECT seq, record FROM finish;
+CREATE TABLE IF NOT EXISTS lease (id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL,
+                                  owner TEXT NOT NULL, expires REAL NOT NULL);`
+
+type M = map[string]any
+
+type worker struct {
+	db               *sql.DB
+	client           *http.Client
+	base             string
+	name, run        string
+	epoch            int
+	intent           M
+	notify           bool   // the run asks for the user notification: a separate effect
+	noticeKey        string // its own identity
+	notice           string // its knowledge
+	noticeIntent     M
+	key, state, know string
+	seen             int
+	lookup           string
+	bound            float64 // the service's late-delivery bound, in seconds
+	ttl              float64 // the lease's time to live, in seconds
+}
+
+func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+
+// stale stops a worker that finds a newer epoch holding the run's lease: it writes and sends nothing more.
+func stale(why string) {
+	fmt.Fprintln(os.Stderr, "stopping:", why)
+	os.Exit(0)
+}
+
+// acquire takes the run's lease once the previous holder's has expired (a crashed or paused holder keeps
+// it until then); a newer epoch there already means this worker is stale.
+func (w *worker) acquire(ttl float64) {
+	w.ttl = ttl
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		res, err := w.db.Exec(`INSERT INTO lease (id, epoch, owner, expires) VALUES (1, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch, owner = excluded.owner, expires = excluded.expires
+			WHERE lease.epoch = excluded.epoch OR (lease.expires < ? AND lease.epoch < excluded.epoch)`,
+			w.epoch, w.name, now()+ttl, now())
+		if err == nil {
+			if n, _ := res.RowsAffected(); n == 1 {
+				return
+			}
+		}
+		var held int
+		if w.db.QueryRow("SELECT epoch FROM lease WHERE id = 1").Scan(&held) == nil && held > w.epoch {
+			stale(fmt.Sprintf("epoch %d holds the run", held))
+		}
+	}
+	stale("the previous holder's lease never expired")
+}
+
+// own confirms (and renews) the lease right before a send.
+func (w *worker) own() {
+	res, err := w.db.Exec("UPDATE lease SET expires = ? WHERE id = 1 AND epoch = ?", now()+w.ttl, w.epoch)
+	if n, _ := res.RowsAffected(); err != nil || n != 1 {
+		stale("a newer worker holds the run")
+	}
+}
+
+// write appends a row, fenced: it lands only while this worker's epoch holds the lease.
+func (w *worker) write(point, table string, record M) {
+	data, _ := json.Marshal(record)
+	failpoint(point, "before")
+	res, err := w.db.Exec("INSERT INTO "+table+" (record) SELECT ? WHERE (SELECT epoch FROM lease WHERE id = 1) = ?",
+		string(data), w.epoch)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "store:", err)
+		os.Exit(4)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		stale("a newer worker holds the run")
+	}
+	failpoint(point, "after")
+}
+
+func (w *worker) effects() []M {
+	effects := []M{}
+	if w.know != "" {
+		effects = append(effects, M{"key": w.key, "knowledge": w.know})
+	}
+	if w.notice != "" {
+		effects = append(effects, M{"key": w.noticeKey, "knowledge": w.notice})
+	}
+	return effects
+}
+
+// entries are the ledger entries of one key, in append order.
+func (w *worker) entries(key string) []M {
+	out := []M{}
+	rows, err := w.db.Query("SELECT record FROM ledger ORDER BY seq")
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var text string
+		var e M
+		if rows.Scan(&text) == nil && json.Unmarshal([]byte(text), &e) == nil && e["semantic_key"] == key {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (w *worker) knowledgeOf(key string) string {
+	if es := w.entries(key); len(es) > 0 {
+		k, _ := es[len(es)-1]["knowledge"].(string)
+		return k
+	}
+	return ""
+}
+
+func (w *worker) checkpoint(state string) {
+	var version int
+	w.db.QueryRow("SELECT COUNT(*) FROM checkpoints").Scan(&version)
+	effects := w.effects()
+	w.write("checkpoints.write", "checkpoints", M{
+		"identity": M{"run_id": w.run, "task_id": "task-" + w.run, "tenant": w.intent["tenant"], "principal": w.intent["principal"]},
+		"control": M{"state": state, "state_version": version + 1, "owner": w.name, "lease_epoch": w.epoch,
+			"event_sequence": w.seen, "cancellation": M{}, "deadline": nil, "budgets": M{"attempt_ceiling": 5}},
+		"contract": M{"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
+		"evidence": M{"proposal_hash": nil}, "effects": effects})
+	w.state = state
+}
+
+func (w *worker) append(knowledge string, extra M) { w.appendEntry(false, knowledge, extra) }
+
+// appendEntry appends a ledger entry for the reservation, or (notice) for the user notification.
+func (w *worker) appendEntry(notice bool, knowledge string, extra M) {
+	key, intent, service, op := w.key, w.intent, "reservation", "reserve"
+	if notice {
+		key, intent, service, op = w.noticeKey, w.noticeIntent, "notification", "send"
+	}
+	data, _ := json.Marshal(intent)
+	sum := sha256.Sum256(data)
+	entry := M{"semantic_key": key, "kind": "effect", "service": service, "operation": op,
+		"run_id": w.run, "intent": intent, "intent_fingerprint": hex.EncodeToString(sum[:])[:16],
+		"canonicalization_version": 1, "knowledge": knowledge, "attempts": []M{}, "lease_epoch": w.epoch}
+	if knowledge == "SENT_UNKNOWN" {
+		entry["attempts"] = []M{{"at": float64(time.Now().UnixNano()) / 1e9}}
+	}
+	for k, v := range extra {
+		entry[k] = v
+	}
+	w.write("ledger.append", "ledger", entry)
+	if notice {
+		w.notice = knowledge
+	} else {
+		w.know = knowledge
+	}
+}
+
+// sendNotice sends the user notification once: prepared, SENT_UNKNOWN before the send. The service has
+// no read by key, so an unknown outcome stays unknown: never re-sent, never reported delivered.
+func (w *worker) sendNotice() {
+	if w.notice == "" {
+		w.appendEntry(true, "PROPOSED", M{"note": "the notification, prepared"})
+		w.checkpoint("NOTIFYING")
+	}
+	if w.notice != "PROPOSED" {
+		return
+	}
+	if w.state != "NOTIFYING" {
+		w.checkpoint("NOTIFYING")
+	}
+	w.appendEntry(true, "SENT_UNKNOWN", M{"note": "about to send"})
+	w.own()
+	status, data, _, err := w.call("POST", "/notification/send", M{"intent": w.noticeIntent, "retry_owner": "caller"}, w.noticeKey)
+	if err != nil {
+		return
+	}
+	if status == 200 {
+		w.appendEntry(true, "CONFIRMED", M{"remote_ref": data["message_id"], "evidence": []any{"send answered 200"}})
+	} else if status < 500 && status != 429 {
+		w.appendEntry(true, "REJECTED", M{"evidence": []any{fmt.Sprintf("definite refusal: HTTP %d", status)}})
+	}
+}
+
+func (w *worker) finish(disposition, reason string, nextOwner any) {
+	w.checkpoint(disposition)
+	w.write("run.finish", "finish", M{"disposition": disposition, "reason": reason, "next_owner": nextOwner, "effects": w.effects()})
+}
+
+// ---------------------------------------------------------------- HTTP
+var errAmbiguous = errors.New("ambiguous")
+
+func (w *worker) call(method, path string, body M, key string) (int, M, http.Header, error) {
+	var reader io.Reader
+	if body != nil {
+		data, _ := json.Marshal(body)
+		reader = bytes.NewReader(data) // rewindable: net/http may re-send it by itself
+	}
+	req, _ := http.NewRequest(method, w.base+path, reader)
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%w: %v", errAmbiguous, err)
+	}
+	defer resp.Body.Close()
+	out := M{}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%w: %v", errAmbiguous, err)
+	}
+	json.Unmarshal(data, &out)
+	return resp.StatusCode, out, resp.Header, nil
+}
+
+func (w *worker) events() []any {
+	_, data, _, err := w.call("GET", "/inbox?after_seq=0", nil, "")
+	if err != nil {
+		return nil
+	}
+	evs, _ := data["events"].([]any)
+	w.seen = len(evs)
+	return evs
+}
+
+func (w *worker) cancelled() bool {
+	for _, e := range w.events() {
+		if e.(M)["type"] == "cancel" {
+			return true
+		}
+	}
+	return false
+}
+
+// ---------------------------------------------------------------- the run
+func (w *worker) lastSend() float64 {
+	var at float64
+	if es := w.entries(w.key); len(es) > 0 {
+		for _, a := range es[len(es)-1]["attempts"].([]any) {
+			if t, ok := a.(M)["at"].(float64); ok && t > at {
+				at = t
+			}
+		}
+	}
+	return at
+}
+
+// reconcile resolves SENT_UNKNOWN by an authoritative read: the key (lookup), or the incident and slot
+// compared on every intent field (search, conclusive only past the service's late-delivery bound).
+func (w *worker) reconcile() {
+	if w.lookup != "by_key" && w.lookup != "by_incident_slot" {
+		w.finish("FAILED_EFFECT_UNKNOWN", "the service offers no authoritative read: the effect may exist", "operator")
+		return
+	}
+	want, _ := json.Marshal(w.intent)
+	sent := w.lastSend()
+	for i := 0; i < 500; i++ {
+		path := "/reservation/lookup?key=" + url.QueryEscape(w.key)
+		if w.lookup == "by_incident_slot" {
+			path = fmt.Sprintf("/reservation/search?incident=%s&slot=%s", url.QueryEscape(fmt.Sprint(w.intent["incident"])),
+				url.QueryEscape(fmt.Sprint(w.intent["slot"])))
+		}
+		status, data, _, err := w.call("GET", path, nil, "")
+		if err == nil && status == 200 {
+			var found M
+			settled := data["in_flight"] != true
+			if w.lookup == "by_key" {
+				found, _ = data["record"].(M)
+			} else {
+				for _, r := range data["records"].([]any) {
+					got, _ := json.Marshal(r.(M)["intent"])
+					if bytes.Equal(got, want) {
+						found = r.(M)
+					}
+				}
+				settled = float64(time.Now().UnixNano())/1e9-sent > w.bound
+			}
+			if found != nil {
+				w.append("CONFIRMED", M{"remote_ref": found["ref"], "evidence": []any{fmt.Sprintf("%s read found %v", w.lookup, found["ref"])},
+					"reconciliation": []M{{"query": w.lookup, "as_of": data["as_of"], "found": true}}})
+				return
+			}
+			if settled && data["consistency"] == "strong" {
+				w.append("PROPOSED", M{"evidence": []any{"authoritative absence: " + w.lookup + " read found nothing that can still land"},
+					"reconciliation": []M{{"query": w.lookup, "as_of": data["as_of"], "found": false}}})
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.finish("FAILED_EFFECT_UNKNOWN", "the effect stayed unresolved", "operator")
+}
+
+func (w *worker) send() {
+	w.own() // still the owner, right before the send
+	status, data, headers, err := w.call("POST", "/reservation/reserve", M{"intent": w.intent, "retry_owner": "caller"}, w.key)
+	if err != nil || status >= 500 {
+		w.reconcile()
+		return
+	}
+	errCode := ""
+	if e, ok := data["error"].(M); ok {
+		errCode, _ = e["code"].(string)
+	}
+	switch {
+	case status == 200:
+		w.append("CONFIRMED", M{"remote_ref": data["ref"], "evidence": []any{fmt.Sprintf("reserve answered 200 with %v", data["ref"])}})
+		w.checkpoint("EFFECT_CONFIRMED")
+	case status == 429:
+		ms, _ := strconv.Atoi(headers.Get("Retry-After-Ms"))
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		w.append("PROPOSED", M{"evidence": []any{"429: throttled before execution (definite)"}})
+	case status == 409 && errCode == "conflict_in_flight":
+		w.reconcile()
+	default:
+		w.append("REJECTED", M{"evidence": []any{fmt.Sprintf("definite refusal: HTTP %d %s", status, errCode)}})
+		w.finish("FAILED_NO_EFFECT", "the service refused the request: "+errCode, nil)
+	}
+}
+
+func (w *worker) main() int {
+	if _, err := w.db.Exec(schema); err != nil {
+		fmt.Fprintln(os.Stderr, "store:", err)
+		return 4
+	}
+	var done int
+	w.db.QueryRow("SELECT COUNT(*) FROM finish").Scan(&done)
+	if done > 0 {
+		return 0
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for w.intent == nil && time.Now().Before(deadline) {
+		for _, e := range w.events() {
+			if ev := e.(M); ev["type"] == "intake" {
+				w.intent = ev["payload"].(M)["intent"].(M)
+				w.notify = ev["payload"].(M)["notify"] == true
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if w.intent == nil {
+		fmt.Fprintln(os.Stderr, "no intake event arrived")
+		return 3
+	}
+	data, _ := json.Marshal(w.intent) // encoding/json sorts map keys: a canonical form
+	sum := sha256.Sum256(data)
+	w.key = "rsv-" + hex.EncodeToString(sum[:])[:20]
+	w.noticeKey = "msg-" + w.key[4:]
+	w.noticeIntent = M{"tenant": w.intent["tenant"], "to": w.intent["technician"],
+		"message": fmt.Sprintf("part %v reserved for %v", w.intent["part"], w.intent["incident"])}
+	_, profile, _, _ := w.call("GET", "/reservation", nil, "")
+	scale, _ := profile["time_scale"].(float64)
+	if scale <= 0 {
+		scale = 1
+	}
+	w.acquire(30 / scale) // 30 s of scenario time: one owner at a time
+	w.lookup, _ = profile["lookup"].(string)
+	if ms, ok := profile["max_delivery_delay_ms"].(float64); ok {
+		w.bound = ms / 1000
+	}
+
+	var text string
+	w.state = "INTAKE"
+	if w.db.QueryRow("SELECT record FROM checkpoints ORDER BY version DESC LIMIT 1").Scan(&text) == nil {
+		var cp M
+		json.Unmarshal([]byte(text), &cp)
+		w.state = cp["control"].(M)["state"].(string)
+	}
+	w.know, w.notice = w.knowledgeOf(w.key), w.knowledgeOf(w.noticeKey)
+	terminal := map[string]bool{"SUCCEEDED": true, "FAILED_NO_EFFECT": true, "FAILED_EFFECT_UNKNOWN": true,
+		"CANCELLED_NO_EFFECT": true, "CANCELLED_EFFECT_REMAINS": true}
+	if terminal[w.state] {
+		w.write("run.finish", "finish", M{"disposition": w.state, "reason": "recorded before a crash", "next_owner": nil,
+			"effects": w.effects()})
+		return 0
+	}
+	if w.know == "" {
+		if w.cancelled() {
+			w.finish("CANCELLED_NO_EFFECT", "cancelled before anything was prepared", nil)
+			return 0
+		}
+		order := []string{"INTAKE", "VALIDATED", "PROPOSED", "APPROVED"}
+		for i, s := range order {
+			if s == w.state {
+				for _, next := range order[i+1:] {
+					w.checkpoint(next)
+				}
+			}
+		}
+		w.append("PROPOSED", M{"note": "prepared before any send"})
+		w.checkpoint("EFFECT_PREPARED")
+	}
+	if w.know == "SENT_UNKNOWN" {
+		w.reconcile()
+	}
+	for attempts := 1; w.know == "PROPOSED"; attempts++ {
+		if w.cancelled() {
+			w.append("REJECTED", M{"evidence": []any{"cancelled; no attempt left the worker"}})
+			w.finish("CANCELLED_NO_EFFECT", "cancelled before the send", nil)
+			return 0
+		}
+		if attempts > 5 {
+			w.append("REJECTED", M{"evidence": []any{"every attempt was refused before execution"}})
+			w.finish("FAILED_NO_EFFECT", "attempt ceiling reached", nil)
+			return 0
+		}
+		w.append("SENT_UNKNOWN", M{"note": "about to send"})
+		if w.state != "EFFECT_IN_FLIGHT" {
+			w.checkpoint("EFFECT_IN_FLIGHT")
+		}
+		w.send()
+	}
+	if w.know == "CONFIRMED" && !terminal[w.state] {
+		if w.state != "EFFECT_CONFIRMED" {
+			w.checkpoint("EFFECT_CONFIRMED")
+		}
+		if w.cancelled() {
+			w.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains", "requester")
+		} else {
+			var nextOwner any
+			if w.notify {
+				w.sendNotice()
+				if w.notice == "SENT_UNKNOWN" {
+					nextOwner = "operator"
+				}
+			}
+			w.finish("SUCCEEDED", "the hold is confirmed by the service", nextOwner)
+		}
+	}
+	return 0
+}
+
+func main() {
+	client := flag.String("client", "careful", "default: http.DefaultClient as it comes; careful: a connection per request")
+	flag.Parse()
+	if flag.NArg() != 2 {
+		fmt.Fprintln(os.Stderr, "usage: worker [-client=default|careful] URL DB")
+		os.Exit(2)
+	}
+	db, err := sql.Open("sqlite3", flag.Arg(1)+"?_busy_timeout=10000")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "store:", err)
+		os.Exit(4)
+	}
+	w := &worker{db: db, base: flag.Arg(0), name: os.Getenv("CRASHLAB_WORKER"), run: os.Getenv("CRASHLAB_RUN")}
+	w.epoch, _ = strconv.Atoi(os.Getenv("CRASHLAB_EPOCH"))
+	switch *client {
+	case "default":
+		w.client = http.DefaultClient
+	case "careful":
+		w.client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	default:
+		fmt.Fprintln(os.Stderr, "-client is default or careful")
+		os.Exit(2)
+	}
+	os.Exit(w.main())
+}

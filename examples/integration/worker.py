@@ -1,0 +1,531 @@
+"""A careful integration worker: standard library and sqlite3 only.
+
+    crashlab integrate t2-commit-before-record \
+        --worker 'python3 examples/integration/worker.py {url} {db}' --store 'sqlite:{db}'
+
+It reserves the run's intent on the sandbox's reservation service over real HTTP and keeps its
+state in its own SQLite database, which crashlab reads through three views (crashlab_checkpoints,
+crashlab_ledger, crashlab_finish). The discipline it follows (AR-08): prepare the effect with a
+stable semantic key (PROPOSED) before anything leaves, append SENT_UNKNOWN before every send,
+treat every 5xx, timeout and closed connection as ambiguous and resolve it only by an
+authoritative read of the key, never resend blind; a definite refusal is final; 429 waits its
+Retry-After; 409 waits for the key to settle and reads it.
+
+``--mistake NAME`` plants one mistake, for showing that crashlab catches it:
+  blind_retry         resend at once after a 5xx or a closed connection, with no read
+  sent_unknown_after  append SENT_UNKNOWN only after the answer (the ledger says PROPOSED while
+                      the request is out)
+  closed_as_not_sent  take a closed connection as "nothing was sent" and resend without a read
+  no_lease            keep no lease: a worker paused past its lease resumes and writes as if it still
+                      owned the run
+"""
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.parse
+
+# --------------------------------------------------------------------------- failpoint helper
+_FAILPOINT_COUNTS: dict = {}
+
+
+def failpoint(point: str, boundary: str) -> None:
+    """Die here (SIGKILL, as a crash would) when CRASHLAB_FAILPOINT names this point, e.g.
+    ``ledger.append:2:before`` (the second ledger append of this process, before it commits)."""
+    if boundary == "before":
+        _FAILPOINT_COUNTS[point] = _FAILPOINT_COUNTS.get(point, 0) + 1
+    for item in filter(None, os.environ.get("CRASHLAB_FAILPOINT", "").split(",")):
+        where, nth, when = item.rsplit(":", 2)
+        if where in (point, point.split(".")[0] + ".*") and int(nth) == _FAILPOINT_COUNTS.get(point) \
+                and when == boundary:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- the store
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS checkpoints (version INTEGER PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS finish (seq INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL);
+CREATE VIEW IF NOT EXISTS crashlab_checkpoints AS SELECT version, record FROM checkpoints;
+CREATE VIEW IF NOT EXISTS crashlab_ledger AS SELECT seq, record FROM ledger;
+CREATE VIEW IF NOT EXISTS crashlab_finish AS SELECT seq, record FROM finish;
+CREATE TABLE IF NOT EXISTS lease (id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL,
+                                  owner TEXT NOT NULL, expires REAL NOT NULL);
+"""
+
+
+class Stale(Exception):
+    """A newer worker holds the run's lease: this one stops, writing and sending nothing more."""
+
+
+class Store:
+    """The worker's SQLite store. Every write is fenced by the lease epoch in the same transaction:
+    a paused worker that resumes after a newer one took over writes nothing."""
+
+    def __init__(self, path: str) -> None:
+        self.db = sqlite3.connect(path, timeout=10, isolation_level=None)
+        self.db.executescript(SCHEMA)
+        self.epoch: int | None = None       # None: no lease kept (the no_lease mistake)
+        self.ttl = 0.3
+
+    def acquire(self, epoch: int, owner: str, ttl: float) -> None:
+        """Take the run's lease once the previous holder's has expired (a crashed or paused holder
+        keeps it until then); a newer epoch there already means this worker is stale."""
+        self.ttl = ttl
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            self.db.execute("BEGIN IMMEDIATE")
+            row = self.db.execute("SELECT epoch, expires FROM lease WHERE id = 1").fetchone()
+            if row is not None and row[0] > epoch:
+                self.db.execute("ROLLBACK")
+                raise Stale(f"epoch {row[0]} holds the run")
+            if row is None or row[0] == epoch or row[1] < time.time():
+                self.db.execute("INSERT OR REPLACE INTO lease VALUES (1, ?, ?, ?)", (epoch, owner, time.time() + ttl))
+                self.db.execute("COMMIT")
+                self.epoch = epoch
+                return
+            self.db.execute("ROLLBACK")
+            time.sleep(0.01)
+        raise Stale("the previous holder's lease never expired")
+
+    def own(self) -> None:
+        """Confirm (and renew) the lease right before a send; Stale when a newer worker took it."""
+        if self.epoch is None:
+            return
+        done = self.db.execute("UPDATE lease SET expires = ? WHERE id = 1 AND epoch = ?",
+                               (time.time() + self.ttl, self.epoch))
+        if done.rowcount != 1:
+            raise Stale("a newer worker holds the run")
+
+    def _write(self, point: str, sql: str, record: dict) -> None:
+        failpoint(point, "before")
+        text = json.dumps(record, sort_keys=True)
+        if self.epoch is None:
+            self.db.execute(sql, (text,))
+        else:   # fenced: the row lands only while this worker's epoch holds the lease
+            self.db.execute("BEGIN IMMEDIATE")
+            done = self.db.execute(sql.replace("VALUES (?)", "SELECT ? WHERE (SELECT epoch FROM lease WHERE id = 1) = ?"),
+                                   (text, self.epoch))
+            self.db.execute("COMMIT")
+            if done.rowcount != 1:
+                raise Stale("a newer worker holds the run")
+        failpoint(point, "after")
+
+    def checkpoint(self) -> dict | None:
+        row = self.db.execute("SELECT record FROM checkpoints ORDER BY version DESC LIMIT 1").fetchone()
+        return json.loads(row[0]) if row else None
+
+    def write_checkpoint(self, record: dict) -> None:
+        self._write("checkpoints.write", "INSERT INTO checkpoints (record) VALUES (?)", record)
+
+    def entries(self, key: str) -> list[dict]:
+        rows = self.db.execute("SELECT record FROM ledger ORDER BY seq").fetchall()
+        return [e for e in (json.loads(r[0]) for r in rows) if e["semantic_key"] == key]
+
+    def append(self, entry: dict) -> None:
+        self._write("ledger.append", "INSERT INTO ledger (record) VALUES (?)", entry)
+
+    def finished(self) -> bool:
+        return self.db.execute("SELECT 1 FROM finish LIMIT 1").fetchone() is not None
+
+    def finish(self, record: dict) -> None:
+        self._write("run.finish", "INSERT INTO finish (record) VALUES (?)", record)
+
+
+class PsqlStore(Store):
+    """The same store on PostgreSQL (a ``postgresql://`` {db}), through the psql client: no driver
+    needed. The views carry each row's commit timestamp where the server tracks them, so crashlab
+    orders the writes it reads in one batch as they were committed."""
+
+    TABLES = """
+    CREATE TABLE IF NOT EXISTS checkpoints (version BIGSERIAL PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS ledger (seq BIGSERIAL PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS finish (seq BIGSERIAL PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS lease (id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL,
+                                      owner TEXT NOT NULL, expires DOUBLE PRECISION NOT NULL);
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.epoch: int | None = None
+        self.ttl = 0.3
+        stamp = ", pg_xact_commit_timestamp(xmin) AS committed_at" \
+            if self.sql("SHOW track_commit_timestamp").strip() == "on" else ""
+        self.sql(self.TABLES + "".join(
+            f"CREATE OR REPLACE VIEW crashlab_{t} AS SELECT {k}, record{stamp} FROM {t};\n"
+            for t, k in (("checkpoints", "version"), ("ledger", "seq"), ("finish", "seq"))))
+
+    def sql(self, text: str, **values: str) -> str:
+        argv = ["psql", self.url, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
+        for name, value in values.items():
+            argv += ["-v", f"{name}={value}"]
+        done = subprocess.run(argv + ["-f", "-"], input=text, capture_output=True, text=True, timeout=30)
+        if done.returncode != 0:
+            raise SystemExit(f"store: {done.stderr.strip()}")
+        return done.stdout
+
+    def acquire(self, epoch: int, owner: str, ttl: float) -> None:
+        self.ttl = ttl
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            got = self.sql("INSERT INTO lease VALUES (1, :epoch, :'owner', :expires) ON CONFLICT (id) DO UPDATE "
+                           "SET epoch = excluded.epoch, owner = excluded.owner, expires = excluded.expires "
+                           "WHERE lease.epoch = excluded.epoch OR (lease.expires < :now AND lease.epoch < excluded.epoch) "
+                           "RETURNING epoch;", epoch=str(epoch), owner=owner, expires=repr(time.time() + ttl),
+                           now=repr(time.time()))
+            if got.strip():
+                self.epoch = epoch
+                return
+            held = self.sql("SELECT epoch FROM lease WHERE id = 1;").strip()
+            if held and int(held) > epoch:
+                raise Stale(f"epoch {held} holds the run")
+            time.sleep(0.01)
+        raise Stale("the previous holder's lease never expired")
+
+    def own(self) -> None:
+        if self.epoch is not None and not self.sql(
+                "UPDATE lease SET expires = :expires WHERE id = 1 AND epoch = :epoch RETURNING epoch;",
+                expires=repr(time.time() + self.ttl), epoch=str(self.epoch)).strip():
+            raise Stale("a newer worker holds the run")
+
+    def _write(self, point: str, sql: str, record: dict) -> None:
+        failpoint(point, "before")
+        text = json.dumps(record, sort_keys=True)
+        if self.epoch is None:
+            self.sql(sql.replace("?", ":'rec'") + ";", rec=text)
+        elif not self.sql(sql.replace("VALUES (?)", "SELECT :'rec' WHERE (SELECT epoch FROM lease WHERE id = 1) = "
+                                                    ":epoch RETURNING 1") + ";", rec=text, epoch=str(self.epoch)).strip():
+            raise Stale("a newer worker holds the run")
+        failpoint(point, "after")
+
+    def checkpoint(self) -> dict | None:
+        row = self.sql("SELECT record FROM checkpoints ORDER BY version DESC LIMIT 1").strip()
+        return json.loads(row) if row else None
+
+    def entries(self, key: str) -> list[dict]:
+        rows = self.sql("SELECT record FROM ledger ORDER BY seq").splitlines()
+        return [e for e in (json.loads(r) for r in rows if r) if e["semantic_key"] == key]
+
+    def finished(self) -> bool:
+        return bool(self.sql("SELECT 1 FROM finish LIMIT 1").strip())
+
+
+# --------------------------------------------------------------------------- the service client
+class Ambiguous(Exception):
+    """The request may have been executed: a 5xx, a timeout or a closed connection."""
+
+
+class Closed(Ambiguous):
+    """The connection closed with no answer."""
+
+
+class Client:
+    def __init__(self, base: str) -> None:
+        parts = urllib.parse.urlsplit(base)
+        self.host, self.port, self.prefix = parts.hostname, parts.port, parts.path
+
+    def call(self, method: str, path: str, body: dict | None = None, key: str | None = None,
+             timeout: float = 5.0) -> tuple[int, dict, dict]:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)   # one connection per call
+        headers = {"Content-Type": "application/json"}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        try:
+            conn.request(method, self.prefix + path, json.dumps(body) if body is not None else None, headers)
+            resp = conn.getresponse()
+            data = json.loads(resp.read() or b"null")
+            return resp.status, data, {k.lower(): v for k, v in resp.getheaders()}
+        except (http.client.RemoteDisconnected, ConnectionError, http.client.IncompleteRead) as exc:
+            raise Closed(str(exc)) from None
+        except (TimeoutError, OSError, http.client.HTTPException) as exc:
+            raise Ambiguous(str(exc)) from None
+        finally:
+            conn.close()
+
+
+# --------------------------------------------------------------------------- the worker
+TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EFFECT_UNKNOWN",
+            "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN"}
+ATTEMPT_CEILING = 5
+MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease")
+LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
+
+
+def canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class Worker:
+    def __init__(self, url: str, db: str, mistake: str | None) -> None:
+        self.client = Client(url)
+        self.store = PsqlStore(db) if db.startswith(("postgresql://", "postgres://")) else Store(db)
+        self.mistake = mistake
+        self.worker = os.environ.get("CRASHLAB_WORKER", "worker")
+        self.epoch = int(os.environ.get("CRASHLAB_EPOCH", "1"))
+        self.run_id = os.environ.get("CRASHLAB_RUN", "run")
+
+    # -- records ------------------------------------------------------------------------
+    def write(self, state: str, knowledge: str | None = None) -> None:
+        """A new checkpoint version in ``state``, listing every effect with its current knowledge."""
+        last = self.store.checkpoint()
+        version = (last["control"]["state_version"] if last else 0) + 1
+        effects = self.effects()
+        self.store.write_checkpoint({
+            "identity": {"run_id": self.run_id, "task_id": f"task-{self.run_id}",
+                         "tenant": self.intent.get("tenant", ""), "principal": self.intent.get("principal", "")},
+            "control": {"state": state, "state_version": version, "owner": self.worker,
+                        "lease_epoch": self.epoch, "event_sequence": self.seen, "cancellation": {},
+                        "deadline": None, "budgets": {"attempt_ceiling": ATTEMPT_CEILING}},
+            "contract": {"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
+            "evidence": {"proposal_hash": None}, "effects": effects})
+        self.state = state
+
+    def append(self, knowledge: str, notice: bool = False, **extra) -> None:
+        """A ledger entry for the reservation (or, ``notice``, for the user notification)."""
+        key, intent = (self.notice_key, self.notice_intent) if notice else (self.key, self.intent)
+        entries = self.store.entries(key)
+        attempts = list(entries[-1]["attempts"]) if entries else []
+        if knowledge == "SENT_UNKNOWN":
+            attempts.append({"n": len(attempts) + 1, "at": time.time()})
+        self.store.append({"semantic_key": key, "kind": "effect", "service": "notification" if notice else "reservation",
+                           "operation": "send" if notice else "reserve", "run_id": self.run_id, "intent": intent,
+                           "intent_fingerprint": hashlib.sha256(canonical(intent).encode()).hexdigest()[:16],
+                           "canonicalization_version": 1, "knowledge": knowledge, "attempts": attempts,
+                           "lease_epoch": self.epoch, **extra})
+        if notice:
+            self.notice = knowledge
+        else:
+            self.knowledge = knowledge
+
+    def finish(self, disposition: str, reason: str, next_owner: str | None = None) -> None:
+        self.write(disposition, self.knowledge)
+        self.store.finish({"disposition": disposition, "reason": reason, "next_owner": next_owner,
+                           "effects": self.effects()})
+
+    # -- inbox --------------------------------------------------------------------------
+    def poll(self) -> list[dict]:
+        status, data, _ = self.client.call("GET", f"/inbox?after_seq=0")
+        events = data.get("events", []) if status == 200 else []
+        self.seen = max([e["seq"] for e in events] or [0])
+        return events
+
+    # -- the run ------------------------------------------------------------------------
+    def main(self) -> int:
+        if self.store.finished():
+            return 0
+        deadline = time.monotonic() + 10
+        while True:
+            events = self.poll()
+            intake = next((e for e in events if e["type"] == "intake"), None)
+            if intake is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        if intake is None:
+            print("no intake event arrived", file=sys.stderr)
+            return 3
+        _, self.profile, _ = self.client.call("GET", "/reservation")
+        if self.mistake != "no_lease":     # one owner at a time: wait for a crashed or paused holder's lease
+            self.store.acquire(self.epoch, self.worker, LEASE_TTL_MS / 1000 / self.profile.get("time_scale", 1))
+        self.intent = intake["payload"]["intent"]
+        self.key = "rsv-" + hashlib.sha256(canonical(self.intent).encode()).hexdigest()[:20]
+        self.notify_user = bool(intake["payload"].get("notify"))
+        self.notice_key = "msg-" + self.key[4:]          # the notification: its own identity
+        self.notice_intent = {"tenant": self.intent.get("tenant"), "to": self.intent.get("technician"),
+                              "message": f"part {self.intent.get('part')} reserved for {self.intent.get('incident')}"}
+        notices = self.store.entries(self.notice_key)
+        self.notice = notices[-1]["knowledge"] if notices else None
+        entries = self.store.entries(self.key)
+        self.knowledge = entries[-1]["knowledge"] if entries else None
+        last = self.store.checkpoint()
+        self.state = last["control"]["state"] if last else "INTAKE"
+        if self.state in TERMINAL:       # decided, but the finish row was lost in a crash
+            self.store.finish({"disposition": self.state, "reason": "recorded before a crash",
+                               "next_owner": None, "effects": self.effects()})
+            return 0
+        if self.knowledge is None:
+            if self.cancelled():
+                self.finish("CANCELLED_NO_EFFECT", "cancelled before anything was prepared")
+                return 0
+            order = ["INTAKE", "VALIDATED", "PROPOSED", "APPROVED"]
+            for state in order[order.index(self.state) + 1:] if self.state in order else ():
+                self.write(state)
+            self.append("PROPOSED", note="prepared before any send")
+            self.write("EFFECT_PREPARED", "PROPOSED")
+        if self.knowledge == "SENT_UNKNOWN":
+            self.reconcile()
+        if self.knowledge == "PROPOSED":
+            self.dispatch()
+        if self.knowledge == "CONFIRMED" and self.state not in TERMINAL:
+            if self.state != "EFFECT_CONFIRMED":
+                self.write("EFFECT_CONFIRMED", "CONFIRMED")
+            if self.cancelled():
+                self.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains",
+                            next_owner="requester")
+            else:
+                if self.notify_user:
+                    self.send_notice()
+                self.finish("SUCCEEDED", "the hold is confirmed by the service",
+                            next_owner="operator" if self.notice == "SENT_UNKNOWN" else None)
+        return 0
+
+    def send_notice(self) -> None:
+        """The user notification, a separate effect: prepared, SENT_UNKNOWN before its one send. The
+        service has no read by key, so a notification whose outcome is unknown stays unknown (never
+        re-sent, never reported delivered)."""
+        if self.notice is None:
+            self.append("PROPOSED", notice=True, note="the notification, prepared")
+            self.write("NOTIFYING")
+        if self.notice != "PROPOSED":
+            return
+        if self.state != "NOTIFYING":
+            self.write("NOTIFYING")
+        self.append("SENT_UNKNOWN", notice=True, note="about to send")
+        self.store.own()
+        try:
+            status, data, _ = self.client.call("POST", "/notification/send",
+                                               {"intent": self.notice_intent, "retry_owner": "caller"},
+                                               key=self.notice_key)
+        except Ambiguous:
+            return
+        if status == 200:
+            self.append("CONFIRMED", notice=True, remote_ref=data.get("message_id") or data.get("ref"),
+                        evidence=["send answered 200"])
+        elif status < 500 and status != 429:
+            self.append("REJECTED", notice=True, evidence=[f"definite refusal: HTTP {status}"])
+
+    def effects(self) -> list:
+        return [{"key": k, "knowledge": v} for k, v in ((self.key, self.knowledge),
+                                                         (getattr(self, "notice_key", None), getattr(self, "notice", None)))
+                if v]
+
+    def cancelled(self) -> bool:
+        return any(e["type"] == "cancel" for e in self.poll())
+
+    def dispatch(self) -> None:
+        attempts = 0
+        while self.knowledge == "PROPOSED":
+            if self.cancelled():       # checked right before every send
+                self.append("REJECTED", evidence=["cancelled; no attempt left the worker since the last "
+                                                  "authoritative absence"])
+                self.finish("CANCELLED_NO_EFFECT", "cancelled before the send")
+                return
+            attempts += 1
+            if attempts > ATTEMPT_CEILING:
+                self.append("REJECTED", evidence=["every attempt was refused before execution"])
+                self.finish("FAILED_NO_EFFECT", "attempt ceiling reached")
+                return
+            if self.mistake != "sent_unknown_after":
+                self.append("SENT_UNKNOWN", note="about to send")
+            if self.state != "EFFECT_IN_FLIGHT":
+                self.write("EFFECT_IN_FLIGHT", self.knowledge)
+            self.send()
+
+    def send(self) -> None:
+        self.store.own()             # still the owner, right before the send
+        try:
+            # retry_owner: this worker owns retries; a proxy in between must not re-send on its own
+            status, data, headers = self.client.call("POST", "/reservation/reserve",
+                                                     {"intent": self.intent, "retry_owner": "caller"}, key=self.key)
+        except Closed as exc:
+            if self.mistake == "sent_unknown_after":
+                self.append("SENT_UNKNOWN", note="recorded after the answer")
+            if self.mistake == "closed_as_not_sent":
+                self.append("PROPOSED", note=f"connection closed ({exc}): taken as not sent")
+                return
+            return self.ambiguous(f"connection closed: {exc}")
+        except Ambiguous as exc:
+            if self.mistake == "sent_unknown_after":
+                self.append("SENT_UNKNOWN", note="recorded after the answer")
+            return self.ambiguous(f"no answer: {exc}")
+        if self.mistake == "sent_unknown_after":
+            self.append("SENT_UNKNOWN", note="recorded after the answer")
+        if status == 200:
+            self.append("CONFIRMED", remote_ref=data["ref"], evidence=[f"reserve answered 200 with {data['ref']}"],
+                        observations=[{"outcome": "accepted", "status": 200}])
+            self.write("EFFECT_CONFIRMED", "CONFIRMED")
+            return
+        code = (data.get("error") or {}).get("code")
+        if status == 429:
+            wait_ms = int(headers.get("retry-after-ms") or 1000 * int(headers.get("retry-after") or 1))
+            time.sleep(wait_ms / 1000)
+            self.append("PROPOSED", evidence=["429: throttled before execution (definite)"])
+            return
+        if status == 409 and code == "conflict_in_flight":
+            return self.reconcile()
+        if status >= 500:
+            return self.ambiguous(f"HTTP {status} ({code})")
+        self.append("REJECTED", evidence=[f"definite refusal: HTTP {status} {code}"])
+        self.finish("FAILED_NO_EFFECT", f"the service refused the request: {code}")
+
+    def ambiguous(self, why: str) -> None:
+        if self.mistake == "blind_retry":
+            self.append("PROPOSED", note=f"{why}: resent at once")
+            return
+        self.reconcile()
+
+    def reconcile(self) -> None:
+        """Resolve SENT_UNKNOWN by an authoritative read: the key (lookup), or the incident and slot
+        compared on every intent field (search, only conclusive past the late-delivery bound)."""
+        lookup = self.profile.get("lookup")
+        if lookup not in ("by_key", "by_incident_slot"):
+            self.finish("FAILED_EFFECT_UNKNOWN", "the service offers no authoritative read: the effect may exist",
+                        next_owner="operator")
+            return
+        sent = max([a.get("at", 0) for a in self.store.entries(self.key)[-1]["attempts"]] or [0])
+        bound_s = self.profile.get("max_delivery_delay_ms", 0) / 1000
+        for _ in range(500):
+            try:
+                if lookup == "by_key":
+                    status, data, _ = self.client.call("GET", "/reservation/lookup?" + urllib.parse.urlencode(
+                        {"key": self.key}))
+                else:
+                    status, data, _ = self.client.call("GET", "/reservation/search?" + urllib.parse.urlencode(
+                        {"incident": self.intent["incident"], "slot": self.intent["slot"]}))
+            except Ambiguous:
+                time.sleep(0.01)
+                continue
+            if status != 200:
+                time.sleep(0.01)
+                continue
+            if lookup == "by_key":
+                found = [data["record"]] if data.get("found") else []
+                settled = not data.get("in_flight")
+            else:
+                found = [r for r in data.get("records", []) if r.get("intent") == self.intent]
+                settled = time.time() - sent > bound_s       # nothing can land any more
+            if found:
+                self.append("CONFIRMED", remote_ref=found[0]["ref"],
+                            reconciliation=[{"query": lookup, "as_of": data.get("as_of"), "found": True}],
+                            evidence=[f"{lookup} read found {found[0]['ref']}"])
+                return
+            if settled and data.get("consistency") == "strong":
+                self.append("PROPOSED", reconciliation=[{"query": lookup, "as_of": data.get("as_of"),
+                                                         "found": False}],
+                            evidence=[f"authoritative absence: {lookup} read found nothing that can still land"])
+                return
+            time.sleep(0.01)
+        self.finish("FAILED_EFFECT_UNKNOWN", "the effect stayed unresolved", next_owner="operator")
+
+
+def main(argv: list[str]) -> int:
+    args = [a for a in argv if not a.startswith("--")]           # other --options are ignored
+    mistakes = [a.split("=", 1)[1] for a in argv if a.startswith("--mistake=")]
+    if len(args) != 2 or any(m not in MISTAKES for m in mistakes):
+        print(f"usage: worker.py URL DB [--mistake={'|'.join(MISTAKES)}]", file=sys.stderr)
+        return 2
+    try:
+        return Worker(args[0], args[1], mistakes[0] if mistakes else None).main()
+    except Stale as exc:       # a newer worker owns the run (this one was paused past its lease)
+        print(f"stopping: {exc}", file=sys.stderr)
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""Integration runs: a real worker against the sandbox (docs/integration.md)."""

@@ -1,0 +1,142 @@
+"""The integration card: each invariant pass, fail or not judgeable (and why), and a verdict.
+
+An integration trace is checked by the same checks as any trace (crashlab.checks); the card
+only says which of their verdicts an integration run can support. What the sandbox sees (every
+service request and answer, every commit) and what the worker's store holds (checkpoints,
+ledger, finish) make the effect, classification and disposition rules judgeable. What lives
+in the platform ports of the simulator (the lease, the operator, authority, deployments, the
+backoff clock) is not visible from outside a real worker: those rules are *not judgeable*, and
+their findings are listed but never decide the verdict.
+
+Verdict: fail when a judgeable rule is violated; inconclusive (exit 2) when one of the minimum
+set could not be judged (the store was not readable, say) or the checks themselves said
+unknown; pass otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..checks.invariants import BY_ID, EXPECTATIONS, INVARIANTS
+from ..results import ScenarioResult
+
+MINIMUM = ("EFF-01", "PREP-02", "RETRY-01", "REC-01", "TRUTH-01")
+LIMITATION = ("synthetic service on loopback, scaled time: supports 'the worker does not duplicate against a "
+              "service with this profile', not 'the production service never duplicates'")
+
+_LEASE = "the worker's lease is its own; the trace holds the supervisor's grant (one live worker per run), not " \
+         "the worker's epochs and renewals"
+#: invariant -> why an integration run cannot judge it (absent: judgeable).
+NOT_JUDGEABLE: dict[str, str] = {
+    "OWN-01": _LEASE, "OWN-02": _LEASE, "OWN-03": _LEASE, "FENCE-01": _LEASE,
+    "OWN-04": "escalation goes through the simulator's operator port; a real worker's escalation is not read",
+    "PKT-01": "decision packets go through the simulator's operator port",
+    "RETRY-02": "backoff is judged on clock.sleep records; a real worker's sleeps are not observed",
+    "JIT-01": "jitter is judged on random.draw records; a real worker's draws are not observed",
+    "AUTH-01": "approvals live in the simulator's authority port",
+    "AUTH-02": "credentials and permissions live in the simulator's authority port",
+    "MIG-01": "deployments (code versions) are the simulator's; the sandbox does not redeploy a worker",
+    "PIN-01": "deployments (code versions) are the simulator's; the sandbox does not redeploy a worker",
+    "EVT-01": "duplicate events are judged on inbox acknowledgements the store views do not carry",
+    "EVT-02": "duplicate events are judged on inbox acknowledgements the store views do not carry",
+    "EXP-DISPOSITION-AT": "a disposition at a named scenario time depends on wall-clock luck under scaled time",
+}
+#: invariants that need the worker's store views (the minimum set's reason when they are missing).
+NEEDS_STORE = {"PREP-01", "PREP-02", "REC-01", "TRUTH-01", "KEY-02", "KNOW-01", "KNOW-02", "EVID-01", "DISP-02",
+               "TRUTH-02", "CKPT-01", "TERM-01", "HIST-01", "COMP-01", "EXP-DISPOSITION"}
+
+
+#: ports whose calls a real worker makes inside itself: evidence of them cannot be observed
+UNOBSERVED_PORTS = ("clock.", "random.", "lease.", "authority.", "operator.", "escalation")
+
+
+def _unobservable(v) -> bool:
+    """An EXP-EVIDENCE finding about evidence only the simulator's platform ports can show."""
+    return v.invariant == "EXP-EVIDENCE" and any(f"'{p}" in v.message for p in UNOBSERVED_PORTS)
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    invariant: str
+    status: str          # pass | fail | not judgeable
+    why: str             # for fail: the first finding; for not judgeable: the reason
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    scenario: str
+    verdict: str         # pass | fail | inconclusive
+    lines: tuple[Line, ...]
+    reasons: tuple[str, ...]
+
+    @property
+    def exit_code(self) -> int:
+        return {"pass": 0, "fail": 1}.get(self.verdict, 2)
+
+    def text(self) -> str:
+        """Every rule once: the failures with their first finding, the passes in one list, the rules
+        not judgeable grouped by why."""
+        out = [f"{self.scenario}: integration verdict {self.verdict.upper()}"]
+        for line in self.lines:
+            if line.status == "fail":
+                out.append(f"  FAIL {line.invariant}: {line.why}")
+        passed = [line.invariant for line in self.lines if line.status == "pass"]
+        if passed:
+            out.append(f"  pass: {', '.join(passed)}")
+        reasons: dict[str, list[str]] = {}
+        for line in self.lines:
+            if line.status == "not judgeable":
+                reasons.setdefault(line.why, []).append(line.invariant)
+        for why, ids in reasons.items():
+            out.append(f"  not judgeable: {', '.join(ids)}: {why}")
+        out.extend(f"  inconclusive: {r}" for r in self.reasons)
+        out.append(f"  limitation: {LIMITATION}")
+        return "\n".join(out)
+
+    def to_json(self) -> dict:
+        return {"scenario": self.scenario, "verdict": self.verdict, "limitation": LIMITATION,
+                "reasons": list(self.reasons),
+                "invariants": [{"id": l.invariant, "status": l.status, "why": l.why} for l in self.lines]}
+
+
+def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut: list[str] = (),
+         timed: list[str] = ()) -> Card:
+    """The card of one integration trace's check result; ``views`` are the store views found; ``cut``
+    the wall-clock limits that ended a run early (its scenario expectations are then not judgeable:
+    what it would have done with more time is wall-clock luck; a violated invariant still fails); ``timed``
+    the scenario's inbox events on the clock rather than anchored to a request (their order against the
+    worker's requests is wall-clock luck, so the expectations are not judgeable; the invariants are)."""
+    store_missing = not {"ledger", "checkpoints", "finish"} <= views
+    findings: dict[str, list] = {}
+    unobserved = [v for v in result.violations if _unobservable(v)]
+    for v in result.violations:
+        if not _unobservable(v):
+            findings.setdefault(v.invariant, []).append(v)
+    lines = []
+    for inv in INVARIANTS + EXPECTATIONS:
+        why = NOT_JUDGEABLE.get(inv.id)
+        if why is None and cut and inv.id.startswith("EXP-"):
+            why = f"the run was cut by the wall-clock limit ({cut[0]})"
+        if why is None and timed and inv.id.startswith("EXP-"):
+            why = f"the scenario's {timed[0]} is on the clock, not anchored to a request: under real time its " \
+                  "order against the worker's requests is luck"
+        if why is None and store_missing and inv.id in NEEDS_STORE:
+            why = "the worker's store views were not readable (" + ", ".join(
+                sorted({"ledger", "checkpoints", "finish"} - views)) + " missing)"
+        if why is not None:
+            lines.append(Line(inv.id, "not judgeable", why))
+        elif inv.id == "EXP-EVIDENCE" and unobserved and inv.id not in findings:
+            lines.append(Line(inv.id, "not judgeable", "the scenario requires evidence a real worker produces "
+                              f"inside itself ({unobserved[0].message})"))
+        elif inv.id in findings:
+            lines.append(Line(inv.id, "fail", findings[inv.id][0].message))
+        else:
+            lines.append(Line(inv.id, "pass", BY_ID[inv.id].statement))
+    reasons = [f"{line.invariant} is in the minimum set and was not judgeable: {line.why}"
+               for line in lines if line.invariant in MINIMUM and line.status == "not judgeable"]
+    if result.verdict == "unknown":
+        reasons.extend(result.notes or ("the checks could not judge every run",))
+    reasons.extend(notes)
+    reasons.extend(cut)
+    failed = any(line.status == "fail" for line in lines)
+    verdict = "fail" if failed else ("inconclusive" if reasons else "pass")
+    return Card(scenario=result.id, verdict=verdict, lines=tuple(lines), reasons=tuple(reasons))

@@ -1,0 +1,75 @@
+"""The integration commands, registered by crashlab.cli_args in one line: ``crashlab sandbox
+serve`` (crashlab.sandbox.cli) and ``crashlab integrate``."""
+from __future__ import annotations
+
+import argparse
+
+
+def add_parsers(cmd) -> None:
+    from ..sandbox.cli import add_parser as add_sandbox
+    from .supervisor import DEFAULT_TIME_SCALE, WALL_LIMIT_S
+
+    add_sandbox(cmd)
+    p = cmd("integrate", "judge a real worker process, with its own database, against the sandbox",
+            "Serve each scenario's services over HTTP on 127.0.0.1, start the worker command for every run "
+            "(templated {url}, {db}, {worker}, {run}; each worker in its own process group), kill it with SIGKILL "
+            "at the scenario's service boundaries and failpoints, read its store views while it is blocked on "
+            "each request, and judge the trace on the integration card (docs/integration.md). Exit 0 pass, "
+            "1 fail, 2 inconclusive.")
+    p.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="library scenario ids or .yaml files")
+    p.add_argument("--suite", action="store_true", help="the integration suite (docs/integration.md)")
+    p.add_argument("--tag", action="append", metavar="TAG",
+                   help="also every library scenario with this tag (repeatable), e.g. --tag crash-point")
+    p.add_argument("--worker", required=True, metavar="CMD",
+                   help="the worker command, e.g. 'python3 worker.py {url} {db}'")
+    p.add_argument("--store", default="sqlite:{db}", metavar="URL",
+                   help="the worker's store: sqlite:{db} (default: one database file per run in the output folder) "
+                        "or postgresql://USER@127.0.0.1:PORT/{db} (one database per run, created empty)")
+    p.add_argument("--time-scale", type=float, default=DEFAULT_TIME_SCALE, metavar="N",
+                   help=f"scenario milliseconds per real millisecond (default {DEFAULT_TIME_SCALE:g})")
+    p.add_argument("--wall-limit", type=float, default=WALL_LIMIT_S, metavar="S",
+                   help=f"real seconds a scenario may take before the worker is declared unresponsive "
+                        f"(default {WALL_LIMIT_S:g})")
+    p.add_argument("--out", default="crashlab-integrate", metavar="DIR",
+                   help="folder for the traces, stores and worker logs (default: crashlab-integrate)")
+    p.add_argument("--json", metavar="PATH", help="write every scenario's card as JSON here")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..errors import UsageError
+    from ..scenario_loader import resolve
+    from .run import SUITE, integrate
+
+    names = list(args.scenarios) + (list(SUITE) if args.suite else [])
+    if args.tag:
+        from ..scenario_loader import library
+
+        tagged = [sc.id for sc in library() if set(args.tag) & set(sc.tags)]
+        if not tagged:
+            raise UsageError(f"no library scenario has the tag {', '.join(args.tag)}", hint="crashlab list shows the tags")
+        names += [n for n in tagged if n not in names]
+    if not names:
+        raise UsageError("name at least one scenario, or --suite, or --tag TAG")
+    if not args.time_scale > 0 or not args.wall_limit > 0:
+        raise UsageError("--time-scale and --wall-limit must be positive")
+    scenarios = [resolve(n) for n in names]
+    codes, cards = [], []
+    for sc in scenarios:
+        outcome = integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
+                            time_scale=args.time_scale, wall_limit_s=args.wall_limit)
+        print(outcome.card.text())
+        print(f"  trace: {outcome.trace}", flush=True)
+        codes.append(outcome.card.exit_code)
+        cards.append({**outcome.card.to_json(), "trace": str(outcome.trace)})
+    if args.json:
+        import json
+
+        from ..files import atomic_writer
+        with atomic_writer(Path(args.json)) as fh:
+            fh.write(json.dumps({"integration": cards}, indent=1, sort_keys=True) + "\n")
+    print(f"integration: {sum(c == 0 for c in codes)} pass, {sum(c == 1 for c in codes)} fail, "
+          f"{sum(c == 2 for c in codes)} inconclusive of {len(codes)}")
+    return 1 if 1 in codes else (2 if 2 in codes else 0)

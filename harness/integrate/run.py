@@ -1,0 +1,66 @@
+"""One integration run of one scenario, and the integration suite.
+
+``integrate(scenario, worker=..., out=...)`` starts the sandbox and the supervisor, drives the
+worker to the end, writes the trace (``OUT/{scenario}.jsonl``, checkable by ``crashlab check``,
+``show`` and ``report`` like any trace) and judges it on the integration card.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..checks.verdict import check_trace
+from ..results import ScenarioResult
+from ..scenario_compiled import Scenario
+from ..trace import write_jsonl
+from .card import Card, card
+from .supervisor import DEFAULT_TIME_SCALE, WALL_LIMIT_S, Supervisor
+
+#: The integration suite: library scenarios that a real worker process can meet as written
+#: (their faults are on service calls or on the worker's store), with what each exercises.
+SUITE: dict[str, str] = {
+    "crash-1-before-prepare": "failpoint before the first ledger append: nothing was prepared",
+    "crash-2-after-prepare-before-send": "failpoint before the second ledger append: PROPOSED proves nothing left",
+    "crash-3-after-send-before-commit-known": "late arrival, then a kill: the held request lands after the restart",
+    "crash-4-after-commit-before-record": "SIGKILL after the commit, before the answer",
+    "crash-5-after-record-before-checkpoint": "failpoint after the CONFIRMED append, before the checkpoint",
+    "crash-6-after-checkpoint-before-notify": "failpoint before the notification is prepared: sent once, after",
+    "crash-7-after-notify-before-finish": "failpoint before the finish, after the notification",
+    "t1-crash-before-dispatch": "T1: a kill before the dispatch",
+    "t2-commit-before-record": "T2: SIGKILL after the commit, before the answer: recover by lookup",
+    "t3-record-before-response": "T3: failpoint before the finish, after the record",
+    "fieldops-worked-recovery": "lost response after the commit, then a kill: recover by lookup",
+    "matrix-ambiguous-effect": "502 after the commit: ambiguous, resolved by lookup",
+    "matrix-conflict-in-flight": "409: the key is in flight; wait and read",
+    "matrix-conflict-in-flight-second-run": "409 from a held request of another run under the same key",
+    "matrix-throttling": "429 with Retry-After, twice",
+    "matrix-late-arrival-search-only": "late arrival on a keyless service read only by search",
+    "matrix-retry-amplification": "a proxy that re-sends on 5xx unless the caller owns retries",
+    "matrix-weak-service": "lost response on a service with no keys and no lookup: the effect stays unknown",
+    "matrix-duplicate-callback": "a completion callback delivered twice",
+    "combined-cancel-racing-conditional-prepare": "cancellation anchored before prepare, after prepare, in flight",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    scenario: str
+    trace: Path
+    result: ScenarioResult
+    card: Card
+
+
+def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlite:{db}",
+              time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S) -> Outcome:
+    out = Path(out)
+    work = out / scenario.id
+    sup = Supervisor(scenario, worker, store=store, out=work, time_scale=time_scale, wall_limit_s=wall_limit_s)
+    events = sup.run()
+    path = out / f"{scenario.id}.jsonl"
+    write_jsonl(events, path)
+    result = check_trace(events, trace_path=str(path))
+    timed = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events
+             if ev.anchor is None and ev.run is not None and ev.type != "other_actor"]
+    views = set.intersection(*(rs.store.views_found for rs in sup.runs.values())) if sup.runs else set()
+    return Outcome(scenario=scenario.id, trace=path, result=result, card=card(result, views=views, notes=sup.notes,
+                                                                          cut=sup.cut, timed=timed))

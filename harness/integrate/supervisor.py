@@ -1,0 +1,491 @@
+"""The integration supervisor: a real worker process against the sandbox, under real kills.
+
+For each run of a scenario it starts the worker command (templated ``{url}``, ``{db}``,
+``{worker}``, ``{run}``; also in the environment as CRASHLAB_URL, CRASHLAB_DB, CRASHLAB_WORKER,
+CRASHLAB_RUN, CRASHLAB_EPOCH, CRASHLAB_FAILPOINT and CRASHLAB_SESSION), each worker in its own process group
+that dies with crashlab (PR_SET_PDEATHSIG), one worker of a run at a time. It kills the group
+with SIGKILL at service boundaries (a crash rule on a service call, before it executes or after
+it committed and before the answer), arms failpoints for crash rules on the worker's store
+(``ledger.append:2:before``: the worker's helper kills itself there), restarts workers after the
+rule's delay, and reads the worker's store while it is blocked on each request, after every kill
+and at the end. What it reads becomes the trace's run and knowledge lanes (trace synthesis);
+the sandbox writes the port and remote lanes into the same trace, in real order.
+
+Every worker misbehaviour is a recorded fault, never a hang: it exits without finishing, it
+floods its output, it leaves processes outside its group, it outlives the wall-clock limit.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import events
+from ..errors import UsageError
+from ..model import TERMINAL_STATES, PortCall, WAITING_STATES, validate_checkpoint, validate_effect_entry
+from ..sandbox import Caller, Hooks, Sandbox
+from ..scenario_compiled import Rule, Scenario
+from .store import PostgresStore, SqliteStore, open_store
+
+DEFAULT_TIME_SCALE = 100.0
+WALL_LIMIT_S = 30.0            # a scenario's real-time limit: beyond it the worker is unresponsive
+MAX_OUTPUT_BYTES = 4 << 20     # a worker's stdout + stderr: beyond it, a flood
+MAX_WORKERS = 12
+LEASE_TTL_MS = 10 ** 9         # the supervisor's grant: one live worker per run, until it is killed
+_TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
+_WAITING = frozenset(s.value for s in WAITING_STATES)
+_PLATFORM_CRASH_PORTS = ("ledger", "checkpoints", "run", "lease", "inbox")
+
+
+def _die_with_parent() -> None:   # in the child, before exec: SIGKILL when crashlab's thread dies
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+@dataclass(slots=True)
+class RunState:
+    id: str
+    store: SqliteStore | PostgresStore
+    workers: int = 0
+    proc: subprocess.Popen | None = None
+    pgid: int = 0                      # the current worker's process group (its pid)
+    caller: Caller | None = None
+    log: Path | None = None
+    killed: str | None = None          # the boundary of a crash the supervisor inflicted
+    failpoints: list = field(default_factory=list)   # (spec, rule) armed for the current worker
+    restart_at: float = 0.0
+    done: bool = False
+    finished: str | None = None
+    waiting: str | None = None
+    knowledge: dict = field(default_factory=dict)    # key -> latest knowledge read
+    zombies: list = field(default_factory=list)      # (proc, caller) of paused workers a replacement took over
+    takeover: Caller | None = None     # a paused worker whose replacement is due
+    stopped: set = field(default_factory=set)        # slugs of workers stopped by a pause, not yet resumed
+    ledger_count: int = 0
+    store_problem: str | None = None
+
+
+class Supervisor(Hooks):
+    supervised = True
+
+    def __init__(self, scenario: Scenario, worker: str, *, store: str = "sqlite:{db}", out: Path,
+                 time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S) -> None:
+        if not worker.strip():
+            raise UsageError("--worker needs a command, e.g. --worker 'python3 worker.py {url} {db}'")
+        try:
+            self.argv_template = shlex.split(worker)
+        except ValueError as exc:
+            raise UsageError(f"--worker {worker!r}: {exc}") from None
+        program = self.argv_template[0]
+        if "{" not in program and shutil.which(program) is None:
+            raise UsageError(f"--worker: cannot run {program!r}: no such command (not on PATH, not an executable)",
+                             hint="give a command on PATH or a path to an executable, e.g. --worker "
+                                  "'python3 worker.py {url} {db}'")
+        self.scenario = scenario
+        self.out = Path(out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.wall_limit_s = wall_limit_s
+        self.sandbox = Sandbox(scenario, time_scale=time_scale, hooks=self, adapter=f"integrate:{worker}")
+        self.runs: dict[str, RunState] = {}
+        for spec in scenario.runs:
+            st = open_store(store, scenario=scenario.id, run=spec.id, out=self.out)
+            st.reset()           # every integration run starts from an empty store
+            self.runs[spec.id] = RunState(id=spec.id, store=st)
+        self.used: set[int] = set()        # failpoint rules already armed (they fire once)
+        self.notes: list[str] = []
+        self.cut: list[str] = []           # the wall-clock limits that ended a run
+        self.token = secrets.token_hex(8)  # in every worker's environment: finds what escaped its group
+        self.ended = False                 # the trace has its end: nothing more is written
+        self._timers: list[threading.Timer] = []
+
+    # ------------------------------------------------------------------ hooks (sandbox threads)
+    def observe(self, caller: Caller) -> None:
+        self._read(self.runs[caller.run], caller)
+
+    def knowledge(self, run: str, key) -> str | None:
+        return self.runs[run].knowledge.get(key)
+
+    def killable(self, caller: Caller) -> bool:
+        rs = self.runs[caller.run]
+        return rs.caller is caller and rs.proc is not None
+
+    def crash(self, caller: Caller, boundary: str, rule: Rule) -> None:
+        rs = self.runs[caller.run]
+        if rs.caller is not caller or rs.proc is None:
+            return
+        rs.killed = boundary
+        rs.restart_at = time.monotonic() + self.sandbox.clock.real_s(rule.restart_after_ms)
+        with self.sandbox.lock:
+            self.sandbox.emit(events.Crash, worker=caller.name, run=caller.run, boundary=boundary,
+                              rule_line=rule.line, restart_after_ms=rule.restart_after_ms)
+        self._kill(rs)
+
+    def pause(self, caller: Caller, rule: Rule, call_seq: int) -> None:
+        rs = self.runs[caller.run]
+        if rs.proc is None or rs.caller is not caller:
+            return
+        pgid = rs.proc.pid
+        with self.sandbox.lock:
+            self.sandbox.emit(events.Pause, worker=caller.name, run=caller.run, call=call_seq,
+                              boundary=rule.boundary, resume_after_ms=rule.resume_after_ms, rule_line=rule.line)
+        try:
+            os.killpg(pgid, signal.SIGSTOP)
+        except OSError:
+            return
+        rs.stopped.add(caller.slug)
+
+        def resume() -> None:
+            with self.sandbox.lock:
+                rs.stopped.discard(caller.slug)
+                if self.ended:
+                    return
+                try:
+                    os.killpg(pgid, signal.SIGCONT)
+                except OSError:
+                    return        # killed meanwhile: nothing resumes
+                self.sandbox.emit(events.Resume, worker=caller.name, run=caller.run, call=call_seq)
+
+        def takeover() -> None:   # the platform notices the silent worker: a replacement starts (main thread)
+            with self.sandbox.lock:
+                if caller.slug in rs.stopped and rs.caller is caller and rs.finished is None:
+                    rs.takeover = caller
+        for delay, action in ((rule.resume_after_ms, resume), (rule.restart_after_ms, takeover)):
+            timer = threading.Timer(self.sandbox.clock.real_s(delay), action)
+            timer.daemon = True
+            self._timers.append(timer)
+            timer.start()
+
+    # ------------------------------------------------------------------ the store, as trace events
+    def _read(self, rs: RunState, caller: Caller | None) -> None:
+        rows = rs.store.read()
+        if rows.problem and rs.store_problem is None:
+            rs.store_problem = rows.problem
+        if not rows.items:
+            return
+        who = caller or rs.caller
+        with self.sandbox.lock:
+            for view, number, record in rows.items:
+                {"ledger": self._ledger_row, "checkpoints": self._checkpoint_row,
+                 "finish": self._finish_row}[view](rs, self._writer(rs, view, record) or who, number, record)
+
+    def _writer(self, rs: RunState, view: str, record) -> Caller | None:
+        """The worker a row names as its writer (a ledger entry's lease epoch, a checkpoint's owner, a
+        finish's owner), when it is one of the run's workers: with a paused worker and its replacement
+        both alive, the request that triggered the read may be the other one's."""
+        if not isinstance(record, dict):
+            return None
+        if view == "ledger":
+            epoch = record.get("lease_epoch")
+            return next((c for c in self.sandbox.callers.values() if c.run == rs.id and c.number == epoch), None)
+        owner = (record.get("control") or {}).get("owner") if view == "checkpoints" else record.get("owner")
+        return next((c for c in self.sandbox.callers.values() if c.run == rs.id and c.name == owner), None)
+
+    def _ledger_row(self, rs: RunState, who: Caller | None, number, record) -> None:
+        sb, name = self.sandbox, who.name if who else None
+        seq = self._call(who, rs.id, "ledger", "append", {"entry": record})
+        problems = validate_effect_entry(record)
+        if problems:
+            sb.emit(events.AdapterFault, worker=name, run=rs.id, fault="invalid_effect_entry",
+                    message="a ledger row fails the effect-entry schema", call=seq, problems=problems, entry=record)
+        else:
+            key = record["semantic_key"]
+            previous = rs.knowledge.get(key)
+            rs.knowledge[key] = record["knowledge"]
+            sb.emit(events.Ledger, worker=name, run=rs.id, index=rs.ledger_count, key=key,
+                    knowledge=record["knowledge"], previous=previous, epoch=record["lease_epoch"],
+                    live_epoch=who.number if who else 0, entry=record, call=seq)
+            rs.ledger_count += 1
+        self._answer(name, rs.id, seq, {"index": rs.ledger_count - 1} if not problems else None)
+
+    def _checkpoint_row(self, rs: RunState, who: Caller | None, number, record) -> None:
+        sb, name = self.sandbox, who.name if who else None
+        seq = self._call(who, rs.id, "checkpoints", "write", {"checkpoint": record})
+        problems = validate_checkpoint(record)
+        if problems:
+            sb.emit(events.AdapterFault, worker=name, run=rs.id, fault="invalid_checkpoint",
+                    message="a checkpoint row fails the checkpoint schema", call=seq, problems=problems,
+                    checkpoint=record)
+        else:
+            control = record["control"]
+            sb.emit(events.Checkpoint, worker=name, run=rs.id, version=int(number), state=control["state"],
+                    owner=control["owner"], epoch=control["lease_epoch"], state_version=control["state_version"],
+                    checkpoint=record, call=seq)
+        self._answer(name, rs.id, seq, {"version": int(number)} if not problems else None)
+
+    def _finish_row(self, rs: RunState, who: Caller | None, number, record) -> None:
+        sb, name = self.sandbox, who.name if who else None
+        rec = record if isinstance(record, dict) else {}
+        disposition = str(rec.get("disposition"))
+        seq = self._call(who, rs.id, "run", "finish", rec)
+        sb.emit(events.Finish, worker=name, run=rs.id, disposition=disposition, effects=rec.get("effects"),
+                next_owner=rec.get("next_owner"), reason=rec.get("reason"), packet=rec.get("packet"),
+                accepted=True, stale=False, call=seq)
+        self._answer(name, rs.id, seq, {"accepted": True})
+        if disposition in _TERMINAL:
+            rs.finished = disposition
+        elif disposition in _WAITING:
+            rs.waiting = disposition
+
+    def _call(self, who: Caller | None, run, port, op, args) -> int:
+        """A store write read from the worker's views, as the port call it stands for; the scenario
+        events anchored to it are delivered from now (the worker's next request or poll sees them)."""
+        sb = self.sandbox
+        key = (run, port, op)
+        nth = sb.ordinals[key] = sb.ordinals.get(key, 0) + 1
+        seq = sb.emit(events.Call, worker=who.name if who else None, run=run, port=port, op=op, args=args,
+                      nth=nth)["seq"]
+        if who is not None:
+            call = PortCall(port=port, op=op, args=args)
+            sb.anchored("before", who, call, nth, at_once=True)
+            sb.anchored("after", who, call, nth, at_once=True)
+        return seq
+
+    def _answer(self, worker, run, seq, value) -> None:
+        ok = value is not None
+        error = None if ok else {"code": "invalid", "definite": True, "message": "the record failed the schema"}
+        self.sandbox.emit(events.Result, worker=worker, run=run, call=seq, ok=ok, value=value, error=error,
+                          delivered=True)
+
+    # ------------------------------------------------------------------ workers (main thread)
+    def _start(self, rs: RunState) -> None:
+        sb = self.sandbox
+        rs.workers += 1
+        caller = sb.register(rs.id, rs.workers)
+        rs.failpoints = self._failpoints(rs)
+        values = {"url": sb.url(caller), "db": rs.store.worker_db, "worker": caller.name, "run": rs.id}
+        try:
+            argv = [part.format(**values) for part in self.argv_template]
+        except (KeyError, IndexError, ValueError) as exc:
+            raise UsageError(f"--worker: unknown placeholder {exc} (use {{url}}, {{db}}, {{worker}}, {{run}}; "
+                             "double a literal brace)") from None
+        env = {**os.environ, "CRASHLAB_URL": values["url"], "CRASHLAB_DB": values["db"],
+               "CRASHLAB_WORKER": caller.name, "CRASHLAB_RUN": rs.id, "CRASHLAB_EPOCH": str(caller.number),
+               "CRASHLAB_FAILPOINT": ",".join(spec for spec, _ in rs.failpoints),
+               "CRASHLAB_SESSION": f"{self.token}/{caller.slug}"}
+        rs.log = self.out / f"{caller.slug}.log"
+        with sb.lock:
+            sb.emit(events.Start, worker=caller.name, run=rs.id, number=caller.number, env=dict(self.scenario.env))
+            seq = self._call(caller, rs.id, "lease", "acquire", {"ttl_ms": LEASE_TTL_MS})
+            expires = sb.clock.now() + LEASE_TTL_MS
+            sb.emit(events.Lease, worker=caller.name, run=rs.id, op="acquire", epoch=caller.number,
+                    owner=caller.name, expires_at=expires, call=seq)
+            sb.emit(events.Result, worker=caller.name, run=rs.id, call=seq, ok=True,
+                    value={"epoch": caller.number, "owner": caller.name, "expires_at": expires}, error=None,
+                    delivered=True)
+        rs.caller, rs.killed = caller, None
+        with open(rs.log, "wb") as log:
+            try:
+                rs.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                           env=env, start_new_session=True, preexec_fn=_die_with_parent,
+                                           close_fds=True)
+                rs.pgid = rs.proc.pid
+            except OSError as exc:
+                rs.proc = None
+                raise UsageError(f"--worker: cannot start {argv[0]!r}: {exc.strerror or exc}",
+                                 hint="give a command on PATH or a path to an executable") from None
+
+    def _failpoints(self, rs: RunState) -> list:
+        """Crash rules on the worker's own store that this worker should meet: ``port.op:nth:boundary``."""
+        out = []
+        for index, rule in enumerate(self.scenario.rules):
+            m = rule.match
+            if rule.action != "crash" or m.port not in _PLATFORM_CRASH_PORTS or index in self.used:
+                continue
+            if (m.run not in (None, rs.id)) or (m.worker not in (None, rs.workers)):
+                continue
+            self.used.add(index)
+            out.append((f"{m.port}.{m.op or '*'}:{m.nth or 1}:{rule.boundary}", rule))
+        return out
+
+    def _kill(self, rs: RunState) -> None:
+        proc = rs.proc
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _sweep(self, rs: RunState | None = None) -> None:
+        """Kill every process a worker left behind: its group, and any process outside it that carries
+        this supervisor's token in its environment (a fork that left the group: a recorded fault)."""
+        if rs is not None and rs.pgid:
+            try:
+                os.killpg(rs.pgid, signal.SIGKILL)      # what is left of its group
+            except OSError:
+                pass
+        marker = f"CRASHLAB_SESSION={self.token}/".encode()
+        escaped: dict[str, list[int]] = {}
+        for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as fh:
+                    env = fh.read()
+            except OSError:
+                continue
+            at = env.find(marker)
+            if at < 0:
+                continue
+            slug = env[at + len(marker):].split(b"\0", 1)[0].decode("utf-8", "replace")
+            live = [r.proc.pid for r in self.runs.values() if r.proc is not None and r.caller and r.caller.slug == slug]
+            live += [p.pid for r in self.runs.values() for p, c in r.zombies if c.slug == slug and p.poll() is None]
+            try:
+                if os.getpgid(int(entry)) in live:
+                    continue          # a live worker's own process
+                os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                continue
+            escaped.setdefault(slug, []).append(int(entry))
+        for slug, pids in escaped.items():
+            owner = next((r for r in self.runs.values() if r.caller and r.caller.slug == slug), None)
+            with self.sandbox.lock:
+                self.sandbox.emit(events.AdapterFault, worker=owner.caller.name if owner else None,
+                                  run=owner.id if owner else None, fault="forked",
+                                  message=f"the worker left {len(pids)} process(es) running outside its process "
+                                          f"group (pid {', '.join(map(str, pids[:5]))}); crashlab killed them")
+
+    def _bury(self, rs: RunState, force: bool = False) -> None:
+        """Paused workers that were replaced: once one ends (or, ``force``, now), read what it wrote and
+        record that it stopped; a stale worker's exit is not a fault."""
+        for proc, caller in list(rs.zombies):
+            if proc.poll() is None:
+                if not force:
+                    continue
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                proc.wait(timeout=5)
+            else:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)   # what is left of its group
+                except OSError:
+                    pass
+            rs.zombies.remove((proc, caller))
+            self._read(rs, caller)
+            with self.sandbox.lock:
+                self.sandbox.emit(events.Stop, worker=caller.name, run=rs.id,
+                                  reason="stale: a replacement had taken over")
+
+    def _fault(self, rs: RunState, fault: str, message: str) -> None:
+        with self.sandbox.lock:
+            self.sandbox.emit(events.AdapterFault, worker=rs.caller.name if rs.caller else None, run=rs.id,
+                              fault=fault, message=message)
+        rs.done = True
+
+    def _tail(self, rs: RunState) -> str:
+        try:
+            data = rs.log.read_bytes()[-300:] if rs.log else b""
+        except OSError:
+            return ""
+        text = data.decode("utf-8", "replace").strip().replace("\n", " | ")
+        return f"; its last output: {text}" if text else ""
+
+    def _exited(self, rs: RunState) -> None:
+        """The current worker's process ended: a crash we inflicted, a failpoint, a finish or a fault."""
+        code = rs.proc.returncode
+        rs.proc = None
+        self._sweep(rs)
+        self._read(rs, rs.caller)
+        caller = rs.caller
+        if rs.killed is not None:
+            return                                    # restart_at set by crash()
+        if code == -signal.SIGKILL and rs.failpoints and rs.finished is None:
+            spec, rule = rs.failpoints[0]
+            with self.sandbox.lock:
+                self.sandbox.emit(events.Crash, worker=caller.name, run=rs.id, boundary=rule.boundary,
+                                  rule_line=rule.line, restart_after_ms=rule.restart_after_ms)
+            rs.restart_at = time.monotonic() + self.sandbox.clock.real_s(rule.restart_after_ms)
+            return
+        if rs.finished is not None or rs.waiting is not None:
+            with self.sandbox.lock:
+                self.sandbox.emit(events.Stop, worker=caller.name, run=rs.id, reason="finished")
+            rs.done = True
+            return
+        if code == 0:
+            self._fault(rs, "no_finish", f"the worker exited (code 0) without writing a finish row{self._tail(rs)}")
+        else:
+            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"code {code}"
+            self._fault(rs, "died", f"the worker exited with {how} without finishing{self._tail(rs)}")
+
+    # ------------------------------------------------------------------ the whole scenario
+    def run(self) -> list[dict]:
+        sb = self.sandbox
+        sb.start()
+        try:
+            deadline = time.monotonic() + self.wall_limit_s
+            while not all(rs.done and not rs.zombies for rs in self.runs.values()):
+                now = time.monotonic()
+                if now > deadline:
+                    for rs in self.runs.values():
+                        if not rs.done or rs.zombies:
+                            self._kill(rs)
+                            rs.proc = None
+                            self._bury(rs, force=True)
+                            self._read(rs, rs.caller)
+                            why = f"{rs.id} did not end within {self.wall_limit_s:g} s of real time"
+                            self.cut.append(why)
+                            self._fault(rs, "step_timeout", f"{why} (an unresponsive worker?)")
+                    break
+                for rs in self.runs.values():
+                    self._bury(rs)
+                    if rs.done:
+                        continue
+                    if rs.takeover is not None and rs.takeover is rs.caller and rs.proc is not None:
+                        with sb.lock:
+                            sb.emit(events.Takeover, run=rs.id, stale=rs.caller.name)
+                        rs.zombies.append((rs.proc, rs.caller))
+                        rs.proc, rs.takeover, rs.restart_at = None, None, now
+                    if rs.proc is None and now >= rs.restart_at:
+                        if rs.workers >= MAX_WORKERS:
+                            with sb.lock:
+                                sb.emit(events.RestartBudgetExhausted, run=rs.id, workers=rs.workers)
+                            rs.done = True
+                            continue
+                        self._start(rs)
+                    elif rs.proc is not None and rs.proc.poll() is not None:
+                        self._exited(rs)
+                    elif rs.log is not None and rs.log.stat().st_size > MAX_OUTPUT_BYTES:
+                        self._kill(rs)
+                        rs.proc = None
+                        self._fault(rs, "flood", f"the worker wrote more than {MAX_OUTPUT_BYTES >> 20} MiB of "
+                                    "output")
+                time.sleep(0.002)
+            landing = time.monotonic() + 10.0          # late arrivals still on their way
+            while sb.pending and time.monotonic() < landing:
+                time.sleep(0.005)
+            if sb.pending:
+                self.notes.append(f"{sb.pending} late arrival(s) still pending when the run ended")
+        finally:
+            for rs in self.runs.values():
+                if rs.proc is not None:
+                    self._kill(rs)
+                    rs.proc = None
+                self._bury(rs, force=True)
+            self._sweep()
+            sb.stop()
+        for rs in self.runs.values():
+            self._read(rs, rs.caller)
+            if rs.store_problem:
+                self.notes.append(f"{rs.id}: {rs.store_problem}")
+        with sb.lock:
+            self.ended = True
+            for timer in self._timers:
+                timer.cancel()
+        return sb.end({rs.id: {"finished": rs.finished, "waiting": rs.waiting, "workers": rs.workers}
+                       for rs in self.runs.values()})

@@ -1,0 +1,492 @@
+"""The sandbox: a scenario's synthetic services as real HTTP endpoints on 127.0.0.1.
+
+The semantics are crashlab.services' (the same classes the simulator runs) and the rules are
+matched by crashlab.faults; this module applies each request and each fault (what to answer, or
+to close with no answer), handler.py reads and writes the HTTP by the mapping in httpmap.py.
+Everything the services do is written to one trace in crashlab's vocabulary (``Sandbox.trace``): every request as a ``call`` and its answer as a ``result``
+on the port lane, every commit, replay, refusal and fault on the remote and fault lanes.
+
+Time is real and scaled: the sandbox's clock reads scenario milliseconds, ``time_scale``
+of them per real millisecond, so a scenario's durations (timeouts, retry-after, retention,
+late-arrival delays) pass ``time_scale`` times faster; ``describe`` answers them divided.
+
+Hooks let a supervisor (crashlab.integrate) act at the service boundaries: read the worker's
+store while it is blocked on a request, kill or pause it when a crash or pause rule matches.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+from urllib.parse import quote
+
+from .. import events
+from ..errors import UsageError
+from ..faults import Rules
+from ..model import EFFECT_OPS, PortCall
+from ..ports import PortError
+from ..scenario_compiled import Rule, Scenario
+from ..services import SERVICE_CLASSES, Service
+from ..trace import Trace
+from .httpmap import STATUS
+
+MAX_HOLD_S = 30.0           # no request is held longer than this, whatever the scale
+
+
+class Clock:
+    """Scenario milliseconds from a real monotonic clock, ``scale`` of them per real ms."""
+
+    def __init__(self, scale: float) -> None:
+        if not scale > 0:
+            raise UsageError(f"--time-scale must be positive, got {scale}")
+        self.scale = float(scale)
+        self.t0 = time.monotonic()
+
+    def now(self) -> int:
+        return int((time.monotonic() - self.t0) * 1000 * self.scale)
+
+    def real_s(self, scenario_ms: int | float) -> float:
+        """Real seconds a scenario duration takes."""
+        return max(0.0, float(scenario_ms)) / 1000.0 / self.scale
+
+
+@dataclass(slots=True)
+class Caller:
+    """A worker the sandbox knows: the slug of its base URL, its run and number."""
+
+    slug: str
+    run: str
+    number: int
+    name: str
+
+
+class Hooks:
+    """What a supervisor does at the service boundaries; these defaults do nothing (``serve``)."""
+
+    supervised = False      # crash and pause rules apply only when a supervisor can kill and pause
+
+    def observe(self, caller: Caller) -> None:
+        """The worker is blocked on a request: read its store now."""
+
+    def killable(self, caller: Caller) -> bool:
+        """Whether a crash rule can kill this caller now (a live worker the supervisor owns)."""
+        return False
+
+    def crash(self, caller: Caller, boundary: str, rule: Rule) -> None:
+        """Kill the worker (its process group)."""
+
+    def pause(self, caller: Caller, rule: Rule, call_seq: int) -> None:
+        """Stop the worker and resume it later."""
+
+    def knowledge(self, run: str, key: Any) -> str | None:
+        """The latest ledger knowledge of ``key`` in ``run`` (for rules matching on knowledge)."""
+        return None
+
+
+class Sandbox:
+    """One scenario's services over HTTP. ``start()`` returns the root URL; ``stop()`` closes
+    the socket and ends every held request. Thread-safe: one lock orders the services and the
+    trace."""
+
+    def __init__(self, scenario: Scenario, *, time_scale: float = 1.0, port: int = 0,
+                 hooks: Hooks | None = None, adapter: str = "sandbox") -> None:
+        self.scenario = scenario
+        self.adapter = adapter
+        self.clock = Clock(time_scale)
+        self.hooks = hooks or Hooks()
+        self.lock = threading.RLock()
+        self.trace = Trace(self.clock.now)
+        self.ended = False               # the end event is written: a straggling thread writes nothing more
+        self.services: dict[str, Service] = {
+            name: SERVICE_CLASSES[name](name, dict(profile), self._emit_locked, self.clock.now)
+            for name, profile in scenario.services.items()}
+        self.rules = Rules(scenario.rules, self.clock.now, lambda run, key: self.hooks.knowledge(run, key))
+        self.callers: dict[str, Caller] = {}
+        self.ordinals: dict[tuple, int] = {}
+        self.inbox: dict[str, list[dict]] = {spec.id: [] for spec in scenario.runs}
+        self.pending = 0                 # late arrivals and duplicates not yet landed
+        self.anchors_fired: set[int] = set()
+        self._stop = threading.Event()
+        self._timers: list[threading.Timer] = []
+        self._event_ids = 0
+        self._port = port
+        self.httpd: "Server | None" = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> str:
+        from .handler import Handler, Server
+
+        handler = type("Handler", (Handler,), {"sandbox": self})
+        try:
+            self.httpd = Server(("127.0.0.1", self._port), handler)
+        except OSError as exc:
+            raise UsageError(f"cannot listen on 127.0.0.1:{self._port}: {exc.strerror or exc}",
+                             hint="choose another --port, or 0 for any free port") from None
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="crashlab-sandbox", daemon=True)
+        self._thread.start()
+        from ..runner import header_fields
+        with self.lock:
+            self.emit(events.Header, **header_fields(self.scenario, self.scenario.seed, self.adapter))
+        self.clock.t0 = time.monotonic()
+        self._schedule_world()
+        return self.root
+
+    @property
+    def root(self) -> str:
+        assert self.httpd is not None
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def stop(self) -> None:
+        self._stop.set()
+        for timer in self._timers:
+            timer.cancel()
+        if self.httpd is not None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def emit(self, event, /, **data) -> dict:
+        """Record an event (call with the lock held); after the end event, nothing is recorded (a
+        request thread still unwinding when the sandbox stopped)."""
+        if self.ended:
+            return {"seq": -1}
+        return self.trace.emit(event, **data)
+
+    def end(self, runs: dict) -> list[dict]:
+        """Write the end event (per run: finished, waiting, workers) and return the whole trace."""
+        with self.lock:
+            self.emit(events.End, runs=runs)
+            self.ended = True
+            return list(self.trace.events)
+
+    def __enter__(self) -> "Sandbox":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ callers
+    def register(self, run: str, number: int) -> Caller:
+        """A worker of ``run`` numbered ``number``; its base URL is ``url(caller)``."""
+        if run not in self.inbox:
+            raise UsageError(f"the scenario has no run {run!r} (runs: {', '.join(self.inbox)})")
+        slug = f"{run}.w{number}"
+        caller = self.callers[slug] = Caller(slug=slug, run=run, number=number, name=f"{run}/w{number}")
+        return caller
+
+    def url(self, caller: Caller) -> str:
+        return f"{self.root}/w/{quote(caller.slug, safe='')}"
+
+    def caller(self, slug: str) -> Caller | None:
+        found = self.callers.get(slug)
+        if found is None and not self.hooks.supervised:   # ``serve``: any run.wN is welcome
+            run, _, number = slug.rpartition(".w")
+            if run in self.inbox and number.isdigit() and int(number) > 0:
+                found = self.register(run, int(number))
+        return found
+
+    # ------------------------------------------------------------------ the trace
+    def _emit_locked(self, event, /, **data):
+        with self.lock:
+            return self.emit(event, **data)
+
+    def describe(self, svc: Service) -> dict:
+        """The profile as the worker sees it: every duration in real milliseconds."""
+        out = svc.describe()
+        for name, value in list(out.items()):
+            if name.endswith("_ms") and isinstance(value, int) and not isinstance(value, bool):
+                out[name] = max(1, round(value / self.clock.scale)) if value else 0
+        out["time_scale"] = self.clock.scale
+        return out
+
+    # ------------------------------------------------------------------ one service request
+    def request(self, caller: Caller, port: str, op: str, args: dict) -> "Answer":
+        """Apply one request that reached the sandbox, with its rules and faults. Returns what to
+        do on the socket; holds (sleeps) happen in the caller's thread, outside the lock."""
+        svc = self.services[port]
+        call = PortCall(port=port, op=op, args=args)
+        with self.lock:
+            self.hooks.observe(caller)
+            key = (caller.run, port, op)
+            nth = self.ordinals[key] = self.ordinals.get(key, 0) + 1
+            self.anchored("before", caller, call, nth)
+            seq = self.emit(events.Call, worker=caller.name, run=caller.run, port=port, op=op, args=args,
+                            nth=nth)["seq"]
+            supervised = self.hooks.supervised
+            crash = self.rules.match("crash", caller.run, caller.run, caller.number, call, nth) if supervised else None
+            pause = self.rules.match("pause", caller.run, caller.run, caller.number, call, nth) if supervised else None
+            if crash is not None and not self.hooks.killable(caller):
+                crash = None     # a worker already replaced (a zombie): no one to kill; the rule is spent
+            fault = self.rules.match("fault", caller.run, caller.run, caller.number, call, nth)
+            if fault is not None:
+                self.emit(events.Fault, worker=caller.name, run=caller.run, call=seq, fault=fault.fault,
+                          code=fault.code, rule_line=fault.line)
+        if crash is not None and crash.boundary == "before":
+            self.hooks.crash(caller, "before", crash)
+            return Answer.closed(seq)
+        if pause is not None and pause.boundary == "before":
+            self.hooks.pause(caller, pause, seq)
+        answer = self._execute(svc, caller, call, seq, fault)
+        self.anchored("after", caller, call, nth)
+        if crash is not None:   # after: it took effect; the worker never sees the answer
+            with self.lock:
+                self._result(caller, seq, answer, delivered=False)
+            self.hooks.crash(caller, "after", crash)
+            return Answer.closed(seq)
+        if pause is not None and pause.boundary == "after":
+            self.hooks.pause(caller, pause, seq)
+        with self.lock:
+            self._result(caller, seq, answer, delivered=True)
+        return answer
+
+    def _result(self, caller: Caller, seq: int, answer: "Answer", *, delivered: bool) -> None:
+        error = answer.error
+        self.emit(events.Result, worker=caller.name, run=caller.run, call=seq, ok=error is None,
+                  value=answer.value, error=error.to_json() if error is not None else None, delivered=delivered)
+
+    def _execute(self, svc: Service, caller: Caller, call: PortCall, seq: int, fault: Rule | None) -> "Answer":
+        prof, rid, op, args = svc.profile, caller.run, call.op, dict(call.args)
+        kind = fault.fault if fault is not None else None
+        timeout_s = self.clock.real_s(prof["timeout_ms"])
+
+        def arrive(cause: str = "adapter") -> dict:
+            with self.lock:
+                return svc.execute(op, args, cause=cause, run=rid, call=seq)
+
+        if op == "describe":
+            return Answer.ok(self.describe(svc), seq)
+        if kind == "refused":
+            return Answer.closed(seq, PortError("refused", f"{svc.name}: connection closed before the service"))
+        if kind == "timeout_before_send":
+            self.hold(timeout_s)
+            return Answer.closed(seq, PortError("timeout_before_send", f"{svc.name}: closed after timeout_ms"))
+        if kind == "throttled":
+            retry_after = fault.delay_ms if fault.delay_ms is not None else 1000
+            real_ms = max(1, round(retry_after / self.clock.scale))
+            return Answer.failed(PortError("throttled", f"{svc.name}: 429 too many requests",
+                                          details={"retry_after_ms": real_ms}), seq,
+                                {"Retry-After": str(max(1, math.ceil(real_ms / 1000))),
+                                 "Retry-After-Ms": str(real_ms)})
+        if kind in ("unavailable", "error"):
+            code = fault.code or "unavailable"
+            return Answer.failed(PortError(code, f"{svc.name}.{op}: injected {code}"), seq)
+        if kind == "drop_request":
+            with self.lock:
+                self.emit(events.Dropped, run=rid, service=svc.name, op=op, call=seq)
+            self.hold(timeout_s)
+            return Answer.closed(seq, PortError("timeout", f"{svc.name}: no answer; the connection was closed"))
+        if kind == "late_arrival":
+            delay = fault.delay_ms if fault.delay_ms is not None else prof["timeout_ms"] + 1000
+            self._late(svc, op, args, rid, seq, delay)
+            self.hold(min(timeout_s, self.clock.real_s(delay)))
+            return Answer.closed(seq, PortError("timeout", f"{svc.name}: no answer; the connection was closed"))
+        if op == "wait_job":
+            rec = getattr(svc, "jobs", {}).get(args.get("job_id"))
+            with self.lock:
+                remaining = max(0, prof.get("job_ms", 0) - (self.clock.now() - rec.committed_at)) if rec else 0
+            self.hold(self.clock.real_s(min(max(0, int(args.get("wait_ms") or 0)), remaining)))
+        try:
+            with self.lock:
+                svc.refuse_in_flight(op, args)
+            if kind == "server_error_before":
+                with self.lock:
+                    self.emit(events.ServerError, run=rid, service=svc.name, op=op, call=seq, committed=False)
+                self._proxy_retries(svc, op, args, rid, seq, arrive)
+                return Answer.failed(PortError("server_error", f"{svc.name}: 503 service unavailable"), seq,
+                                    status=503)
+            value = arrive()
+        except PortError as exc:
+            return Answer.failed(exc, seq)
+        if kind == "duplicate_delivery":
+            self._later(fault.delay_ms if fault.delay_ms is not None else 5,
+                        lambda: self._land(svc, op, args, rid, seq, events.DuplicateDelivery, "duplicate_delivery"))
+        if kind == "server_error_after":
+            with self.lock:
+                self.emit(events.ServerError, run=rid, service=svc.name, op=op, call=seq, committed=True)
+            self._proxy_retries(svc, op, args, rid, seq, arrive)
+            return Answer.failed(PortError("server_error", f"{svc.name}: 502 bad gateway"), seq, status=502)
+        if kind == "lost_response":
+            with self.lock:
+                self.emit(events.ResponseLost, run=rid, service=svc.name, op=op, call=seq)
+            return Answer.closed(seq, PortError("timeout", f"{svc.name}: the connection closed with no answer"))
+        if op in EFFECT_OPS[svc.kind] and prof.get("callback_delay_ms") is not None:
+            self._later(prof["callback_delay_ms"], lambda: self.deliver(
+                rid, "callback", {"service": svc.name, "op": op, "key": args.get("key"), "result": value},
+                producer=svc.name))
+        return Answer.ok(value, seq)
+
+    def _proxy_retries(self, svc, op, args, rid, seq, arrive) -> None:
+        if op not in EFFECT_OPS[svc.kind] or args.get("retry_owner") == "caller":
+            return
+        for attempt in range(svc.profile["proxy_retries"]):
+            with self.lock:
+                self.emit(events.ProxyRetry, run=rid, service=svc.name, op=op, call=seq, attempt=attempt + 1)
+            try:
+                arrive("proxy_retry")
+            except PortError:
+                pass
+
+    def _late(self, svc, op, args, rid, seq, delay) -> None:
+        key = args.get("key")
+        with self.lock:
+            if key is not None:
+                svc.in_flight[key] = svc.in_flight.get(key, 0) + 1
+
+        def land() -> None:
+            with self.lock:
+                if key is not None:
+                    svc.in_flight[key] -= 1
+            self._land(svc, op, args, rid, seq, events.LateArrival, "adapter", delay_ms=delay)
+        self._later(delay, land)
+
+    def _land(self, svc, op, args, rid, seq, event, cause, **extra) -> None:
+        with self.lock:
+            self.emit(event, run=rid, service=svc.name, op=op, call=seq, **extra)
+            try:
+                svc.execute(op, args, cause=cause, run=rid, call=seq)
+            except PortError as exc:
+                self.emit(events.LateRejected, run=rid, service=svc.name, call=seq, code=exc.code)
+
+    def _later(self, delay_ms: int, action: Callable[[], None]) -> None:
+        """Run ``action`` a scenario duration from now (a pending landing: ``pending`` counts it)."""
+        with self.lock:
+            self.pending += 1
+
+        def fire() -> None:
+            try:
+                if not self._stop.is_set():
+                    action()
+            finally:
+                with self.lock:
+                    self.pending -= 1
+        timer = threading.Timer(self.clock.real_s(delay_ms), fire)
+        timer.daemon = True
+        self._timers.append(timer)
+        timer.start()
+
+    def hold(self, seconds: float) -> None:
+        """Hold a request (bounded; ends at once when the sandbox stops)."""
+        self._stop.wait(min(max(0.0, seconds), MAX_HOLD_S))
+
+    # ------------------------------------------------------------------ inbox and world events
+    def deliver(self, run: str, etype: str, payload: dict, *, producer: str, event_id: str | None = None,
+                producer_seq: int | None = None) -> dict:
+        with self.lock:
+            if event_id is None:
+                self._event_ids += 1
+                event_id = f"ev-{self._event_ids}"
+            box = self.inbox[run]
+            event = {"seq": len(box) + 1, "event_id": event_id, "type": etype, "producer": producer,
+                     "producer_seq": producer_seq, "payload": payload, "at": self.clock.now()}
+            box.append(event)
+            self.emit(events.Deliver, run=run, event=event)
+            return event
+
+    def poll(self, caller: Caller, after: int) -> dict:
+        with self.lock:
+            self.hooks.observe(caller)
+            key = (caller.run, "inbox", "poll")
+            nth = self.ordinals[key] = self.ordinals.get(key, 0) + 1
+            seq = self.emit(events.Call, worker=caller.name, run=caller.run, port="inbox", op="poll",
+                            args={"after_seq": after}, nth=nth)["seq"]
+            value = {"events": [e for e in self.inbox[caller.run] if e["seq"] > after]}
+            self.emit(events.Result, worker=caller.name, run=caller.run, call=seq, ok=True, value=value,
+                      error=None, delivered=True)
+            return value
+
+    def _schedule_world(self) -> None:
+        for spec in self.scenario.runs:
+            intake = {"intent": dict(spec.intent), "service": spec.service, "operation": spec.operation,
+                      "deadline": spec.deadline_ms, "notify": spec.notify}
+            self._at(spec.start_ms, lambda s=spec, p=intake: self.deliver(
+                s.id, "intake", p, producer="intake", event_id=f"intake-{s.id}", producer_seq=1))
+        for index, ev in enumerate(self.scenario.events):
+            if ev.anchor is None:
+                self._at(ev.at_ms, lambda e=ev: self._world_event(e))
+
+    def _at(self, t_ms: int, action: Callable[[], None]) -> None:
+        if t_ms <= self.clock.now():
+            action()
+            return
+        timer = threading.Timer(self.clock.real_s(t_ms - self.clock.now()), lambda: None if self._stop.is_set()
+                                else action())
+        timer.daemon = True
+        self._timers.append(timer)
+        timer.start()
+
+    def anchored(self, when: str, caller: Caller, call: PortCall, nth: int, *, at_once: bool = False) -> None:
+        """Deliver the scenario events anchored ``when`` (before / after) a call like this one, each its
+        delay later; ``at_once``: now, whatever the delay (a store write the supervisor has just read:
+        the worker is blocked on its next request or poll, which must see what was anchored to it)."""
+        with self.lock:
+            for index, ev in enumerate(self.scenario.events):
+                if ev.anchor == when and index not in self.anchors_fired and \
+                        self.rules.matches(ev.match, caller.run, caller.run, caller.number, call, nth):
+                    self.anchors_fired.add(index)
+                    self._at(self.clock.now() + (0 if at_once else ev.at_ms),
+                             lambda e=ev, c=call: self._world_event(e, c))
+
+    def _world_event(self, ev, anchor_call: PortCall | None = None) -> None:
+        data = dict(ev.data)
+        if data.pop("same_key", False):
+            data["args"] = {**data.get("args", {}), "key": anchor_call.args.get("key") if anchor_call else None}
+        with self.lock:
+            if self.ended:
+                return
+            self.trace.emit_scenario(ev.type, run=ev.run, data=data, line=ev.line)
+            if ev.type == "other_actor":
+                svc = self.services[data.get("service", "reservation")]
+                try:
+                    svc.execute(data.get("op", "reserve"), dict(data.get("args") or {}), cause="other_actor",
+                                run=None, call=None)
+                except PortError as exc:
+                    self.emit(events.OtherActorRejected, code=exc.code)
+                return
+            if ev.run is None or ev.type in ("deploy", "approve", "revoke", "capability_change"):
+                return   # the platform's authority and deployments are not the sandbox's (docs/integration.md)
+        etype = data.pop("kind", "event") if ev.type == "event" else ev.type
+        copies = 1 + int(data.pop("duplicates", 0))
+        gap = int(data.pop("duplicate_after_ms", 0))
+        event_id = data.pop("event_id", None)
+        producer_seq = data.pop("producer_seq", None)
+        producer = data.pop("producer", "user")
+        if event_id is None:
+            with self.lock:
+                self._event_ids += 1
+                event_id = f"ev-{self._event_ids}"
+        for copy in range(copies):
+            deliver = (lambda: self.deliver(ev.run, etype, dict(data), producer=producer, event_id=event_id,
+                                            producer_seq=producer_seq))
+            if copy and gap:
+                self._at(self.clock.now() + gap * copy, deliver)
+            else:
+                deliver()
+
+
+@dataclass(slots=True)
+class Answer:
+    """What to do on the socket: an HTTP answer, or close with none."""
+
+    seq: int
+    status: int
+    value: Any = None
+    error: PortError | None = None
+    headers: dict | None = None
+
+    @classmethod
+    def ok(cls, value, seq) -> "Answer":
+        return cls(seq, 200, value)
+
+    @classmethod
+    def failed(cls, exc: PortError, seq: int, headers: dict | None = None, status: int | None = None) -> "Answer":
+        return cls(seq, status or STATUS.get(exc.code, 400), None, exc, headers)
+
+    @classmethod
+    def closed(cls, seq: int, exc: PortError | None = None) -> "Answer":
+        return cls(seq, 0, None, exc or PortError("timeout", "the worker was killed; no answer"))

@@ -1,0 +1,283 @@
+"""crashlab integrate: a real worker process against the sandbox, judged on the integration card.
+
+Every test checks that no worker process is left behind (the fixture scans /proc for the
+test's own output folder in a command line) and that the sandbox's port is closed."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from crashlab.integrate.card import MINIMUM, card
+from crashlab.integrate.run import SUITE, integrate
+from crashlab.results import ScenarioResult
+from crashlab.scenario_loader import load_file, resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER = ROOT / "examples" / "integration" / "worker.py"
+KEYLESS_502 = ROOT / "examples" / "integration" / "scenarios" / "keyless-502.yaml"
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc: Linux only")
+
+
+def _alive_with(marker: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd and state != "Z" and " -m crashlab " not in cmd:   # a worker, not crashlab itself
+            found.append(int(pid))
+    return found
+
+
+@pytest.fixture
+def out(tmp_path):
+    yield tmp_path
+    deadline = time.monotonic() + 5
+    while _alive_with(str(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive_with(str(tmp_path)), "a worker process outlived its integration run"
+
+
+def careful(out: Path, mistake: str = "") -> str:
+    # the output folder is in the command line, so the fixture can find any process left behind
+    return f"{sys.executable} {WORKER} {{url}} {{db}} {mistake} --out-marker={out}".strip()
+
+
+def script(out: Path, body: str) -> str:
+    path = out / "bad_worker.py"
+    path.write_text(textwrap.dedent(body))
+    return f"{sys.executable} {path} {{url}} {{db}}"
+
+
+def failing(outcome) -> dict[str, str]:
+    return {line.invariant: line.why for line in outcome.card.lines if line.status == "fail"}
+
+
+@pytest.mark.parametrize("scenario", sorted(SUITE))
+def test_the_careful_worker_passes_the_integration_suite(out, scenario):
+    outcome = integrate(resolve(scenario), worker=careful(out), out=out)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    judged = {line.invariant for line in outcome.card.lines if line.status == "pass"}
+    assert set(MINIMUM) <= judged
+
+
+def test_the_careful_worker_leaves_an_unknown_effect_unknown_on_a_keyless_502(out):
+    outcome = integrate(load_file(KEYLESS_502), worker=careful(out), out=out)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    assert outcome.result.dispositions == {"run-82": "FAILED_EFFECT_UNKNOWN"}
+
+
+def test_blind_retry_after_502_on_a_keyless_service_fails_eff01_and_retry01(out):
+    outcome = integrate(load_file(KEYLESS_502), worker=careful(out, "--mistake=blind_retry"), out=out)
+    assert outcome.card.verdict == "fail" and outcome.card.exit_code == 1
+    assert {"EFF-01", "RETRY-01"} <= set(failing(outcome))
+
+
+def test_sent_unknown_after_the_answer_fails_prep02(out):
+    outcome = integrate(resolve("matrix-ambiguous-effect"), worker=careful(out, "--mistake=sent_unknown_after"),
+                        out=out)
+    assert set(failing(outcome)) == {"PREP-02"}, outcome.card.text()
+
+
+def test_a_closed_connection_taken_as_not_sent_fails_retry01(out):
+    outcome = integrate(resolve("matrix-weak-service"), worker=careful(out, "--mistake=closed_as_not_sent"),
+                        out=out)
+    assert "RETRY-01" in failing(outcome), outcome.card.text()
+
+
+def test_the_integration_trace_reads_checks_and_shows_unchanged(out, capsys):
+    from crashlab.checks.verdict import check_trace
+    from crashlab.cli import main
+    from crashlab.trace import read_jsonl
+
+    outcome = integrate(resolve("t2-commit-before-record"), worker=careful(out), out=out)
+    events = read_jsonl(outcome.trace)
+    assert check_trace(events).verdict == "pass"
+    kinds = [e["kind"] for e in events]
+    assert {"crash", "effect", "ledger", "checkpoint", "finish"} <= set(kinds)
+    # the worker was blocked on the reserve when the store said SENT_UNKNOWN: the ledger event comes first
+    reserve = next(e["seq"] for e in events if e["kind"] == "call" and e["op"] == "reserve")
+    assert any(e["kind"] == "ledger" and e["knowledge"] == "SENT_UNKNOWN" and e["seq"] < reserve for e in events)
+    assert main(["check", str(outcome.trace)]) == 0
+    assert "repro: crashlab integrate t2-commit-before-record --worker" in capsys.readouterr().out
+    assert main(["show", str(outcome.trace)]) == 0
+    assert main(["report", str(outcome.trace), "--out", str(out / "report"), "-q"]) == 0
+    assert (out / "report" / "index.html").exists() and (out / "report" / "figures").is_dir()
+
+
+def test_an_exiting_worker_is_a_recorded_fault(out):
+    worker = script(out, "import sys; print('boom: no database today'); sys.exit(3)\n")
+    outcome = integrate(resolve("matrix-throttling"), worker=worker, out=out)
+    assert outcome.card.verdict == "fail"
+    fault = [e for e in outcome.result.violations if e.invariant == "ADAPTER-FAULT"]
+    assert fault and "code 3" in fault[0].message and "boom" in fault[0].message
+
+
+def test_an_unresponsive_worker_is_a_recorded_fault_and_inconclusive(out):
+    worker = script(out, "import time\nwhile True: time.sleep(1)\n")
+    outcome = integrate(resolve("matrix-throttling"), worker=worker, out=out, wall_limit_s=1.0)
+    assert outcome.card.verdict == "inconclusive" and outcome.card.exit_code == 2
+    assert any("did not end within 1 s" in r for r in outcome.card.reasons)
+
+
+def test_a_flooding_worker_is_a_recorded_fault(out):
+    worker = script(out, "import sys\nwhile True: sys.stdout.write('x' * 65536)\n")
+    outcome = integrate(resolve("matrix-throttling"), worker=worker, out=out, wall_limit_s=20.0)
+    fault = [e for e in outcome.result.violations if e.invariant == "ADAPTER-FAULT"]
+    assert fault and "MiB of output" in fault[0].message
+
+
+def test_a_worker_with_no_store_views_is_inconclusive_not_a_pass(out):
+    # finishes by writing a finish table but no ledger or checkpoint views: nothing to judge it by
+    worker = script(out, """
+        import sqlite3, sys
+        db = sqlite3.connect(sys.argv[2], isolation_level=None)
+        db.execute("CREATE TABLE crashlab_finish (seq INTEGER PRIMARY KEY, record TEXT)")
+        db.execute("INSERT INTO crashlab_finish (record) VALUES ('{\\"disposition\\": \\"FAILED_NO_EFFECT\\"}')")
+        """)
+    outcome = integrate(resolve("matrix-throttling"), worker=worker, out=out)
+    assert outcome.card.verdict in ("inconclusive", "fail")
+    missing = [line for line in outcome.card.lines if line.invariant in MINIMUM and line.status == "not judgeable"]
+    assert missing and "views were not readable" in missing[0].why
+
+
+def test_the_card_is_inconclusive_when_a_minimum_rule_cannot_be_judged():
+    result = ScenarioResult(id="x", title="x", verdict="pass", dispositions={}, violations=(), notes=(), seed=0,
+                            repro="", trace=None, tags=())
+    full = card(result, views={"ledger", "checkpoints", "finish"})
+    assert full.verdict == "pass" and "limitation: synthetic service on loopback" in full.text()
+    partial = card(result, views={"finish"})
+    assert partial.verdict == "inconclusive" and partial.exit_code == 2
+    assert any("PREP-02 is in the minimum set" in r for r in partial.reasons)
+
+
+def test_killing_crashlab_itself_leaves_no_worker_behind(out):
+    worker = script(out, "import time\nwhile True: time.sleep(1)\n")
+    marker = out / "bad_worker.py"
+    proc = subprocess.Popen([sys.executable, "-m", "crashlab", "integrate", "matrix-throttling", "--worker", worker,
+                             "--out", str(out / "o")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while not _alive_with(str(marker)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive_with(str(marker)), "the worker never started"
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    while _alive_with(str(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive_with(str(marker))
+
+
+def test_cli_integrate_and_its_usage_errors(out, capsys):
+    from crashlab.cli import main
+
+    assert main(["integrate", "matrix-ambiguous-effect", "--worker", careful(out), "--out", str(out / "o"),
+                 "--json", str(out / "cards.json")]) == 0
+    text = capsys.readouterr().out
+    assert "integration verdict PASS" in text and "limitation:" in text and "not judgeable: OWN-" in text
+    import json
+    card_json = json.loads((out / "cards.json").read_text())["integration"][0]
+    assert card_json["verdict"] == "pass" and {"id": "EFF-01", "status": "pass"}.items() <= next(
+        i for i in card_json["invariants"] if i["id"] == "EFF-01").items()
+    assert main(["integrate", "matrix-ambiguous-effect", "--worker", careful(out), "--store", "mysql://x"]) == 3
+    assert "give sqlite:{db} or postgresql://" in capsys.readouterr().err
+    assert main(["integrate", "matrix-ambiguous-effect", "--worker", careful(out), "--store",
+                 "postgresql://u@db.example.com/{db}"]) == 3
+    assert "must be on 127.0.0.1" in capsys.readouterr().err
+    assert main(["integrate", "matrix-ambiguous-effect", "--worker", "python3 w.py {nope}", "--out",
+                 str(out / "p")]) == 3
+    assert "unknown placeholder" in capsys.readouterr().err
+    assert main(["integrate", "--worker", "x"]) == 3
+    assert main(["integrate", "--worker", careful(out), "--tag", "no-such-tag"]) == 3
+    assert "no library scenario has the tag no-such-tag" in capsys.readouterr().err
+    assert main(["integrate", "matrix-throttling", "--worker", "no-such-worker-command {url}", "--out",
+                 str(out / "q")]) == 3
+    assert "no such command" in capsys.readouterr().err
+
+
+def test_a_pause_stops_and_resumes_the_worker_group(out):
+    from crashlab.scenario_loader import from_dict
+
+    sc = from_dict({"id": "pause-test", "title": "a pause at the reserve", "seed": 1,
+                    "clock": {"origin": "10:00", "horizon": "10:10"}, "services": {"reservation": {}},
+                    "runs": [{"id": "run-1", "approval": {"mode": "none"},
+                              "intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
+                                         "technician": "X", "quantity": 1, "principal": "U-1"}}],
+                    "pauses": [{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "before",
+                                "resume_after": "5s", "restart_after": "1m"}]})   # resumed before any takeover
+    outcome = integrate(sc, worker=careful(out), out=out)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    from crashlab.trace import read_jsonl
+
+    kinds = [e["kind"] for e in read_jsonl(outcome.trace)]
+    assert kinds.index("pause") < kinds.index("resume") and kinds.count("start") == 1
+
+
+def test_ctrl_c_stops_the_run_and_leaves_nothing_behind(out):
+    worker = script(out, "import time\nwhile True: time.sleep(1)\n")
+    marker = out / "bad_worker.py"
+    proc = subprocess.Popen([sys.executable, "-m", "crashlab", "integrate", "matrix-throttling", "--worker", worker,
+                             "--out", str(out / "o")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while not _alive_with(str(marker)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive_with(str(marker)), "the worker never started"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and b"interrupted" in err and b"Traceback" not in err, err
+    assert not _alive_with(str(marker))
+
+
+def test_a_worker_that_forks_out_of_its_group_is_a_recorded_fault_and_nothing_survives(out):
+    worker = script(out, """
+        import os, sys, time
+        if os.fork() == 0:
+            os.setsid()                     # leaves the worker's process group
+            while True:
+                time.sleep(1)
+        sys.exit(0)
+        """)
+    outcome = integrate(resolve("matrix-throttling"), worker=worker, out=out)
+    faults = [v.message for v in outcome.result.violations if v.invariant == "ADAPTER-FAULT"]
+    assert any("outside its process group" in m for m in faults), faults
+
+
+PAUSED = ROOT / "examples" / "integration" / "scenarios" / "paused-past-lease.yaml"
+
+
+def test_a_paused_worker_is_replaced_and_its_lease_fences_it_when_it_resumes(out):
+    from crashlab.trace import read_jsonl
+
+    outcome = integrate(load_file(PAUSED), worker=careful(out), out=out)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    events = read_jsonl(outcome.trace)
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("start") == 2 and "takeover" in kinds
+    assert kinds.index("takeover") < kinds.index("resume")
+    # the stale worker wrote nothing after it resumed: every record after the resume is the replacement's
+    resumed = kinds.index("resume")
+    assert not [e for e in events[resumed:] if e["kind"] in ("checkpoint", "ledger", "finish")]
+
+
+def test_a_worker_without_a_lease_resumes_stale_and_fails_term01(out):
+    outcome = integrate(load_file(PAUSED), worker=careful(out, "--mistake=no_lease"), out=out)
+    assert "TERM-01" in failing(outcome), outcome.card.text()

@@ -1,0 +1,62 @@
+"""The Go example worker (net/http, database/sql on SQLite) against the sandbox: the careful client
+passes the integration suite; net/http's default client re-sends a keyed POST on its own when a
+reused connection is closed after the commit, and crashlab catches the second retry owner."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crashlab.integrate.run import SUITE, integrate
+from crashlab.scenario_loader import resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "examples" / "integration" / "go" / "worker.go"
+GOPATH = "/usr/share/gocode"
+ENABLE = ("needs Go and the SQLite driver: apt-get install golang-go golang-github-mattn-go-sqlite3-dev "
+          "(.ci/run installs them)")
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("go") is None, reason=f"no `go` on PATH: {ENABLE}"),
+    pytest.mark.skipif(not Path(GOPATH, "src/github.com/mattn/go-sqlite3").is_dir(),
+                       reason=f"no github.com/mattn/go-sqlite3 under {GOPATH}: {ENABLE}"),
+    pytest.mark.skipif(sys.platform != "linux", reason="process groups: Linux only"),
+]
+
+
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory):
+    out = tmp_path_factory.mktemp("go") / "worker"
+    env = {**os.environ, "GOPATH": GOPATH, "GO111MODULE": "off", "GOFLAGS": "",
+           "GOCACHE": str(tmp_path_factory.mktemp("gocache"))}
+    build = subprocess.run(["go", "build", "-tags", "libsqlite3", "-o", str(out), str(SOURCE)], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    return out
+
+
+@pytest.mark.parametrize("scenario", sorted(SUITE))
+def test_the_careful_go_worker_passes_the_integration_suite(binary, tmp_path, scenario):
+    outcome = integrate(resolve(scenario), worker=f"{binary} {{url}} {{db}}", out=tmp_path)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+
+
+def test_go_default_client_resends_a_keyed_post_and_is_caught(binary, tmp_path):
+    outcome = integrate(resolve("matrix-weak-service"), worker=f"{binary} -client=default {{url}} {{db}}",
+                        out=tmp_path)
+    failed = {line.invariant for line in outcome.card.lines if line.status == "fail"}
+    assert outcome.card.verdict == "fail" and {"EFF-01", "RETRY-03"} <= failed, outcome.card.text()
+    # the worker saw one answer (200) while the service committed twice
+    assert outcome.result.dispositions == {"run-82": "SUCCEEDED"}
+
+
+def test_the_go_worker_fences_itself_when_it_resumes_after_a_takeover(binary, tmp_path):
+    from crashlab.scenario_loader import load_file
+
+    outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "paused-past-lease.yaml"),
+                        worker=f"{binary} {{url}} {{db}}", out=tmp_path)
+    assert outcome.card.verdict == "pass", outcome.card.text()
