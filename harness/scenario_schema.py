@@ -141,7 +141,9 @@ def schema_document() -> dict:
                       "description": "an exact total, {min, max}, or a count per run id"}
     expect = obj({"dispositions": {"type": "array", "minItems": 1, "items": {"enum": sorted(DISPOSITIONS)}},
                   "remote_effects": remote_effects,
-                  "evidence": {"type": "array", "items": evidence},
+                  "evidence": {"type": "array", "items": {"anyOf": [evidence, {
+                      "type": "string", "pattern": r"^!?[A-Za-z_.:]+([|&]!?[A-Za-z_.:]+)*$",
+                      "description": "'a|b': any one of the alternatives; 'a&b': both parts; '!a': a never occurs"}]}},
                   "absent": {"type": "array", "items": evidence},
                   "disposition_at": obj({"at": time, "dispositions": {"type": "array", "minItems": 1,
                                                                       "items": {"enum": sorted(DISPOSITIONS)}}}),

@@ -6,9 +6,11 @@ sibling fieldops_core.py, which holds the plumbing).
 It is one worker's life as a generator of port calls: every ``yield (port, op, args)`` is one
 request, answered by sending the value back (or throwing a :class:`PortFailure`). The same
 generator runs in process (gallery.independent wraps it for ``async def run``) and over the
-wire: ``python3 gallery/independent/fieldops.py [--lease-ttl MS] [--checkpoints dense|sparse]
-[--poll MS] [--reads N] [--read-order lookup-first|search-first] [--conservative]`` speaks
-docs/protocol.md on stdin/stdout.
+wire: ``python3 gallery/independent/fieldops.py [--lease-ttl MS]
+[--checkpoints dense|sparse|boundaries] [--poll MS] [--reads N] [--read-pause MS]
+[--read-order lookup-first|search-first|lookup-only|search-only] [--ceiling N] [--backoff MS]
+[--release-read hold|compensation] [--keep] [--early-redispatch] [--conservative]`` speaks docs/protocol.md on
+stdin/stdout.
 
 Its design choices (all free under AR-08):
 
@@ -264,6 +266,8 @@ class Worker(Base):
                                    reason=f"{exc.code} is not transient")
         # definite and transient: nothing left; back off and let the loop decide
         yield from self.record("PROPOSED", note=f"{exc.code}: certainly not sent")
+        if self.attempts_used >= self.ceiling:
+            return                  # no attempt follows: no backoff to sleep
         wait = int(exc.details.get("retry_after_ms") or 0)
         jitter = (yield from self.call("random", "draw", low=0, high=500, reason="backoff jitter"))["value"]
         wait = max(wait, self.cfg.backoff_ms * (2 ** (self.attempts_used - 1))) + jitter
@@ -278,6 +282,8 @@ class Worker(Base):
         ``reads`` reads, and never less than the service's declared late-delivery bound and lag
         (read with ``describe``), so the outcome does not depend on the polling cadence."""
         n = 0
+        if self.cfg.read_pause_ms:
+            yield from self.sleep(self.cfg.read_pause_ms, "reconcile: a pause before the first read")
         while True:
             n += 1
             verdict = yield from self.read_once()
@@ -327,7 +333,8 @@ class Worker(Base):
         now = yield from self.now()
         sent = self.sent_at if hasattr(self, "sent_at") else (self.attempt_log[-1]["at"] if self.attempt_log else 0)
         first = self.attempt_log[0]["at"] if self.attempt_log else sent
-        settled = now >= sent + int(p.get("max_delivery_delay_ms") or 0)
+        settled = now >= sent + int(p.get("max_delivery_delay_ms") or 0) or (
+            self.cfg.early_redispatch and p.get("idempotency") in ("semantic", "key_only"))
         try:
             if self.service == "registry":
                 self.read_name = "registry.get_version(package, version)"
@@ -343,9 +350,13 @@ class Worker(Base):
                     return "wait"
                 return "absent"
             lookup, retained = p.get("lookup"), now - first < int(p.get("retention_ms") or 0)
-            order = ["lookup", "search"] if self.cfg.read_order == "lookup-first" else ["search", "lookup"]
+            order = {"lookup-first": ["lookup", "search"], "search-first": ["search", "lookup"],
+                     "lookup-only": ["lookup"], "search-only": ["search"]}[self.cfg.read_order]
             usable = {"lookup": lookup == "by_key" and retained, "search": lookup in ("by_key", "by_incident_slot")}
             reads = [r for r in order if usable[r]]
+            if not reads and self.cfg.read_order.endswith("-only"):
+                # the one read this design prefers is not offered (or not authoritative): the other
+                reads = [r for r in ("lookup", "search") if usable[r]]
             if not reads:
                 return "none"
             found, decisive = None, True
@@ -558,16 +569,26 @@ class Worker(Base):
         return bool(check.get("live"))
 
     def reconcile_release(self, ckey, base, attempts):
-        """The release's outcome is unknown: read the hold back by key until it answers."""
+        """The release's outcome is unknown: read it back until it answers, by the hold's key (the
+        hold reads as released) or by the release's own key (its record names the hold)."""
         yield from self.advance("COMPENSATING")
         for n in range(self.cfg.reads):
             now = yield from self.now()
             try:
-                hold = yield from self.call(self.service, "lookup", key=self.key)
-                record = hold.get("record") or {}
-                self.readings.append({"at": now, "read": "lookup(hold)", "status": record.get("status")})
-                if record.get("ref") == self.ref and record.get("status") == "released":
-                    yield from self.released(ckey, base, attempts, self.ref, "the hold reads as released")
+                if self.cfg.release_read == "compensation":
+                    # the release is an effect of its own: read it back by its own key
+                    got = yield from self.call(self.service, "lookup", key=ckey)
+                    record = got.get("record") or {}
+                    self.readings.append({"at": now, "read": "lookup(release)", "found": got.get("found")})
+                    if got.get("found") and (record.get("intent") or {}).get("release") == self.ref:
+                        yield from self.released(ckey, base, attempts, record.get("ref"),
+                                                 "the release reads back under its own key")
+                else:
+                    hold = yield from self.call(self.service, "lookup", key=self.key)
+                    record = hold.get("record") or {}
+                    self.readings.append({"at": now, "read": "lookup(hold)", "status": record.get("status")})
+                    if record.get("ref") == self.ref and record.get("status") == "released":
+                        yield from self.released(ckey, base, attempts, self.ref, "the hold reads as released")
             except PortFailure as exc:
                 self.readings.append({"at": now, "error": exc.code})
                 if self.cfg.conservative:
@@ -610,10 +631,14 @@ def _config_from(argv) -> Config:
     opts, i = {}, 0
     names = {"--lease-ttl": ("lease_ttl_ms", int), "--checkpoints": ("checkpoints", str),
              "--poll": ("poll_ms", int), "--reads": ("reads", int), "--read-order": ("read_order", str),
-             "--ceiling": ("attempt_ceiling", int)}
+             "--ceiling": ("attempt_ceiling", int), "--backoff": ("backoff_ms", int),
+             "--read-pause": ("read_pause_ms", int), "--release-read": ("release_read", str)}
+    flags = {"--conservative": ("conservative", True), "--keep": ("compensate", False),
+             "--early-redispatch": ("early_redispatch", True)}
     while i < len(argv):
-        if argv[i] == "--conservative":
-            opts["conservative"] = True
+        if argv[i] in flags:
+            name, value = flags[argv[i]]
+            opts[name] = value
             i += 1
             continue
         name, kind = names[argv[i]]

@@ -37,8 +37,14 @@ def _digest(value) -> str:
 class Config:
     def __init__(self, *, lease_ttl_ms=45_000, checkpoints="dense", poll_ms=4_000, reads=12,
                  read_order="lookup-first", conservative=False, attempt_ceiling=3, backoff_ms=1_500,
-                 compensate=True):
-        self.compensate = compensate
+                 compensate=True, release_read="hold", read_pause_ms=0, early_redispatch=False):
+        # on a service whose key collapses a late arrival, redispatch as soon as a strong read
+        # shows the key absent (AR-08: "If absence is authoritative, revalidate and possibly
+        # redispatch with the same key"), instead of observing through the late-delivery bound
+        self.early_redispatch = early_redispatch
+        self.compensate = compensate          # after a cancellation: release a confirmed hold, or keep it
+        self.release_read = release_read      # verify a release by the hold's key, or by its own key
+        self.read_pause_ms = read_pause_ms    # read an ambiguous send back at once, or after a pause
         self.lease_ttl_ms = lease_ttl_ms
         self.checkpoints = checkpoints
         self.poll_ms = poll_ms
@@ -99,6 +105,8 @@ class Base:
 
     def checkpoint(self, state, **control):
         """Write the next checkpoint (compare-and-set on version and epoch)."""
+        if self.cfg.checkpoints == "boundaries" and state in self.BETWEEN_BOUNDARIES:
+            return
         doc = {"identity": {"run_id": self.run_id, "task_id": self.op, "tenant": str(self.intent.get("tenant", "")),
                             "principal": str(self.intent.get("principal", ""))},
                "control": {"state": state, "state_version": self.version + 1, "owner": self.worker,
@@ -131,6 +139,10 @@ class Base:
                 continue
             if s != self.state:
                 yield from self.checkpoint(s)
+
+    #: "boundaries" checkpoints only at AR-08's responsibility boundaries: validated intake,
+    #: frozen proposal, before effect, reconciled effect, durable wait, terminal disposition.
+    BETWEEN_BOUNDARIES = frozenset({"APPROVED", "EFFECT_IN_FLIGHT", "RECONCILING", "NOTIFYING"})
 
     def record(self, knowledge, **extra):
         entry = {"semantic_key": self.key, "kind": "effect", "service": self.service, "operation": self.op,
