@@ -389,7 +389,10 @@ class RunControl(Primitive):
             raise PortError("bad_request", f"unknown disposition {disposition!r}") from None
         if state not in TERMINAL_STATES and state not in WAITING_STATES:
             raise PortError("bad_request", f"{disposition} is neither terminal nor a durable waiting state")
-        stale = run.lease.epoch > run.base_epoch and (worker.epoch != run.lease.epoch)
+        # a worker that lost its lease (superseded, or expired) is fenced here as it is at the
+        # checkpoint and ledger stores: its finish is recorded, not accepted
+        stale = run.lease.epoch > run.base_epoch and (
+            worker.epoch != run.lease.epoch or run.lease.expires_at <= self.now)
         accepted = not stale and run.finished is None
         self.emit(events.Finish, worker=worker.name, run=run.spec.id, call=call_seq,
                   disposition=disposition, effects=args.get("effects") or [],

@@ -27,9 +27,10 @@ class IndependentAdapter:
         self.config = Config(**{**self.choices, **choices})
 
     choices: dict = {}
+    worker = Worker
 
     async def run(self, ports) -> None:
-        gen = Worker(self.config).run()
+        gen = self.worker(self.config).run()
         try:
             request = next(gen)
             while True:

@@ -84,7 +84,7 @@ class Worker(Base):
         canon = self.env["canonicalization_version"]
         self.phash = "p-" + _digest({"intent": self.intent, "canon": canon})
         self.sent_intent = {**self.intent, "proposal_hash": self.phash}
-        self.key = f"{self.op}.c{canon}:" + _digest({"service": self.service, "op": self.op, **self.sent_intent})
+        self.key = self.semantic_key(canon)
         self.knowledge = self.ref = self.approval_id = None
         self.latest: dict = {}
         self.attempt_log, self.readings, self.attempts_used = [], [], 0
@@ -144,6 +144,10 @@ class Worker(Base):
         yield from self.authorize()
         yield from self.dispatch_loop()
 
+    def semantic_key(self, canon) -> str:
+        """The key: a digest of every intent field and the proposal hash, nothing volatile."""
+        return f"{self.op}.c{canon}:" + _digest({"service": self.service, "op": self.op, **self.sent_intent})
+
     def incompatible(self, contract):
         self.knowledge = None
         yield from self.escalate("WAITING_OPERATOR", "operator",
@@ -199,6 +203,10 @@ class Worker(Base):
                 yield from self.record("REJECTED", note="deadline passed; nothing left the worker")
                 yield from self.finish("FAILED_NO_EFFECT", reason="deadline reached before any send landed")
             if self.attempts_used >= self.ceiling:
+                if self.cfg.at_ceiling == "fail":
+                    yield from self.record("REJECTED", note="attempt ceiling spent; every attempt refused before send")
+                    yield from self.finish("FAILED_NO_EFFECT",
+                                           reason="attempt ceiling spent; every attempt was refused before send")
                 yield from self.finish("WAITING_RETRY", next_owner="operator", escalate=True,
                                        reason="attempt ceiling spent; every attempt was refused before send")
             not_before = max([int(o.get("not_before") or 0) for o in self.observations] or [0])

@@ -37,7 +37,13 @@ def _digest(value) -> str:
 class Config:
     def __init__(self, *, lease_ttl_ms=45_000, checkpoints="dense", poll_ms=4_000, reads=12,
                  read_order="lookup-first", conservative=False, attempt_ceiling=3, backoff_ms=1_500,
-                 compensate=True, release_read="hold", read_pause_ms=0, early_redispatch=False):
+                 compensate=True, release_read="hold", read_pause_ms=0, early_redispatch=False,
+                 chunked_sleeps=False, at_ceiling="wait"):
+        # every attempt refused before send and the ceiling spent: wait for a deliberate retry
+        # (WAITING_RETRY), or end the logical effect (FAILED_NO_EFFECT; refinement R1 calls both truthful)
+        self.at_ceiling = at_ceiling
+        # keep the lease short across a long wait: sleep in chunks of half the TTL, renewing between
+        self.chunked_sleeps = chunked_sleeps
         # on a service whose key collapses a late arrival, redispatch as soon as a strong read
         # shows the key absent (AR-08: "If absence is authoritative, revalidate and possibly
         # redispatch with the same key"), instead of observing through the late-delivery bound
@@ -268,7 +274,15 @@ class Base:
                 yield from self.call("clock", "sleep", ms=wait, reason="lease held by another worker")
 
     def sleep(self, ms, reason):
-        """Wait ``ms``, holding the lease across the wait (a wait longer than the TTL renews for it)."""
+        """Wait ``ms``, holding the lease across the wait: one renewal long enough for it, or (chunked)
+        a renewal of the usual TTL before every chunk of half the TTL."""
+        if self.cfg.chunked_sleeps:
+            chunk = max(1, self.cfg.lease_ttl_ms // 2)
+            while ms > 0:
+                yield from self.renew(self.cfg.lease_ttl_ms)
+                yield from self.call("clock", "sleep", ms=min(chunk, ms), reason=reason)
+                ms -= chunk
+            return
         yield from self.renew(max(self.cfg.lease_ttl_ms, ms + self.cfg.lease_ttl_ms // 2))
         yield from self.call("clock", "sleep", ms=ms, reason=reason)
 
