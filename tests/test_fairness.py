@@ -263,3 +263,61 @@ def test_a_worker_whose_lease_lapsed_is_fenced_at_finish_as_at_the_stores(lib, m
     assert finishes and not finishes[0]["accepted"] and finishes[0]["stale"]
     starts = [e for e in run.events if e["kind"] == "start"]
     assert len(starts) > 1, "the platform starts a replacement for the fenced worker"
+
+
+# --------------------------------------------------------------------------- 8: what the CLI says
+NOISY = """import json, sys
+sys.stderr.write("adapter log: starting\\n")
+for i in range(40):
+    sys.stderr.write(f"debug {i}\\n")
+sys.stderr.flush()
+json.loads(sys.stdin.readline())
+print(json.dumps({"id": 1, "port": "run", "op": "finish",
+                  "args": {"disposition": "FAILED_NO_EFFECT", "reason": "gave up"}}), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_run_shows_the_adapters_standard_error_bounded_when_it_fails(tmp_path, capsys):
+    from crashlab.cli import STDERR_LINES, main
+
+    script = tmp_path / "noisy.py"
+    script.write_text(NOISY, encoding="utf-8")
+    code = main(["run", "t1-crash-before-dispatch", "--adapter", f"exec:{sys.executable} {script}",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "adapter standard error, run-82/w1" in err and "debug 39" in err
+    assert "adapter log: starting" not in err and f"last {STDERR_LINES} of 41 lines" in err
+
+
+def test_run_shows_standard_error_of_a_passing_run_only_with_verbose(tmp_path, capsys):
+    from crashlab.cli import main
+
+    script = tmp_path / "logging_fieldops.py"
+    source = Path(__file__).resolve().parent.parent / "gallery" / "independent"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(source)!r})\nsys.stderr.write('fieldops: hello\\n')\n"
+                      "from fieldops import main\nmain()\n", encoding="utf-8")
+    spec = f"exec:{sys.executable} {script}"
+    out = str(tmp_path / "out")
+    assert main(["run", "t1-crash-before-dispatch", "--adapter", spec, "--out", out]) == 0
+    assert "fieldops: hello" not in capsys.readouterr().err
+    assert main(["run", "t1-crash-before-dispatch", "--adapter", spec, "--out", out, "-v"]) == 0
+    assert "fieldops: hello" in capsys.readouterr().err
+
+
+def test_an_exec_sweep_states_its_expected_duration_before_it_starts(tmp_path, monkeypatch):
+    import importlib
+    import io
+
+    from crashlab.drivers import load_adapter
+    from crashlab.progress import Progress
+
+    sweep_module = importlib.import_module("crashlab.sweep")
+    assert "about 4 min with 2 worker(s)" in sweep_module.expected_duration(240, 2.0, 2)
+    monkeypatch.setattr(sweep_module, "crash_jobs", lambda *a, **k: [])
+    for spec, says in ((f"exec:{sys.executable} x.py", True), ("crashlab.reference_impl:ReferenceAdapter", False)):
+        stream = io.StringIO()
+        sweep_module.sweep(load_adapter(spec), [], out_dir=tmp_path / spec[:4],
+                           progress=Progress(0, "sweep", stream=stream))
+        assert ("runs planned" in stream.getvalue()) is says
