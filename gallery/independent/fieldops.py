@@ -330,10 +330,6 @@ class Worker(Base):
         p = self.profile
         return sent + int(p.get("max_delivery_delay_ms") or 0) + int(p.get("lag_ms") or 0) + 1
 
-    def _matches(self, record):
-        got = dict((record or {}).get("intent") or {})
-        return all(got.get(k) == v for k, v in self.sent_intent.items())
-
     def read_once(self):
         """One authoritative observation: found, absent, wait (not yet decisive), unavailable, none,
         conflict (a record under this key with other parameters)."""
@@ -428,69 +424,6 @@ class Worker(Base):
         yield from self.reconcile()
 
     # ------------------------------------------------------------------ after the effect
-    def verify_recorded(self):
-        """An earlier worker recorded CONFIRMED: verify the effect with the authoritative read before
-        replaying its result (crash point 5). The ledger proves what was recorded, not current
-        remote state: a read that shows the effect gone, or another intent under the key, is
-        contradictory evidence, escalated under a named owner. A read that cannot answer leaves
-        the recorded confirmation as the best evidence there is."""
-        seen = yield from self.read_recorded()
-        if seen in ("present", "unavailable", "none"):
-            return
-        yield from self.poll()
-        why = f"the ledger records {self.key} CONFIRMED (ref {self.ref}), the authoritative read says {seen}"
-        yield from self.advance("RECONCILING")
-        yield from self.finish("CANCELLED_EFFECT_UNKNOWN" if self.cancel else "FAILED_EFFECT_UNKNOWN",
-                               next_owner="operator", escalate=True, reason=why,
-                               recommended=({"action": "STOP", "effect": "unknown", "semantic_key": self.key,
-                                             "reason": "the ledger and the service disagree"},
-                                            [{"action": "VERIFY", "requires": "the service owner names the "
-                                                                              "authoritative record"}]))
-
-    def read_recorded(self):
-        """present / released / absent / mismatch from the authoritative read of a recorded effect,
-        or unavailable / none (no identifying read)."""
-        p = self.profile
-        now = yield from self.now()
-        try:
-            if self.service == "registry":
-                got = yield from self.call("registry", "get_version", package=self.intent.get("package"),
-                                           version=self.intent.get("version"))
-                self.readings.append({"at": now, "read": "get_version", "found": got.get("found"), "verify": True})
-                if not got.get("found"):
-                    weak = got.get("in_flight") or got.get("consistency", "strong") != "strong"
-                    return "unavailable" if weak else "absent"
-                return "present" if self._matches(got.get("record")) else "mismatch"
-            if self.service != "reservation":
-                return "none"
-            if p.get("lookup") == "by_key" and now - (self.attempt_log[0]["at"] if self.attempt_log else now) \
-                    < int(p.get("retention_ms") or 0):
-                got = yield from self.call(self.service, "lookup", key=self.key)
-                records = [got["record"]] if got.get("found") else []
-                read = "lookup"
-            elif p.get("lookup") not in (None, "none"):
-                got = yield from self.call(self.service, "search", incident=self.intent.get("incident"),
-                                           slot=self.intent.get("slot"))
-                records = [r for r in got.get("records") or [] if not self.ref or r.get("ref") == self.ref]
-                read = "search"
-            else:
-                return "none"
-        except PortFailure as exc:
-            self.readings.append({"at": now, "error": exc.code, "verify": True})
-            return "unavailable"
-        record = next((r for r in records if self._matches(r)), None)
-        self.readings.append({"at": now, "read": read, "records": len(records), "verify": True,
-                              "status": (record or {}).get("status"), "as_of": got.get("as_of")})
-        if record is None:
-            if records:
-                return "mismatch"
-            strong = got.get("consistency", "strong") == "strong"
-            return "absent" if strong else "unavailable"
-        if record.get("status") == "released":
-            return "released"
-        self.ref = record.get("ref") or self.ref
-        return "present"
-
     def confirmed(self):
         yield from self.poll()
         if self.state not in ("EFFECT_CONFIRMED", "NOTIFYING"):
@@ -604,34 +537,6 @@ class Worker(Base):
             yield from self.sleep(self.cfg.poll_ms, "reconcile the release")
         yield from self.finish("CANCELLED_EFFECT_UNKNOWN", next_owner="operator", escalate=True,
                                reason="cancelled; whether the release happened is unknown")
-
-    def notify(self):
-        key = f"notify:{self.key}"
-        intent = {"to": self.intent.get("principal"), "message": f"{self.op} confirmed", "ref": self.ref,
-                  "tenant": self.intent.get("tenant"), "proposal_hash": self.phash}
-        entries = (yield from self.call("ledger", "read", semantic_key=key))["entries"]
-        if entries:
-            return
-        yield from self.advance("NOTIFYING")
-        base = {"semantic_key": key, "kind": "effect", "service": "notification", "operation": "send",
-                "run_id": self.run_id, "intent": intent, "intent_fingerprint": _digest(intent),
-                "canonicalization_version": self.env["canonicalization_version"], "attempts": [],
-                "lease_epoch": self.epoch, "proposal_hash": self.phash}
-        yield from self.append({**base, "knowledge": "PROPOSED"})
-        yield from self.renew(self.call_ttl())
-        now = yield from self.now()
-        attempt = [{"n": 1, "at": now, "worker": self.worker, "epoch": self.epoch}]
-        yield from self.append({**base, "knowledge": "SENT_UNKNOWN", "attempts": attempt})
-        try:
-            sent = yield from self.call("notification", "send", key=key, intent=intent, retry_owner="caller")
-            yield from self.append({**base, "knowledge": "CONFIRMED", "attempts": attempt,
-                                    "remote_ref": sent.get("message_id"), "evidence": ["accepted response"]})
-        except PortFailure as exc:
-            if exc.definite:
-                yield from self.append({**base, "knowledge": "REJECTED", "attempts": attempt,
-                                        "evidence": [f"{exc.code}: definite"]})
-            else:
-                yield from self.finish("SUCCEEDED", reason="reserved; the notification's delivery is unknown")
 
 
 # ---------------------------------------------------------------------- over the wire
