@@ -247,13 +247,38 @@ def test_each_backoff_between_two_attempts_still_draws_its_own_jitter():
 
 
 class LapsedFinisher:
-    """Lets its lease lapse (nobody supersedes it), then reports a disposition."""
+    """Lets its lease lapse (nobody supersedes it), is told so by the checkpoint store, then
+    reports a disposition anyway."""
+
+    async def run(self, p):
+        from crashlab.ports import PortError
+
+        info = await p.run.info()
+        lease = await p.lease.acquire(1_000)
+        await p.clock.sleep(5_000, "the lease lapses")
+        cp = {"identity": {"run_id": info["run_id"], "task_id": "t", "tenant": "T-1", "principal": "U-7"},
+              "control": {"state": "VALIDATED", "state_version": 1, "owner": info["worker"],
+                          "lease_epoch": lease["epoch"], "event_sequence": 0, "cancellation": {},
+                          "deadline": None, "budgets": {}},
+              "contract": {"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
+              "evidence": {}, "effects": []}
+        try:
+            await p.checkpoints.write(cp, 0, lease["epoch"])
+        except PortError as exc:
+            assert exc.code == "stale_epoch"
+        await p.run.finish("FAILED_NO_EFFECT", reason="gave up")
+
+
+class HandsOverThenFinishes:
+    """Shortens its own lease to 1 ms (handing the run over) and finishes at once: nothing told
+    it that it lost the lease, so its finish counts."""
 
     async def run(self, p):
         await p.run.info()
-        await p.lease.acquire(1_000)
-        await p.clock.sleep(5_000, "the lease lapses")
-        await p.run.finish("FAILED_NO_EFFECT", reason="gave up")
+        lease = await p.lease.acquire(60_000)
+        await p.lease.renew(lease["epoch"], 1)
+        await p.clock.now()
+        await p.run.finish("WAITING_OPERATOR", next_owner="operator", reason="handed over")
 
 
 def test_a_worker_whose_lease_lapsed_is_fenced_at_finish_as_at_the_stores(lib, monkeypatch):
@@ -263,6 +288,9 @@ def test_a_worker_whose_lease_lapsed_is_fenced_at_finish_as_at_the_stores(lib, m
     assert finishes and not finishes[0]["accepted"] and finishes[0]["stale"]
     starts = [e for e in run.events if e["kind"] == "start"]
     assert len(starts) > 1, "the platform starts a replacement for the fenced worker"
+    monkeypatch.setattr(sys.modules[__name__], "HandsOverThenFinishes", HandsOverThenFinishes)
+    run, _ = run_one(lib["t1-crash-before-dispatch"], f"{__name__}:HandsOverThenFinishes")
+    assert next(e for e in run.events if e["kind"] == "finish")["accepted"]
 
 
 # --------------------------------------------------------------------------- 8: what the CLI says
