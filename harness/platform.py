@@ -392,9 +392,11 @@ class RunControl(Primitive):
             raise PortError("bad_request", f"unknown disposition {disposition!r}") from None
         if state not in TERMINAL_STATES and state not in WAITING_STATES:
             raise PortError("bad_request", f"{disposition} is neither terminal nor a durable waiting state")
-        # a superseded worker, or one the stores (or the lease) already answered stale_epoch
-        # because its lease expired, is fenced here too: its finish is recorded, not accepted
-        stale = (run.lease.epoch > run.base_epoch and worker.epoch != run.lease.epoch) or worker.fenced
+        # a superseded worker, or one that held a lease and was already answered stale_epoch by
+        # the stores (or the lease) because it expired, is fenced here too: its finish is recorded,
+        # not accepted. (A worker that never held a lease is OWN-02's to judge.)
+        stale = (run.lease.epoch > run.base_epoch and worker.epoch != run.lease.epoch) or (
+            worker.fenced and worker.epoch is not None)
         accepted = not stale and run.finished is None
         self.emit(events.Finish, worker=worker.name, run=run.spec.id, call=call_seq,
                   disposition=disposition, effects=args.get("effects") or [],
