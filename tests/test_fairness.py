@@ -349,3 +349,17 @@ def test_an_exec_sweep_states_its_expected_duration_before_it_starts(tmp_path, m
         sweep_module.sweep(load_adapter(spec), [], out_dir=tmp_path / spec[:4],
                            progress=Progress(0, "sweep", stream=stream))
         assert ("runs planned" in stream.getvalue()) is says
+
+
+def test_an_evidence_alternative_is_checked_part_by_part_when_loaded():
+    from crashlab.errors import InvalidScenario
+    from crashlab.scenario import from_dict
+
+    doc = {"id": "x", "title": "x", "runs": [{"id": "run-82", "intent": {"part": "P-1"}}],
+           "services": {"reservation": {}},
+           "expect": {"evidence": ["reservation.lookup|reservation.search", "!takeover",
+                                   "finish:CANCELLED_EFFECT_REMAINS&escalation"]}}
+    assert from_dict(doc).expect["evidence"][0] == "reservation.lookup|reservation.search"
+    doc["expect"]["evidence"] = ["reservation.lookup|reservation.teleport"]
+    with pytest.raises(InvalidScenario, match="expect.evidence.*teleport"):
+        from_dict(doc)
