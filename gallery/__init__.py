@@ -289,9 +289,10 @@ ENTRIES: tuple[Entry, ...] = (
            "Pin means old code drains old runs under bounded operational ownership.", correct=True),
     _entry(alternatives.StopInsteadOfCompensate, "stop-instead-of-compensate", "Cancellation races",
            "After commit, block new work and consider authorized compensation.", correct=True,
-           note="It loses E5 only: trace 8 and the third handoff run presuppose a release that was sent "
-                "(\"The reviewer reconciles the corrective effect separately\"); a design that never "
-                "compensates cannot produce that situation, and those two scenarios charge E5."),
+           note="It scores 20/20: trace 8 and the third handoff run presuppose a release that was sent; "
+                "a design that never compensates cannot reach that situation, so those scenarios also "
+                "accept CANCELLED_EFFECT_REMAINS with an escalation (and still refuse a kept hold reported "
+                "as CANCELLED_NO_EFFECT, or one left without an escalation)."),
 )
 
 BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}

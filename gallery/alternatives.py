@@ -3,9 +3,9 @@
 Each one must pass every safety invariant on every scenario. A library expectation accepts
 every outcome the chapter permits, so an alternative loses a point only where its choice
 breaks the rule that expectation names (its registry note in gallery/__init__.py says
-which): EscalateEveryAmbiguity skips the authoritative read (E4), StopInsteadOfCompensate
-never reconciles a release because it never sends one (E5), PinInsteadOfMigrate loses
-nothing."""
+which): EscalateEveryAmbiguity skips the authoritative read (E4); StopInsteadOfCompensate
+(it never sends a release, so the compensation scenarios accept its escalated
+CANCELLED_EFFECT_REMAINS) and PinInsteadOfMigrate lose nothing."""
 from __future__ import annotations
 
 from crashlab.model import Knowledge, RunState

@@ -49,13 +49,29 @@ def _cmd_run(args) -> int:
     report = check_output_dir(args.report, "--report") if args.report else None
     adapter = load_adapter(args.adapter)
     scenario = resolve(args.scenario)
-    _, res = run_one(scenario, adapter, seed=args.seed, out_dir=out)
+    run, res = run_one(scenario, adapter, seed=args.seed, out_dir=out)
     _print_result(_hide_adapter(res) if getattr(args, "no_answers", False) else res)
+    if run.stderr and (res.verdict != "pass" or args.verbose):
+        _print_stderr(run.stderr)
     if report:
         from .report import render_results
         where = render_results([res], out_dir=report, **report_options(args))
         print(f"report: {where}")
     return EXIT[res.verdict]
+
+
+#: How much of each worker's standard error ``crashlab run`` shows: its last lines, clipped.
+STDERR_LINES, STDERR_CHARS = 20, 2000
+
+
+def _print_stderr(tails: dict) -> None:
+    """What each worker's adapter process wrote to standard error, bounded (the last lines)."""
+    for worker, text in tails.items():
+        lines = text.rstrip().splitlines()
+        shown = "\n".join(lines[-STDERR_LINES:])[-STDERR_CHARS:]
+        more = f" (last {STDERR_LINES} of {len(lines)} lines)" if len(lines) > STDERR_LINES else ""
+        print(f"adapter standard error, {worker}{more}:", file=sys.stderr)
+        print("  " + shown.replace("\n", "\n  "), file=sys.stderr)
 
 
 def format_scorecard(card, *, no_answers: bool = False) -> str:

@@ -119,6 +119,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", default="crashlab-out",
                    help="folder for the trace (default: crashlab-out)")
     r.add_argument("--report", metavar="DIR", help="also render the timeline report into DIR")
+    r.add_argument("-v", "--verbose", action="store_true",
+                   help="show what the adapter process wrote to standard error (its last lines per worker), "
+                        "also when the run passes; a failing run always shows it")
     _jobs(r, "the report is the same for any N", "with --report: worker processes drawing the figures")
     add_report_options(r)
 

@@ -433,9 +433,14 @@ class SubprocessChannel:
             self.kill()
 
     def kill(self) -> None:
-        """SIGKILL to the whole process group, whatever state the process is in."""
+        """SIGKILL to the whole process group, whatever state the process is in. What it wrote to
+        standard error is kept (the last 4 KiB, ``stderr_tail``) for ``crashlab run`` to show."""
         _LIVE.discard(self)
         if self.proc is not None:
+            try:
+                self._drain_stderr()
+            except (OSError, ValueError):
+                pass
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

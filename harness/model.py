@@ -88,13 +88,19 @@ _NO_EFFECT_YET = [_S.VALIDATED, _S.PROPOSED, _S.WAITING_HUMAN, _S.APPROVED, _S.E
 
 #: Legal run-state transitions (checkpoint to checkpoint). A state may always be rewritten
 #: to itself (a new version with more evidence). Terminal states have no way out.
+#: Every checkpoint sequence follows this table, and it admits a design that checkpoints only
+#: at AR-08's responsibility boundaries ("validated intake, frozen proposal, before effect,
+#: reconciled effect, durable wait, and terminal disposition"): PROPOSED or WAITING_HUMAN
+#: straight to EFFECT_PREPARED (the approval was live; APPROVED is no boundary), and
+#: EFFECT_PREPARED straight to an unknown disposition (the send and its reconciliation
+#: happened between two boundaries and settled nothing).
 RUN_TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
     _S.INTAKE: frozenset({_S.VALIDATED, _S.FAILED_NO_EFFECT, _S.CANCELLED_NO_EFFECT}),
     _S.VALIDATED: frozenset({_S.PROPOSED, _S.FAILED_NO_EFFECT, _S.CANCELLED_NO_EFFECT,
                              _S.MIGRATING, _S.PINNED, _S.WAITING_OPERATOR}),
-    _S.PROPOSED: frozenset({_S.WAITING_HUMAN, _S.APPROVED, _S.FAILED_NO_EFFECT,
+    _S.PROPOSED: frozenset({_S.WAITING_HUMAN, _S.APPROVED, _S.EFFECT_PREPARED, _S.FAILED_NO_EFFECT,
                             _S.CANCELLED_NO_EFFECT, _S.MIGRATING, _S.PINNED, _S.WAITING_OPERATOR}),
-    _S.WAITING_HUMAN: frozenset({_S.APPROVED, _S.PROPOSED, _S.FAILED_NO_EFFECT,
+    _S.WAITING_HUMAN: frozenset({_S.APPROVED, _S.PROPOSED, _S.EFFECT_PREPARED, _S.FAILED_NO_EFFECT,
                                  _S.CANCELLED_NO_EFFECT, _S.MIGRATING, _S.PINNED,
                                  _S.WAITING_OPERATOR}),
     _S.APPROVED: frozenset({_S.EFFECT_PREPARED, _S.WAITING_HUMAN, _S.PROPOSED,
@@ -103,7 +109,8 @@ RUN_TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
     _S.EFFECT_PREPARED: frozenset({_S.EFFECT_IN_FLIGHT, _S.RECONCILING, _S.EFFECT_CONFIRMED,
                                    _S.FAILED_NO_EFFECT, _S.CANCELLED_NO_EFFECT, _S.MIGRATING,
                                    _S.PINNED, _S.WAITING_OPERATOR, _S.WAITING_RETRY,
-                                   _S.WAITING_HUMAN}),
+                                   _S.WAITING_HUMAN, _S.FAILED_EFFECT_UNKNOWN,
+                                   _S.CANCELLED_EFFECT_UNKNOWN}),
     _S.EFFECT_IN_FLIGHT: frozenset({_S.RECONCILING, _S.EFFECT_CONFIRMED, _S.EFFECT_PREPARED,
                                     _S.FAILED_NO_EFFECT, _S.FAILED_EFFECT_UNKNOWN,
                                     _S.CANCELLED_NO_EFFECT, _S.CANCELLED_EFFECT_UNKNOWN,

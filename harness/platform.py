@@ -87,7 +87,7 @@ class Leases(Primitive):
         lease.epoch += 1
         lease.owner = worker.name
         lease.expires_at = self.now + ttl
-        worker.epoch = lease.epoch
+        worker.epoch, worker.fenced = lease.epoch, False
         self.emit(events.Lease, worker=worker.name, run=run.spec.id, op="acquire",
                   epoch=lease.epoch, owner=worker.name, expires_at=lease.expires_at, call=call_seq)
         return {"epoch": lease.epoch, "owner": worker.name, "expires_at": lease.expires_at}
@@ -102,6 +102,7 @@ class Leases(Primitive):
         if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl <= 0:
             raise PortError("bad_request", "lease.renew needs a positive integer ttl_ms")
         if not self.ok(run, epoch) or run.lease.owner != worker.name:
+            worker.fenced = True
             raise PortError("stale_epoch", f"epoch {epoch!r} is not the current live lease "
                             f"(current {run.lease.epoch}, expires {run.lease.expires_at})",
                             details={"current_epoch": run.lease.epoch})
@@ -151,6 +152,7 @@ class CheckpointStore(Primitive):
             raise PortError("version_conflict", f"expected version {expected!r}, latest is {latest}",
                             details={"latest": latest})
         if not self.leases.ok(run, epoch):
+            worker.fenced = True
             self.emit(events.CheckpointRejected, worker=worker.name, run=run.spec.id,
                       call=call_seq, reason="stale_epoch", expected=expected, latest=latest,
                       epoch=epoch, current_epoch=run.lease.epoch)
@@ -196,6 +198,7 @@ class Ledger(Primitive):
         epoch = entry["lease_epoch"]
         if epoch != worker.epoch or not self.leases.ok(run, epoch):
             # Fenced like a checkpoint write: only the current, live lease epoch appends.
+            worker.fenced = True
             self.emit(events.LedgerRejected, worker=worker.name, run=run.spec.id, call=call_seq,
                       reason="stale_epoch", epoch=epoch, current_epoch=run.lease.epoch,
                       key=entry["semantic_key"])
@@ -389,7 +392,11 @@ class RunControl(Primitive):
             raise PortError("bad_request", f"unknown disposition {disposition!r}") from None
         if state not in TERMINAL_STATES and state not in WAITING_STATES:
             raise PortError("bad_request", f"{disposition} is neither terminal nor a durable waiting state")
-        stale = run.lease.epoch > run.base_epoch and (worker.epoch != run.lease.epoch)
+        # a superseded worker, or one that held a lease and was already answered stale_epoch by
+        # the stores (or the lease) because it expired, is fenced here too: its finish is recorded,
+        # not accepted. (A worker that never held a lease is OWN-02's to judge.)
+        stale = (run.lease.epoch > run.base_epoch and worker.epoch != run.lease.epoch) or (
+            worker.fenced and worker.epoch is not None)
         accepted = not stale and run.finished is None
         self.emit(events.Finish, worker=worker.name, run=run.spec.id, call=call_seq,
                   disposition=disposition, effects=args.get("effects") or [],

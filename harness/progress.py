@@ -34,6 +34,11 @@ class Progress:
             self.bar = tqdm(total=total, initial=done, desc=what, unit="run", file=self.stream,
                             dynamic_ncols=True, leave=False)
 
+    def note(self, text: str) -> None:
+        """One line about the work ahead (an expected duration), unless quiet."""
+        if not self.quiet:
+            print(f"crashlab: {self.what}: {text}", file=self.stream, flush=True)
+
     def update(self, *, failed: bool = False) -> None:
         if self.bar is not None and self.bar.total != self.total:  # the total became known after start
             self.bar.total = self.total

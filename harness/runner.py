@@ -37,6 +37,9 @@ class RunResult:
     seed: int
     events: list[dict[str, Any]]
     world: World = field(repr=False)
+    #: worker -> the tail of what its adapter process wrote to standard error (exec: and wire:
+    #: adapters; not part of the trace, which stays the same whatever an adapter logs)
+    stderr: dict[str, str] = field(default_factory=dict, repr=False)
 
     def to_jsonl(self) -> str:
         return self.world.trace.to_jsonl()
@@ -81,6 +84,7 @@ class Runner:
         self.adapter = adapter
         self.limits = limits
         self.scenario = scenario
+        self.stderr: dict[str, str] = {}       # worker -> its adapter process's standard error tail
 
     # -------------------------------------------------------------- supervisor
     def supervise(self, run: RunWorld):
@@ -262,6 +266,9 @@ class Runner:
         finally:
             ws.alive = False
             run.live.pop(name, None)
+            tail = getattr(channel, "stderr_tail", b"")
+            if tail:
+                self.stderr[name] = tail.decode(errors="replace")
 
     def _pause(self, run: RunWorld, ws: WorkerState, rule, seq: int):
         world, env = self.world, self.world.env
@@ -302,7 +309,7 @@ class Runner:
                                                     "workers": r.workers}
                                         for r in world.runs.values()})
         return RunResult(scenario=sc, adapter=self.adapter.text, seed=world.seed,
-                         events=world.trace.events, world=world)
+                         events=world.trace.events, world=world, stderr=dict(self.stderr))
 
 
 def header_fields(sc: Scenario, seed: int, adapter: str) -> dict:

@@ -100,6 +100,9 @@ EVIDENCE_FORMS = {
     "checkpoint:<STATE>": "an accepted checkpoint had this control.state",
     "finish:<DISPOSITION>": "an accepted finish with this disposition",
     "<event kind>": "any trace event of this kind (escalation, released, late_arrival, takeover, ...)",
+    "<item>|<item>": "expect.evidence only: any one of these items (reservation.lookup|reservation.search, "
+                     "where either read is authoritative); an alternative may be <item>&<item> (both of them), an item "
+                     "!<item> (it never occurs: a premise, reservation.lookup|!takeover)",
 }
 
 #: Seeds are integers from 0 to 2**53 - 1, so that every JSON reader keeps them exact.

@@ -365,7 +365,7 @@ def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at:
         out["remote_effects"] = rd.get(e, "remote_effects", "expect", _remote_effects(run_ids))
     if "evidence" in e:
         items = rd.items(e, "evidence", "expect.evidence")
-        out["evidence"] = [rd.get(items, i, "expect.evidence", lambda v: _evidence(v, services))
+        out["evidence"] = [rd.get(items, i, "expect.evidence", lambda v: _evidence_any(v, services))
                            for i in range(len(items))]
     if "absent" in e:
         items = rd.items(e, "absent", "expect.absent")
@@ -409,6 +409,20 @@ def _read_expect_rules(rd: _Reader, e: dict) -> dict[str, dict[str, str]]:
                      "source": rd.get(r, "source", path, _string),
                      "quote": rd.get(r, "quote", path, _string)}
     return out
+
+
+def _evidence_any(value: Any, services: dict) -> str:
+    """An expect.evidence item: one item, alternatives joined by '|' (any one of them), each
+    alternative one item or parts joined by '&' (all of them), a part prefixed '!' (it never occurs)."""
+    if isinstance(value, str) and any(c in value for c in "|&!"):
+        alts = value.split("|")
+        for alt in alts:
+            for part in alt.split("&"):
+                _evidence(part[1:] if part.startswith("!") else part, services)
+        if len(set(alts)) != len(alts):
+            raise ValueError(f"{value!r} names an alternative twice")
+        return value
+    return _evidence(value, services)
 
 
 def _evidence(value: Any, services: dict) -> str:

@@ -5,6 +5,7 @@ library table docs/scenarios.md embeds. tools/docgen.py writes and checks both.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,12 @@ from .timefmt import CLOCK_PATTERN
 # --------------------------------------------------------------------------- JSON Schema
 SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "scenario.schema.json"
 
+
+
+def _combined(items: list[str]) -> str:
+    """The pattern of an evidence item with operators: items joined by '|' or '&', each maybe '!'."""
+    atom = "!?(?:" + "|".join(re.escape(x) for x in sorted(items, key=len, reverse=True)) + ")"
+    return f"^(?:{atom}(?:[|&]{atom})+|!{atom[2:]})$"
 
 def schema_document() -> dict:
     """The scenario format as a JSON Schema (draft 2020-12), built from the loader's own tables.
@@ -141,7 +148,9 @@ def schema_document() -> dict:
                       "description": "an exact total, {min, max}, or a count per run id"}
     expect = obj({"dispositions": {"type": "array", "minItems": 1, "items": {"enum": sorted(DISPOSITIONS)}},
                   "remote_effects": remote_effects,
-                  "evidence": {"type": "array", "items": evidence},
+                  "evidence": {"type": "array", "items": {"anyOf": [evidence, {
+                      "type": "string", "pattern": _combined(evidence["enum"]),
+                      "description": "'a|b': any one of the alternatives; 'a&b': both parts; '!a': a never occurs"}]}},
                   "absent": {"type": "array", "items": evidence},
                   "disposition_at": obj({"at": time, "dispositions": {"type": "array", "minItems": 1,
                                                                       "items": {"enum": sorted(DISPOSITIONS)}}}),

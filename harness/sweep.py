@@ -20,6 +20,7 @@ import json
 import os
 import shlex
 import signal
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -252,6 +253,16 @@ def scenario_jobs(scenarios: Iterable[Scenario]) -> list[Job]:
     return [Job(id=s.id, base=s.id, scenario=s) for s in scenarios]
 
 
+def expected_duration(runs: int, per_run_s: float, workers: int) -> str:
+    """The sweep's expected wall time, estimated from its job count and the probe runs (one
+    undisturbed run of each scenario, timed here): an adapter process started per worker makes an
+    exec: sweep of the whole library take many minutes, and it says so before it starts."""
+    total = runs * per_run_s / max(1, workers)
+    when = f"{total / 60:.0f} min" if total >= 90 else f"{total:.0f} s"
+    return (f"{runs} runs planned; the probe runs took {per_run_s:.2f} s each here, so expect about {when} "
+            f"with {max(1, workers)} worker(s) (-j N runs more at once; --shard splits it across machines)")
+
+
 def crash_jobs(scenarios: list[Scenario], adapter: AdapterSpec, *, double: bool, executor=None) -> list[Job]:
     """A job per crash point of every scenario, found by probing an undisturbed run of each."""
     from .explore import crash_documents, double_crash_documents, probe_calls
@@ -356,7 +367,9 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
     ``kind: sweep``)."""
     from .checks.rubric import score
 
+    probing = time.monotonic()
     jobs = crash_jobs(scenarios, adapter, double=double)
+    probed = time.monotonic() - probing
     if shard is not None:
         jobs = shard.select(jobs)
     header = {"journal": 1, "adapter": adapter.text, "double": double, "seed": seed,
@@ -367,6 +380,9 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
     findings = Findings(findings_dir or out_dir / "findings", adapter.text)
     if progress is not None:
         progress.total, progress.done = len(jobs), len(done)
+        if adapter.kind != "python":
+            progress.note(expected_duration(len(jobs) - len(done), probed / max(1, len(scenarios)),
+                                            getattr(executor, "jobs", 1)))
 
     def on_result(job: Job, result: ScenarioResult) -> None:
         journal.add(result)

@@ -87,6 +87,7 @@ class WorkerState:
     epoch: int | None = None
     alive: bool = True
     paused: bool = False
+    fenced: bool = False        # a store or the lease answered it stale_epoch: its finish will not count
 
 
 class Crash(Exception):

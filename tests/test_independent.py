@@ -62,8 +62,12 @@ def test_the_independent_package_uses_no_reference_or_gallery_code():
         assert not any(m.startswith(("reference_impl", "gallery.")) for m in modules), (path, modules)
 
 
-# the choices AR-08 leaves to a design: lease TTL, checkpoint cadence, polling cadence, how many
-# reads within the declared bound, the order of independent reads, how soon to escalate
+# the choices AR-08 leaves to a design: lease TTL (5 s to 300 s), checkpoint cadence (every fact,
+# sparse, or only the chapter's responsibility boundaries), reading an ambiguous send at once (and
+# redispatching on authoritative absence) or after a pause, how many reads, the order of reads and
+# search or lookup where both are authoritative, backoff (0.5 s to 60 s, slept whole or in
+# lease-keeping chunks), keeping or compensating a confirmed hold after a cancellation, and
+# verifying a release by the hold's key or by its own
 CHOICES = [
     dict(lease_ttl_ms=8_000, checkpoints="dense", poll_ms=2_000, read_order="lookup-first", reads=3),
     dict(lease_ttl_ms=20_000, checkpoints="sparse", poll_ms=3_000, read_order="search-first", reads=12),
@@ -72,7 +76,23 @@ CHOICES = [
     dict(lease_ttl_ms=120_000, checkpoints="sparse", poll_ms=9_000, read_order="search-first", reads=2),
     dict(lease_ttl_ms=8_000, checkpoints="sparse", poll_ms=2_500, read_order="search-first", reads=4,
          conservative=True),
+    dict(lease_ttl_ms=5_000, early_redispatch=True, backoff_ms=500, checkpoints="boundaries",
+         release_read="compensation", poll_ms=1_000),
+    dict(lease_ttl_ms=300_000, read_pause_ms=30_000, backoff_ms=60_000, checkpoints="dense", compensate=False,
+         read_order="search-first"),
+    dict(lease_ttl_ms=20_000, chunked_sleeps=True, backoff_ms=20_000, checkpoints="sparse", read_order="lookup-only"),
+    dict(lease_ttl_ms=90_000, checkpoints="boundaries", compensate=False, read_order="search-only",
+         early_redispatch=True, backoff_ms=60_000),
+    dict(lease_ttl_ms=5_000, read_pause_ms=10_000, checkpoints="dense", release_read="compensation",
+         backoff_ms=2_500, chunked_sleeps=True),
 ]
+
+#: Where the quoted rule names the key itself, the library asks for the lookup by key, and a design
+#: that only searches loses E4 there (docs/adapters.md, "Which read an evidence item names"): "query by
+#: key" (trace 2), "query the exact semantic key" (handoff run 1), and the in-flight conflicts,
+#: where only the lookup reports a request still in flight ("The ideal query accepts the semantic key").
+NAMES_THE_KEY = frozenset({"t2-commit-before-record", "handoff-1-sent-unknown-cancelled",
+                           "matrix-conflict-in-flight", "matrix-conflict-in-flight-second-run"})
 
 
 def test_no_verdict_depends_on_the_adapters_free_choices(lib, monkeypatch):
@@ -85,8 +105,12 @@ def test_no_verdict_depends_on_the_adapters_free_choices(lib, monkeypatch):
         spec = load_adapter(f"crashlab.gallery.independent:Varied{n}")
         for sc in lib:
             run, res = run_one(sc, spec)
-            verdicts.setdefault(sc.id, set()).add(
-                (res.verdict, tuple(sorted((v.invariant, v.point) for v in res.violations))))
+            found = tuple(sorted((v.invariant, v.point) for v in res.violations))
+            if choices.get("read_order") == "search-only" and sc.id in NAMES_THE_KEY:
+                # the decided exception: only the expectation that names the lookup, on E4
+                assert found and all(inv.startswith("EXP-") and point == "E4" for inv, point in found), found
+                continue
+            verdicts.setdefault(sc.id, set()).add((res.verdict, found))
             paces.setdefault(sc.id, set()).add(len(run.events))
     changed = {sid: v for sid, v in verdicts.items() if len(v) > 1 and sid not in CONTESTED}
     assert not changed, changed
@@ -94,6 +118,16 @@ def test_no_verdict_depends_on_the_adapters_free_choices(lib, monkeypatch):
     assert all(inv.startswith("EXP-") for sid in CONTESTED for _, found in verdicts.get(sid, ()) for inv, _ in found)
     # the choices really differ: the traces themselves are not the same
     assert sum(1 for p in paces.values() if len(p) > 1) > len(lib) // 2
+
+
+def test_ending_the_effect_at_a_spent_ceiling_costs_one_point_the_refinement_names(lib, monkeypatch):
+    """FAILED_NO_EFFECT at the attempt ceiling (every attempt refused before send) is truthful;
+    refinement R1 prefers WAITING_RETRY and charges the choice once, D1, in one scenario."""
+    monkeypatch.setattr(independent, "EndsAtCeiling", type("EndsAtCeiling", (independent.IndependentAdapter,),
+                                                           {"choices": {"at_ceiling": "fail"}}), raising=False)
+    card = run_suite("crashlab.gallery.independent:EndsAtCeiling", lib)
+    assert card.total == 19 and card.auto_fail == ()
+    assert {(lp.scenario, lp.point.split()[0]) for lp in card.lost} == {("seed002-duplicate-retry-request", "D1")}
 
 
 def test_the_conservative_design_escalates_sooner_than_the_patient_one(lib):

@@ -1,8 +1,12 @@
 """Correct adapters written independently of reference_impl, from README.md and docs/ only.
 
 They share one design (gallery/independent/fieldops.py, standard library only) and differ
-in the choices AR-08 leaves free: lease TTL, checkpoint cadence, reconciliation schedule
-and read order, retry policy, and how long to observe before escalating. The same worker
+in the choices AR-08 leaves free, each an option of ``Config`` (fieldops_core.py): lease TTL,
+checkpoint cadence (every fact, sparse, or the chapter's boundaries only), reconciliation
+schedule (at once or after a pause), read order (search or lookup where both are
+authoritative), retry policy (backoff, chunked sleeps, what a spent ceiling reports), keeping
+or compensating a confirmed hold, which key verifies a release, and how long to observe
+before escalating. ``worker`` names the Worker class (a test may substitute a variant). The same worker
 also runs over the wire as a standalone script:
 ``--adapter "exec:python3 gallery/independent/fieldops.py"``.
 
@@ -27,9 +31,10 @@ class IndependentAdapter:
         self.config = Config(**{**self.choices, **choices})
 
     choices: dict = {}
+    worker = Worker
 
     async def run(self, ports) -> None:
-        gen = Worker(self.config).run()
+        gen = self.worker(self.config).run()
         try:
             request = next(gen)
             while True:

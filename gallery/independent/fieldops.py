@@ -6,9 +6,11 @@ sibling fieldops_core.py, which holds the plumbing).
 It is one worker's life as a generator of port calls: every ``yield (port, op, args)`` is one
 request, answered by sending the value back (or throwing a :class:`PortFailure`). The same
 generator runs in process (gallery.independent wraps it for ``async def run``) and over the
-wire: ``python3 gallery/independent/fieldops.py [--lease-ttl MS] [--checkpoints dense|sparse]
-[--poll MS] [--reads N] [--read-order lookup-first|search-first] [--conservative]`` speaks
-docs/protocol.md on stdin/stdout.
+wire: ``python3 gallery/independent/fieldops.py [--lease-ttl MS]
+[--checkpoints dense|sparse|boundaries] [--poll MS] [--reads N] [--read-pause MS]
+[--read-order lookup-first|search-first|lookup-only|search-only] [--ceiling N] [--backoff MS]
+[--release-read hold|compensation] [--keep] [--early-redispatch] [--conservative]`` speaks docs/protocol.md on
+stdin/stdout.
 
 Its design choices (all free under AR-08):
 
@@ -82,7 +84,7 @@ class Worker(Base):
         canon = self.env["canonicalization_version"]
         self.phash = "p-" + _digest({"intent": self.intent, "canon": canon})
         self.sent_intent = {**self.intent, "proposal_hash": self.phash}
-        self.key = f"{self.op}.c{canon}:" + _digest({"service": self.service, "op": self.op, **self.sent_intent})
+        self.key = self.semantic_key(canon)
         self.knowledge = self.ref = self.approval_id = None
         self.latest: dict = {}
         self.attempt_log, self.readings, self.attempts_used = [], [], 0
@@ -142,6 +144,10 @@ class Worker(Base):
         yield from self.authorize()
         yield from self.dispatch_loop()
 
+    def semantic_key(self, canon) -> str:
+        """The key: a digest of every intent field and the proposal hash, nothing volatile."""
+        return f"{self.op}.c{canon}:" + _digest({"service": self.service, "op": self.op, **self.sent_intent})
+
     def incompatible(self, contract):
         self.knowledge = None
         yield from self.escalate("WAITING_OPERATOR", "operator",
@@ -197,6 +203,10 @@ class Worker(Base):
                 yield from self.record("REJECTED", note="deadline passed; nothing left the worker")
                 yield from self.finish("FAILED_NO_EFFECT", reason="deadline reached before any send landed")
             if self.attempts_used >= self.ceiling:
+                if self.cfg.at_ceiling == "fail":
+                    yield from self.record("REJECTED", note="attempt ceiling spent; every attempt refused before send")
+                    yield from self.finish("FAILED_NO_EFFECT",
+                                           reason="attempt ceiling spent; every attempt was refused before send")
                 yield from self.finish("WAITING_RETRY", next_owner="operator", escalate=True,
                                        reason="attempt ceiling spent; every attempt was refused before send")
             not_before = max([int(o.get("not_before") or 0) for o in self.observations] or [0])
@@ -264,6 +274,8 @@ class Worker(Base):
                                    reason=f"{exc.code} is not transient")
         # definite and transient: nothing left; back off and let the loop decide
         yield from self.record("PROPOSED", note=f"{exc.code}: certainly not sent")
+        if self.attempts_used >= self.ceiling:
+            return                  # no attempt follows: no backoff to sleep
         wait = int(exc.details.get("retry_after_ms") or 0)
         jitter = (yield from self.call("random", "draw", low=0, high=500, reason="backoff jitter"))["value"]
         wait = max(wait, self.cfg.backoff_ms * (2 ** (self.attempts_used - 1))) + jitter
@@ -278,6 +290,8 @@ class Worker(Base):
         ``reads`` reads, and never less than the service's declared late-delivery bound and lag
         (read with ``describe``), so the outcome does not depend on the polling cadence."""
         n = 0
+        if self.cfg.read_pause_ms:
+            yield from self.sleep(self.cfg.read_pause_ms, "reconcile: a pause before the first read")
         while True:
             n += 1
             verdict = yield from self.read_once()
@@ -316,10 +330,6 @@ class Worker(Base):
         p = self.profile
         return sent + int(p.get("max_delivery_delay_ms") or 0) + int(p.get("lag_ms") or 0) + 1
 
-    def _matches(self, record):
-        got = dict((record or {}).get("intent") or {})
-        return all(got.get(k) == v for k, v in self.sent_intent.items())
-
     def read_once(self):
         """One authoritative observation: found, absent, wait (not yet decisive), unavailable, none,
         conflict (a record under this key with other parameters)."""
@@ -327,7 +337,8 @@ class Worker(Base):
         now = yield from self.now()
         sent = self.sent_at if hasattr(self, "sent_at") else (self.attempt_log[-1]["at"] if self.attempt_log else 0)
         first = self.attempt_log[0]["at"] if self.attempt_log else sent
-        settled = now >= sent + int(p.get("max_delivery_delay_ms") or 0)
+        settled = now >= sent + int(p.get("max_delivery_delay_ms") or 0) or (
+            self.cfg.early_redispatch and p.get("idempotency") in ("semantic", "key_only"))
         try:
             if self.service == "registry":
                 self.read_name = "registry.get_version(package, version)"
@@ -343,9 +354,13 @@ class Worker(Base):
                     return "wait"
                 return "absent"
             lookup, retained = p.get("lookup"), now - first < int(p.get("retention_ms") or 0)
-            order = ["lookup", "search"] if self.cfg.read_order == "lookup-first" else ["search", "lookup"]
+            order = {"lookup-first": ["lookup", "search"], "search-first": ["search", "lookup"],
+                     "lookup-only": ["lookup"], "search-only": ["search"]}[self.cfg.read_order]
             usable = {"lookup": lookup == "by_key" and retained, "search": lookup in ("by_key", "by_incident_slot")}
             reads = [r for r in order if usable[r]]
+            if not reads and self.cfg.read_order.endswith("-only"):
+                # the one read this design prefers is not offered (or not authoritative): the other
+                reads = [r for r in ("lookup", "search") if usable[r]]
             if not reads:
                 return "none"
             found, decisive = None, True
@@ -409,69 +424,6 @@ class Worker(Base):
         yield from self.reconcile()
 
     # ------------------------------------------------------------------ after the effect
-    def verify_recorded(self):
-        """An earlier worker recorded CONFIRMED: verify the effect with the authoritative read before
-        replaying its result (crash point 5). The ledger proves what was recorded, not current
-        remote state: a read that shows the effect gone, or another intent under the key, is
-        contradictory evidence, escalated under a named owner. A read that cannot answer leaves
-        the recorded confirmation as the best evidence there is."""
-        seen = yield from self.read_recorded()
-        if seen in ("present", "unavailable", "none"):
-            return
-        yield from self.poll()
-        why = f"the ledger records {self.key} CONFIRMED (ref {self.ref}), the authoritative read says {seen}"
-        yield from self.advance("RECONCILING")
-        yield from self.finish("CANCELLED_EFFECT_UNKNOWN" if self.cancel else "FAILED_EFFECT_UNKNOWN",
-                               next_owner="operator", escalate=True, reason=why,
-                               recommended=({"action": "STOP", "effect": "unknown", "semantic_key": self.key,
-                                             "reason": "the ledger and the service disagree"},
-                                            [{"action": "VERIFY", "requires": "the service owner names the "
-                                                                              "authoritative record"}]))
-
-    def read_recorded(self):
-        """present / released / absent / mismatch from the authoritative read of a recorded effect,
-        or unavailable / none (no identifying read)."""
-        p = self.profile
-        now = yield from self.now()
-        try:
-            if self.service == "registry":
-                got = yield from self.call("registry", "get_version", package=self.intent.get("package"),
-                                           version=self.intent.get("version"))
-                self.readings.append({"at": now, "read": "get_version", "found": got.get("found"), "verify": True})
-                if not got.get("found"):
-                    weak = got.get("in_flight") or got.get("consistency", "strong") != "strong"
-                    return "unavailable" if weak else "absent"
-                return "present" if self._matches(got.get("record")) else "mismatch"
-            if self.service != "reservation":
-                return "none"
-            if p.get("lookup") == "by_key" and now - (self.attempt_log[0]["at"] if self.attempt_log else now) \
-                    < int(p.get("retention_ms") or 0):
-                got = yield from self.call(self.service, "lookup", key=self.key)
-                records = [got["record"]] if got.get("found") else []
-                read = "lookup"
-            elif p.get("lookup") not in (None, "none"):
-                got = yield from self.call(self.service, "search", incident=self.intent.get("incident"),
-                                           slot=self.intent.get("slot"))
-                records = [r for r in got.get("records") or [] if not self.ref or r.get("ref") == self.ref]
-                read = "search"
-            else:
-                return "none"
-        except PortFailure as exc:
-            self.readings.append({"at": now, "error": exc.code, "verify": True})
-            return "unavailable"
-        record = next((r for r in records if self._matches(r)), None)
-        self.readings.append({"at": now, "read": read, "records": len(records), "verify": True,
-                              "status": (record or {}).get("status"), "as_of": got.get("as_of")})
-        if record is None:
-            if records:
-                return "mismatch"
-            strong = got.get("consistency", "strong") == "strong"
-            return "absent" if strong else "unavailable"
-        if record.get("status") == "released":
-            return "released"
-        self.ref = record.get("ref") or self.ref
-        return "present"
-
     def confirmed(self):
         yield from self.poll()
         if self.state not in ("EFFECT_CONFIRMED", "NOTIFYING"):
@@ -558,16 +510,26 @@ class Worker(Base):
         return bool(check.get("live"))
 
     def reconcile_release(self, ckey, base, attempts):
-        """The release's outcome is unknown: read the hold back by key until it answers."""
+        """The release's outcome is unknown: read it back until it answers, by the hold's key (the
+        hold reads as released) or by the release's own key (its record names the hold)."""
         yield from self.advance("COMPENSATING")
         for n in range(self.cfg.reads):
             now = yield from self.now()
             try:
-                hold = yield from self.call(self.service, "lookup", key=self.key)
-                record = hold.get("record") or {}
-                self.readings.append({"at": now, "read": "lookup(hold)", "status": record.get("status")})
-                if record.get("ref") == self.ref and record.get("status") == "released":
-                    yield from self.released(ckey, base, attempts, self.ref, "the hold reads as released")
+                if self.cfg.release_read == "compensation":
+                    # the release is an effect of its own: read it back by its own key
+                    got = yield from self.call(self.service, "lookup", key=ckey)
+                    record = got.get("record") or {}
+                    self.readings.append({"at": now, "read": "lookup(release)", "found": got.get("found")})
+                    if got.get("found") and (record.get("intent") or {}).get("release") == self.ref:
+                        yield from self.released(ckey, base, attempts, record.get("ref"),
+                                                 "the release reads back under its own key")
+                else:
+                    hold = yield from self.call(self.service, "lookup", key=self.key)
+                    record = hold.get("record") or {}
+                    self.readings.append({"at": now, "read": "lookup(hold)", "status": record.get("status")})
+                    if record.get("ref") == self.ref and record.get("status") == "released":
+                        yield from self.released(ckey, base, attempts, self.ref, "the hold reads as released")
             except PortFailure as exc:
                 self.readings.append({"at": now, "error": exc.code})
                 if self.cfg.conservative:
@@ -576,44 +538,20 @@ class Worker(Base):
         yield from self.finish("CANCELLED_EFFECT_UNKNOWN", next_owner="operator", escalate=True,
                                reason="cancelled; whether the release happened is unknown")
 
-    def notify(self):
-        key = f"notify:{self.key}"
-        intent = {"to": self.intent.get("principal"), "message": f"{self.op} confirmed", "ref": self.ref,
-                  "tenant": self.intent.get("tenant"), "proposal_hash": self.phash}
-        entries = (yield from self.call("ledger", "read", semantic_key=key))["entries"]
-        if entries:
-            return
-        yield from self.advance("NOTIFYING")
-        base = {"semantic_key": key, "kind": "effect", "service": "notification", "operation": "send",
-                "run_id": self.run_id, "intent": intent, "intent_fingerprint": _digest(intent),
-                "canonicalization_version": self.env["canonicalization_version"], "attempts": [],
-                "lease_epoch": self.epoch, "proposal_hash": self.phash}
-        yield from self.append({**base, "knowledge": "PROPOSED"})
-        yield from self.renew(self.call_ttl())
-        now = yield from self.now()
-        attempt = [{"n": 1, "at": now, "worker": self.worker, "epoch": self.epoch}]
-        yield from self.append({**base, "knowledge": "SENT_UNKNOWN", "attempts": attempt})
-        try:
-            sent = yield from self.call("notification", "send", key=key, intent=intent, retry_owner="caller")
-            yield from self.append({**base, "knowledge": "CONFIRMED", "attempts": attempt,
-                                    "remote_ref": sent.get("message_id"), "evidence": ["accepted response"]})
-        except PortFailure as exc:
-            if exc.definite:
-                yield from self.append({**base, "knowledge": "REJECTED", "attempts": attempt,
-                                        "evidence": [f"{exc.code}: definite"]})
-            else:
-                yield from self.finish("SUCCEEDED", reason="reserved; the notification's delivery is unknown")
-
 
 # ---------------------------------------------------------------------- over the wire
 def _config_from(argv) -> Config:
     opts, i = {}, 0
     names = {"--lease-ttl": ("lease_ttl_ms", int), "--checkpoints": ("checkpoints", str),
              "--poll": ("poll_ms", int), "--reads": ("reads", int), "--read-order": ("read_order", str),
-             "--ceiling": ("attempt_ceiling", int)}
+             "--ceiling": ("attempt_ceiling", int), "--backoff": ("backoff_ms", int),
+             "--read-pause": ("read_pause_ms", int), "--release-read": ("release_read", str)}
+    flags = {"--conservative": ("conservative", True), "--keep": ("compensate", False),
+             "--early-redispatch": ("early_redispatch", True)}
     while i < len(argv):
-        if argv[i] == "--conservative":
-            opts["conservative"] = True
+        if argv[i] in flags:
+            name, value = flags[argv[i]]
+            opts[name] = value
             i += 1
             continue
         name, kind = names[argv[i]]

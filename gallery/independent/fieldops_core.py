@@ -37,8 +37,20 @@ def _digest(value) -> str:
 class Config:
     def __init__(self, *, lease_ttl_ms=45_000, checkpoints="dense", poll_ms=4_000, reads=12,
                  read_order="lookup-first", conservative=False, attempt_ceiling=3, backoff_ms=1_500,
-                 compensate=True):
-        self.compensate = compensate
+                 compensate=True, release_read="hold", read_pause_ms=0, early_redispatch=False,
+                 chunked_sleeps=False, at_ceiling="wait"):
+        # every attempt refused before send and the ceiling spent: wait for a deliberate retry
+        # (WAITING_RETRY), or end the logical effect (FAILED_NO_EFFECT; refinement R1 calls both truthful)
+        self.at_ceiling = at_ceiling
+        # keep the lease short across a long wait: sleep in chunks of half the TTL, renewing between
+        self.chunked_sleeps = chunked_sleeps
+        # on a service whose key collapses a late arrival, redispatch as soon as a strong read
+        # shows the key absent (AR-08: "If absence is authoritative, revalidate and possibly
+        # redispatch with the same key"), instead of observing through the late-delivery bound
+        self.early_redispatch = early_redispatch
+        self.compensate = compensate          # after a cancellation: release a confirmed hold, or keep it
+        self.release_read = release_read      # verify a release by the hold's key, or by its own key
+        self.read_pause_ms = read_pause_ms    # read an ambiguous send back at once, or after a pause
         self.lease_ttl_ms = lease_ttl_ms
         self.checkpoints = checkpoints
         self.poll_ms = poll_ms
@@ -99,6 +111,8 @@ class Base:
 
     def checkpoint(self, state, **control):
         """Write the next checkpoint (compare-and-set on version and epoch)."""
+        if self.cfg.checkpoints == "boundaries" and state in self.BETWEEN_BOUNDARIES:
+            return
         doc = {"identity": {"run_id": self.run_id, "task_id": self.op, "tenant": str(self.intent.get("tenant", "")),
                             "principal": str(self.intent.get("principal", ""))},
                "control": {"state": state, "state_version": self.version + 1, "owner": self.worker,
@@ -131,6 +145,10 @@ class Base:
                 continue
             if s != self.state:
                 yield from self.checkpoint(s)
+
+    #: "boundaries" checkpoints only at AR-08's responsibility boundaries: validated intake,
+    #: frozen proposal, before effect, reconciled effect, durable wait, terminal disposition.
+    BETWEEN_BOUNDARIES = frozenset({"APPROVED", "EFFECT_IN_FLIGHT", "RECONCILING", "NOTIFYING"})
 
     def record(self, knowledge, **extra):
         entry = {"semantic_key": self.key, "kind": "effect", "service": self.service, "operation": self.op,
@@ -256,7 +274,15 @@ class Base:
                 yield from self.call("clock", "sleep", ms=wait, reason="lease held by another worker")
 
     def sleep(self, ms, reason):
-        """Wait ``ms``, holding the lease across the wait (a wait longer than the TTL renews for it)."""
+        """Wait ``ms``, holding the lease across the wait: one renewal long enough for it, or (chunked)
+        a renewal of the usual TTL before every chunk of half the TTL."""
+        if self.cfg.chunked_sleeps:
+            chunk = max(1, self.cfg.lease_ttl_ms // 2)
+            while ms > 0:
+                yield from self.renew(self.cfg.lease_ttl_ms)
+                yield from self.call("clock", "sleep", ms=min(chunk, ms), reason=reason)
+                ms -= chunk
+            return
         yield from self.renew(max(self.cfg.lease_ttl_ms, ms + self.cfg.lease_ttl_ms // 2))
         yield from self.call("clock", "sleep", ms=ms, reason=reason)
 
@@ -273,3 +299,98 @@ class Base:
                 raise Fenced(exc.code)
             raise
 
+    def _matches(self, record):
+        got = dict((record or {}).get("intent") or {})
+        return all(got.get(k) == v for k, v in self.sent_intent.items())
+
+    # ------------------------------------------------------------------ verifying and notifying
+    def verify_recorded(self):
+        """An earlier worker recorded CONFIRMED: verify the effect with the authoritative read before
+        replaying its result (crash point 5). The ledger proves what was recorded, not current
+        remote state: a read that shows the effect gone, or another intent under the key, is
+        contradictory evidence, escalated under a named owner. A read that cannot answer leaves
+        the recorded confirmation as the best evidence there is."""
+        seen = yield from self.read_recorded()
+        if seen in ("present", "unavailable", "none"):
+            return
+        yield from self.poll()
+        why = f"the ledger records {self.key} CONFIRMED (ref {self.ref}), the authoritative read says {seen}"
+        yield from self.advance("RECONCILING")
+        yield from self.finish("CANCELLED_EFFECT_UNKNOWN" if self.cancel else "FAILED_EFFECT_UNKNOWN",
+                               next_owner="operator", escalate=True, reason=why,
+                               recommended=({"action": "STOP", "effect": "unknown", "semantic_key": self.key,
+                                             "reason": "the ledger and the service disagree"},
+                                            [{"action": "VERIFY", "requires": "the service owner names the "
+                                                                              "authoritative record"}]))
+
+    def read_recorded(self):
+        """present / released / absent / mismatch from the authoritative read of a recorded effect,
+        or unavailable / none (no identifying read)."""
+        p = self.profile
+        now = yield from self.now()
+        try:
+            if self.service == "registry":
+                got = yield from self.call("registry", "get_version", package=self.intent.get("package"),
+                                           version=self.intent.get("version"))
+                self.readings.append({"at": now, "read": "get_version", "found": got.get("found"), "verify": True})
+                if not got.get("found"):
+                    weak = got.get("in_flight") or got.get("consistency", "strong") != "strong"
+                    return "unavailable" if weak else "absent"
+                return "present" if self._matches(got.get("record")) else "mismatch"
+            if self.service != "reservation":
+                return "none"
+            if p.get("lookup") == "by_key" and now - (self.attempt_log[0]["at"] if self.attempt_log else now) \
+                    < int(p.get("retention_ms") or 0):
+                got = yield from self.call(self.service, "lookup", key=self.key)
+                records = [got["record"]] if got.get("found") else []
+                read = "lookup"
+            elif p.get("lookup") not in (None, "none"):
+                got = yield from self.call(self.service, "search", incident=self.intent.get("incident"),
+                                           slot=self.intent.get("slot"))
+                records = [r for r in got.get("records") or [] if not self.ref or r.get("ref") == self.ref]
+                read = "search"
+            else:
+                return "none"
+        except PortFailure as exc:
+            self.readings.append({"at": now, "error": exc.code, "verify": True})
+            return "unavailable"
+        record = next((r for r in records if self._matches(r)), None)
+        self.readings.append({"at": now, "read": read, "records": len(records), "verify": True,
+                              "status": (record or {}).get("status"), "as_of": got.get("as_of")})
+        if record is None:
+            if records:
+                return "mismatch"
+            strong = got.get("consistency", "strong") == "strong"
+            return "absent" if strong else "unavailable"
+        if record.get("status") == "released":
+            return "released"
+        self.ref = record.get("ref") or self.ref
+        return "present"
+
+    def notify(self):
+        key = f"notify:{self.key}"
+        intent = {"to": self.intent.get("principal"), "message": f"{self.op} confirmed", "ref": self.ref,
+                  "tenant": self.intent.get("tenant"), "proposal_hash": self.phash}
+        entries = (yield from self.call("ledger", "read", semantic_key=key))["entries"]
+        if entries:
+            return
+        yield from self.advance("NOTIFYING")
+        base = {"semantic_key": key, "kind": "effect", "service": "notification", "operation": "send",
+                "run_id": self.run_id, "intent": intent, "intent_fingerprint": _digest(intent),
+                "canonicalization_version": self.env["canonicalization_version"], "attempts": [],
+                "lease_epoch": self.epoch, "proposal_hash": self.phash}
+        yield from self.append({**base, "knowledge": "PROPOSED"})
+        yield from self.renew(self.call_ttl())
+        now = yield from self.now()
+        attempt = [{"n": 1, "at": now, "worker": self.worker, "epoch": self.epoch}]
+        yield from self.append({**base, "knowledge": "SENT_UNKNOWN", "attempts": attempt})
+        try:
+            sent = yield from self.call("notification", "send", key=key, intent=intent, retry_owner="caller")
+            yield from self.append({**base, "knowledge": "CONFIRMED", "attempts": attempt,
+                                    "remote_ref": sent.get("message_id"), "evidence": ["accepted response"]})
+        except PortFailure as exc:
+            if exc.definite:
+                yield from self.append({**base, "knowledge": "REJECTED", "attempts": attempt,
+                                        "evidence": [f"{exc.code}: definite"]})
+            else:
+                yield from self.finish("SUCCEEDED", reason="reserved; the notification's delivery is unknown")

@@ -13,6 +13,7 @@ from typing import Iterator
 from ..model import KNOWLEDGE_EVIDENCE
 from .common import (CLAIM, KNOWLEDGE_GRAPH, NO_ENTRY, TERMINAL, Finding, Invariant, inv, is_compensation, streams,
                      unfenced)
+from .evidence import Finding as Warrant
 from .evidence import PRESENT_KNOWLEDGE, absence, presence, resolve
 from .index import Dispatch, RunIndex, TraceIndex
 from .knowledge import EVER, knew, sending
@@ -424,6 +425,8 @@ def _ledger_moves(ix: TraceIndex) -> Iterator[tuple[str, Finding]]:
                 if f.state == "present" and f.settled:
                     if f.strength == "authoritative" or f.strength == "definite" or f.strength == "durable":
                         continue
+                if f.strength == "none":
+                    f = _aggregate_only(run, key, w, before) or f
                 rule, auto = _unwarranted_inv(f)
                 yield rule, (run.id, f"{key} {prev} -> CONFIRMED at #{e['seq']} without {need}"
                                      + (f": {f.why}" if f.why else " (no response, no read)"),
@@ -438,6 +441,23 @@ def _ledger_moves(ix: TraceIndex) -> Iterator[tuple[str, Finding]]:
             yield rule, (run.id, f"{key} {prev} -> {k} at #{e['seq']} without {need}: dispatch "
                                  f"#{f.cites[0]} {f.why or 'has no such evidence'}{hint}",
                          (e["seq"], *f.cites), False)
+
+
+def _aggregate_only(run: RunIndex, key, worker: str, before: int):
+    """A weak finding when ``worker`` read an aggregate (a stock level) of the key's service after
+    the key's first dispatch and before ``before``: a read, but one that identifies no effect
+    (AR-08: "A generic search is not automatically authoritative"), so the upgrade is charged to
+    reconciliation (REC-01), not taken for a claim made with no read at all. None otherwise."""
+    sent = [d for d in run.dispatches if d.key == key and d.seq < before]
+    w = run.workers.get(worker)
+    if not sent or w is None:
+        return None
+    for s in w.calls:
+        call = run.calls[s]
+        if sent[0].seq < s < before and call["op"] == "aggregate" and call["port"] == sent[0].service:
+            return Warrant(state="unknown", strength="weak", cites=(s,),
+                           why=f"an aggregate read (#{s}) identifies no effect")
+    return None
 
 
 def _unwarranted_inv(f) -> tuple[str, bool]:

@@ -64,6 +64,20 @@ def _key_01(ix: TraceIndex) -> Iterator[Finding]:
                 keys = ", ".join(str(k) for k in firsts)
                 yield run.id, f"one {ds[0].op} intent was sent under {len(firsts)} keys ({keys})", \
                     tuple(d.seq for d in firsts.values()), False
+    # across runs: two runs of one business intent (the same proposal) are one semantic effect, so
+    # they share its key ("Another random key does not make a duplicate business intent safe")
+    across: dict = {}
+    for run in ix.runs.values():
+        for d in run.dispatches:
+            if d.role != "compensation" and d.key is not None:
+                group = across.setdefault((d.service, d.op, identity(d.intent), d.intent.get("proposal_hash")), {})
+                group.setdefault(run.id, d)
+    for (_, op, _, _), by_run in across.items():
+        firsts = list(by_run.values())
+        if len({d.key for d in firsts}) > 1:
+            runs = ", ".join(f"{rid} {d.key}" for rid, d in by_run.items())
+            yield list(by_run)[-1], f"one {op} intent was sent by {len(by_run)} runs under different keys " \
+                                    f"({runs})", tuple(d.seq for d in firsts), False
 
 
 def _key_02(ix: TraceIndex) -> Iterator[Finding]:
@@ -434,7 +448,8 @@ INVARIANTS: tuple[Invariant, ...] = (
     inv("KEY-01", "One stable key per intent across attempts and workers.", "effect_correctness", True, None,
         _key_01,
         "All non-compensation dispatches of one business intent in a run use the same key (a key derived "
-        "from an attempt number or a timestamp shows up as differing keys).",
+        "from an attempt number or a timestamp shows up as differing keys), and so do the runs that carry "
+        "one business intent with the same proposal hash (a key minted per run shows up across them).",
         "the first dispatch under each key"),
     inv("EFF-01", "No duplicate effect for one business intent.", "effect_correctness", True, None, _eff_01,
         "More than one commit on the remote lane caused by the runs (adapter, proxy retry, late arrival) "

@@ -78,6 +78,8 @@ def _read_about(ix: TraceIndex, run: RunIndex, read: Read, d: Dispatch, need: in
     if read.service != d.service:
         return None
     if d.role == "compensation":
+        if op == "lookup" and d.key is not None and a.get("key") == d.key:
+            return _release_by_own_key(ix, read, d, need)
         if op == "lookup":
             records = [v.get("record")] if v.get("found") else []
         elif op == "search":
@@ -170,6 +172,40 @@ def _read_about(ix: TraceIndex, run: RunIndex, read: Read, d: Dispatch, need: in
         return Finding(state="unknown", strength="weak", cites=(read.seq,),
                        why=f"job {a.get('job_id')} still {v.get('status')}")
     return None
+
+
+def _release_by_own_key(ix: TraceIndex, read: Read, d: Dispatch, need: int) -> Finding:
+    """A lookup by a compensation's own key: AR-08 reconciles a compensation with "the same
+    prepare, semantic key, ledger, reconciliation, verification, and disposition pattern" as
+    the original, so its key is an identifying read of it. Found with a record that releases
+    ``d``'s target: the release committed. Not found: absent only where a negative lookup by
+    key is authoritative (a key index, within retention, not in flight, fresh enough)."""
+    v, op = read.value, read.op
+    profile = ix.profile(d.service)
+    if v.get("found"):
+        rec = v.get("record") or {}
+        released = rec.get("intent", {}).get("release") if isinstance(rec.get("intent"), dict) else None
+        if rec.get("key") == d.key and (d.target is None or released == d.target):
+            return Finding(state="present", strength="authoritative", cites=(read.seq,),
+                           why=f"{op} by the release's own key found {rec.get('ref')} releasing {released}")
+        return Finding(state="present", strength="weak", cites=(read.seq,),
+                       why=f"{op} by the release's key found {rec.get('ref')}, which releases {released}, "
+                           f"not {d.target}")
+    if v.get("in_flight"):
+        return Finding(state="unknown", strength="weak", cites=(read.seq,),
+                       why="lookup says the release's key is still in flight")
+    if profile.get("idempotency") not in ("semantic", "key_only") or profile.get("lookup") != "by_key":
+        return Finding(state="absent", strength="weak", cites=(read.seq,),
+                       why="a lookup on a service without a key index proves nothing")
+    retention = profile.get("retention_ms")
+    if isinstance(retention, int) and read.call_t - d.t >= retention:
+        return Finding(state="absent", strength="weak", cites=(read.seq,),
+                       why="the provider's key retention had expired")
+    if v.get("as_of", read.t) < need:
+        return Finding(state="absent", strength="weak", cites=(read.seq,),
+                       why=f"negative lookup as_of {ix.fmt(v.get('as_of', read.t))} is too early")
+    return Finding(state="absent", strength="authoritative", cites=(read.seq,),
+                   why="authoritative negative lookup by the release's own key")
 
 
 def _job_ids(run: RunIndex, d: Dispatch) -> set:

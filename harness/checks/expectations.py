@@ -96,15 +96,29 @@ def _exp_evidence(ix: TraceIndex) -> Iterator[Finding]:
     wanted = (ix.header.get("expect") or {}).get("evidence")
     if not wanted:
         return
-    missing = {item for item in wanted if isinstance(item, str)}
+    # 'a|b' is met by any one of its alternatives, 'a&b' by both of its parts, '!a' when a never occurs
+    atoms = {atom.lstrip("!") for item in wanted if isinstance(item, str) for alt in item.split("|")
+             for atom in alt.split("&")}
+    present: set = set()
     for ev in ix.events:
-        if not missing:
+        if atoms <= present:
             break
-        missing.difference_update(_evidence_items(ix, ev))
+        present.update(atoms.intersection(_evidence_items(ix, ev)))
+
+    def met(atom: str) -> bool:
+        return atom[1:] not in present if atom.startswith("!") else atom in present
+
+    reported = set()
     for item in wanted:
-        if item in missing:
-            missing.discard(item)
-            yield None, f"the scenario requires evidence {item!r}, which the trace does not contain", (), False
+        if not isinstance(item, str) or item in reported:
+            continue
+        alts = [alt.split("&") for alt in item.split("|")]
+        if any(all(met(atom) for atom in alt) for alt in alts):
+            continue
+        reported.add(item)
+        what = " or ".join(" with ".join(f"no {a[1:]!r}" if a.startswith("!") else repr(a) for a in alt)
+                           for alt in alts)
+        yield None, f"the scenario requires evidence {what}, which the trace does not contain", (), False
 
 
 def _expect(id, statement, category, check, computed, evidence) -> Invariant:
@@ -129,7 +143,9 @@ EXPECTATIONS: tuple[Invariant, ...] = (
             _exp_evidence,
             "expect.evidence lists items that must occur: 'port.op' (a delivered call, e.g. "
             "'reservation.lookup'), 'ledger:KNOWLEDGE', 'checkpoint:STATE', 'finish:DISPOSITION', or an "
-            "event kind (e.g. 'escalation', 'late_arrival').",
+            "event kind (e.g. 'escalation', 'late_arrival'); 'a|b' is met by any one of its alternatives, "
+            "'a&b' by both of its parts ('&' binds tighter than '|'), '!a' when a never occurs (a premise: "
+            "'reservation.lookup|!takeover' asks for the read only where a lease lapsed).",
             "none (the evidence is what is missing)"),
     _expect("EXP-ABSENT", "The trace holds none of the evidence the scenario forbids.", "classification",
             _exp_absent,

@@ -212,12 +212,22 @@ def _jit_01(ix: TraceIndex) -> Iterator[Finding]:
         for seq, call in run.calls.items():
             if call["port"] == "random" and call["op"] == "draw":
                 draws.setdefault(call["worker"], []).append(seq)
+        services = set(ix.header.get("services") or ())
         for w in run.workers.values():
             previous = w.start_seq
             mine = draws.get(w.name, [])
+            # one backoff is the wait between two service calls, however many chunks it is slept in
+            # (a worker that keeps its lease renews between them): one draw covers all of them
+            tried = [s for s in w.calls if run.calls[s]["port"] in services]
+            judged = None           # the first chunk of the backoff being slept
             for seq, _ms, reason in w.sleeps:
                 if not reason.lower().startswith("backoff"):
                     continue
+                since = max((s for s in tried if s < seq), default=w.start_seq)
+                if judged is not None and judged > since:
+                    previous = seq
+                    continue
+                judged = seq
                 if not any(previous < s < seq for s in mine):
                     yield run.id, f"backoff sleep #{seq} by {w.name} ({reason!r}) draws no jitter from " \
                                   f"random.draw since {'its start' if previous == w.start_seq else f'#{previous}'}", \
@@ -393,7 +403,8 @@ INVARIANTS: tuple[Invariant, ...] = (
     inv("JIT-01", "Every backoff draws its jitter from random.draw.", "ownership", False, None, _jit_01,
         "Each clock.sleep whose reason starts with 'backoff' follows a random.draw by the same worker "
         "since its previous backoff sleep (or its start): one draw per backoff, so the jitter is seeded "
-        "and recorded.",
+        "and recorded. A backoff slept in several chunks (the worker renews its lease in between) is one "
+        "backoff: a chunk with no service call since a covered backoff sleep needs no draw of its own.",
         "the backoff sleep"),
     inv("OWN-04", "Every unresolved state names an accountable next owner and escalates a decision packet.",
         "ownership", False, None, _own_04,

@@ -93,6 +93,9 @@ def _expected_observed(ix: TraceIndex, field: str, want: Any, run: str | None, m
     found = re.search(r"evidence (['\"])(.*)\1", message)
     if field == "absent":
         return f"no {found.group(2) if found else ', '.join(want or ())}", "present in the trace"
+    alternatives = re.search(r"requires evidence (.*), which the trace", message)
+    if alternatives:            # one item, or alternatives ('a' or 'b' with 'c')
+        return alternatives.group(1).replace("'", "").replace('"', ""), "absent from the trace"
     return (found.group(2) if found else list(want or ())), "absent from the trace"
 
 
