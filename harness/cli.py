@@ -225,12 +225,13 @@ def _cmd_merge(args) -> int:
             print(f"results: {json_path}")
         return 1 if failures else 0
     card = merge([Path(p) for p in args.results])
+    if json_path:   # first: a scorecard is never printed for results that could not be written
+        atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
     if args.quiet:
         print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}")
     else:
         print(format_scorecard(card))
     if json_path:
-        atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
         print(f"results: {json_path}")
     return InternalError.exit_code if card.extra.get("internal_errors") else EXIT[card.verdict]
 
@@ -370,6 +371,7 @@ OUTPUT_OPTIONS = {
     "merge": (("json", "--json", None),),
     "report": (("out", "--out", "report"),),
     "explore": (("json", "--json", None), ("save", "--save", None), ("findings", "--findings", "findings")),
+    "compare": (("save", "--save", "findings"),),
 }
 
 
