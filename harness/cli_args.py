@@ -84,7 +84,9 @@ def _suite_options(p: argparse.ArgumentParser, out_help: str) -> None:
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors exit 3, never 2 (2 means inconclusive)
         self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        from .terminal import printable
+
+        print(f"{self.prog}: error: {printable(message)}", file=sys.stderr)
         raise SystemExit(3)
 
 

@@ -285,6 +285,14 @@ def test_an_error_message_quoting_adapter_text_is_escaped(capsys):
     assert "\\x1b[2K" in err
 
 
+def test_an_argument_error_is_escaped(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["list", "--tag", "x", "--no-such-\x1b[2K"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 3 and "\\x1b[2K" in err
+    _clean(err)
+
+
 # --------------------------------------------------------------------------- the trace is bounded
 def test_a_trace_that_grows_past_the_bound_is_an_adapter_fault_in_process():
     result = run(scenario(), "hostile_outputs:GrowsTrace")
