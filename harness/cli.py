@@ -163,6 +163,8 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
         progress.close()
         if hasattr(executor, "close"):
             executor.close()
+    if json_path:   # first: a scorecard is never printed for results that could not be written
+        atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
     if args.quiet:
         print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}"
               + (f" (shard {shard.index}/{shard.count})" if shard else ""))
@@ -173,7 +175,6 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
                   "`crashlab merge` joins the shards' results JSON")
         print(f"traces: {out_dir}/")
     if json_path:
-        atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
         print(f"results: {json_path}" + (" (partial)" if interrupted else ""))
     if interrupted:
         done = card.extra["partial"]
@@ -276,12 +277,13 @@ def _cmd_merge(args) -> int:
             print(f"results: {json_path}")
         return 1 if failures else 0
     card = merge([Path(p) for p in args.results])
+    if json_path:   # first: a scorecard is never printed for results that could not be written
+        atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
     if args.quiet:
         print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}")
     else:
         print(format_scorecard(card))
     if json_path:
-        atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
         print(f"results: {json_path}")
     return InternalError.exit_code if card.extra.get("internal_errors") else EXIT[card.verdict]
 
@@ -435,6 +437,42 @@ COMMANDS = {"run": _cmd_run, "conformance": _cmd_conformance, "sweep": _cmd_swee
             "explore": _cmd_explore, "workshop": _cmd_workshop}
 
 
+#: Each command's outputs: (argparse attribute, option, folder kind, or None for a file); see
+#: crashlab.files.plan_outputs for what is refused.
+OUTPUT_OPTIONS = {
+    "run": (("out", "--out", "traces"), ("report", "--report", "report")),
+    "conformance": (("out", "--out", "traces"), ("json", "--json", None), ("report", "--report", "report")),
+    "sweep": (("out", "--out", "traces"), ("json", "--json", None), ("findings", "--findings", "findings")),
+    "merge": (("json", "--json", None),),
+    "report": (("out", "--out", "report"),),
+    "explore": (("json", "--json", None), ("save", "--save", None), ("findings", "--findings", "findings")),
+    "compare": (("save", "--save", "findings"),),
+}
+
+
+def _plan_outputs(args) -> None:
+    """Make every output path of the command absolute, before any adapter (which may change the
+    working directory) is even imported; refuse an output that is an input or another output."""
+    from .files import folder_inputs, plan_outputs
+
+    options = OUTPUT_OPTIONS.get(args.command)
+    if not options:
+        return
+    inputs: list[tuple[str, Path]] = []
+    if args.command == "run":
+        inputs = [("the scenario file", Path(args.scenario))]
+    for given in getattr(args, "scenarios", None) or ():
+        inputs += [("the scenario file", f) for f in folder_inputs(given, (".yaml", ".yml"))]
+    for given in (getattr(args, "results", None) or ()) if args.command == "merge" else ():
+        inputs.append(("the results JSON", Path(given)))
+    for given in (getattr(args, "inputs", None) or ()) if args.command == "report" else ():
+        inputs += [("the input", f) for f in folder_inputs(given, (".jsonl", ".json"))]
+    planned = plan_outputs([(opt, getattr(args, attr, None), kind) for attr, opt, kind in options], inputs)
+    for attr, opt, _ in options:
+        if opt in planned:
+            setattr(args, attr, str(planned[opt]))
+
+
 def _on_signal(signum, frame):
     from .errors import Interrupted
 
@@ -445,27 +483,39 @@ def _on_signal(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit code. Never raises, never prints a traceback (except with
-    CRASHLAB_DEBUG=1), and SIGINT/SIGTERM stop it cleanly with 130/143."""
+    CRASHLAB_DEBUG=1), and SIGINT/SIGTERM stop it cleanly with 130/143. What it prints is escaped
+    (crashlab.terminal), and a reader that goes away never changes the exit code."""
+    from .terminal import guarded
+
+    args = parser().parse_args(argv)
+    with guarded():
+        return _main(args)
+
+
+def _main(args) -> int:
     import os
     import signal
     import threading
 
     from .drivers import kill_all_adapters
-    from .errors import Interrupted
+    from .errors import Interrupted, ResourcesExhausted
+    from .terminal import printable
 
-    args = parser().parse_args(argv)
     handlers = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             handlers[sig] = signal.signal(sig, _on_signal)
     Interrupted.requested = None
     try:
+        _plan_outputs(args)
         code = (COMMANDS.get(args.command) or args.handler)(args)
         if Interrupted.requested is not None:   # swallowed where it landed (a finalizer, say): never exit 0
             raise Interrupted(Interrupted.requested)
         return code
     except CrashlabError as exc:
-        print(f"crashlab: error: {clip(exc, 2000)}", file=sys.stderr)
+        print(f"crashlab: error: {printable(clip(exc, 2000))}", file=sys.stderr)
+        if isinstance(exc, ResourcesExhausted):
+            print(RESOURCES_STOPPED, file=sys.stderr)
         return exc.exit_code
     except (Interrupted, KeyboardInterrupt) as exc:
         kill_all_adapters()
@@ -473,21 +523,27 @@ def main(argv: list[str] | None = None) -> int:
         name = signal.Signals(signum).name
         print(f"crashlab: interrupted by {name}; stopped (adapter processes killed)", file=sys.stderr)
         return 128 + signum
-    except BrokenPipeError:  # `crashlab list | head`: the reader went away; not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
     except BaseException as exc:  # noqa: BLE001 - the last line of defence: no traceback, never exit 0
+        if ResourcesExhausted.matches(exc):   # ENOSPC, EMFILE, ... outside crashlab's own file writing
+            where = f" ({printable(clip(exc.filename, 300))})" if getattr(exc, "filename", None) else ""
+            print(f"crashlab: error: {exc.strerror or exc}{where}", file=sys.stderr)
+            print(RESOURCES_STOPPED, file=sys.stderr)
+            return ResourcesExhausted.exit_code
         if os.environ.get("CRASHLAB_DEBUG"):
             raise
         err = InternalError(f"{type(exc).__name__}: {clip(exc, 500)}",
                             hint="this is a bug in crashlab; please report it with the command you ran "
                                  "(set CRASHLAB_DEBUG=1 to see the traceback)")
-        print(f"crashlab: internal error: {err}", file=sys.stderr)
+        print(f"crashlab: internal error: {printable(err)}", file=sys.stderr)
         return InternalError.exit_code
     finally:
         kill_all_adapters()
         for sig, old in handlers.items():
             signal.signal(sig, old)
+
+
+RESOURCES_STOPPED = ("crashlab: stopped: out of disk space or file descriptors (exit 4); no verdict is claimed, and "
+                     "results not reported as written were not written")
 
 
 def entry() -> None:

@@ -12,16 +12,20 @@ EXIT_CODES_HELP = """exit codes:
   0  pass            every checked scenario passed (conformance: 20/20, no automatic failure)
   1  fail            an invariant was violated, a point was lost, or the adapter misbehaved
   2  inconclusive    nothing failed but some verdict is unknown
-  3  usage error     bad arguments, bad --adapter SPEC, invalid scenario or trace file
+  3  usage error     bad arguments, bad --adapter SPEC, invalid scenario or trace file, an output path
+                     that names an input or another output (refused before anything runs)
+  4  out of room     the disk filled up or file descriptors ran out (ENOSPC, EDQUOT, EFBIG, EMFILE,
+                     ENFILE): what was not written is named, and no verdict is claimed
   5  nondeterminism  replay produced a different trace for the same seed
   6  internal error  a bug in crashlab: please report it with the repro command
   130, 143           interrupted by SIGINT (Ctrl-C) or SIGTERM: finished traces and partial results are written
-Exit 0 means every selected scenario ran and passed; anything else is never 0.
+Exit 0 means every selected scenario ran and passed; anything else is never 0, even when the
+reader of standard output went away (`crashlab conformance | head`).
 
 adapter limits (docs/protocol.md): a request line or in-process call of at most 1 MiB, nested at most 64
 levels, integers within +-(2**63 - 1), finite numbers; 10 s of real time to send a request or take a reply;
-5,000 port calls per worker; 4 GiB of address space per adapter process. Anything beyond is a recorded
-adapter fault of that scenario, and the suite goes on.
+5,000 port calls per worker; 4 GiB of address space per adapter process; a trace of 200,000 events or
+8 MiB per run. Anything beyond is a recorded adapter fault of that scenario, and the suite goes on.
 """
 ADAPTER_HELP = ("adapter under test: module:attribute (in-process Python, e.g. "
                 "crashlab.reference_impl:ReferenceAdapter), exec:COMMAND (any language, JSON lines over "
@@ -92,7 +96,9 @@ def _version() -> str:
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors exit 3, never 2 (2 means inconclusive)
         self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        from .terminal import printable
+
+        print(f"{self.prog}: error: {printable(message)}", file=sys.stderr)
         raise SystemExit(3)
 
 

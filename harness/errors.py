@@ -5,6 +5,8 @@ that context exists, and renders as a single line suitable for a terminal.
 """
 from __future__ import annotations
 
+import errno
+
 
 class CrashlabError(Exception):
     """Root of every error crashlab raises on purpose."""
@@ -71,6 +73,23 @@ class NondeterminismDetected(CrashlabError):
     """The same seed produced a different trace (the determinism self-check)."""
 
     exit_code = 5
+
+
+class ResourcesExhausted(CrashlabError):
+    """The machine ran out of room while crashlab wrote or opened files: a full disk or quota
+    (ENOSPC, EDQUOT), a file-size limit (EFBIG), no free file descriptors (EMFILE, ENFILE).
+    Not the user's usage error and not a verdict: the message names what could not be written,
+    and no verdict is claimed."""
+
+    exit_code = 4
+
+    #: the errno values that mean it (an OSError with one of these becomes this error)
+    ERRNOS = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EFBIG", "EMFILE", "ENFILE")
+                       if hasattr(errno, n))
+
+    @classmethod
+    def matches(cls, exc: BaseException) -> bool:
+        return isinstance(exc, OSError) and exc.errno in cls.ERRNOS
 
 
 class InternalError(CrashlabError):

@@ -22,6 +22,7 @@ from .ports import PortError
 from .ruleset import RULES, package_version
 from .scenario_compiled import Scenario
 from .scenario_loader import library_dir
+from .trace import TraceTooLarge
 from .world import Crash, RunWorld, WorkerState, World
 
 MAX_WORKERS_PER_RUN = 40
@@ -258,7 +259,7 @@ class Runner:
             world.emit(events.AdapterFault, worker=name, run=rid, fault="no_finish",
                        message="adapter returned without calling run.finish")
             return ("adapter_fault", None)
-        except AdapterFault as fault:
+        except (AdapterFault, TraceTooLarge) as fault:
             channel.kill()
             world.emit(events.AdapterFault, worker=name, run=rid, fault=fault.kind,
                        message=fault.message)

@@ -18,6 +18,7 @@ bytes in any process with any PYTHONHASHSEED.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -28,29 +29,64 @@ from .event_tables import KEYS, problem
 from .events import LANES, TYPES, Event
 from .files import atomic_writer
 
+#: The bound on one run's trace (docs/protocol.md "Limits"): once the trace holds this many events
+#: or this many bytes (as written), the adapter's next port call is refused and recorded as the
+#: adapter fault ``trace_too_large``. The largest trace of the library holds under 1,000 events
+#: and 400 KB.
+MAX_TRACE_EVENTS = 200_000
+MAX_TRACE_BYTES = 8 * 2**20
+
+_dumps, _SORT = orjson.dumps, orjson.OPT_SORT_KEYS
+_CALL = TYPES["call"]   # the event of an adapter's port call: the one the bound refuses
+
+
+class TraceTooLarge(Exception):
+    """An adapter drove its run's trace past the bound (MAX_TRACE_EVENTS, MAX_TRACE_BYTES): raised
+    by ``Trace.emit`` for the port call that would go beyond it, and recorded by the runner like
+    any adapter fault, under ``kind``."""
+
+    kind = "trace_too_large"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class Trace:
-    """An append-only list of events with a clock source."""
+    """An append-only list of events with a clock source, bounded in events and bytes."""
 
-    __slots__ = ("events", "_now")
+    __slots__ = ("events", "_now", "size", "max_events", "max_bytes")
 
-    def __init__(self, now) -> None:
+    def __init__(self, now, *, max_events: int | None = None, max_bytes: int | None = None) -> None:
         self.events: list[dict[str, Any]] = []
         self._now = now
+        self.size = 0   # bytes of the events as trace lines (jsonl)
+        self.max_events = MAX_TRACE_EVENTS if max_events is None else max_events
+        self.max_bytes = MAX_TRACE_BYTES if max_bytes is None else max_bytes
 
     def emit(self, event: type[Event], /, *, worker: str | None = None, run: str | None = None,
              **data: Any) -> dict[str, Any]:
         """Record an event of the kind ``event`` (a class of crashlab.events, which gives its
         lane and kind) with these fields; refused (InternalError) when they do not match the
-        class's declaration."""
+        class's declaration. A port call (what an adapter asks for) is refused with
+        TraceTooLarge once the trace has reached its bound; every other event is recorded (the
+        scenario bounds them)."""
         if (event, *data) not in _DECLARED:
             _check(len(self.events), event, data)
+        if event is _CALL and (len(self.events) >= self.max_events or self.size >= self.max_bytes):
+            raise TraceTooLarge(self.over())
         record = {"seq": len(self.events), "t": self._now(), "lane": event.lane, "kind": event.kind,
                   "worker": worker, "run": run}
         record.update(data)
         self.events.append(record)
+        self.size += len(_dumps(record, option=_SORT)) + 1
         return record
+
+    def over(self) -> str:
+        """What the bound refused, as an adapter fault's message."""
+        return (f"the run's trace reached {len(self.events):,} events and {self.size:,} bytes; the bound is "
+                f"{self.max_events:,} events or {self.max_bytes:,} bytes ({self.max_bytes / 2**20:g} MiB) per run "
+                "(docs/protocol.md, Limits): the adapter's next port call was refused")
 
     def emit_scenario(self, kind: str, *, run: str | None, data: Any, line: int | None) -> dict[str, Any]:
         """Record a scenario event (``cancel``, ``deploy``, ...): on the world lane under its own
@@ -61,6 +97,7 @@ class Trace:
         record = {"seq": len(self.events), "t": self._now(), "lane": "world", "kind": kind,
                   "worker": None, "run": run, "data": data, "line": line}
         self.events.append(record)
+        self.size += len(_dumps(record, option=_SORT)) + 1
         return record
 
     def to_jsonl(self) -> str:
@@ -118,23 +155,44 @@ def _depth(value: Any, limit: int) -> bool:
     return True
 
 
+#: The largest trace file crashlab reads: a run's trace stops growing at MAX_TRACE_BYTES but for
+#: the last result and the end of the run, so a larger file was not written by crashlab.
+MAX_READ_BYTES = 4 * MAX_TRACE_BYTES
+
+
 def read_jsonl(path: str | Path) -> list[dict]:
-    """Read a trace, with an error naming the file and line for anything malformed: not JSON,
+    """Read a trace, line by line (the file is never held whole in memory), with an error naming
+    the file and line for anything malformed: larger than MAX_READ_BYTES, not UTF-8, not JSON,
     NaN or Infinity, nesting beyond MAX_TRACE_DEPTH, a missing or malformed header, sequence
     numbers out of order, an event the vocabulary does not declare (an unknown kind, a kind on
     the wrong lane, a missing or an undeclared field: crashlab.events), no end event (an
     incomplete trace). Every event it returns parses (``crashlab.event_tables.parse``)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_READ_BYTES:
+                raise UsageError(f"{path}: {size:,} bytes, more than any trace crashlab writes (a run's trace "
+                                 f"is bounded at {MAX_TRACE_BYTES / 2**20:g} MiB; files beyond "
+                                 f"{MAX_READ_BYTES / 2**20:g} MiB are refused)")
+            return _read_events(fh, path)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such trace file") from None
     except IsADirectoryError:
         raise UsageError(f"{path}: is a folder; give a trace file (.jsonl)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read trace: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read trace: {exc.strerror or exc}") from None
+
+
+def _read_events(fh, path: Path) -> list[dict]:
     events = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    lineno = 0
+    for raw in fh:   # binary: a line ends at b"\n" only (U+2028 inside a string is no line break)
+        lineno += 1
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{path}:{lineno}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         if not line.strip():
             continue
         try:
