@@ -13,6 +13,7 @@ from pathlib import Path
 from .errors import CrashlabError, InternalError, NondeterminismDetected, UsageError, clip
 from .cli_args import parser
 from .report.commands import report_options
+from .terminal import printable
 
 EXIT = {"pass": 0, "fail": 1, "unknown": 2}
 
@@ -70,8 +71,8 @@ def _print_stderr(tails: dict) -> None:
         lines = text.rstrip().splitlines()
         shown = "\n".join(lines[-STDERR_LINES:])[-STDERR_CHARS:]
         more = f" (last {STDERR_LINES} of {len(lines)} lines)" if len(lines) > STDERR_LINES else ""
-        print(f"adapter standard error, {worker}{more}:", file=sys.stderr)
-        print("  " + shown.replace("\n", "\n  "), file=sys.stderr)
+        print(f"adapter standard error, {printable(worker)}{more}:", file=sys.stderr)
+        print("  " + printable(shown).replace("\n", "\n  "), file=sys.stderr)
 
 
 def format_scorecard(card, *, no_answers: bool = False) -> str:
