@@ -57,7 +57,7 @@ class RuleSet:
     scenarios: int
     summary: str
     commit: str = ""
-    fingerprint: str = ""           # fingerprint() of what it declares (recorded from rule set 2 on)
+    fingerprint: str = ""           # checks.fingerprint.fingerprint() of what it declares (recorded from rule set 2 on)
     added_checks: tuple[str, ...] = ()
     added_scenarios: tuple[str, ...] = ()
     changed: tuple[Change, ...] = ()
@@ -196,26 +196,3 @@ def note_for(version: object, what: str) -> str | None:
         return f"{what} names rule set {clip(version, 20)}, which this crashlab (rule set {RULES}) does not know"
     news = "; ".join(f"rule set {s.version}: {s.counts()}" for s in since(version))
     return f"{what} names rule set {version}; this crashlab judges by rule set {RULES} ({news}; CHANGELOG.md)"
-
-
-def fingerprint() -> str:
-    """A digest of what the rule set declares: every check (id, statement, category, safety,
-    automatic failure, the point it costs), the rubric (points, caps, the points expectation
-    misses cost by kind) and every library scenario as parsed. The current set records it
-    (``rules.json``); a test fails when they part, so that nothing that can move a verdict
-    changes without a new rule-set entry. (A change inside a check's code is not in it: the
-    golden traces, the gallery and the detection matrix are what catch those.)"""
-    import hashlib
-
-    from .checks.invariants import BY_ID
-    from .checks.rubric import AUTO_FAIL_REASONS, CAPS, POINT_OF, RUBRIC
-    from .checks.rules import KIND_POINT
-    from .scenario_loader import library
-
-    data = {"checks": [[c.id, c.statement, c.category, c.safety, c.auto_fail, POINT_OF[c.id].id]
-                       for c in BY_ID.values()],
-            "rubric": [p.to_json() for p in RUBRIC], "caps": [c.to_json() for c in CAPS],
-            "kind_point": KIND_POINT, "auto_fail": list(AUTO_FAIL_REASONS),
-            "scenarios": {s.id: s.raw for s in library()}}
-    text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=True)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]

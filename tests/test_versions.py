@@ -10,6 +10,7 @@ import pytest
 
 from crashlab import ruleset
 from crashlab.checks import check_trace
+from crashlab.checks.fingerprint import fingerprint
 from crashlab.checks.invariants import BY_ID
 from crashlab.checks.rubric import BY_POINT, POINT_OF, render, score
 from crashlab.cli import main
@@ -223,7 +224,7 @@ def test_check_and_report_say_whats_new_for_an_older_rule_set(tmp_path, capsys):
 
 
 def test_nothing_that_can_move_a_verdict_changes_without_a_rule_set_entry(monkeypatch):
-    now = ruleset.fingerprint()
+    now = fingerprint()
     assert now == ruleset.CURRENT.fingerprint, (
         f"the checks, the rubric or the library changed (fingerprint {now}, rule set {ruleset.RULES} records "
         f"{ruleset.CURRENT.fingerprint}): record the change in crashlab/data/rules.json (a new rule set, or the "
@@ -235,14 +236,14 @@ def test_nothing_that_can_move_a_verdict_changes_without_a_rule_set_entry(monkey
 
     real = loader.library()
     monkeypatch.setattr(loader, "library", lambda: real[1:])
-    assert ruleset.fingerprint() != now
+    assert fingerprint() != now
     widened = real[0].raw | {"expect": {**real[0].raw["expect"], "dispositions": ["SUCCEEDED", "FAILED_NO_EFFECT"]}}
     monkeypatch.setattr(loader, "library", lambda: [type(real[0])(**{**_fields(real[0]), "raw": widened})] + real[1:])
-    assert ruleset.fingerprint() != now
+    assert fingerprint() != now
     monkeypatch.setattr(loader, "library", lambda: real)
-    assert ruleset.fingerprint() == now
+    assert fingerprint() == now
     monkeypatch.setitem(rules.KIND_POINT, "evidence", "E4")
-    assert ruleset.fingerprint() != now
+    assert fingerprint() != now
 
 
 def _fields(obj) -> dict:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..model import DISPOSITION_EFFECT_CLAIM, RunState
 from ..timefmt import format_time
+from .values import collapse
 
 #: What a user is told the run was about, per service (the reference adapter's words).
 CONSEQUENCE = {"reservation": "inventory hold", "registry": "package publication",
@@ -183,7 +184,7 @@ def situation(run: str, disposition: str | None, packet: Any, events: list[dict]
         keys.append(Key(key=key, kind=str(entry.get("kind") or "effect"), knowledge=str(entry.get("knowledge")),
                         ref=str(entry["remote_ref"]) if entry.get("remote_ref") else None,
                         operation=str(entry["operation"]) if entry.get("operation") else None,
-                        reads=tuple(_collapse(reads, origin)), last_read=last))
+                        reads=tuple(collapse(reads, origin)), last_read=last))
     terminal = disposition in {s.value for s in DISPOSITION_EFFECT_CLAIM}
     primary = [k for k in keys if k.kind != "compensation" and k.operation in (None, operation)]
     comp = [k for k in keys if k.kind == "compensation"]
@@ -201,7 +202,7 @@ def situation(run: str, disposition: str | None, packet: Any, events: list[dict]
                      consequence=CONSEQUENCE.get(service, f"{_words(operation)} request"), keys=tuple(keys),
                      effect=effect, release=_release_verdict(comp), denied_by=denied, cancelled=cancelled,
                      owner=str(owner) if owner else None, action=_action(p.get("recommended")),
-                     sends=tuple(_collapse(sends, origin)[-12:]),
+                     sends=tuple(collapse(sends, origin)[-12:]),
                      adapter_version=None if no_answers or not isinstance(version, str) else version,
                      truth=truth, truth_refs=refs, hindsight=hindsight)
 
@@ -236,12 +237,6 @@ def _truth(primary: list[Key], comp: list[Key], commits: dict, released: dict, e
     else:
         lead = f"The ledger's last word ({', '.join(k.knowledge for k in primary) or 'no entry'}) differs: "
     return truth, tuple(held or gone), (lead + "; ".join(notes) + ".",)
-
-
-def _collapse(lines: list[str], origin: int) -> list[str]:
-    from .packet import collapse
-
-    return collapse(lines, origin)
 
 
 def _action(rec: Any) -> str | None:
