@@ -13,6 +13,7 @@ from pathlib import Path
 from .errors import CrashlabError, InternalError, NondeterminismDetected, UsageError, clip
 from .cli_args import parser
 from .report.commands import report_options
+from .report.scorecard import format_scorecard
 from .terminal import printable
 
 EXIT = {"pass": 0, "fail": 1, "unknown": 2}
@@ -73,38 +74,6 @@ def _print_stderr(tails: dict) -> None:
         more = f" (last {STDERR_LINES} of {len(lines)} lines)" if len(lines) > STDERR_LINES else ""
         print(f"adapter standard error, {printable(worker)}{more}:", file=sys.stderr)
         print("  " + printable(shown).replace("\n", "\n  "), file=sys.stderr)
-
-
-def format_scorecard(card, *, no_answers: bool = False) -> str:
-    """The per-scenario verdicts, then every rubric point kept or lost (with the scenario,
-    invariant and evidence that lost it), then the verdict. ``no_answers`` leaves the adapter
-    unnamed (a workshop's screen)."""
-    from .checks.rubric import render as render_rubric
-
-    shown = "$CRASHLAB_ADAPTER" if no_answers else card.adapter
-    lines = [f"crashlab conformance  adapter: {shown}  seed: "
-             f"{card.seed if card.seed is not None else 'per scenario'}  rule set: "
-             f"{card.extra.get('rules', '(none named)')}", ""]
-    from .report.exercised import severity
-
-    width = max((len(s.id) for s in card.scenarios), default=10)
-    for s in card.scenarios:
-        mark = {"pass": "PASS", "fail": "FAIL", "differs": "DIFF", "unknown": "UNKN"}[severity(s)]
-        bad = f"  {', '.join(sorted({v.invariant for v in s.violations}))}" if s.violations else ""
-        lines.append(f"  {mark}  {s.id:<{width}}  {s.disposition}{bad}")
-    lines.append("")
-    lines.append(render_rubric(card))
-    if card.auto_fail:
-        from .report.findings import auto_fail_text
-
-        lines += [f"  automatic failure from {line}" for line in auto_fail_text(card.scenarios)]
-    lines.append("")
-    lines.append(f"verdict: {card.verdict.upper()}")
-    differs = sum(1 for s in card.scenarios if severity(s) == "differs")
-    if differs:
-        lines.append(f"  {differs} scenario(s) DIFF: no invariant violated, the outcome differs from the "
-                     "scenario's expectation (as a correct alternative design can)")
-    return "\n".join(lines)
 
 
 def _select(args) -> list:

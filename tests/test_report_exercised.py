@@ -78,7 +78,7 @@ def test_an_expectation_difference_is_not_a_safety_failure():
 
 
 def test_the_cli_scorecard_marks_a_difference_apart():
-    from crashlab.cli import format_scorecard
+    from crashlab.report.scorecard import format_scorecard
 
     text = format_scorecard(score([r("t2", "EXP-DISPOSITION"), r("t1", "EFF-01")], adapter="a:B", seed=None))
     assert re.search(r"DIFF  t2 ", text) and re.search(r"FAIL  t1 ", text) and "1 scenario(s) DIFF" in text

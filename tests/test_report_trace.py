@@ -50,7 +50,7 @@ def test_the_score_names_the_scenarios_that_raised_the_automatic_failure():
 
 
 def test_the_cli_scorecard_names_them_too():
-    from crashlab.cli import format_scorecard
+    from crashlab.report.scorecard import format_scorecard
 
     text = format_scorecard(score(library(), adapter="a:B", seed=None))
     assert "automatic failure from blind ambiguous retry: RETRY-01 in 6 scenarios: matrix-0, matrix-1" in text

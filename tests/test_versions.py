@@ -52,7 +52,7 @@ def test_every_trace_header_and_results_json_name_the_rule_set(tmp_path):
     data = card.to_json()
     assert data["rules"] == ruleset.RULES and data["crashlab"] == ruleset.package_version()
     assert Scorecard.from_json(json.loads(json.dumps(data))).extra["rules"] == ruleset.RULES
-    from crashlab.cli import format_scorecard
+    from crashlab.report.scorecard import format_scorecard
 
     assert format_scorecard(card).splitlines()[0].endswith(f"rule set: {ruleset.RULES}")
 

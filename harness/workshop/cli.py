@@ -236,7 +236,7 @@ def _reveal(args, here: Path) -> int:
     for qid, value in model["answers"].items():
         print(f"  {qid}: {value}")
     if r.kind == "rubric":
-        from ..cli import format_scorecard
+        from ..report.scorecard import format_scorecard
         from . import rubric
         print("\ncrashlab's score of exhibit R:\n")
         print(format_scorecard(rubric.card()))

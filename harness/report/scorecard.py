@@ -1,0 +1,35 @@
+"""The scorecard as text: what `crashlab conformance` prints and the workshop's rubric rung shows.
+
+Both faces (cli, workshop) read it from here, one floor below them.
+"""
+from __future__ import annotations
+
+from ..checks.rubric import render as render_rubric
+from .exercised import severity
+from .findings import auto_fail_text
+
+
+def format_scorecard(card, *, no_answers: bool = False) -> str:
+    """The per-scenario verdicts, then every rubric point kept or lost (with the scenario,
+    invariant and evidence that lost it), then the verdict. ``no_answers`` leaves the adapter
+    unnamed (a workshop's screen)."""
+    shown = "$CRASHLAB_ADAPTER" if no_answers else card.adapter
+    lines = [f"crashlab conformance  adapter: {shown}  seed: "
+             f"{card.seed if card.seed is not None else 'per scenario'}  rule set: "
+             f"{card.extra.get('rules', '(none named)')}", ""]
+    width = max((len(s.id) for s in card.scenarios), default=10)
+    for s in card.scenarios:
+        mark = {"pass": "PASS", "fail": "FAIL", "differs": "DIFF", "unknown": "UNKN"}[severity(s)]
+        bad = f"  {', '.join(sorted({v.invariant for v in s.violations}))}" if s.violations else ""
+        lines.append(f"  {mark}  {s.id:<{width}}  {s.disposition}{bad}")
+    lines.append("")
+    lines.append(render_rubric(card))
+    if card.auto_fail:
+        lines += [f"  automatic failure from {line}" for line in auto_fail_text(card.scenarios)]
+    lines.append("")
+    lines.append(f"verdict: {card.verdict.upper()}")
+    differs = sum(1 for s in card.scenarios if severity(s) == "differs")
+    if differs:
+        lines.append(f"  {differs} scenario(s) DIFF: no invariant violated, the outcome differs from the "
+                     "scenario's expectation (as a correct alternative design can)")
+    return "\n".join(lines)
