@@ -116,9 +116,15 @@ def _exp_evidence(ix: TraceIndex) -> Iterator[Finding]:
         if any(all(met(atom) for atom in alt) for alt in alts):
             continue
         reported.add(item)
-        what = " or ".join(" with ".join(f"no {a[1:]!r}" if a.startswith("!") else repr(a) for a in alt)
-                           for alt in alts)
+        what = evidence_words(item)
         yield None, f"the scenario requires evidence {what}, which the trace does not contain", (), False
+
+
+def evidence_words(item: str, quote=repr) -> str:
+    """An evidence item in words: alternatives ``a|b`` as "a or b", ``a&b`` as "a with b",
+    ``!a`` as "no a" (each atom passed through ``quote``)."""
+    return " or ".join(" with ".join(f"no {quote(a[1:])}" if a.startswith("!") else quote(a) for a in alt.split("&"))
+                       for alt in str(item).split("|"))
 
 
 def _expect(id, statement, category, check, computed, evidence) -> Invariant:

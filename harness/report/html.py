@@ -14,6 +14,7 @@ import json
 from html import escape
 from typing import Any
 
+from ..checks.expectations import evidence_words
 from ..conformance import safe_name
 from ..results import ScenarioResult
 from ..scenario_format import CARD_FIELDS
@@ -60,12 +61,12 @@ figure{margin:10px 0}figure img{max-width:100%;height:auto;border:1px solid #eee
 .card ul{margin:2px 0;padding-left:18px}
 .machines{display:flex;flex-wrap:wrap;gap:12px}.machines svg{max-width:100%;height:auto;border:1px solid #eee;background:#fff}
 ul.ev{margin:2px 0;padding-left:18px}ul.ev li{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
-details summary{cursor:pointer;color:#1565c0}a{color:#1565c0}
+details summary{cursor:pointer;color:#1565c0}a{color:#1565c0}.ph{display:none}
 @media (max-width:600px){main{padding:8px 8px 32px}section{padding:10px 10px}td,th{padding:3px 5px}
 dl.card,dl.kv{grid-template-columns:minmax(0,1fr)}dl.card dd,dl.kv dd{margin-left:8px}h1{font-size:20px}
 table.collapse,table.collapse tbody,table.collapse tr,table.collapse td{display:block;width:100%}
 table.collapse tr:first-child{display:none}table.collapse tr{border-bottom:1px solid #ddd;padding:4px 0}
-table.collapse td{border:0;padding:1px 4px}}
+table.collapse td{border:0;padding:1px 4px}.ph{display:inline;color:#666}}
 """
 
 
@@ -246,7 +247,7 @@ def expected_observed(item: Item) -> str:
         own = [x for x in item.lanes.effects if x.cause != "other_actor" and not x.compensates]
         obs.append(f"remote effects: {len(own)}" + (f" ({', '.join(x.ref for x in own[:6])})" if own else ""))
     if expect.get("evidence"):
-        exp.append("evidence: " + ", ".join(str(x) for x in expect["evidence"]))
+        exp.append("evidence: " + "; ".join(evidence_words(x, quote=str) for x in expect["evidence"]))
     if not exp:
         exp.append("every invariant holds (no scenario-specific expectation)")
     held = "every invariant held" if not r.violations else \

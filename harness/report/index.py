@@ -58,9 +58,11 @@ def coverage_section(items: list[Item], hrefs: dict[str, str] | None = None) -> 
         idle = len(covs) - len(violated) - len(held)
         exercised = tuple(item.result.id for item, _ in covs if item.result.id in set(held) | set(violated))
         rows.append(f"<tr><td>{e(p.id)} {e(p.name)}</td><td><code>{e(', '.join(p.invariants))}</code></td>"
-                    f"<td>{len(exercised)}{': ' + _scenario_links(exercised, hrefs) if exercised else ''}</td>"
-                    f"<td>{len(violated)}{': ' + _scenario_links(tuple(violated), hrefs) if violated else ''}</td>"
-                    f"<td>{idle}</td></tr>")
+                    f"<td><span class='ph'>exercised in </span>{len(exercised)}"
+                    f"{': ' + _scenario_links(exercised, hrefs) if exercised else ''}</td>"
+                    f"<td><span class='ph'>violated in </span>{len(violated)}"
+                    f"{': ' + _scenario_links(tuple(violated), hrefs) if violated else ''}</td>"
+                    f"<td><span class='ph'>not exercised in </span>{idle}</td></tr>")
     return ('<section id="exercised"><h2>What was exercised</h2><p class="muted">A rubric point is exercised '
             "by a scenario whose trace had events for one of its invariants to judge (an ambiguous send for "
             "the retry rule, a throttled answer for throttling, ...); a scenario that did not exercise it "
