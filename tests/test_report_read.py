@@ -172,3 +172,20 @@ def test_diff_tells_same_named_traces_apart_wraps_instead_of_cutting_words_and_f
     decisive = out.split("first divergence in knowledge or outcome", 1)[1]
     b_line = next(line for line in decisive.splitlines() if line.startswith("   B "))
     assert "reservation committed" in b_line         # the duplicate hold, not a clock read
+
+
+def test_an_integration_trace_reproduces_with_crashlab_integrate_not_a_seed():
+    """An integration run is a real worker in real time: its repro line is `crashlab integrate`
+    with the worker command, never `crashlab run --seed` (which would run no worker at all)."""
+    from crashlab.report.view import Item, repro
+    from crashlab.results import ScenarioResult
+
+    head = {"lane": "meta", "kind": "header", "scenario": "t2-commit-before-record", "seed": 102,
+            "adapter": "integrate:python3 examples/integration/worker.py {url} {db}"}
+    result = ScenarioResult(id="t2-commit-before-record", title="T2", verdict="pass", dispositions={})
+    item = Item(result=result, events=[head], name="t2")
+    assert repro(item) == ("crashlab integrate t2-commit-before-record --worker "
+                           "'python3 examples/integration/worker.py {url} {db}'")
+    assert repro(item, no_answers=True).endswith('--worker "$CRASHLAB_ADAPTER"')
+    simulated = Item(result=result, events=[head | {"adapter": "my.pkg:A"}], name="t2")
+    assert repro(simulated) == "crashlab run t2-commit-before-record --adapter my.pkg:A --seed 102"

@@ -91,6 +91,10 @@ def ordered(items: list[Item]) -> list[Item]:
         weight.get(severity(p[1].result), 3), chapter_rank(p[1].result.id), p[0]))]
 
 
+#: The adapter name an integration trace carries: "integrate:" and the worker command.
+INTEGRATE = "integrate:"
+
+
 def repro_parts(item: Item) -> tuple[str, str | None, int]:
     """(scenario source or id, adapter, seed) of a scenario's run: from its trace header, else
     parsed from the result's repro line."""
@@ -122,6 +126,10 @@ def repro(item: Item, *, no_answers: bool = False) -> str:
     whatever the adapter spec holds (``exec:node my adapter.js``). Hiding answers replaces the
     adapter by ``"$CRASHLAB_ADAPTER"``."""
     source, adapter, seed = repro_parts(item)
+    if adapter and str(adapter).startswith(INTEGRATE):
+        # an integration run: a real worker in real time, which no seed replays (crashlab integrate)
+        worker = ADAPTER_PLACEHOLDER if no_answers else shlex.quote(str(adapter)[len(INTEGRATE):])
+        return f"{shlex.join(['crashlab', 'integrate', source])} --worker {worker}"
     line = shlex.join(["crashlab", "run", source])
     if no_answers:
         line += f" --adapter {ADAPTER_PLACEHOLDER}"
