@@ -108,22 +108,7 @@ def _read_about(ix: TraceIndex, run: RunIndex, read: Read, d: Dispatch, need: in
                                why=f"lookup found {rec.get('ref')}")
             return Finding(state="present", strength="weak", cites=(read.seq,),
                            why=f"lookup found {rec.get('ref')} but its intent differs")
-        if v.get("in_flight"):
-            return Finding(state="unknown", strength="weak", cites=(read.seq,),
-                           why="lookup says the key is still in flight")
-        if profile.get("idempotency") not in ("semantic", "key_only") or profile.get("lookup") != "by_key":
-            return Finding(state="absent", strength="weak", cites=(read.seq,),
-                           why="a lookup on a service without a key index proves nothing")
-        retention = profile.get("retention_ms")
-        if isinstance(retention, int) and read.call_t - d.t >= retention:
-            return Finding(state="absent", strength="weak", cites=(read.seq,),
-                           why="the provider's key retention had expired")
-        if v.get("as_of", read.t) < need:
-            return Finding(state="absent", strength="weak", cites=(read.seq,),
-                           why=f"negative lookup as_of {ix.fmt(v.get('as_of', read.t))} is too early "
-                               f"(needs {ix.fmt(need)})")
-        return Finding(state="absent", strength="authoritative", cites=(read.seq,),
-                       why="authoritative negative lookup")
+        return _negative_lookup(ix, read, d, profile, need, "the key", "authoritative negative lookup")
     if op == "search":
         if a.get("incident") != intent.get("incident") or a.get("slot") != intent.get("slot"):
             return None
@@ -191,9 +176,18 @@ def _release_by_own_key(ix: TraceIndex, read: Read, d: Dispatch, need: int) -> F
         return Finding(state="present", strength="weak", cites=(read.seq,),
                        why=f"{op} by the release's key found {rec.get('ref')}, which releases {released}, "
                            f"not {d.target}")
+    return _negative_lookup(ix, read, d, profile, need, "the release's key",
+                            "authoritative negative lookup by the release's own key")
+
+
+def _negative_lookup(ix: TraceIndex, read: Read, d: Dispatch, profile: dict, need: int, what: str,
+                     proven: str) -> Finding:
+    """A lookup that did not find ``what``: unknown while the key is in flight, absent but weak
+    without a key index, past the key's retention or before ``need``, else authoritatively absent."""
+    v = read.value
     if v.get("in_flight"):
         return Finding(state="unknown", strength="weak", cites=(read.seq,),
-                       why="lookup says the release's key is still in flight")
+                       why=f"lookup says {what} is still in flight")
     if profile.get("idempotency") not in ("semantic", "key_only") or profile.get("lookup") != "by_key":
         return Finding(state="absent", strength="weak", cites=(read.seq,),
                        why="a lookup on a service without a key index proves nothing")
@@ -203,9 +197,9 @@ def _release_by_own_key(ix: TraceIndex, read: Read, d: Dispatch, need: int) -> F
                        why="the provider's key retention had expired")
     if v.get("as_of", read.t) < need:
         return Finding(state="absent", strength="weak", cites=(read.seq,),
-                       why=f"negative lookup as_of {ix.fmt(v.get('as_of', read.t))} is too early")
-    return Finding(state="absent", strength="authoritative", cites=(read.seq,),
-                   why="authoritative negative lookup by the release's own key")
+                       why=f"negative lookup as_of {ix.fmt(v.get('as_of', read.t))} is too early "
+                           f"(needs {ix.fmt(need)})")
+    return Finding(state="absent", strength="authoritative", cites=(read.seq,), why=proven)
 
 
 def _job_ids(run: RunIndex, d: Dispatch) -> set:
