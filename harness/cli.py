@@ -30,17 +30,36 @@ def _print_result(res, out=None) -> None:
         print(f"  repro: {res.repro}", file=out)
 
 
-def _cmd_run(args) -> int:
-    from .conformance import run_one
+def _limits(args):
+    from .runner import Limits
+
+    return Limits(run_wall_s=args.run_timeout)
+
+
+def _adapter(args, spec=None):
+    """The --adapter SPEC; a Python adapter is imported here only with --in-process."""
     from .drivers import load_adapter
+
+    if args.in_process:
+        print("crashlab: --in-process: the adapter runs inside crashlab's own process; results are marked "
+              "untrusted", file=sys.stderr)
+    adapter = load_adapter(spec if spec is not None else args.adapter, import_code=args.in_process)
+    if not args.in_process:
+        from .sweep import check_imports
+        check_imports(adapter)  # a worker process imports it: a spec that does not import is exit 3 now
+    return adapter
+
+
+def _cmd_run(args) -> int:
+    from .conformance import run_checked
     from .files import check_output_dir
     from .scenario_loader import resolve
 
     out = check_output_dir(args.out, "--out")
     report = check_output_dir(args.report, "--report") if args.report else None
-    adapter = load_adapter(args.adapter)
+    adapter = _adapter(args)
     scenario = resolve(args.scenario)
-    _, res = run_one(scenario, adapter, seed=args.seed, out_dir=out)
+    res = run_checked(scenario, adapter, seed=args.seed, out_dir=out, limits=_limits(args), in_process=args.in_process)
     _print_result(res)
     if report:
         from .report import render_results
@@ -97,6 +116,10 @@ def _select(args) -> list:
 def _executor(args):
     from .sweep import default_jobs, make_executor
 
+    if getattr(args, "in_process", False) or args.executor == "local":
+        from .sweep import LocalExecutor
+        return LocalExecutor(args.jobs or default_jobs(), args.batch, in_process=getattr(args, "in_process", False),
+                             limits=_limits(args) if hasattr(args, "run_timeout") else None)
     return make_executor(args.executor, jobs=args.jobs or default_jobs(), scheduler=args.scheduler,
                          batch=args.batch)
 
@@ -125,6 +148,7 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
         progress.close()
         if hasattr(executor, "close"):
             executor.close()
+        _contain()  # nothing an adapter started outlives the suite to rewrite what is written next
     if args.quiet:
         print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}"
               + (f" (shard {shard.index}/{shard.count})" if shard else ""))
@@ -156,27 +180,25 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
 
 def _cmd_conformance(args) -> int:
     from .conformance import run_suite
-    from .drivers import load_adapter
     from .files import check_output_dir
 
     report_dir = check_output_dir(args.report, "--report") if args.report else None
-    adapter = load_adapter(args.adapter)
+    adapter = _adapter(args)
     scenarios = _select(args)
 
     def run(executor, shard, progress, out_dir):
         progress.total = len(shard.select(scenarios) if shard else scenarios)
         return run_suite(adapter, scenarios, seed=args.seed, out_dir=out_dir, executor=executor, shard=shard,
-                         progress=lambda r: progress.update(failed=r.verdict != "pass"))
+                         limits=_limits(args), progress=lambda r: progress.update(failed=r.verdict != "pass"))
     return _scored(args, "conformance", run, report_dir=report_dir)
 
 
 def _cmd_sweep(args) -> int:
-    from .drivers import load_adapter
     from .files import check_output_dir
     from .sweep import sweep
 
     findings = check_output_dir(args.findings, "--findings") if args.findings else None
-    adapter = load_adapter(args.adapter)
+    adapter = _adapter(args)
     scenarios = _select(args)
 
     def run(executor, shard, progress, out_dir):
@@ -272,8 +294,12 @@ def _cmd_replay(args) -> int:
                          "(or pass --trust-adapter)")
     source = head.get("source")
     scenario = resolve(source if isinstance(source, str) and Path(source).exists() else head["scenario"])
-    adapter = args.adapter or named
-    fresh = run_scenario(scenario, adapter, head["seed"]).to_jsonl()
+    adapter = _adapter(args, args.adapter or named)
+    if args.in_process:
+        fresh = run_scenario(scenario, adapter, head["seed"]).to_jsonl()
+    else:
+        from .sweep import traced_once
+        fresh = traced_once(scenario, adapter, head["seed"], _limits(args))
     original = path.read_text(encoding="utf-8")
     if fresh == original:
         print(f"identical: {len(events)} events, seed {head['seed']}, {len(original)} bytes")
@@ -360,6 +386,17 @@ COMMANDS = {"run": _cmd_run, "conformance": _cmd_conformance, "sweep": _cmd_swee
             "explore": _cmd_explore, "workshop": _cmd_workshop}
 
 
+_COMMAND: list[bool] = [False]   # main() runs as the crashlab command (not called by a program)
+
+
+def _contain() -> None:
+    """The command kills everything below it (workers, adapters, what they left behind)."""
+    from .jobs import kill_tree
+
+    if _COMMAND[0]:
+        kill_tree()
+
+
 def _on_signal(signum, frame):
     from .errors import Interrupted
 
@@ -378,7 +415,13 @@ def main(argv: list[str] | None = None) -> int:
     from .drivers import kill_all_adapters
     from .errors import Interrupted
 
+    from .jobs import become_subreaper, protect_self
+
     args = parser().parse_args(argv)
+    _COMMAND[0] = argv is None
+    if argv is None:  # the command itself, not a call from a test or a program: contain what it starts
+        become_subreaper()
+        protect_self()
     handlers = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -411,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         return InternalError.exit_code
     finally:
         kill_all_adapters()
+        _contain()
         for sig, old in handlers.items():
             signal.signal(sig, old)
 

@@ -50,6 +50,23 @@ def run_one(scenario: Scenario, adapter: AdapterSpec | str | None = None, *, see
     return result, check_run(result, saved=saved)
 
 
+def run_checked(scenario: Scenario, adapter: AdapterSpec | str | None = None, *, seed: int | None = None,
+                out_dir: Path | None = None, limits: Limits | None = None, in_process: bool = False) -> ScenarioResult:
+    """Run one scenario in a worker process and check its trace here (``in_process``: both here,
+    the result marked untrusted). Its trace is written to ``out_dir``; an error of crashlab's own
+    raises InternalError."""
+    from .errors import InternalError
+    from .sweep import LocalExecutor, execute, scenario_jobs
+
+    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter, import_code=in_process)
+    executor = LocalExecutor(1, in_process=in_process, limits=limits)
+    [result], internal = execute(scenario_jobs([scenario]), adapter=spec, seed=seed, out_dir=out_dir, keep="all",
+                                 executor=executor, limits=limits)
+    if internal:
+        raise InternalError(internal[0]["error"], seed=result.seed, hint="please report this with the repro command")
+    return result
+
+
 def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scenario] | None = None, *,
               seed: int | None = None, out_dir: Path | None = None, limits: Limits | None = None,
               progress=None, executor=None, shard=None) -> Scorecard:
@@ -65,11 +82,15 @@ def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scen
     from .checks.rubric import score
     from .sweep import execute, scenario_jobs
 
-    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter)
+    in_process = getattr(executor, "in_process", False)
+    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter, import_code=in_process)
     jobs = scenario_jobs(library() if scenarios is None else scenarios)
     if shard is not None:
         jobs = shard.select(jobs)
     extra = {"shard": shard.to_json()} if shard is not None else {}
+    if in_process:
+        from .sweep import UNTRUSTED
+        extra["untrusted"] = UNTRUSTED
     on_result = (lambda job, result: progress(result)) if progress is not None else None
     try:
         results, internal = execute(jobs, adapter=spec, seed=seed, out_dir=out_dir, keep="all",
@@ -158,9 +179,10 @@ def failure_message(result: ScenarioResult) -> str:
 
 
 def check_scenario(scenario: Scenario, adapter: AdapterSpec | str | None = None, *,
-                   seed: int | None = None, out_dir: Path | None = None) -> ScenarioResult:
-    """Run one scenario; raise ConformanceFailure unless the verdict is pass."""
-    _, verdict = run_one(scenario, adapter, seed=seed, out_dir=out_dir)
+                   seed: int | None = None, out_dir: Path | None = None, in_process: bool = False) -> ScenarioResult:
+    """Run one scenario (in a worker process, checked here); raise ConformanceFailure unless the
+    verdict is pass."""
+    verdict = run_checked(scenario, adapter, seed=seed, out_dir=out_dir, in_process=in_process)
     if verdict.verdict != "pass":
         raise ConformanceFailure(failure_message(verdict), seed=verdict.seed)
     return verdict

@@ -125,9 +125,11 @@ class WarmProcess:
 
 
 # --------------------------------------------------------------------------- the server process
-def _child(spec: str, fds: list[int], control: socket.socket, memory_mb: int) -> None:
+def _child(spec: str, fds: list[int], control: socket.socket, memory_mb: int, parent: int) -> None:
     """In the forked child: become a worker process speaking the wire protocol on the fds."""
     os.setsid()
+    from .jobs import die_with
+    die_with(parent)
     control.close()
     for target, fd in zip((0, 1, 2), fds):
         os.dup2(fd, target)
@@ -165,6 +167,7 @@ def _serve_forever(spec: str, control_fd: int, memory_mb: int) -> int:
 
     load_adapter(spec)  # import the adapter once, before any fork
     control = socket.socket(fileno=control_fd)
+    server_pid = os.getpid()
     exited: dict[int, int] = {}
 
     def reap() -> None:
@@ -192,7 +195,7 @@ def _serve_forever(spec: str, control_fd: int, memory_mb: int) -> int:
         if request["op"] == "spawn":
             pid = os.fork()
             if pid == 0:
-                _child(spec, received, control, memory_mb)
+                _child(spec, received, control, memory_mb, server_pid)
             for fd in received:
                 os.close(fd)
             reply = {"pid": pid}
