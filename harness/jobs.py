@@ -27,6 +27,7 @@ import signal
 import struct
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -37,6 +38,7 @@ from .errors import Interrupted, UsageError, clip
 # prctl options (linux/prctl.h)
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP = 1, 4, 22
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
+DEPTH = 2                   # items queued at a worker at once
 STEP_GRACE_S = 2.0          # the parent kills a worker this long after the step limit passed
 RUN_GRACE_S = 10.0          # ... and this long after the run limit passed
 MAX_FRAME = 1 << 30         # a worker's reply larger than this is a lost item, not crashlab's memory
@@ -252,14 +254,18 @@ def death_message(status: int | None) -> str:
 
 
 class _Worker:
-    __slots__ = ("pid", "task_w", "result_r", "buf", "current", "started", "slot", "ready")
+    __slots__ = ("pid", "task_w", "result_r", "buf", "queue", "started", "slot", "ready")
 
     def __init__(self, pid: int, task_w: int, result_r: int, slot: int) -> None:
         self.pid, self.task_w, self.result_r, self.slot = pid, task_w, result_r, slot
         self.buf = bytearray()
-        self.current: int | None = None
-        self.started = 0.0
+        self.queue: deque[int] = deque()   # the items given to it, in order; the first is running
+        self.started = 0.0                 # when the first began
         self.ready = False
+
+    @property
+    def current(self) -> int | None:
+        return self.queue[0] if self.queue else None
 
 
 #: The step clock of this worker process (a view of the pool's shared map); crashlab.drivers
@@ -310,8 +316,7 @@ class Pool:
                 if nxt >= len(items):
                     break
                 for w in list(workers.values()):
-                    if w.ready and w.current is None and todo:
-                        self._give(w, todo.pop())
+                    self._top_up(w)
                 fds = {w.result_r: w for w in workers.values()}
                 readable = select.select(list(fds), [], [], 0.1)[0] if fds else []
                 for fd in readable:
@@ -357,12 +362,17 @@ class Pool:
         os.close(result_w)
         workers[pid] = _Worker(pid, task_w, result_r, slot)
 
-    def _give(self, w: _Worker, index: int) -> None:
-        w.current, w.started = index, time.monotonic()
-        try:
-            os.write(w.task_w, _INDEX.pack(index))
-        except OSError:
-            pass  # it died: its result pipe says so
+    def _top_up(self, w: _Worker) -> None:
+        """Keep DEPTH items queued at a ready worker: it starts the next while crashlab checks the last."""
+        while w.ready and len(w.queue) < DEPTH and self._todo:
+            index = self._todo.pop()
+            if not w.queue:
+                w.started = time.monotonic()
+            w.queue.append(index)
+            try:
+                os.write(w.task_w, _INDEX.pack(index))
+            except OSError:
+                pass  # it died: its result pipe says so
 
     def _frames(self, w: _Worker, workers, ready, free_slots) -> None:
         while len(w.buf) >= _FRAME.size:
@@ -387,17 +397,18 @@ class Pool:
                 if "usage" in msg:
                     raise UsageError(clip(str(msg["usage"]), 2000))
                 w.ready = True
+                self._top_up(w)
                 continue
             if index != w.current:
                 self._lost(w, workers, ready, free_slots, None,
                            Lost("garbled", "the worker process answered for another item"))
                 return
-            w.current = None
+            w.queue.popleft()
+            w.started = time.monotonic()
             if "usage" in msg:
                 raise UsageError(clip(str(msg["usage"]), 2000))
             ready[index] = Done(msg.get("value"), payload, msg.get("error"))
-            if self._todo:  # the next item at once: the worker runs it while crashlab checks this one
-                self._give(w, self._todo.pop())
+            self._top_up(w)
 
     def _watch(self, workers, ready, free_slots, slots) -> None:
         now = time.monotonic()
@@ -434,6 +445,7 @@ class Pool:
         status = self._stop(w, workers, free_slots, status)
         if w.current is not None:
             ready[w.current] = lost or Lost("died", death_message(status))
+            self._todo.extend(reversed(list(w.queue)[1:]))  # given but not begun: another worker runs them
         elif not w.ready:
             raise UsageError(lost.message if lost else
                              "the adapter's worker process ended while importing the adapter: "

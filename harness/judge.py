@@ -103,10 +103,11 @@ def _parse_trace(payload: bytes, scenario: Scenario, adapter: str) -> tuple[list
     """The events of a trace a worker returned, or (None, None, what is wrong)."""
     try:
         text = payload.decode("utf-8")
-        lines = text.split("\n")
-        if lines[-1] != "" or len(lines) < 3:
+        if not text.endswith("\n") or text.count("\n") < 3:
             return None, None, "it is cut short"
-        events = [orjson.loads(line) for line in lines[:-1]]
+        events = orjson.loads(b"[" + payload[:-1].replace(b"\n", b",") + b"]")  # one document: faster
+        if len(events) != text.count("\n"):
+            return None, None, "a line holds more than one event"
     except (UnicodeDecodeError, orjson.JSONDecodeError) as exc:
         return None, None, f"it is not JSON lines ({str(exc)[:120]})"
     for i, event in enumerate(events):

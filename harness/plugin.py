@@ -48,7 +48,8 @@ def pytest_report_header(config):
         return None
     seed = config.getoption("crashlab_seed")
     return (f"crashlab: adapter {_adapter(config)}, seed "
-            f"{seed if seed is not None else 'per scenario'}")
+            f"{seed if seed is not None else 'per scenario'}"
+            + (", in-process (untrusted: the adapter runs inside pytest)" if _in_process(config) else ""))
 
 
 class CrashlabItem(pytest.Item):

@@ -377,6 +377,8 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
             progress.update(failed=result.verdict != "pass")
 
     extra = {"kind": "sweep", "double": double, "findings": str(findings.folder)}
+    if getattr(executor, "in_process", False):
+        extra["untrusted"] = UNTRUSTED
     if shard is not None:
         extra["shard"] = shard.to_json()
     journal.start(resume)

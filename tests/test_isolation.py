@@ -265,8 +265,8 @@ def test_a_wire_adapter_that_dies_natively_is_a_fault_with_any_jobs():
     ("ExitsZero", T1), ("AtexitExitsZero", BLIND_FAILS[0]), ("PatchesChecker", BLIND_FAILS[0]),
     ("ClosesStdout", BLIND_FAILS[0]), ("NativeCrash", T1),
 ])
-def test_pytest_is_never_green_on_a_hostile_adapter(pytester, adapter, scenario):
-    pytester.syspathinsert(HERE)
+def test_pytest_is_never_green_on_a_hostile_adapter(pytester, monkeypatch, adapter, scenario):
+    monkeypatch.setenv("PYTHONPATH", ENV["PYTHONPATH"])
     result = pytester.runpytest_subprocess(f"--crashlab-adapter=hostile_adapters:{adapter}",
                                            f"--crashlab-scenario={scenario}", "--crashlab-scenario=" + T2,
                                            "-p", "no:cacheprovider", timeout=240)
