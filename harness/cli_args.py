@@ -68,8 +68,8 @@ def _seconds(text: str) -> float:
 def _isolation(p: argparse.ArgumentParser) -> None:
     p.add_argument("--in-process", action="store_true",
                    help="debugging: run a Python adapter inside crashlab's own process instead of in worker "
-                        "processes; the adapter can then end crashlab or change its verdict, so the results say "
-                        "'untrusted' (docs/protocol.md, Trust boundary)")
+                        "processes, one run at a time; the adapter can then end crashlab or change its verdict, so "
+                        "the results say 'untrusted' (docs/protocol.md, Trust boundary)")
     p.add_argument("--run-timeout", type=_seconds, default=300.0, metavar="SECONDS",
                    help="wall-clock bound of one run of one scenario, whatever the adapter does (default 300); "
                         "beyond it the run ends with a run_timeout adapter fault")

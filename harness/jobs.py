@@ -360,7 +360,8 @@ class Pool:
                 os._exit(code)
         os.close(task_r)
         os.close(result_w)
-        workers[pid] = _Worker(pid, task_w, result_r, slot)
+        workers[pid] = w = _Worker(pid, task_w, result_r, slot)
+        w.started = time.monotonic()  # until it is ready: its set-up's start
 
     def _top_up(self, w: _Worker) -> None:
         """Keep DEPTH items queued at a ready worker: it starts the next while crashlab checks the last."""
@@ -427,6 +428,9 @@ class Pool:
             if pid:  # exited: the end of its pipe tells the rest
                 self._lost(w, workers, ready, free_slots, status)
                 continue
+            if not w.ready and self.run_limit_s and now - w.started > self.run_limit_s:
+                self._lost(w, workers, ready, free_slots, None, Lost(
+                    "run_timeout", f"importing the adapter in a worker process took more than {self.run_limit_s:g} s"))
             if w.current is None:
                 continue
             step = _SLOT.unpack_from(slots, w.slot * _SLOT.size)[0]

@@ -167,6 +167,14 @@ def test_an_in_process_adapter_signalling_crashlab_is_that_scenarios_fault(adapt
 
 
 @linux
+@pytest.mark.parametrize("adapter", ["SignalsCrashlabStop", "SignalsCrashlabTerm"])
+def test_a_warm_wire_adapter_signalling_its_server_is_that_scenarios_fault(monkeypatch, adapter):
+    monkeypatch.setenv("PYTHONPATH", ENV["PYTHONPATH"])  # the warm server imports the adapter
+    [res] = suite(f"wire:hostile_adapters:{adapter}", [T1]).scenarios
+    assert res.verdict == "fail" and any("status -31" in m for m in faults(res))  # SIGSYS
+
+
+@linux
 @pytest.mark.parametrize("mode, words", [("sigstop_parent", "SIGSTOP"), ("sigterm_parent", "SIGTERM"),
                                          ("sigint_parent", None)])
 def test_a_wire_adapter_signalling_its_parent_is_that_scenarios_fault(mode, words):
@@ -255,9 +263,11 @@ def test_a_worker_that_dies_is_its_scenarios_fault_and_the_suite_goes_on(tmp_pat
     assert check.returncode == 1, check.stdout + check.stderr
 
 
-def test_a_wire_adapter_that_dies_natively_is_a_fault_with_any_jobs():
-    card = suite(f"wire:hostile_adapters:NativeCrash", [T1, T2], jobs=2)
+def test_a_wire_adapter_that_dies_natively_is_a_fault_with_any_jobs(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", ENV["PYTHONPATH"])  # the warm server imports the adapter
+    card = suite("wire:hostile_adapters:NativeCrash", [T1, T2], jobs=2)
     assert [s.verdict for s in card.scenarios] == ["fail", "fail"]
+    assert all(any("status -11" in m for m in faults(s)) for s in card.scenarios)  # SIGSEGV
 
 
 # --------------------------------------------------------------------------- 5. pytest never green on a failure
@@ -295,3 +305,23 @@ def test_the_fixture_runs_the_adapter_in_a_worker(pytester):
     pytester.syspathinsert(HERE)
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
+
+
+def test_an_adapter_whose_import_hangs_is_a_usage_error_within_the_bound(tmp_path, monkeypatch):
+    from crashlab.errors import UsageError
+
+    (tmp_path / "hangs_at_import.py").write_text("import time\ntime.sleep(600)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    started = time.monotonic()
+    with pytest.raises(UsageError, match="importing the adapter"):
+        suite("hangs_at_import:Adapter", [T1], run_wall_s=1.0)
+    assert time.monotonic() - started < 30
+
+
+def test_an_adapter_that_exits_while_imported_is_a_usage_error(tmp_path, monkeypatch):
+    from crashlab.errors import UsageError
+
+    (tmp_path / "exits_at_import_hard.py").write_text("import os\nos._exit(0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(UsageError, match="importing the adapter"):
+        suite("exits_at_import_hard:Adapter", [T1])
