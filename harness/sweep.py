@@ -67,8 +67,9 @@ class LocalExecutor:
     def isolated(self) -> bool:
         return not self.in_process
 
-    def pool(self, adapter: str | None = None, *, in_process_adapter: bool = True) -> Pool:
-        limits = self.limits
+    def pool(self, adapter: str | None = None, *, in_process_adapter: bool = True,
+             limits: Limits | None = None) -> Pool:
+        limits = limits or self.limits   # the runs' own limits, when given, are what the watchdog times
         return Pool(self.jobs, setup=(lambda: _adapter(adapter) and None) if adapter else None,
                     step_limit_s=limits.wall_guard_s * 1.1 if in_process_adapter else None,
                     run_limit_s=limits.run_wall_s or None, spare=_warm_servers)
@@ -178,7 +179,8 @@ def execute(jobs: list[Job], *, adapter: AdapterSpec, seed: int | None, out_dir:
     replies = None
     if getattr(executor, "isolated", False):
         traced = functools.partial(run_traced, adapter=adapter.text, seed=seed, limits=limits)
-        replies = executor.pool(adapter.text, in_process_adapter=adapter.kind == "python").map(traced, todo)
+        replies = executor.pool(adapter.text, in_process_adapter=adapter.kind == "python",
+                                limits=limits).map(traced, todo)
         outcomes = (judge(job, reply, adapter=adapter.text, seed=seed, out_dir=where, keep=keep)
                     for job, reply in zip(todo, replies))
     else:

@@ -86,6 +86,19 @@ def test_exit_hooks_patched_checkers_and_closed_stdout_cannot_pass_a_failing_ada
     assert [s["verdict"] for s in results(tmp_path / "r.json")["scenarios"]] == ["fail", "fail"]
 
 
+@pytest.mark.parametrize("adapter", ["ExitsZero", "PatchesChecker"])
+def test_the_hostile_adapters_do_defeat_the_untrusted_in_process_mode(tmp_path, adapter):
+    """What the boundary stops is real: inside crashlab's own process these adapters make a failing
+    adapter exit 0, which is why --in-process is marked untrusted."""
+    scenario = T1 if adapter == "ExitsZero" else BLIND_FAILS[0]
+    proc = cli("conformance", "--in-process", "--adapter", f"hostile_adapters:{adapter}", "--scenario", scenario,
+               "--out", str(tmp_path))
+    assert proc.returncode == 0
+    isolated = cli("conformance", "--adapter", f"hostile_adapters:{adapter}", "--scenario", scenario,
+                   "--out", str(tmp_path))
+    assert isolated.returncode == 1
+
+
 def test_a_patched_checker_in_the_worker_does_not_patch_crashlabs(tmp_path):
     blind = suite("crashlab.gallery.retries:BlindRetry", BLIND_FAILS)
     patched = suite("hostile_adapters:PatchesChecker", BLIND_FAILS)
