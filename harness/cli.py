@@ -414,7 +414,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from .drivers import kill_all_adapters
     from .errors import Interrupted
-
     from .jobs import become_subreaper, protect_self
 
     args = parser().parse_args(argv)
