@@ -94,7 +94,7 @@ def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scen
     on_result = (lambda job, result: progress(result)) if progress is not None else None
     try:
         results, internal = execute(jobs, adapter=spec, seed=seed, out_dir=out_dir, keep="all",
-                                    executor=executor, limits=limits, on_result=on_result)
+                                    executor=executor, limits=limits, on_result=on_result, background_writes=True)
     except Interrupted as exc:
         card = score(exc.results, adapter=spec.text, seed=seed)
         exc.partial = replace(card, verdict="unknown", extra={

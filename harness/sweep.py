@@ -19,6 +19,7 @@ import functools
 import json
 import os
 import shlex
+from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -167,10 +168,13 @@ class Shard:
 # --------------------------------------------------------------------------- running many jobs
 def execute(jobs: list[Job], *, adapter: AdapterSpec, seed: int | None, out_dir: Path | None, keep: str,
             executor=None, limits: Limits | None = None, done: dict[str, ScenarioResult] | None = None,
-            on_result: Callable[[Job, ScenarioResult], None] | None = None) -> tuple[list[ScenarioResult], list[dict]]:
+            on_result: Callable[[Job, ScenarioResult], None] | None = None,
+            background_writes: bool = False) -> tuple[list[ScenarioResult], list[dict]]:
     """Run ``jobs`` (skipping those in ``done``), write the traces to keep, and return every
     result in the jobs' order with the list of crashlab's own errors. On an interrupt the
-    :class:`Interrupted` carries ``results`` and ``internal`` for what finished."""
+    :class:`Interrupted` carries ``results`` and ``internal`` for what finished.
+    ``background_writes``: the files are written by a thread while the next trace is checked
+    (all written before this returns or raises; ``on_result`` may run before its own are)."""
     done = dict(done or {})
     todo = [j for j in jobs if j.id not in done]
     where = str(out_dir) if out_dir is not None else None
@@ -187,12 +191,13 @@ def execute(jobs: list[Job], *, adapter: AdapterSpec, seed: int | None, out_dir:
         outcomes = executor.map(functools.partial(run_job, adapter=adapter.text, seed=seed, keep=keep,
                                                   limits=limits, out_dir=where), todo)
     untrusted = getattr(executor, "in_process", False)
+    writes = _Writes(background_writes and replies is not None)
     try:
         for job, outcome in zip(todo, outcomes):
             if untrusted:
                 outcome = replace(outcome, result=replace(outcome.result, notes=(*outcome.result.notes, UNTRUSTED)))
             for path, text in outcome.files:
-                atomic_write_text(Path(path), text)
+                writes.add(Path(path), text)
             if outcome.internal:
                 internal.append({"scenario": job.id, "error": outcome.internal})
             done[job.id] = outcome.result
@@ -201,13 +206,53 @@ def execute(jobs: list[Job], *, adapter: AdapterSpec, seed: int | None, out_dir:
             if Interrupted.requested is not None:   # an interrupt that landed where it could not raise
                 raise Interrupted(Interrupted.requested)
     except Interrupted as exc:
+        writes.close(quiet=True)  # the finished runs' traces are kept
         exc.results = [done[j.id] for j in jobs if j.id in done]
         exc.internal = internal
+        raise
+    except BaseException:
+        writes.close(quiet=True)
         raise
     finally:
         if replies is not None:
             replies.close()  # the workers, and what they started, are gone before anything is written
+    writes.close()
     return [done[j.id] for j in jobs], internal
+
+
+class _Writes:
+    """Files written in order, here or by one background thread; a failed write raises at the
+    next file or at ``close`` (which waits for them all)."""
+
+    def __init__(self, background: bool) -> None:
+        self.pool = None
+        if background:
+            from concurrent.futures import ThreadPoolExecutor
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="crashlab-writes")
+        self.pending: deque = deque()
+
+    def add(self, path: Path, text: str) -> None:
+        if self.pool is None:
+            atomic_write_text(path, text)
+            return
+        while self.pending and self.pending[0].done():
+            self.pending.popleft().result()
+        self.pending.append(self.pool.submit(atomic_write_text, path, text))
+
+    def close(self, quiet: bool = False) -> None:
+        if self.pool is None:
+            return
+        try:
+            while self.pending:
+                future = self.pending.popleft()
+                try:
+                    future.result()
+                except Exception:
+                    if not quiet:
+                        raise
+        finally:
+            self.pool.shutdown(wait=True)
+            self.pool = None
 
 
 def _nothing(item: Any) -> None:
