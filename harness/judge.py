@@ -110,10 +110,14 @@ def _parse_trace(payload: bytes, scenario: Scenario, adapter: str) -> tuple[list
             return None, None, "a line holds more than one event"
     except (UnicodeDecodeError, orjson.JSONDecodeError) as exc:
         return None, None, f"it is not JSON lines ({str(exc)[:120]})"
-    for i, event in enumerate(events):
-        if not isinstance(event, dict) or event.get("seq") != i or type(event.get("t")) is not int \
-                or not isinstance(event.get("kind"), str) or not isinstance(event.get("lane"), str):
-            return None, None, f"event {i} is not a trace event"
+    try:  # whole-list checks: each event an object with seq counting from 0, an integer t, string kind and lane
+        shaped = {type(e) for e in events} == {dict} and [e["seq"] for e in events] == list(range(len(events))) \
+            and {type(e["t"]) for e in events} == {int} and {type(e["kind"]) for e in events} == {str} \
+            and {type(e["lane"]) for e in events} == {str}
+    except (KeyError, TypeError):
+        shaped = False
+    if not shaped:
+        return None, None, "not every line is a trace event (seq, t, lane, kind)"
     head = events[0]
     if head["kind"] != "header" or head.get("scenario") != scenario.id or head.get("adapter") != adapter \
             or type(head.get("seed")) is not int or events[-1]["kind"] != "end":
