@@ -10,7 +10,9 @@ Measured side by side in one process, on one core:
      the same number of events (the floor), as a ratio;
   3. simulated time per wall second on the chapter's 10:00-10:20 "cancellation under
      pressure" timeline, and its wall time;
-  4. the wall time of the whole conformance suite, scoring included;
+  4. the wall time of the whole conformance suite, scoring included; and side by side, in
+     interleaved rounds, the suite with its adapter in worker processes (the default: the trust
+     boundary) against ``--in-process`` (the adapter inside crashlab's own process), as a ratio;
   5. the wall time of rendering the full report (figures, HTML, Markdown) for the library;
   6. loading the scenario library, and writing traces (CPU time, interleaved rounds);
   7. cost against scenario length: one scenario at 1x, 10x and 100x its runs, horizon and
@@ -269,6 +271,35 @@ def main() -> int:
         suite = time.perf_counter() - start
         print(f"conformance suite              {suite:8.2f} s wall   score {card.total}/{card.max} "
               f"({card.verdict}), traces written")
+
+        # 4b: the trust boundary's cost: the adapter in worker processes against --in-process
+        from crashlab.sweep import LocalExecutor
+
+        def suite_with(executor):
+            return lambda: run_suite(adapter, scenarios, out_dir=Path(tmp) / "iso", executor=executor)
+        modes = {"in-process": suite_with(LocalExecutor(1, in_process=True)),
+                 "isolated --jobs 1": suite_with(LocalExecutor(1)), "isolated --jobs 2": suite_with(LocalExecutor(2))}
+        walls: dict[str, list[float]] = {k: [] for k in modes}
+        cpus: dict[str, list[float]] = {k: [] for k in modes}
+
+        def cpu_now() -> float:  # this process and its reaped children (the workers)
+            own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+            return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+        for _ in range(max(3, rounds // 2)):
+            for name, fn in modes.items():
+                gc.collect()
+                start, cpu0 = time.perf_counter(), cpu_now()
+                fn()
+                walls[name].append(time.perf_counter() - start)
+                cpus[name].append(cpu_now() - cpu0)
+        med = {k: statistics.median(v) for k, v in walls.items()}
+        cpu = {k: statistics.median(v) for k, v in cpus.items()}
+        base_s, base_cpu = med["in-process"], cpu["in-process"]
+        print(f"conformance, trust boundary    {base_s:8.2f} s --in-process   "
+              + "   ".join(f"{med[k]:.2f} s {k} (ratio {med[k] / base_s:.2f}x)" for k in modes if k != "in-process")
+              + f"   (median of {len(walls['in-process'])} interleaved rounds, traces written)")
+        print(f"  its CPU time (all processes) {base_cpu:8.2f} s --in-process   "
+              + "   ".join(f"{cpu[k]:.2f} s {k} (ratio {cpu[k] / base_cpu:.2f}x)" for k in modes if k != "in-process"))
 
         # 5: report rendering of the whole library
         if not args.no_report:

@@ -41,20 +41,41 @@ def _hide_adapter(res):
     return replace(res, repro=repro(Item(result=res, events=None, name=res.id), no_answers=True))
 
 
-def _cmd_run(args) -> int:
-    from .conformance import run_one
+def _limits(args):
+    from .runner import Limits
+
+    return Limits(run_wall_s=args.run_timeout)
+
+
+def _adapter(args, spec=None):
+    """The --adapter SPEC; a Python adapter is imported here only with --in-process."""
     from .drivers import load_adapter
+
+    if args.in_process:
+        print("crashlab: --in-process: the adapter runs inside crashlab's own process; results are marked "
+              "untrusted", file=sys.stderr)
+    adapter = load_adapter(spec if spec is not None else args.adapter, import_code=args.in_process)
+    if not args.in_process:
+        from .sweep import check_imports
+        check_imports(adapter)  # a worker process imports it: a spec that does not import is exit 3 now
+    return adapter
+
+
+def _cmd_run(args) -> int:
+    from .conformance import run_checked
     from .files import check_output_dir
     from .scenario_loader import resolve
 
     out = check_output_dir(args.out, "--out")
     report = check_output_dir(args.report, "--report") if args.report else None
-    adapter = load_adapter(args.adapter)
+    adapter = _adapter(args)
     scenario = resolve(args.scenario)
-    run, res = run_one(scenario, adapter, seed=args.seed, out_dir=out)
+    tails: dict[str, str] = {}
+    res = run_checked(scenario, adapter, seed=args.seed, out_dir=out, limits=_limits(args), in_process=args.in_process,
+                      stderr=tails)
     _print_result(_hide_adapter(res) if getattr(args, "no_answers", False) else res)
-    if run.stderr and (res.verdict != "pass" or args.verbose):
-        _print_stderr(run.stderr)
+    if tails and (res.verdict != "pass" or args.verbose):
+        _print_stderr(tails)
     if report:
         from .report import render_results
         where = render_results([res], out_dir=report, **report_options(args))
@@ -105,6 +126,10 @@ def _select(args) -> list:
 def _executor(args):
     from .sweep import default_jobs, make_executor
 
+    if getattr(args, "in_process", False) or args.executor == "local":
+        from .sweep import LocalExecutor
+        return LocalExecutor(args.jobs or default_jobs(), args.batch, in_process=getattr(args, "in_process", False),
+                             limits=_limits(args) if hasattr(args, "run_timeout") else None)
     return make_executor(args.executor, jobs=args.jobs or default_jobs(), scheduler=args.scheduler,
                          batch=args.batch)
 
@@ -133,6 +158,7 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
         progress.close()
         if hasattr(executor, "close"):
             executor.close()
+        _contain()  # nothing an adapter started outlives the suite to rewrite what is written next
     if json_path:   # first: a scorecard is never printed for results that could not be written
         atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
     if args.quiet:
@@ -165,14 +191,13 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
 
 def _cmd_conformance(args) -> int:
     from .conformance import run_suite
-    from .drivers import load_adapter
     from .files import check_output_dir
 
     from .ruleset import check_pinned, selection
 
     rules = check_pinned(args.rules) if args.rules is not None else None
     report_dir = check_output_dir(args.report, "--report") if args.report else None
-    adapter = load_adapter(args.adapter)
+    adapter = _adapter(args)
     scenarios = _select(args)
     later = selection(rules)[1]      # an older rule set runs without the scenarios added since
     named = [i for i in args.scenario or () if i in later]
@@ -184,12 +209,12 @@ def _cmd_conformance(args) -> int:
         kept = [s for s in scenarios if s.id not in later]
         progress.total = len(shard.select(kept) if shard else kept)
         return run_suite(adapter, scenarios, seed=args.seed, out_dir=out_dir, executor=executor, shard=shard,
-                         progress=lambda r: progress.update(failed=r.verdict != "pass"), rules=rules)
+                         limits=_limits(args), progress=lambda r: progress.update(failed=r.verdict != "pass"),
+                         rules=rules)
     return _scored(args, "conformance", run, report_dir=report_dir)
 
 
 def _cmd_sweep(args) -> int:
-    from .drivers import load_adapter
     from .files import check_output_dir
     from .sweep import sweep
 
@@ -199,7 +224,7 @@ def _cmd_sweep(args) -> int:
         raise UsageError(f"--rules {args.rules}: sweep judges by this crashlab's rule set ({RULES}) only; "
                          f"`crashlab conformance --rules {args.rules}` runs the older one")
     findings = check_output_dir(args.findings, "--findings") if args.findings else None
-    adapter = load_adapter(args.adapter)
+    adapter = _adapter(args)
     scenarios = _select(args)
 
     def run(executor, shard, progress, out_dir):
@@ -301,8 +326,12 @@ def _cmd_replay(args) -> int:
                          "(or pass --trust-adapter)")
     source = head.get("source")
     scenario = resolve(source if isinstance(source, str) and Path(source).exists() else head["scenario"])
-    adapter = args.adapter or named
-    fresh = run_scenario(scenario, adapter, head["seed"]).to_jsonl()
+    adapter = _adapter(args, args.adapter or named)
+    if args.in_process:
+        fresh = run_scenario(scenario, adapter, head["seed"]).to_jsonl()
+    else:
+        from .sweep import traced_once
+        fresh = traced_once(scenario, adapter, head["seed"], _limits(args))
     original = path.read_text(encoding="utf-8")
     if fresh == original:
         print(f"identical: {len(events)} events, seed {head['seed']}, {len(original)} bytes")
@@ -443,6 +472,17 @@ def _plan_outputs(args) -> None:
             setattr(args, attr, str(planned[opt]))
 
 
+_COMMAND: list[bool] = [False]   # main() runs as the crashlab command (not called by a program)
+
+
+def _contain() -> None:
+    """The command kills everything below it (workers, adapters, what they left behind)."""
+    from .jobs import kill_tree
+
+    if _COMMAND[0]:
+        kill_tree()
+
+
 def _on_signal(signum, frame):
     from .errors import Interrupted
 
@@ -455,9 +495,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit code. Never raises, never prints a traceback (except with
     CRASHLAB_DEBUG=1), and SIGINT/SIGTERM stop it cleanly with 130/143. What it prints is escaped
     (crashlab.terminal), and a reader that goes away never changes the exit code."""
+    from .jobs import become_subreaper, protect_self
     from .terminal import guarded
 
     args = parser().parse_args(argv)
+    _COMMAND[0] = argv is None
+    if argv is None:  # the command itself, not a call from a test or a program: contain what it starts
+        become_subreaper()
+        protect_self()
     with guarded():
         return _main(args)
 
@@ -508,6 +553,7 @@ def _main(args) -> int:
         return InternalError.exit_code
     finally:
         kill_all_adapters()
+        _contain()
         for sig, old in handlers.items():
             signal.signal(sig, old)
 

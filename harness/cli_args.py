@@ -25,7 +25,8 @@ reader of standard output went away (`crashlab conformance | head`).
 adapter limits (docs/protocol.md): a request line or in-process call of at most 1 MiB, nested at most 64
 levels, integers within +-(2**63 - 1), finite numbers; 10 s of real time to send a request or take a reply;
 5,000 port calls per worker; 4 GiB of address space per adapter process; a trace of 200,000 events or
-8 MiB per run. Anything beyond is a recorded adapter fault of that scenario, and the suite goes on.
+8 MiB per run; 300 s of real time per run (--run-timeout). Anything beyond is a recorded adapter fault of
+that scenario, and the suite goes on.
 """
 ADAPTER_HELP = ("adapter under test: module:attribute (in-process Python, e.g. "
                 "crashlab.reference_impl:ReferenceAdapter), exec:COMMAND (any language, JSON lines over "
@@ -59,6 +60,26 @@ def _jobs(p: argparse.ArgumentParser, same: str, what: str = "worker processes")
     p.add_argument("-j", "--jobs", type=_count, metavar="N", help=f"{what} (default: the machine's cores); {same}")
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of seconds") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text[:40]} is outside 0 (excluded) to 86400 seconds")
+    return value
+
+
+def _isolation(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--in-process", action="store_true",
+                   help="debugging: run a Python adapter inside crashlab's own process instead of in worker "
+                        "processes, one run at a time; the adapter can then end crashlab or change its verdict, so "
+                        "the results say 'untrusted' (docs/protocol.md, Trust boundary)")
+    p.add_argument("--run-timeout", type=_seconds, default=300.0, metavar="SECONDS",
+                   help="wall-clock bound of one run of one scenario, whatever the adapter does (default 300); "
+                        "beyond it the run ends with a run_timeout adapter fault")
+
+
 def _suite_options(p: argparse.ArgumentParser, out_help: str) -> None:
     p.add_argument("--adapter", metavar="SPEC", help=ADAPTER_HELP)
     p.add_argument("--seed", type=_seed, metavar="N", help="override every scenario's seed (0 to 2**53 - 1)")
@@ -84,6 +105,7 @@ def _suite_options(p: argparse.ArgumentParser, out_help: str) -> None:
     p.add_argument("--rules", metavar="VERSION",
                    help="the rule set your project certified against (`crashlab --version` names the installed "
                         "one): run only if this crashlab judges by it, else stop and say what changed since")
+    _isolation(p)
 
 
 def _version() -> str:
@@ -129,6 +151,7 @@ def parser() -> argparse.ArgumentParser:
                    help="show what the adapter process wrote to standard error (its last lines per worker), "
                         "also when the run passes; a failing run always shows it")
     _jobs(r, "the report is the same for any N", "with --report: worker processes drawing the figures")
+    _isolation(r)
     add_report_options(r)
 
     c = cmd("conformance", "run the whole scenario library and score the adapter",
@@ -171,6 +194,7 @@ def parser() -> argparse.ArgumentParser:
                          "reference or gallery adapter, or with --trust-adapter")
     rp.add_argument("--trust-adapter", action="store_true",
                     help="run the adapter the trace header names, whatever it is (only for traces you trust)")
+    _isolation(rp)
 
     rep = cmd("report", "render reports from saved traces and results, without re-running",
               "Render the timeline figures, the HTML report and the Markdown summary from saved JSONL traces "

@@ -50,6 +50,27 @@ def run_one(scenario: Scenario, adapter: AdapterSpec | str | None = None, *, see
     return result, check_run(result, saved=saved)
 
 
+def run_checked(scenario: Scenario, adapter: AdapterSpec | str | None = None, *, seed: int | None = None,
+                out_dir: Path | None = None, limits: Limits | None = None, in_process: bool = False,
+                stderr: dict[str, str] | None = None) -> ScenarioResult:
+    """Run one scenario in a worker process and check its trace here (``in_process``: both here,
+    the result marked untrusted). Its trace is written to ``out_dir``; an error of crashlab's own
+    raises InternalError. ``stderr`` is filled with the adapter's standard-error tails, by worker."""
+    from .errors import InternalError
+    from .sweep import LocalExecutor, execute, scenario_jobs
+
+    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter, import_code=in_process)
+    executor = LocalExecutor(1, in_process=in_process, limits=limits)
+    tails: dict[str, dict[str, str]] = {}
+    [result], internal = execute(scenario_jobs([scenario]), adapter=spec, seed=seed, out_dir=out_dir, keep="all",
+                                 executor=executor, limits=limits, stderr=tails)
+    if stderr is not None:
+        stderr.update(tails.get(scenario.id, {}))
+    if internal:
+        raise InternalError(internal[0]["error"], seed=result.seed, hint="please report this with the repro command")
+    return result
+
+
 def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scenario] | None = None, *,
               seed: int | None = None, out_dir: Path | None = None, limits: Limits | None = None,
               progress=None, executor=None, shard=None, rules: int | None = None) -> Scorecard:
@@ -68,17 +89,22 @@ def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scen
     from .ruleset import selection
     from .sweep import execute, scenario_jobs
 
-    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter)
+    in_process = getattr(executor, "in_process", False)
+    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter, import_code=in_process)
     scenarios = library() if scenarios is None else list(scenarios)
     checks, later = selection(rules)
     jobs = scenario_jobs([s for s in scenarios if s.id not in later])
     if shard is not None:
         jobs = shard.select(jobs)
     extra = {"shard": shard.to_json()} if shard is not None else {}
+    if in_process:
+        from .sweep import UNTRUSTED
+        extra["untrusted"] = UNTRUSTED
     on_result = (lambda job, result: progress(result)) if progress is not None else None
     try:
         results, internal = execute(jobs, adapter=spec, seed=seed, out_dir=out_dir, keep="all",
-                                    executor=executor, limits=limits, on_result=on_result, checks=checks)
+                                    executor=executor, limits=limits, on_result=on_result, checks=checks,
+                                    background_writes=True)
     except Interrupted as exc:
         card = score(exc.results, adapter=spec.text, seed=seed, rules=rules)
         exc.partial = replace(card, verdict="unknown", extra={
@@ -166,9 +192,10 @@ def failure_message(result: ScenarioResult) -> str:
 
 
 def check_scenario(scenario: Scenario, adapter: AdapterSpec | str | None = None, *,
-                   seed: int | None = None, out_dir: Path | None = None) -> ScenarioResult:
-    """Run one scenario; raise ConformanceFailure unless the verdict is pass."""
-    _, verdict = run_one(scenario, adapter, seed=seed, out_dir=out_dir)
+                   seed: int | None = None, out_dir: Path | None = None, in_process: bool = False) -> ScenarioResult:
+    """Run one scenario (in a worker process, checked here); raise ConformanceFailure unless the
+    verdict is pass."""
+    verdict = run_checked(scenario, adapter, seed=seed, out_dir=out_dir, in_process=in_process)
     if verdict.verdict != "pass":
         raise ConformanceFailure(failure_message(verdict), seed=verdict.seed)
     return verdict

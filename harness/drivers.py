@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 from .boundary import MAX_DEPTH, MAX_LINE_BYTES, adapter_call, harness_value, json_copy
 from .errors import Interrupted, UsageError, clip
+from .jobs import step_started
 from .model import PortCall
 from .ports import PortError, Ports
 
@@ -148,10 +149,12 @@ class InProcessChannel:
                     signal.setitimer(signal.ITIMER_REAL, longest)
                     WallGuard.armed_until = now + longest
             _Forks.computing, _Forks.forked = True, False
+            step_started(time.monotonic())  # the watchdog outside this process times the step too
             try:
                 value = fn(arg)
             finally:
                 _Forks.computing = False
+                step_started(0.0)
         except StopIteration:
             raise Finished() from None
         except _Overrun:
@@ -303,6 +306,18 @@ class SubprocessChannel:
         self.last_id: Any = None
         self._buf = b""
         self.stderr_tail = b""
+        self.run_deadline: float | None = None  # time.monotonic() at which the whole run's bound ends
+
+    def _deadline(self) -> tuple[float, bool]:
+        """When the current read or write must be done, and whether the run's bound decides it."""
+        call = time.monotonic() + self.reply_timeout_s
+        if self.run_deadline is not None and self.run_deadline < call:
+            return self.run_deadline, True
+        return call, False
+
+    def _run_over(self) -> AdapterFault:
+        return self._fault("run_timeout", "the run reached its wall-clock bound (--run-timeout) waiting for the "
+                           "adapter process")
 
     def _fault(self, kind: str, message: str) -> AdapterFault:
         self.kill()
@@ -311,10 +326,12 @@ class SubprocessChannel:
     def _write(self, message: dict) -> None:
         data = (json.dumps(message, sort_keys=True, separators=(",", ":")) + "\n").encode()
         fd, out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        deadline = time.monotonic() + self.reply_timeout_s
+        deadline, bound = self._deadline()
         while data:
             left = deadline - time.monotonic()
             if left <= 0:
+                if bound:
+                    raise self._run_over()
                 raise self._fault("not_reading", f"adapter process did not read its reply for "
                                   f"{self.reply_timeout_s:g} s")
             _, writable, _ = select.select([], [fd], [], min(left, 0.5))
@@ -368,13 +385,15 @@ class SubprocessChannel:
 
     def _read(self) -> PortCall:
         fd, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
-        deadline = time.monotonic() + self.reply_timeout_s
+        deadline, bound = self._deadline()
         while b"\n" not in self._buf:
             if len(self._buf) > MAX_LINE_BYTES:
                 raise self._fault("line_too_long", f"adapter wrote a line longer than {MAX_LINE_BYTES} bytes")
             left = deadline - time.monotonic()
             ready = select.select([fd, err], [], [], left)[0] if left > 0 else []
             if not ready:
+                if bound:
+                    raise self._run_over()
                 raise self._fault("no_reply", f"adapter process sent no complete request for "
                                   f"{self.reply_timeout_s:g} s (hung?)")
             if err in ready:
@@ -482,15 +501,17 @@ class AdapterSpec:
 DEFAULT_ADAPTER = "crashlab.reference_impl:ReferenceAdapter"
 
 
-def load_adapter(spec: str | None) -> AdapterSpec:
-    """Resolve an adapter SPEC; errors are one line naming what was not found."""
+def load_adapter(spec: str | None, *, import_code: bool = True) -> AdapterSpec:
+    """Resolve an adapter SPEC; errors are one line naming what was not found. With
+    ``import_code=False`` a Python adapter's module is not imported (the spec has no factory):
+    crashlab's own process checks the spec's form, and its worker processes import it."""
     spec = spec or DEFAULT_ADAPTER
     try:
         spec.encode("utf-8")
     except UnicodeEncodeError:
         raise UsageError(f"--adapter {spec!r}: not valid UTF-8; name the adapter in UTF-8") from None
     if spec.startswith("wire:"):
-        inner = load_adapter(spec[5:])  # a clear error now if it does not import
+        inner = load_adapter(spec[5:], import_code=import_code)  # a clear error now if it does not import
         if inner.kind != "python":
             raise UsageError(f"--adapter {spec!r}: wire: takes a Python adapter, module:attribute")
         return AdapterSpec(text=spec, kind="warm", command=(sys.executable, "-m", "crashlab.wire", spec[5:]))
@@ -503,6 +524,8 @@ def load_adapter(spec: str | None) -> AdapterSpec:
     if not sep or not module_name or not attr:
         raise UsageError(f"--adapter {spec!r}: expected module:attribute (a Python adapter) "
                          "or exec:COMMAND (any language)")
+    if not import_code:
+        return AdapterSpec(text=spec, kind="python")
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:

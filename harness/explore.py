@@ -287,12 +287,16 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     own derived seed): ``executor`` runs chunks in parallel, ``shard`` keeps one share, and the
     outcome is the same either way. A journal beside the findings lets ``resume`` skip the chunks
     an interrupted run finished."""
-    from .conformance import check_run, failure_message
+    from .conformance import failure_message
     from .files import atomic_write_text
     from .sweep import Findings, Job, LocalExecutor
 
+    from .conformance import run_checked
+    from .sweep import check_imports
+
     out = out or sys.stdout
-    spec = load_adapter(adapter)
+    spec = load_adapter(adapter, import_code=False)   # imported, and run, in worker processes only
+    check_imports(spec)
     pool = library()
     if bases:
         known = {s.id: s for s in pool}
@@ -337,7 +341,7 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
                 journal.flush()
                 if outcome["failure"] is not None:
                     doc = outcome["failure"]
-                    result = check_run(run_scenario(from_dict(doc), spec))
+                    result = run_checked(from_dict(doc), spec)
                     findings.add(Job(id=doc.get("id", chunk.base), base=chunk.base, doc=doc), result)
                 if progress is not None:
                     progress.update(failed=outcome["failure"] is not None)
@@ -363,7 +367,7 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     text = to_yaml(doc)
     if save:
         atomic_write_text(Path(save), text)
-    verdict = check_run(run_scenario(from_dict(doc, file=save), spec))
+    verdict = run_checked(from_dict(doc, file=save), spec)
     print(f"explored {tried} schedules; {len(failures)} chunk(s) found a failure; the first, shrunk:\n", file=out)
     print(text, file=out)
     print(failure_message(verdict), file=out)

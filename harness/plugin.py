@@ -32,6 +32,11 @@ def pytest_addoption(parser):
                     help="only this library scenario (repeatable)")
     group.addoption("--crashlab-out", action="store", default=None, metavar="DIR",
                     help="save every trace as JSONL in DIR")
+    group.addoption("--crashlab-inconclusive", action="store", choices=("fail", "xfail"), default="fail",
+                    help="what an inconclusive scenario (verdict unknown) is: a failure (default), or xfail")
+    group.addoption("--crashlab-in-process", action="store_true", default=False,
+                    help="debugging: run the adapter inside the pytest process (it can then end pytest or "
+                         "change a verdict); by default it runs in a worker process and pytest checks its trace")
 
 
 def _adapter(config) -> str:
@@ -43,7 +48,8 @@ def pytest_report_header(config):
         return None
     seed = config.getoption("crashlab_seed")
     return (f"crashlab: adapter {_adapter(config)}, seed "
-            f"{seed if seed is not None else 'per scenario'}")
+            f"{seed if seed is not None else 'per scenario'}"
+            + (", in-process (untrusted: the adapter runs inside pytest)" if _in_process(config) else ""))
 
 
 class CrashlabItem(pytest.Item):
@@ -56,17 +62,14 @@ class CrashlabItem(pytest.Item):
         self.result = None
 
     def runtest(self):
-        from .conformance import failure_message, run_one
+        from .conformance import failure_message, run_checked
         from .scenario_loader import from_dict
 
         scenario = self.scenario or from_dict(self.document, file=str(self.path))
         out = self.config.getoption("crashlab_out")
-        _, self.result = run_one(scenario, _adapter(self.config), seed=self.config.getoption("crashlab_seed"),
-                                 out_dir=Path(out) if out else None)
-        if self.result.verdict == "unknown":
-            pytest.skip("inconclusive: " + "; ".join(self.result.notes or ("no verdict",)))
-        if self.result.verdict != "pass":
-            raise _Failed(failure_message(self.result))
+        self.result = run_checked(scenario, _adapter(self.config), seed=self.config.getoption("crashlab_seed"),
+                                  out_dir=Path(out) if out else None, in_process=_in_process(self.config))
+        verdict(self.config, self.result, failure_message)
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, _Failed):
@@ -77,15 +80,32 @@ class CrashlabItem(pytest.Item):
         return self.path, None, f"crashlab: {self.name}"
 
 
+def _in_process(config) -> bool:
+    return bool(config.getoption("crashlab_in_process"))
+
+
+def verdict(config, result, failure_message) -> None:
+    """Pass only on a pass: a failure fails, and so does an inconclusive verdict (unless
+    ``--crashlab-inconclusive=xfail``): a run that proved nothing is never green."""
+    if result.verdict == "unknown":
+        why = "inconclusive (verdict unknown): " + "; ".join(result.notes or ("no verdict",))
+        if config.getoption("crashlab_inconclusive") == "xfail":
+            pytest.xfail(why)
+        raise _Failed(why + "\n" + failure_message(result))
+    if result.verdict != "pass":
+        raise _Failed(failure_message(result))
+
+
 class _Failed(Exception):
     pass
 
 
 class ConformanceSuite(pytest.Collector):
     def collect(self):
-        from .explore import crash_documents, probe_calls
+        from .explore import crash_documents
         from .drivers import load_adapter
         from .scenario_loader import library
+        from .sweep import LocalExecutor, probe_all
 
         config = self.config
         scenarios = library()
@@ -97,9 +117,11 @@ class ConformanceSuite(pytest.Collector):
         for sc in scenarios:
             yield CrashlabItem.from_parent(self, name=sc.id, scenario=sc)
         if config.getoption("crashlab_crash_points"):
-            adapter = load_adapter(_adapter(config))
-            for sc in scenarios:
-                for doc in crash_documents(sc, probe_calls(sc, adapter)):
+            in_process = _in_process(config)
+            adapter = load_adapter(_adapter(config), import_code=in_process)
+            probes = probe_all(scenarios, adapter, LocalExecutor(1, in_process=in_process))
+            for sc, calls in zip(scenarios, probes):
+                for doc in crash_documents(sc, calls):
                     yield CrashlabItem.from_parent(self, name=doc["id"], document=doc)
 
 
@@ -126,8 +148,12 @@ def pytest_collection_modifyitems(session, config, items):
     from .drivers import load_adapter
     from .errors import CrashlabError
 
+    from .sweep import check_imports
+
     try:
-        load_adapter(_adapter(config))
+        spec = load_adapter(_adapter(config), import_code=_in_process(config))
+        if not _in_process(config):
+            check_imports(spec)
         suite = ConformanceSuite.from_parent(session, name="crashlab")
         suite_items = list(suite.collect())
     except CrashlabError as exc:
@@ -158,17 +184,19 @@ class CrashlabFixture:
         return load_file(path) if path.exists() else resolve(str(scenario))
 
     def run(self, scenario, adapter: str | None = None, seed: int | None = None):
-        """Run and check; return the ScenarioResult (its ``trace`` is saved under tmp_path)."""
-        from .conformance import run_one
+        """Run (in a worker process) and check; return the ScenarioResult (its ``trace`` is saved
+        under tmp_path)."""
+        from .conformance import run_checked
 
-        _, result = run_one(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp)
-        return result
+        return run_checked(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp,
+                           in_process=_in_process(self._config))
 
     def check(self, scenario, adapter: str | None = None, seed: int | None = None):
         """Run and raise AssertionError (ConformanceFailure) unless the verdict is pass."""
         from .conformance import check_scenario
 
-        return check_scenario(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp)
+        return check_scenario(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp,
+                              in_process=_in_process(self._config))
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import shlex
+import time
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ from .trace import TraceTooLarge
 from .world import Crash, RunWorld, WorkerState, World
 
 MAX_WORKERS_PER_RUN = 40
+DEFAULT_RUN_WALL_S = 300.0   # a run's wall-clock bound (--run-timeout)
 
 
 harness_version = package_version   # the trace header's ``harness``: the installed crashlab's version
@@ -47,8 +49,12 @@ class RunResult:
 
     @property
     def repro(self) -> str:
-        src = portable_source(self.scenario) or self.scenario.id
-        return shlex.join(["crashlab", "run", src, "--adapter", self.adapter, "--seed", str(self.seed)])
+        return repro_command(self.scenario, self.adapter, self.seed)
+
+
+def repro_command(scenario: Scenario, adapter: str, seed: int) -> str:
+    src = portable_source(scenario) or scenario.id
+    return shlex.join(["crashlab", "run", src, "--adapter", adapter, "--seed", str(seed)])
 
 
 def portable_source(scenario: Scenario) -> str | None:
@@ -75,6 +81,7 @@ class Limits:
     reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S
     max_workers: int = MAX_WORKERS_PER_RUN
     memory_mb: int = DEFAULT_MEMORY_MB
+    run_wall_s: float = DEFAULT_RUN_WALL_S   # real time one run (one scenario) may take in all
 
 
 class Runner:
@@ -86,6 +93,7 @@ class Runner:
         self.limits = limits
         self.scenario = scenario
         self.stderr: dict[str, str] = {}       # worker -> its adapter process's standard error tail
+        self.deadline: float | None = None   # time.monotonic() at which the run's wall-clock bound ends
 
     # -------------------------------------------------------------- supervisor
     def supervise(self, run: RunWorld):
@@ -202,10 +210,14 @@ class Runner:
                                        reply_timeout_s=self.limits.reply_timeout_s,
                                        memory_mb=self.limits.memory_mb)
         steps = 0
+        if hasattr(channel, "run_deadline"):
+            channel.run_deadline = self.deadline
         try:
+            self._in_time()
             call = channel.start()
             while True:
                 steps += 1
+                self._in_time(channel)
                 if steps > self.limits.step_budget:
                     channel.kill()
                     raise AdapterFault("step_budget", f"adapter made more than {self.limits.step_budget} "
@@ -271,6 +283,13 @@ class Runner:
             if tail:
                 self.stderr[name] = tail.decode(errors="replace")
 
+    def _in_time(self, channel=None) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            if channel is not None:
+                channel.kill()
+            raise AdapterFault("run_timeout", f"the run took more than its {self.limits.run_wall_s:g} s wall-clock "
+                               "bound (--run-timeout)")
+
     def _pause(self, run: RunWorld, ws: WorkerState, rule, seq: int):
         world, env = self.world, self.world.env
         world.emit(events.Pause, worker=ws.name, run=run.spec.id, call=seq, boundary=rule.boundary,
@@ -292,10 +311,15 @@ class Runner:
             takeover.succeed()
 
     # -------------------------------------------------------------- the whole run
+    def header(self) -> None:
+        self.world.emit(events.Header, **header_fields(self.scenario, self.world.seed, self.adapter.text))
+
     def run(self) -> RunResult:
         world = self.world
         sc = self.scenario
-        world.emit(events.Header, **header_fields(sc, world.seed, self.adapter.text))
+        if self.limits.run_wall_s and self.limits.run_wall_s > 0:
+            self.deadline = time.monotonic() + self.limits.run_wall_s
+        self.header()
         world.schedule_events()
         for run in world.runs.values():
             world.env.process(self.supervise(run))
@@ -330,3 +354,16 @@ def run_scenario(scenario: Scenario, adapter: AdapterSpec | str | None = None, s
                  limits: Limits | None = None) -> RunResult:
     spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter)
     return Runner(scenario, spec, seed, limits or Limits()).run()
+
+
+def fault_trace(scenario: Scenario, adapter: str, seed: int | None, kind: str, message: str) -> RunResult:
+    """The trace of a run whose worker process did not return one (it died, hung or was stopped):
+    the header, the adapter fault on every run, the end. Checked like any trace, it fails the
+    adapter (or is inconclusive, for a wall-clock fault)."""
+    runner = Runner(scenario, AdapterSpec(text=adapter, kind="exec"), seed, Limits())
+    world = runner.world
+    runner.header()
+    for rid in world.runs:
+        world.emit(events.AdapterFault, worker=f"{rid}/process", run=rid, fault=kind, message=message)
+    world.emit(events.End, runs={rid: {"finished": None, "waiting": None, "workers": 0} for rid in world.runs})
+    return RunResult(scenario=scenario, adapter=adapter, seed=world.seed, events=world.trace.events, world=world)

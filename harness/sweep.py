@@ -19,83 +19,23 @@ import functools
 import json
 import os
 import shlex
-import signal
 import time
+from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from .drivers import AdapterSpec, load_adapter
-from .errors import InternalError, Interrupted, UsageError
+from .drivers import AdapterSpec
+from .errors import AdapterProtocolError, InternalError, Interrupted, UsageError
 from .files import atomic_write_text
+from .jobs import Lost, Pool
+from .judge import Job, Outcome, _adapter, _parse_trace, judge, run_job, run_traced  # noqa: F401
 from .results import ScenarioResult, Scorecard
-from .runner import Limits, portable_source, run_scenario
+from .runner import Limits, portable_source
 from .scenario_compiled import Scenario
-from .scenario_loader import from_dict
 
 JOURNAL = "sweep.journal.jsonl"
 DEFAULT_BATCH = 16
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Job:
-    """One run: a compiled scenario (conformance), or a scenario document (a crash point)."""
-
-    id: str
-    base: str                           # the library or user scenario it comes from
-    scenario: Scenario | None = None
-    doc: dict | None = None
-    source: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    result: ScenarioResult
-    files: tuple[tuple[str, str], ...] = ()   # (path, text) to write: the trace, a crash point's scenario
-    internal: str | None = None               # crashlab's own error in this run, if any
-
-
-# --------------------------------------------------------------------------- one job
-_ADAPTERS: dict[str, AdapterSpec] = {}
-
-
-def _adapter(text: str) -> AdapterSpec:
-    spec = _ADAPTERS.get(text)
-    if spec is None:
-        spec = _ADAPTERS[text] = load_adapter(text)
-    return spec
-
-
-def run_job(job: Job, *, adapter: str, seed: int | None, out_dir: str | None, keep: str,
-            limits: Limits | None = None, checks: frozenset[str] | None = None) -> Outcome:
-    """Run and check one job (in whichever process the executor chose)."""
-    from .conformance import check_run, trace_path
-
-    scenario = job.scenario if job.scenario is not None else from_dict(job.doc, file=job.source)
-    try:
-        run = run_scenario(scenario, _adapter(adapter), seed, limits)
-    except InternalError as exc:
-        used = scenario.seed if seed is None else seed
-        repro = shlex.join(["crashlab", "run", portable_source(scenario) or scenario.id, "--adapter", adapter,
-                            "--seed", str(used)])
-        result = ScenarioResult(id=job.id, title=scenario.title, verdict="unknown", dispositions={},
-                                notes=(f"internal error: {str(exc)[:500]}",), seed=used, repro=repro,
-                                tags=tuple(scenario.tags))
-        return Outcome(result, internal=str(exc)[:2000])
-    path = trace_path(Path(out_dir), scenario, run.seed) if out_dir is not None else None
-    result = check_run(run, saved=path, checks=checks)
-    save = path is not None and (keep == "all" or (keep == "failing" and result.verdict != "pass"))
-    if not save:
-        return Outcome(replace(result, trace=None, repro=result.repro if job.doc is None else ""))
-    files = [(str(path), run.to_jsonl())]
-    if job.doc is not None:  # a crash point is no library scenario: save it, so that its repro runs as pasted
-        from .explore import to_yaml
-
-        doc_path = path.with_name(path.name.removesuffix(".jsonl") + ".yaml")
-        files.append((str(doc_path), to_yaml(job.doc)))
-        result = replace(result, repro=shlex.join(["crashlab", "run", str(doc_path), "--adapter", adapter,
-                                                   "--seed", str(run.seed)]))
-    return Outcome(result, tuple(files))
 
 
 def _apply_batch(fn: Callable[..., Any], items: list, kw: dict) -> list:
@@ -104,41 +44,50 @@ def _apply_batch(fn: Callable[..., Any], items: list, kw: dict) -> list:
 
 
 # --------------------------------------------------------------------------- executors
-def _ignore_interrupts() -> None:
-    """Pool workers leave SIGINT to the parent, which stops them (a terminal sends it to all).
-    What a worker inherited from the parent (the job list, the library) is frozen out of the
-    garbage collector's scans: a scan writes to every object it visits, which would copy the
-    parent's pages into each worker (its memory then grew with the sweep's size)."""
-    import gc
+UNTRUSTED = ("untrusted: --in-process ran the adapter inside crashlab's own process, which an adapter can "
+             "make exit, or change its verdict; run without --in-process for a verdict to rely on")
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    gc.freeze()
+
+def _warm_servers() -> set[int]:
+    from .warm import _SERVERS
+
+    return {srv.proc.pid for key, srv in _SERVERS.items() if key[2] == os.getpid()}
 
 
 class LocalExecutor:
-    """``jobs`` worker processes (forked) on this machine; 1 runs everything in this process."""
+    """``jobs`` worker processes (forked, supervised: crashlab.jobs) on this machine; adapter code
+    runs only there, whatever ``jobs`` is. ``in_process`` runs everything in this process, one at
+    a time (for debugging: its results are marked untrusted)."""
 
-    def __init__(self, jobs: int = 1, batch: int = DEFAULT_BATCH) -> None:
+    def __init__(self, jobs: int = 1, batch: int = DEFAULT_BATCH, *, in_process: bool = False,
+                 limits: Limits | None = None) -> None:
         self.jobs, self.batch = max(1, jobs), max(1, batch)
+        self.in_process = in_process
+        self.limits = limits or Limits()
 
-    def map(self, fn: Callable[[Job], Outcome], jobs: list[Job]) -> Iterator[Outcome]:
-        workers = min(self.jobs, len(jobs))
-        if workers <= 1:
+    @property
+    def isolated(self) -> bool:
+        return not self.in_process
+
+    def pool(self, adapter: str | None = None, *, in_process_adapter: bool = True,
+             limits: Limits | None = None) -> Pool:
+        limits = limits or self.limits   # the runs' own limits, when given, are what the watchdog times
+        return Pool(self.jobs, setup=(lambda: _adapter(adapter) and None) if adapter else None,
+                    step_limit_s=limits.wall_guard_s * 1.1 if in_process_adapter else None,
+                    run_limit_s=limits.run_wall_s or None, spare=_warm_servers)
+
+    def map(self, fn: Callable[[Any], Any], jobs: list, adapter: str | None = None) -> Iterator[Any]:
+        """``fn`` over ``jobs`` (its results JSON values), in order; a job whose worker process did
+        not return is an error naming it."""
+        if self.in_process:
             yield from map(fn, jobs)
             return
-        import multiprocessing
-
-        pool = multiprocessing.get_context("fork").Pool(workers, _ignore_interrupts)
-        try:
-            chunk = max(1, min(self.batch, len(jobs) // (4 * workers) or 1))
-            yield from pool.imap(fn, jobs, chunksize=chunk)
-            pool.close()
-        except BaseException:
-            pool.terminate()
-            raise
-        finally:
-            pool.join()
+        for job, reply in zip(jobs, self.pool(adapter).map(fn, jobs)):
+            if isinstance(reply, Lost):
+                raise AdapterProtocolError(f"{getattr(job, 'id', job)}: {reply.kind}: {reply.message}")
+            if reply.error:
+                raise InternalError(reply.error)
+            yield reply.header
 
 
 class DaskExecutor:
@@ -221,32 +170,121 @@ class Shard:
 def execute(jobs: list[Job], *, adapter: AdapterSpec, seed: int | None, out_dir: Path | None, keep: str,
             executor=None, limits: Limits | None = None, done: dict[str, ScenarioResult] | None = None,
             on_result: Callable[[Job, ScenarioResult], None] | None = None,
-            checks: frozenset[str] | None = None) -> tuple[list[ScenarioResult], list[dict]]:
+            checks: frozenset[str] | None = None, background_writes: bool = False,
+            stderr: dict[str, dict[str, str]] | None = None) -> tuple[list[ScenarioResult], list[dict]]:
     """Run ``jobs`` (skipping those in ``done``), write the traces to keep, and return every
     result in the jobs' order with the list of crashlab's own errors. On an interrupt the
-    :class:`Interrupted` carries ``results`` and ``internal`` for what finished."""
+    :class:`Interrupted` carries ``results`` and ``internal`` for what finished.
+    ``background_writes``: the files are written by a thread while the next trace is checked
+    (all written before this returns or raises; ``on_result`` may run before its own are).
+    ``stderr``: filled with each job's adapter standard-error tails, by worker."""
     done = dict(done or {})
     todo = [j for j in jobs if j.id not in done]
-    fn = functools.partial(run_job, adapter=adapter.text, seed=seed, keep=keep, limits=limits, checks=checks,
-                           out_dir=str(out_dir) if out_dir is not None else None)
-    executor = executor or LocalExecutor(1)
+    where = str(out_dir) if out_dir is not None else None
+    executor = executor or LocalExecutor(1, limits=limits)
     internal: list[dict] = []
+    replies = None
+    if getattr(executor, "isolated", False):
+        traced = functools.partial(run_traced, adapter=adapter.text, seed=seed, limits=limits)
+        replies = executor.pool(adapter.text, in_process_adapter=adapter.kind == "python",
+                                limits=limits).map(traced, todo)
+        outcomes = (judge(job, reply, adapter=adapter.text, seed=seed, out_dir=where, keep=keep, checks=checks)
+                    for job, reply in zip(todo, replies))
+    else:
+        outcomes = executor.map(functools.partial(run_job, adapter=adapter.text, seed=seed, keep=keep,
+                                                  limits=limits, out_dir=where, checks=checks), todo)
+    untrusted = getattr(executor, "in_process", False)
+    writes = _Writes(background_writes and replies is not None)
     try:
-        for job, outcome in zip(todo, executor.map(fn, todo)):
+        for job, outcome in zip(todo, outcomes):
+            if untrusted:
+                outcome = replace(outcome, result=replace(outcome.result, notes=(*outcome.result.notes, UNTRUSTED)))
             for path, text in outcome.files:
-                atomic_write_text(Path(path), text)
+                writes.add(Path(path), text)
             if outcome.internal:
                 internal.append({"scenario": job.id, "error": outcome.internal})
+            if stderr is not None and outcome.stderr:
+                stderr[job.id] = dict(outcome.stderr)
             done[job.id] = outcome.result
             if on_result is not None:
                 on_result(job, outcome.result)
             if Interrupted.requested is not None:   # an interrupt that landed where it could not raise
                 raise Interrupted(Interrupted.requested)
     except Interrupted as exc:
+        writes.close(quiet=True)  # the finished runs' traces are kept
         exc.results = [done[j.id] for j in jobs if j.id in done]
         exc.internal = internal
         raise
+    except BaseException:
+        writes.close(quiet=True)
+        raise
+    finally:
+        if replies is not None:
+            replies.close()  # the workers, and what they started, are gone before anything is written
+    writes.close()
     return [done[j.id] for j in jobs], internal
+
+
+class _Writes:
+    """Files written in order, here or by one background thread; a failed write raises at the
+    next file or at ``close`` (which waits for them all)."""
+
+    def __init__(self, background: bool) -> None:
+        self.pool = None
+        if background:
+            from concurrent.futures import ThreadPoolExecutor
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="crashlab-writes")
+        self.pending: deque = deque()
+
+    def add(self, path: Path, text: str) -> None:
+        if self.pool is None:
+            atomic_write_text(path, text)
+            return
+        while self.pending and self.pending[0].done():
+            self.pending.popleft().result()
+        self.pending.append(self.pool.submit(atomic_write_text, path, text))
+
+    def close(self, quiet: bool = False) -> None:
+        if self.pool is None:
+            return
+        try:
+            while self.pending:
+                future = self.pending.popleft()
+                try:
+                    future.result()
+                except Exception:
+                    if not quiet:
+                        raise
+        finally:
+            self.pool.shutdown(wait=True)
+            self.pool = None
+
+
+def _nothing(item: Any) -> None:
+    return None
+
+
+def check_imports(adapter: AdapterSpec) -> None:
+    """UsageError unless a worker process can import the adapter (as ``load_adapter`` says it)."""
+    if adapter.kind in ("python", "warm"):
+        list(LocalExecutor(1).map(_nothing, [None], adapter.text))
+
+
+def traced_once(scenario: Scenario, adapter: AdapterSpec, seed: int | None, limits: Limits | None = None) -> str:
+    """One run in a worker process: its trace as text (``crashlab replay``); a worker that does
+    not return one is an AdapterProtocolError naming why."""
+    executor = LocalExecutor(1, limits=limits)
+    job = Job(id=scenario.id, base=scenario.id, scenario=scenario)
+    traced = functools.partial(run_traced, adapter=adapter.text, seed=seed, limits=limits)
+    [reply] = executor.pool(adapter.text, in_process_adapter=adapter.kind == "python").map(traced, [job])
+    if isinstance(reply, Lost):
+        raise AdapterProtocolError(f"{scenario.id}: {reply.kind}: {reply.message}")
+    if reply.error or reply.header.get("internal"):
+        raise InternalError(reply.error or reply.header["internal"])
+    events, text, problem = _parse_trace(reply.payload, scenario, adapter.text)
+    if events is None:
+        raise AdapterProtocolError(f"{scenario.id}: the worker process returned no trace of this run: {problem}")
+    return text
 
 
 def scenario_jobs(scenarios: Iterable[Scenario]) -> list[Job]:
@@ -264,14 +302,15 @@ def expected_duration(runs: int, per_run_s: float, workers: int) -> str:
 
 
 def crash_jobs(scenarios: list[Scenario], adapter: AdapterSpec, *, double: bool, executor=None) -> list[Job]:
-    """A job per crash point of every scenario, found by probing an undisturbed run of each."""
-    from .explore import crash_documents, double_crash_documents, probe_calls
+    """A job per crash point of every scenario, found by probing an undisturbed run of each (in
+    worker processes, unless ``executor`` runs in-process)."""
+    from .explore import crash_documents, double_crash_documents
 
     make = double_crash_documents if double else crash_documents
     jobs: list[Job] = []
     seen: set[str] = set()
-    for scenario in scenarios:
-        for doc in make(scenario, probe_calls(scenario, adapter)):
+    for scenario, calls in zip(scenarios, probe_all(scenarios, adapter, executor)):
+        for doc in make(scenario, calls):
             base_id, n = doc["id"], 1
             while doc["id"] in seen:  # ids are cut at 80 characters: keep them distinct
                 n += 1
@@ -279,6 +318,20 @@ def crash_jobs(scenarios: list[Scenario], adapter: AdapterSpec, *, double: bool,
             seen.add(doc["id"])
             jobs.append(Job(id=doc["id"], base=scenario.id, doc=doc, source=portable_source(scenario)))
     return jobs
+
+
+def _probe(scenario: Scenario, *, adapter: str) -> list:
+    from .explore import probe_calls
+
+    return [list(c) for c in probe_calls(scenario, _adapter(adapter))]
+
+
+def probe_all(scenarios: list[Scenario], adapter: AdapterSpec, executor=None) -> list[list[tuple]]:
+    """The port calls of an undisturbed run of each scenario, in order (crashlab.explore.probe_calls)."""
+    if not isinstance(executor, LocalExecutor):
+        executor = LocalExecutor(1)
+    fn = functools.partial(_probe, adapter=adapter.text)
+    return [[tuple(c) for c in calls] for calls in executor.map(fn, list(scenarios), adapter.text)]
 
 
 # --------------------------------------------------------------------------- findings and journal
@@ -368,7 +421,7 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
     from .checks.rubric import score
 
     probing = time.monotonic()
-    jobs = crash_jobs(scenarios, adapter, double=double)
+    jobs = crash_jobs(scenarios, adapter, double=double, executor=executor)
     probed = time.monotonic() - probing
     if shard is not None:
         jobs = shard.select(jobs)
@@ -391,6 +444,8 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
             progress.update(failed=result.verdict != "pass")
 
     extra = {"kind": "sweep", "double": double, "findings": str(findings.folder)}
+    if getattr(executor, "in_process", False):
+        extra["untrusted"] = UNTRUSTED
     if shard is not None:
         extra["shard"] = shard.to_json()
     journal.start(resume)

@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 _SERVERS: dict[tuple, "Server"] = {}
+SERVER_TIMEOUT_S = 10.0
 
 
 class Server:
@@ -41,18 +42,23 @@ class Server:
                                      pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                                      start_new_session=True, preexec_fn=_limit_child(0))
         theirs.close()
+        ours.settimeout(SERVER_TIMEOUT_S)  # a server that stopped answering is dropped, not waited for
         self.sock = ours
         self.reader = ours.makefile("r", encoding="utf-8")
 
     def _ask(self, message: dict, fds: tuple[int, ...] = ()) -> dict:
         data = (json.dumps(message) + "\n").encode()
-        if fds:
-            self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-        else:
-            self.sock.sendall(data)
-        line = self.reader.readline()
-        if not line:
-            raise OSError("the warm adapter server exited")
+        try:
+            if fds:
+                self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+            else:
+                self.sock.sendall(data)
+            line = self.reader.readline()
+            if not line:
+                raise OSError("the warm adapter server exited")
+        except OSError:
+            self.broken = True
+            raise
         return json.loads(line)
 
     def spawn(self, fds: tuple[int, int, int]) -> int:
@@ -73,6 +79,9 @@ class Server:
 def server(spec: str, memory_mb: int) -> Server:
     key = (spec, memory_mb, os.getpid())  # a forked harness worker starts its own server
     found = _SERVERS.get(key)
+    if found is not None and getattr(found, "broken", False):
+        found.close()
+        found = None
     if found is None or found.proc.poll() is not None:
         found = _SERVERS[key] = Server(spec, memory_mb)
     return found
@@ -125,9 +134,12 @@ class WarmProcess:
 
 
 # --------------------------------------------------------------------------- the server process
-def _child(spec: str, fds: list[int], control: socket.socket, memory_mb: int) -> None:
+def _child(spec: str, fds: list[int], control: socket.socket, memory_mb: int, parent: int) -> None:
     """In the forked child: become a worker process speaking the wire protocol on the fds."""
     os.setsid()
+    from .jobs import die_with, guard_crashlab
+    die_with(parent)
+    guard_crashlab(parent, os.getpgid(parent))  # signalling the server that forked it kills the adapter
     control.close()
     for target, fd in zip((0, 1, 2), fds):
         os.dup2(fd, target)
@@ -165,6 +177,7 @@ def _serve_forever(spec: str, control_fd: int, memory_mb: int) -> int:
 
     load_adapter(spec)  # import the adapter once, before any fork
     control = socket.socket(fileno=control_fd)
+    server_pid = os.getpid()
     exited: dict[int, int] = {}
 
     def reap() -> None:
@@ -192,7 +205,7 @@ def _serve_forever(spec: str, control_fd: int, memory_mb: int) -> int:
         if request["op"] == "spawn":
             pid = os.fork()
             if pid == 0:
-                _child(spec, received, control, memory_mb)
+                _child(spec, received, control, memory_mb, server_pid)
             for fd in received:
                 os.close(fd)
             reply = {"pid": pid}

@@ -58,4 +58,37 @@ elif mode == "lines":  # the fuzz test: write each line of a file, one per reque
             if not sys.stdin.readline():
                 break
     sys.exit(0)
+elif mode == "escape":  # a grandchild in a session of its own, that writes a file after crashlab is done
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            with open(sys.argv[2], "w") as fh:
+                fh.write(str(os.getpid()))
+            time.sleep(3)
+            with open(sys.argv[2] + ".late", "w") as fh:
+                fh.write("rewritten after the run")
+            os._exit(0)
+        os._exit(0)
+    for _ in range(500):  # until the grandchild is there
+        if os.path.exists(sys.argv[2]) and open(sys.argv[2]).read():
+            break
+        time.sleep(0.01)
+    write(b"not json\n")
+elif mode == "loris":  # every request whole just inside the per-line deadline, for ever
+    n = 0
+    while True:
+        n += 1
+        req = b'{"id":%d,"port":"run","op":"info","args":{}}\n' % n
+        for i in range(0, len(req), 8):
+            time.sleep(0.6 * 8 / len(req))
+            write(req[i:i + 8])
+        if not sys.stdin.readline():
+            break
+elif mode in ("sigstop_parent", "sigterm_parent", "sigint_parent"):
+    import signal
+    write(REQ)
+    sys.stdin.readline()
+    os.kill(os.getppid(), {"sigstop_parent": signal.SIGSTOP, "sigterm_parent": signal.SIGTERM,
+                           "sigint_parent": signal.SIGINT}[mode])
+    time.sleep(30)
 sys.stdin.read()
