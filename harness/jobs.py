@@ -425,8 +425,10 @@ class Pool:
                                Lost("stopped", "the worker process running it was stopped (SIGSTOP); an adapter "
                                     "may not stop or signal crashlab's processes"))
                 continue
-            if pid:  # exited: the end of its pipe tells the rest
-                self._lost(w, workers, ready, free_slots, status)
+            if pid:  # exited: what it wrote before it died still counts (a reply may sit in the pipe)
+                self._drain(w, workers, ready, free_slots)
+                if w.pid in workers:
+                    self._lost(w, workers, ready, free_slots, status)
                 continue
             if not w.ready and self.run_limit_s and now - w.started > self.run_limit_s:
                 self._lost(w, workers, ready, free_slots, None, Lost(
@@ -443,6 +445,20 @@ class Pool:
                 self._lost(w, workers, ready, free_slots, None, Lost(
                     "run_timeout", f"the run took more than its {self.run_limit_s:g} s wall-clock bound; its worker "
                     "process was killed"))
+
+    def _drain(self, w: _Worker, workers, ready, free_slots) -> None:
+        """Read what an exited worker left in its result pipe (without blocking: a process it forked
+        may still hold the pipe open) and take the whole replies in it."""
+        os.set_blocking(w.result_r, False)
+        while True:
+            try:
+                chunk = os.read(w.result_r, 1 << 20)
+            except OSError:   # EAGAIN: nothing more now; anything else: nothing more at all
+                break
+            if not chunk:
+                break
+            w.buf += chunk
+        self._frames(w, workers, ready, free_slots)
 
     def _lost(self, w: _Worker, workers, ready, free_slots, status, lost: Lost | None = None) -> None:
         """The worker is gone (or must go): its item, if any, is lost; kill and reap it."""
