@@ -1,11 +1,11 @@
-"""The learner's progress file (in the working folder) and the facilitator's class table."""
+"""The learner's progress file (in the working folder). Its status is the learner's own record;
+the facilitator's roster (regrade.py) grades the work again and never trusts it."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from ..errors import UsageError
-from .ladder import rungs
 
 PROGRESS = ".crashlab-workshop.json"
 STATUSES = ("not started", "started", "attempted", "passed")
@@ -50,26 +50,3 @@ def record_attempt(data: dict, rung_id: str, passed: bool) -> None:
         e["status"] = "passed"
     elif e["status"] != "passed":
         e["status"] = "attempted"
-
-
-def class_table(folder: Path) -> str:
-    """One row per learner (every progress file under ``folder``), one column per rung."""
-    files = sorted(Path(folder).rglob(PROGRESS))
-    if not files:
-        raise UsageError(f"{folder}: no {PROGRESS} files found (one per learner's working folder)")
-    ids = [r.id for r in rungs()]
-    mark = {"not started": ".", "started": "s", "attempted": "x", "passed": "P"}
-    learners = []
-    for f in files:
-        data = load(f.parent)
-        learners.append((str(f.parent.relative_to(folder)) if f.parent != Path(folder) else data["learner"], data))
-    width = max(len(n) for n, _ in learners + [("learner", None)])
-    lines = [f"{'learner':<{width}}  " + " ".join(ids) + "  passed"]
-    for name, data in learners:
-        cells = [f"{mark[status(data, i)]:>{len(i)}}" for i in ids]
-        passed = sum(status(data, i) == "passed" for i in ids)
-        lines.append(f"{name:<{width}}  " + " ".join(cells) + f"  {passed}/{len(ids)}")
-    totals = [f"{sum(status(d, i) == 'passed' for _, d in learners):>{len(i)}}" for i in ids]
-    lines.append(f"{'passed':<{width}}  " + " ".join(totals))
-    lines.append("P passed, x attempted, s started, . not started")
-    return "\n".join(lines)
