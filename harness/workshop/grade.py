@@ -126,15 +126,24 @@ def read(path: Path, rung: Rung) -> tuple[dict, dict]:
 
     if doc.get("rung") != rung.id:
         fail(doc, "rung", f"this worksheet is for rung {doc.get('rung')!r}, not {rung.id!r}")
+    known = {q.id: q for q in rung.questions if q.type != "table"}
+    for key in doc:
+        if key in ("rung", "answers", "table"):
+            continue
+        if key in known:
+            fail(doc, key, "this answer is at the top level; indent it under 'answers:' as the template shows")
+        if key in {r.id for r in rung.rows} or str(key).startswith("r") and str(key)[1:].isdigit():
+            fail(doc, key, "this row is at the top level; indent it under 'table:' as the template shows")
+        fail(doc, key, "not a worksheet field; a worksheet has rung, answers and (table rungs) table")
     answers = doc.get("answers") or {}
     if not isinstance(answers, dict):
         fail(doc, "answers", "must be a mapping of question id to answer")
-    known = {q.id: q for q in rung.questions if q.type != "table"}
+    answers = {k: _as_template(known.get(k), v) for k, v in answers.items()}
     for qid, value in answers.items():
         if qid not in known:
-            fail(answers, qid, f"no such question; the questions are {', '.join(known)}")
+            fail(doc.get("answers"), qid, f"no such question; the questions are {', '.join(known)}")
         if value is not None:
-            _check_type(known[qid], value, lambda m, q=qid: fail(answers, q, m))
+            _check_type(known[qid], value, lambda m, q=qid: fail(doc.get("answers"), q, m))
     table = doc.get("table") or {}
     if table and not isinstance(table, dict):
         fail(doc, "table", "must be a mapping of row id to cells")
@@ -142,12 +151,31 @@ def read(path: Path, rung: Rung) -> tuple[dict, dict]:
     for row_id, cells in table.items():
         if not isinstance(cells, dict):
             fail(table, row_id, "a row is a mapping of column to value")
-        for col, value in cells.items():
+        for col, value in list(cells.items()):
+            value = as_word(value)
             if col not in cols:
                 fail(cells, col, f"no such column; the columns are {', '.join(cols)}")
             if value is not None and value not in cols[col]:
                 fail(cells, col, f"{value!r} is not in the vocabulary ({', '.join(map(str, cols[col]))})")
-    return dict(answers), {k: dict(v) for k, v in table.items()}
+    return dict(answers), {k: {c: as_word(v) for c, v in cells.items()} for k, cells in table.items()}
+
+
+def as_word(value: Any) -> Any:
+    """YAML reads the template's bare ``yes``/``no`` (and on/off) as booleans: take them as the words."""
+    return {True: "yes", False: "no"}.get(value, value) if isinstance(value, bool) else value
+
+
+def _as_template(q, value: Any) -> Any:
+    """An answer as the template shows it: a yes/no choice written bare, one value for a set."""
+    if q is None or value is None:
+        return value
+    if q.type == "choice":
+        return as_word(value)
+    if q.type == "set" and not isinstance(value, list):
+        return [as_word(value)]
+    if q.type == "events" and isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    return value
 
 
 def _check_type(q, value: Any, fail) -> None:
