@@ -30,6 +30,8 @@ def add_workshop_parser(sub, epilog: str) -> None:
     s = ws.add_parser("start", help="write a rung's kit (task, scenario, evidence, worksheet, adapter)")
     s.add_argument("rung", metavar="RUNG")
     s.add_argument("--dir", metavar="DIR", help="where to write the kit (default: workshop/RUNG)")
+    s.add_argument("--learner", metavar="NAME", help="a kit of your own: its event numbers depend on NAME "
+                                                     "(kept for every later kit in this folder)")
     c = ws.add_parser("check", help="grade a rung: what passed, what did not")
     c.add_argument("rung", metavar="RUNG")
     c.add_argument("--hint", action="store_true", help="also show the next hint")
@@ -80,7 +82,17 @@ def _start(args, here: Path) -> int:
         files = handoff.write(here / folder, getattr(args, "seed", 1))
         (here / folder / "task.md").write_text(kit.task_markdown(r, files + ["task.md"]), encoding="utf-8")
     else:
-        files = kit.write(r, here / folder)
+        data = progress.load(here)
+        learner = getattr(args, "learner", None)
+        if learner is not None:
+            if not learner.strip():
+                raise UsageError("--learner: give a name, e.g. --learner ana")
+            if data.get("variant") not in (None, learner) and any(e.get("kit") for e in data["rungs"].values()):
+                raise UsageError(f"--learner {learner}: this folder's kits are {data['variant']}'s; "
+                                 "start in a folder of your own")
+            data["variant"] = data["learner"] = learner
+            progress.save(here, data)
+        files = kit.write(r, here / folder, progress.offset(data))
     data = progress.load(here)
     e = progress.entry(data, r.id)
     e["kit"] = os.path.relpath(here / folder, here)
@@ -100,7 +112,7 @@ def _check(args, here: Path) -> int:
     data = progress.load(here)
     kit_dir = _kit_dir(data, r.id, here)
     from .regrade import grade_rung
-    outcome = grade_rung(r, kit_dir, wire=args.wire, adapter=args.adapter)
+    outcome = grade_rung(r, kit_dir, wire=args.wire, adapter=args.adapter, offset=progress.offset(data))
     passed, lines = outcome.passed, list(outcome.lines)
     if r.questions or r.kind == "table":
         lines += _measured(r, outcome.answers, args.adapter)
@@ -167,7 +179,7 @@ def _reveal(args, here: Path) -> int:
     e["revealed"] = True            # recorded before anything is shown: a closed pipe still counts
     progress.save(here, data)
     print(f"rung {r.id}: model answer")
-    model = G.model_answers(r)
+    model = G.model_answers(r, progress.offset(data))
     for qid, value in model["answers"].items():
         print(f"  {qid}: {value}")
     if r.kind == "rubric":

@@ -199,7 +199,8 @@ def _check_type(q, value: Any, fail) -> None:
 
 
 # --------------------------------------------------------------------------- grading
-def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None) -> Grade:
+def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, offset: int = 0) -> Grade:
+    """``offset``: how far the learner's kit moved its event numbers (their answers move back)."""
     expected = expected if expected is not None else K.expected(rung)
     passed, wrong, blank_ = [], [], []
     for q in rung.questions:
@@ -209,13 +210,16 @@ def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None) 
         if value is None:
             blank_.append(q.id)
             continue
+        shown = value
         if q.type == "events":
-            value = list(value)
+            value = [v - offset for v in value]
+        elif q.type == "event":
+            value = value - offset
         problem = expected[q.id].judge(value)
         if problem is None:
             passed.append(q.id)
         elif q.type == "event":
-            wrong.append(f"{q.id}: event #{value} is not the evidence asked for")
+            wrong.append(f"{q.id}: event #{shown} is not the evidence asked for")
         else:
             wrong.append(f"{q.id}: your answer {problem}")
     for row_id, cells in expected.get("table", {}).items():
@@ -231,8 +235,8 @@ def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None) 
     return Grade(passed=tuple(passed), wrong=tuple(wrong), blank=tuple(blank_))
 
 
-def model_answers(rung: Rung) -> dict:
-    """The model answer (for reveal and for tests)."""
+def model_answers(rung: Rung, offset: int = 0) -> dict:
+    """The model answer (for reveal and for tests), in the numbering of a kit moved by ``offset``."""
     out = {"answers": {}, "table": {}}
     if not rung.graded_by_worksheet and rung.kind != "exhibits":
         return out
@@ -241,5 +245,11 @@ def model_answers(rung: Rung) -> dict:
         if qid == "table":
             out["table"] = {r: {c: e.shown for c, e in cells.items()} for r, cells in exp.items()}
         else:
-            out["answers"][qid] = exp.shown
+            q = next((x for x in rung.questions if x.id == qid), None)
+            shown = exp.shown
+            if offset and q is not None and q.type == "event" and isinstance(shown, int):
+                shown += offset
+            elif offset and q is not None and q.type == "events" and isinstance(shown, list):
+                shown = [v + offset for v in shown]
+            out["answers"][qid] = shown
     return out

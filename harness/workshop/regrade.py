@@ -26,7 +26,7 @@ class Outcome:
     answers: dict
 
 
-def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None) -> Outcome:
+def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset: int = 0) -> Outcome:
     """Grade the rung's code, plan and worksheet in ``kit_dir``; UsageError on unreadable input."""
     lines: list[str] = []
     passed, stuck, answers = True, None, {}
@@ -49,7 +49,7 @@ def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
         if r.kind == "rubric" and adapter:
             from .rubric import measured
             override = {q.id: measured(q.id, adapter) for q in r.questions}
-        g = G.grade(r, answers, table, override)
+        g = G.grade(r, answers, table, override, offset)
         passed &= g.ok
         lines.append(f"worksheet: {len(g.passed)} right, {len(g.wrong)} wrong, {len(g.blank)} blank")
         lines += [f"  wrong  {w}" for w in g.wrong]
@@ -82,7 +82,8 @@ def regrade(folder: Path, data: dict, rung_id: str) -> tuple[str, Outcome | None
     code = e.get("code") if isinstance(e.get("code"), dict) else {}
     try:
         with _in(folder):
-            outcome = grade_rung(r, folder / e["kit"], wire=bool(code.get("wire")), adapter=code.get("adapter"))
+            outcome = grade_rung(r, folder / e["kit"], wire=bool(code.get("wire")), adapter=code.get("adapter"),
+                                 offset=progress.offset(data))
     except UsageError as exc:
         outcome, problem = None, str(exc).splitlines()[0]
     else:
