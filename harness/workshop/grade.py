@@ -13,6 +13,7 @@ A wrong answer is reported by question (and by row and column), never with the r
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ import yaml
 from ..errors import UsageError
 from ..scenario_yaml import parse_yaml
 from . import keys as K
-from .ladder import Rung, vocab
+from .evidence import DATA
+from .ladder import Rung, vocab, vocabularies
 
 WORKSHEET = "worksheet.yaml"
 
@@ -221,7 +223,7 @@ def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, 
         elif q.type == "event":
             wrong.append(f"{q.id}: event #{shown} is not the evidence asked for")
         else:
-            wrong.append(f"{q.id}: your answer {problem}")
+            wrong.append(f"{q.id}: your answer {problem}" + _why(q, value, expected[q.id]))
     for row_id, cells in expected.get("table", {}).items():
         given = table.get(row_id, {})
         for col, exp in cells.items():
@@ -233,6 +235,34 @@ def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, 
             else:
                 wrong.append(f"row {row_id}, column {col}: not what the trace shows at that event")
     return Grade(passed=tuple(passed), wrong=tuple(wrong), blank=tuple(blank_))
+
+
+@functools.cache
+def misconceptions() -> dict:
+    """data/misconceptions.yaml: vocabulary -> wrong value -> misconception, quote, look."""
+    return yaml.safe_load((DATA / "misconceptions.yaml").read_text(encoding="utf-8"))
+
+
+def _vocab_name(q) -> str | None:
+    return next((name for name, values in vocabularies().items() if values == q.vocab), None)
+
+
+def _why(q, value: Any, exp) -> str:
+    """The misconception a wrong closed answer usually comes from, the chapter against it, and
+    where to look; never the right value. A set: the first value it should not hold."""
+    table = misconceptions()["vocabularies"].get(_vocab_name(q) or "", {})
+    if q.type == "choice":
+        picked = [value]
+    elif q.type == "set":
+        picked = [v for v in value if v not in exp.accepted]
+    else:
+        return ""
+    for v in picked:
+        entry = table.get(v)
+        if entry:
+            return (f"\n           {v}: a common reason is the belief that {entry['misconception']}; "
+                    f"the chapter: \"{entry['quote']}\"\n           look at {entry['look']}")
+    return ""
 
 
 def model_answers(rung: Rung, offset: int = 0) -> dict:
