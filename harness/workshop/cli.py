@@ -5,10 +5,7 @@ The progress file lives in the working folder (the current directory).
 """
 from __future__ import annotations
 
-import importlib.util
 import os
-import shlex
-import sys
 from pathlib import Path
 
 from ..errors import UsageError
@@ -33,6 +30,8 @@ def add_workshop_parser(sub, epilog: str) -> None:
     s = ws.add_parser("start", help="write a rung's kit (task, scenario, evidence, worksheet, adapter)")
     s.add_argument("rung", metavar="RUNG")
     s.add_argument("--dir", metavar="DIR", help="where to write the kit (default: workshop/RUNG)")
+    s.add_argument("--learner", metavar="NAME", help="a kit of your own: its event numbers depend on NAME "
+                                                     "(kept for every later kit in this folder)")
     c = ws.add_parser("check", help="grade a rung: what passed, what did not")
     c.add_argument("rung", metavar="RUNG")
     c.add_argument("--hint", action="store_true", help="also show the next hint")
@@ -83,7 +82,17 @@ def _start(args, here: Path) -> int:
         files = handoff.write(here / folder, getattr(args, "seed", 1))
         (here / folder / "task.md").write_text(kit.task_markdown(r, files + ["task.md"]), encoding="utf-8")
     else:
-        files = kit.write(r, here / folder)
+        data = progress.load(here)
+        learner = getattr(args, "learner", None)
+        if learner is not None:
+            if not learner.strip():
+                raise UsageError("--learner: give a name, e.g. --learner ana")
+            if data.get("variant") not in (None, learner) and any(e.get("kit") for e in data["rungs"].values()):
+                raise UsageError(f"--learner {learner}: this folder's kits are {data['variant']}'s; "
+                                 "start in a folder of your own")
+            data["variant"] = data["learner"] = learner
+            progress.save(here, data)
+        files = kit.write(r, here / folder, progress.offset(data))
     data = progress.load(here)
     e = progress.entry(data, r.id)
     e["kit"] = os.path.relpath(here / folder, here)
@@ -91,49 +100,6 @@ def _start(args, here: Path) -> int:
     print(f"rung {r.id}: {r.title}\nkit: {folder}/ ({', '.join(files)})")
     print(f"read {folder}/task.md, then: crashlab workshop check {r.id}")
     return 0
-
-
-def _load_kit_adapter(path: Path):
-    from ..drivers import AdapterSpec
-
-    if not path.exists():
-        raise UsageError(f"{path}: no adapter here; run `crashlab workshop start` again to restore it")
-    name = f"crashlab_workshop_{abs(hash(str(path.resolve())))}_{path.stat().st_mtime_ns}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - the learner's code
-        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
-    if not hasattr(module, "Adapter"):
-        raise UsageError(f"{path}: no class Adapter (keep the plumbing section at the end of the file)")
-    return AdapterSpec(text=f"workshop:{path.name}", kind="python", factory=module.Adapter)
-
-
-def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None):
-    """Run the rung's scenario with the learner's adapter; -> (passed, lines)."""
-    from ..conformance import failure_message, run_one
-    from ..drivers import load_adapter
-
-    if adapter:
-        spec = load_adapter(adapter)
-    elif wire and (kit_dir / "wire_adapter.py").exists():
-        spec = load_adapter(f"exec:{shlex.quote(sys.executable)} {shlex.quote(str(kit_dir.resolve() / 'wire_adapter.py'))}")
-    elif wire:
-        spec = load_adapter(f"exec:{shlex.quote(sys.executable)} -c \"import sys; sys.path.insert(0, sys.argv[1]); "
-                            f"from crashlab.wire import serve; sys.exit(serve('adapter:Adapter'))\" "
-                            f"{shlex.quote(str(kit_dir.resolve()))}")
-    else:
-        spec = _load_kit_adapter(kit_dir / "adapter.py")
-    scenario = r.code_scenario or r.scenario
-    _, verdict = run_one(E.scenario_of(scenario), spec)
-    if verdict.verdict == "pass":
-        return True, [f"code: PASS ({scenario}, disposition {verdict.disposition})"]
-    lines = [line for line in failure_message(verdict).replace(spec.text, "your adapter").splitlines()
-             if not line.strip().startswith("repro:")]  # the learner's repro is the check command itself
-    again = "crashlab workshop check " + r.id + (" --wire" if wire else "") + \
-        (f" --adapter {shlex.quote(adapter)}" if adapter else "")
-    return False, ["code: FAIL"] + ["  " + line for line in lines] + [f"  again: {again}"]
 
 
 def _check(args, here: Path) -> int:
@@ -145,29 +111,16 @@ def _check(args, here: Path) -> int:
         raise UsageError(f"--adapter: rung {r.id} grades a worksheet, not an adapter")
     data = progress.load(here)
     kit_dir = _kit_dir(data, r.id, here)
-    lines, passed = [], True
-    if r.starter:
-        ok, out = grade_code(r, kit_dir, wire=args.wire, adapter=args.adapter)
-        passed &= ok
-        lines += out
-    if r.kind == "handoff":
-        from . import handoff
-        ok, out = _grade_handoff(handoff.read_plan(kit_dir / handoff.PLAN))
-        passed &= ok
-        lines += out
+    from .regrade import grade_rung
+    outcome = grade_rung(r, kit_dir, wire=args.wire, adapter=args.adapter, offset=progress.offset(data))
+    passed, lines = outcome.passed, list(outcome.lines)
     if r.questions or r.kind == "table":
-        answers, table = G.read(kit_dir / G.WORKSHEET, r)
-        override = None
-        if r.kind == "rubric" and args.adapter:
-            from .rubric import measured
-            override = {q.id: measured(q.id, args.adapter) for q in r.questions}
-        g = G.grade(r, answers, table, override)
-        passed &= g.ok
-        lines.append(f"worksheet: {len(g.passed)} right, {len(g.wrong)} wrong, {len(g.blank)} blank")
-        lines += [f"  wrong  {w}" for w in g.wrong]
-        if g.blank:
-            lines.append(f"  blank  {', '.join(g.blank)}")
-        lines += _measured(r, answers, args.adapter)
+        lines += _measured(r, outcome.answers, args.adapter)
+    if r.starter:
+        from .codecheck import source
+        progress.entry(data, r.id)["code"] = {"graded": source(kit_dir, wire=args.wire, adapter=args.adapter),
+                                              "adapter": args.adapter, "wire": bool(args.wire),
+                                              "passed": outcome.lines[0].startswith("code: PASS")}
     progress.record_attempt(data, r.id, passed)
     e = progress.entry(data, r.id)
     if args.hint:
@@ -199,14 +152,6 @@ def _measured(r, answers: dict, adapter: str | None) -> list[str]:
     return []
 
 
-def _grade_handoff(plan: dict) -> tuple[bool, list[str]]:
-    from . import handoff
-
-    passed, wrong = handoff.grade(plan)
-    return not wrong, [f"plan: {len(passed)} of 3 runs recovered within what the evidence permits"] + [
-        f"  wrong  {w}" for w in wrong]
-
-
 def _handoff(args, here: Path) -> int:
     args.rung = "handoff"
     return _start(args, here)
@@ -231,8 +176,10 @@ def _reveal(args, here: Path) -> int:
     if e.get("attempts", 0) < 1:
         raise UsageError(f"rung {r.id}: reveal comes after an attempt; run `crashlab workshop check {r.id}` first")
     kit_dir = _kit_dir(data, r.id, here)
+    e["revealed"] = True            # recorded before anything is shown: a closed pipe still counts
+    progress.save(here, data)
     print(f"rung {r.id}: model answer")
-    model = G.model_answers(r)
+    model = G.model_answers(r, progress.offset(data))
     for qid, value in model["answers"].items():
         print(f"  {qid}: {value}")
     if r.kind == "rubric":
@@ -272,8 +219,6 @@ def _reveal(args, here: Path) -> int:
     figure = _figure(r, kit_dir)
     if figure:
         print(f"\nannotated figure: {figure}")
-    e["revealed"] = True
-    progress.save(here, data)
     return 0
 
 
@@ -299,5 +244,7 @@ def _figure(r, kit_dir: Path) -> str | None:
 
 
 def _class(args, here: Path) -> int:
-    print(progress.class_table(Path(args.folder)))
+    from .regrade import class_table
+
+    print(class_table(Path(args.folder)))
     return 0

@@ -55,6 +55,21 @@ def sanitize(events: Iterable[dict], label: str = HIDDEN_ADAPTER) -> list[dict]:
     return out
 
 
+def shift(events: Iterable[dict], offset: int) -> list[dict]:
+    """A learner's own numbering: every sequence number (and a result's reference to its call)
+    moved by ``offset``, so a neighbour's event answers are not this learner's."""
+    if not offset:
+        return list(events)
+    out = []
+    for ev in events:
+        ev = dict(ev)
+        for field in ("seq", "call"):
+            if isinstance(ev.get(field), int) and not isinstance(ev.get(field), bool):
+                ev[field] += offset
+        out.append(ev)
+    return out
+
+
 # --------------------------------------------------------------------------- listing
 def _key(ev: dict) -> str:
     key = ev.get("key") or ""

@@ -13,6 +13,7 @@ A wrong answer is reported by question (and by row and column), never with the r
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ import yaml
 from ..errors import UsageError
 from ..scenario_yaml import parse_yaml
 from . import keys as K
-from .ladder import Rung, vocab
+from .evidence import DATA
+from .ladder import Rung, vocab, vocabularies
 
 WORKSHEET = "worksheet.yaml"
 
@@ -126,15 +128,24 @@ def read(path: Path, rung: Rung) -> tuple[dict, dict]:
 
     if doc.get("rung") != rung.id:
         fail(doc, "rung", f"this worksheet is for rung {doc.get('rung')!r}, not {rung.id!r}")
+    known = {q.id: q for q in rung.questions if q.type != "table"}
+    for key in doc:
+        if key in ("rung", "answers", "table"):
+            continue
+        if key in known:
+            fail(doc, key, "this answer is at the top level; indent it under 'answers:' as the template shows")
+        if key in {r.id for r in rung.rows} or str(key).startswith("r") and str(key)[1:].isdigit():
+            fail(doc, key, "this row is at the top level; indent it under 'table:' as the template shows")
+        fail(doc, key, "not a worksheet field; a worksheet has rung, answers and (table rungs) table")
     answers = doc.get("answers") or {}
     if not isinstance(answers, dict):
         fail(doc, "answers", "must be a mapping of question id to answer")
-    known = {q.id: q for q in rung.questions if q.type != "table"}
+    answers = {k: _as_template(known.get(k), v) for k, v in answers.items()}
     for qid, value in answers.items():
         if qid not in known:
-            fail(answers, qid, f"no such question; the questions are {', '.join(known)}")
+            fail(doc.get("answers"), qid, f"no such question; the questions are {', '.join(known)}")
         if value is not None:
-            _check_type(known[qid], value, lambda m, q=qid: fail(answers, q, m))
+            _check_type(known[qid], value, lambda m, q=qid: fail(doc.get("answers"), q, m))
     table = doc.get("table") or {}
     if table and not isinstance(table, dict):
         fail(doc, "table", "must be a mapping of row id to cells")
@@ -142,12 +153,31 @@ def read(path: Path, rung: Rung) -> tuple[dict, dict]:
     for row_id, cells in table.items():
         if not isinstance(cells, dict):
             fail(table, row_id, "a row is a mapping of column to value")
-        for col, value in cells.items():
+        for col, value in list(cells.items()):
+            value = as_word(value)
             if col not in cols:
                 fail(cells, col, f"no such column; the columns are {', '.join(cols)}")
             if value is not None and value not in cols[col]:
                 fail(cells, col, f"{value!r} is not in the vocabulary ({', '.join(map(str, cols[col]))})")
-    return dict(answers), {k: dict(v) for k, v in table.items()}
+    return dict(answers), {k: {c: as_word(v) for c, v in cells.items()} for k, cells in table.items()}
+
+
+def as_word(value: Any) -> Any:
+    """YAML reads the template's bare ``yes``/``no`` (and on/off) as booleans: take them as the words."""
+    return {True: "yes", False: "no"}.get(value, value) if isinstance(value, bool) else value
+
+
+def _as_template(q, value: Any) -> Any:
+    """An answer as the template shows it: a yes/no choice written bare, one value for a set."""
+    if q is None or value is None:
+        return value
+    if q.type == "choice":
+        return as_word(value)
+    if q.type == "set" and not isinstance(value, list):
+        return [as_word(value)]
+    if q.type == "events" and isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    return value
 
 
 def _check_type(q, value: Any, fail) -> None:
@@ -171,7 +201,8 @@ def _check_type(q, value: Any, fail) -> None:
 
 
 # --------------------------------------------------------------------------- grading
-def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None) -> Grade:
+def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, offset: int = 0) -> Grade:
+    """``offset``: how far the learner's kit moved its event numbers (their answers move back)."""
     expected = expected if expected is not None else K.expected(rung)
     passed, wrong, blank_ = [], [], []
     for q in rung.questions:
@@ -181,15 +212,18 @@ def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None) 
         if value is None:
             blank_.append(q.id)
             continue
+        shown = value
         if q.type == "events":
-            value = list(value)
+            value = [v - offset for v in value]
+        elif q.type == "event":
+            value = value - offset
         problem = expected[q.id].judge(value)
         if problem is None:
             passed.append(q.id)
         elif q.type == "event":
-            wrong.append(f"{q.id}: event #{value} is not the evidence asked for")
+            wrong.append(f"{q.id}: event #{shown} is not the evidence asked for")
         else:
-            wrong.append(f"{q.id}: your answer {problem}")
+            wrong.append(f"{q.id}: your answer {problem}" + _why(q, value, expected[q.id]))
     for row_id, cells in expected.get("table", {}).items():
         given = table.get(row_id, {})
         for col, exp in cells.items():
@@ -203,8 +237,36 @@ def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None) 
     return Grade(passed=tuple(passed), wrong=tuple(wrong), blank=tuple(blank_))
 
 
-def model_answers(rung: Rung) -> dict:
-    """The model answer (for reveal and for tests)."""
+@functools.cache
+def misconceptions() -> dict:
+    """data/misconceptions.yaml: vocabulary -> wrong value -> misconception, quote, look."""
+    return yaml.safe_load((DATA / "misconceptions.yaml").read_text(encoding="utf-8"))
+
+
+def _vocab_name(q) -> str | None:
+    return next((name for name, values in vocabularies().items() if values == q.vocab), None)
+
+
+def _why(q, value: Any, exp) -> str:
+    """The misconception a wrong closed answer usually comes from, the chapter against it, and
+    where to look; never the right value. A set: the first value it should not hold."""
+    table = misconceptions()["vocabularies"].get(_vocab_name(q) or "", {})
+    if q.type == "choice":
+        picked = [value]
+    elif q.type == "set":
+        picked = [v for v in value if v not in exp.accepted]
+    else:
+        return ""
+    for v in picked:
+        entry = table.get(v)
+        if entry:
+            return (f"\n           {v}: a common reason is the belief that {entry['misconception']}; "
+                    f"the chapter: \"{entry['quote']}\"\n           look at {entry['look']}")
+    return ""
+
+
+def model_answers(rung: Rung, offset: int = 0) -> dict:
+    """The model answer (for reveal and for tests), in the numbering of a kit moved by ``offset``."""
     out = {"answers": {}, "table": {}}
     if not rung.graded_by_worksheet and rung.kind != "exhibits":
         return out
@@ -213,5 +275,11 @@ def model_answers(rung: Rung) -> dict:
         if qid == "table":
             out["table"] = {r: {c: e.shown for c, e in cells.items()} for r, cells in exp.items()}
         else:
-            out["answers"][qid] = exp.shown
+            q = next((x for x in rung.questions if x.id == qid), None)
+            shown = exp.shown
+            if offset and q is not None and q.type == "event" and isinstance(shown, int):
+                shown += offset
+            elif offset and q is not None and q.type == "events" and isinstance(shown, list):
+                shown = [v + offset for v in shown]
+            out["answers"][qid] = shown
     return out

@@ -191,12 +191,21 @@ def read_plan(path: Path) -> dict:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise UsageError(f"{path}{':' + str(mark.line + 1) if mark else ''}: not valid YAML") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("seed"), int) or not isinstance(doc.get("runs"), dict):
-        raise UsageError(f"{path}: a plan has 'seed' (a number) and 'runs' (A, B, C)")
-
     def fail(container, key, message):
         line = container.lines.get(key) if hasattr(container, "lines") else None
         raise UsageError(f"{path}{':' + str(line) if line else ''}: field '{key}': {message}")
+
+    if isinstance(doc, dict):
+        for key in doc:
+            if key in TRACE_LABELS[:3] or key in ("actions", "disposition", "next_owner", "missing_information"):
+                fail(doc, key, "this is at the top level; indent it under 'runs:' as the template shows")
+    if not isinstance(doc, dict) or not isinstance(doc.get("seed"), int) or not isinstance(doc.get("runs"), dict):
+        raise UsageError(f"{path}: a plan has 'seed' (a number) and 'runs' (A, B, C)")
+    for run in doc["runs"].values():
+        if isinstance(run, dict):
+            for field in ("actions", "missing_information"):   # one value written bare, as `none`
+                if run.get(field) is not None and not isinstance(run[field], list):
+                    run[field] = [run[field]]
 
     for label, run in doc["runs"].items():
         if label not in TRACE_LABELS[:3]:

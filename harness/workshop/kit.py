@@ -120,9 +120,10 @@ def handout_html(rung: Rung, listings: list[tuple[str, str]], worksheet: str, st
     return "\n".join(parts)
 
 
-def write(rung: Rung, folder: Path) -> list[str]:
+def write(rung: Rung, folder: Path, offset: int = 0) -> list[str]:
     """Write the kit into ``folder``; -> the file names written. An existing worksheet or
-    adapter is kept (the learner's work is never overwritten)."""
+    adapter is kept (the learner's work is never overwritten). ``offset`` moves every event
+    number (a per-learner kit; the grader moves the learner's answers back)."""
     folder.mkdir(parents=True, exist_ok=True)
     files: list[str] = []
 
@@ -135,6 +136,7 @@ def write(rung: Rung, folder: Path) -> list[str]:
     listings = []
     sets = evidence_sets(rung)
     for label, events in sets:
+        events = E.shift(events, offset)
         suffix = "" if len(sets) == 1 and rung.kind != "exhibits" else f"-{label}"
         prefix = "exhibit" if rung.kind in ("exhibits", "rubric") else "trace"
         write_jsonl(events, folder / f"{prefix}{suffix}.jsonl")
@@ -149,7 +151,7 @@ def write(rung: Rung, folder: Path) -> list[str]:
         put("code-scenario.yaml", scenario_text(rung.code_scenario))
     worksheet = ""
     if rung.questions or rung.kind == "table":
-        rows = table_rows(rung)
+        rows = [(row_id, seq + offset, label) for row_id, seq, label in table_rows(rung)]
         worksheet = grade.blank(rung, rows)
         put(grade.WORKSHEET, worksheet, keep=True)
         put("worksheet.schema.json", json.dumps(grade.schema(rung, rows), indent=2) + "\n")

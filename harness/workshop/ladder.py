@@ -34,7 +34,8 @@ class Rung:
     extra_scenarios: tuple[str, ...] = ()
     starter: str | None = None
     wire_starter: str | None = None       # a standalone wire-protocol variant of the starter
-    code_scenario: str | None = None      # the scenario the code is graded on (default: scenario)
+    code_scenario: str | None = None      # the scenario the code is graded on first (default: scenario)
+    code_scenarios: tuple[str, ...] = ()  # and the others, where a shortcut fails
     code_task: str | None = None
     questions: tuple[Question, ...] = ()
     hints: tuple[str, ...] = ()
@@ -77,7 +78,8 @@ def rungs() -> tuple[Rung, ...]:
         out.append(Rung(id=raw["id"], title=raw["title"], kind=raw["kind"], chapter=" ".join(raw["chapter"].split()),
                         question=raw["question"], scenario=raw.get("scenario"),
                         extra_scenarios=tuple(raw.get("extra_scenarios", ())), starter=raw.get("starter"),
-                        code_scenario=raw.get("code_scenario"), wire_starter=raw.get("wire_starter"),
+                        code_scenario=raw.get("code_scenario"),
+                        code_scenarios=tuple(raw.get("code_scenarios", ())), wire_starter=raw.get("wire_starter"),
                         code_task=" ".join(raw["code_task"].split()) if raw.get("code_task") else None,
                         questions=questions, hints=tuple(raw.get("hints", ())), rows=rows,
                         rows_from=raw.get("rows_from"), columns=dict(raw.get("columns", {}))))

@@ -1,0 +1,155 @@
+"""Grading a code rung: the learner's decision on every scenario of the rung, never on one.
+
+A code rung lists its scenarios in data/rungs.yaml (``code_scenarios``): the rung's own trace
+and the ones where a shortcut fails (a decision that ignores its inputs, the forbidden
+"reconcile, then send again" fallback when the read stays down). The code passes only when
+every scenario passes.
+
+A kit's code is the learner's own: ``adapter.py`` keeps its plumbing section as written and
+its editable part imports nothing of the reference design or the gallery beyond what the
+starter itself imports; an ``--adapter`` naming the reference or the gallery is refused.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import shlex
+import sys
+from pathlib import Path
+
+from ..errors import UsageError
+from . import evidence as E
+from .solutions import PLUMBING
+
+FORBIDDEN = ("crashlab.reference_impl", "crashlab.gallery", "crashlab.workshop")
+STARTERS = E.DATA / "starters"
+
+
+def scenarios(r) -> tuple[str, ...]:
+    """Every scenario the rung's code is graded on, the rung's own first."""
+    first = r.code_scenario or r.scenario
+    return (first,) + tuple(n for n in r.code_scenarios if n != first)
+
+
+# --------------------------------------------------------------------------- the guard
+def _imports(text: str) -> list[tuple[str, int]]:
+    """(dotted name, line) of every import, ``from a import b`` giving ``a.b``; the text of a
+    string naming a forbidden module counts too (importlib, __import__)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []       # the loader reports it with its line
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out += [(f"{node.module}.{a.name}", node.lineno) for a in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                any(f in node.value for f in FORBIDDEN + ("reference_impl", "gallery")):
+            out.append((node.value, node.lineno))
+    return out
+
+
+def _forbidden(name: str) -> bool:
+    return any(name == f or name.startswith(f + ".") or f in name for f in FORBIDDEN) or \
+        "reference_impl" in name or "gallery" in name
+
+
+def guard(path: Path, starter: str) -> None:
+    """UsageError when the kit's code is not the learner's own work (see the module note)."""
+    text = path.read_text(encoding="utf-8")
+    start = (STARTERS / f"{starter}.py").read_text(encoding="utf-8")
+    head, start_head = text, start
+    if PLUMBING in start:
+        start_head, _, start_tail = start.partition(PLUMBING)
+        if PLUMBING not in text:
+            raise UsageError(f"{path}: the plumbing section is gone; keep it as the starter wrote it (run "
+                             "`crashlab workshop start` in a fresh folder to see it) and edit only the decision")
+        head, _, tail = text.partition(PLUMBING)
+        if tail.split() != start_tail.split():
+            raise UsageError(f"{path}: the plumbing section was changed; restore it as the starter wrote it "
+                             "and edit only the decision above it")
+    allowed = {name for name, _ in _imports(start_head)}
+    for name, line in _imports(head):
+        if _forbidden(name) and name not in allowed:
+            raise UsageError(f"{path}:{line}: imports {name}: the reference design and the gallery are not "
+                             "yours to submit; write the decision yourself (only what the starter imports "
+                             "may be used)")
+
+
+def refuse_spec(spec: str) -> None:
+    """An --adapter naming the reference design or a gallery entry does not grade a code rung."""
+    inner = spec[5:] if spec.startswith("wire:") else spec
+    if not inner.startswith("exec:") and _forbidden(inner.partition(":")[0]):
+        raise UsageError(f"--adapter {spec}: the reference design and the gallery are not yours to submit; "
+                         "grade your own adapter (module:attribute or exec:COMMAND)")
+    if inner.startswith("exec:") and any(f in inner for f in FORBIDDEN):
+        raise UsageError(f"--adapter {spec}: the command runs the reference design or the gallery; "
+                         "grade your own adapter")
+
+
+# --------------------------------------------------------------------------- loading and grading
+def load_kit_adapter(path: Path):
+    from ..drivers import AdapterSpec
+
+    if not path.exists():
+        raise UsageError(f"{path}: no adapter here; run `crashlab workshop start` again to restore it")
+    name = f"crashlab_workshop_{abs(hash(str(path.resolve())))}_{path.stat().st_mtime_ns}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the learner's code
+        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
+    if not hasattr(module, "Adapter"):
+        raise UsageError(f"{path}: no class Adapter (keep the plumbing section at the end of the file)")
+    return AdapterSpec(text=f"workshop:{path.name}", kind="python", factory=module.Adapter)
+
+
+def source(kit_dir: Path, *, wire: bool, adapter: str | None) -> str:
+    """What was graded, as the progress file records it."""
+    if adapter:
+        return f"--adapter {adapter}"
+    if wire and (kit_dir / "wire_adapter.py").exists():
+        return "wire_adapter.py (--wire)"
+    return "adapter.py (--wire)" if wire else "adapter.py"
+
+
+def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None):
+    """Run every scenario of the rung with the learner's adapter; -> (passed, lines)."""
+    from ..conformance import failure_message, run_one
+    from ..drivers import load_adapter
+
+    if adapter:
+        refuse_spec(adapter)
+        spec = load_adapter(adapter)
+    elif wire and (kit_dir / "wire_adapter.py").exists():
+        guard(kit_dir / "wire_adapter.py", r.wire_starter or r.starter)
+        spec = load_adapter(f"exec:{shlex.quote(sys.executable)} {shlex.quote(str(kit_dir.resolve() / 'wire_adapter.py'))}")
+    elif wire:
+        guard(kit_dir / "adapter.py", r.starter)
+        spec = load_adapter(f"exec:{shlex.quote(sys.executable)} -c \"import sys; sys.path.insert(0, sys.argv[1]); "
+                            f"from crashlab.wire import serve; sys.exit(serve('adapter:Adapter'))\" "
+                            f"{shlex.quote(str(kit_dir.resolve()))}")
+    else:
+        if not (kit_dir / "adapter.py").exists():
+            raise UsageError(f"{kit_dir / 'adapter.py'}: no adapter here; run `crashlab workshop start` again "
+                             "to restore it")
+        guard(kit_dir / "adapter.py", r.starter)
+        spec = load_kit_adapter(kit_dir / "adapter.py")
+    names = scenarios(r)
+    lines, failed = [], 0
+    again = "crashlab workshop check " + r.id + (" --wire" if wire else "") + \
+        (f" --adapter {shlex.quote(adapter)}" if adapter else "")
+    for name in names:
+        _, verdict = run_one(E.scenario_of(name), spec)
+        if verdict.verdict == "pass":
+            lines.append(f"  pass  {name} (disposition {verdict.disposition})")
+            continue
+        failed += 1
+        lines.append(f"  FAIL  {name}")
+        lines += ["    " + line for line in failure_message(verdict).replace(spec.text, "your adapter").splitlines()
+                  if not line.strip().startswith("repro:")]  # the learner's repro is the check command itself
+    head = f"code: {'PASS' if not failed else 'FAIL'} ({len(names) - failed} of {len(names)} scenarios)"
+    return not failed, [head] + lines + ([f"  again: {again}"] if failed else [])

@@ -1,0 +1,144 @@
+"""Grading one rung from what is on disk, shared by ``check`` and the facilitator's roster.
+
+The roster (``workshop class``) never trusts a status written in a progress file: it grades
+each learner's worksheet, plan and code again, the way ``check`` does, and shows attempts,
+hints, reveals and the field each learner is stuck on. A revealed rung shows as revealed.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+from . import grade as G
+from . import progress
+from .ladder import rung as get_rung
+from .ladder import rungs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    passed: bool
+    lines: tuple[str, ...]
+    stuck: str | None          # the first field (or "code", a plan's run) not yet right
+    answers: dict
+
+
+def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset: int = 0) -> Outcome:
+    """Grade the rung's code, plan and worksheet in ``kit_dir``; UsageError on unreadable input."""
+    lines: list[str] = []
+    passed, stuck, answers = True, None, {}
+    if r.starter:
+        from .codecheck import grade_code
+        ok, out = grade_code(r, kit_dir, wire=wire, adapter=adapter)
+        passed &= ok
+        lines += out
+        stuck = stuck or (None if ok else "code")
+    if r.kind == "handoff":
+        from . import handoff
+        ok_runs, wrong = handoff.grade(handoff.read_plan(kit_dir / handoff.PLAN))
+        passed &= not wrong
+        lines += [f"plan: {len(ok_runs)} of 3 runs recovered within what the evidence permits"] + [
+            f"  wrong  {w}" for w in wrong]
+        stuck = stuck or (wrong[0].split(":")[0] if wrong else None)
+    if r.questions or r.kind == "table":
+        answers, table = G.read(kit_dir / G.WORKSHEET, r)
+        override = None
+        if r.kind == "rubric" and adapter:
+            from .rubric import measured
+            override = {q.id: measured(q.id, adapter) for q in r.questions}
+        g = G.grade(r, answers, table, override, offset)
+        passed &= g.ok
+        lines.append(f"worksheet: {len(g.passed)} right, {len(g.wrong)} wrong, {len(g.blank)} blank")
+        lines += [f"  wrong  {w}" for w in g.wrong]
+        if g.blank:
+            lines.append(f"  blank  {', '.join(g.blank)}")
+        first = [w.split(":")[0] for w in g.wrong] + list(g.blank)
+        stuck = stuck or (first[0] if first else None)
+    return Outcome(passed=passed, lines=tuple(lines), stuck=stuck, answers=answers)
+
+
+# --------------------------------------------------------------------------- the roster
+@contextmanager
+def _in(folder: Path):
+    """Run a learner's recorded --adapter from their own folder (an exec: path is relative to it)."""
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def regrade(folder: Path, data: dict, rung_id: str) -> tuple[str, Outcome | None, str | None]:
+    """(status, outcome, problem) of one rung for one learner, graded again from disk.
+    status: passed | revealed | attempted | started | not started."""
+    e = data["rungs"].get(rung_id)
+    if not isinstance(e, dict) or not e.get("kit"):
+        return "not started", None, None
+    r = get_rung(rung_id)
+    code = e.get("code") if isinstance(e.get("code"), dict) else {}
+    try:
+        with _in(folder):
+            outcome = grade_rung(r, folder / e["kit"], wire=bool(code.get("wire")), adapter=code.get("adapter"),
+                                 offset=progress.offset(data))
+    except UsageError as exc:
+        outcome, problem = None, str(exc).splitlines()[0]
+    else:
+        problem = None
+    if e.get("revealed"):
+        return "revealed", outcome, problem
+    if outcome is not None and outcome.passed:
+        return "passed", outcome, problem
+    return ("attempted" if e.get("attempts") else "started"), outcome, problem
+
+
+MARK = {"not started": ".", "started": "s", "attempted": "x", "passed": "P", "revealed": "R"}
+
+
+def class_table(folder: Path) -> str:
+    """One row per learner (every progress file under ``folder``), one column per rung, each
+    cell graded again; then per learner: attempts, hints, reveals, the rung and field they
+    are stuck on, what graded their code, and any status the progress file claims that the
+    work does not support."""
+    folder = Path(folder)
+    files = sorted(folder.rglob(progress.PROGRESS))
+    if not files:
+        raise UsageError(f"{folder}: no {progress.PROGRESS} files found (one per learner's working folder)")
+    ids = [r.id for r in rungs()]
+    learners = []
+    for f in files:
+        data = progress.load(f.parent)
+        name = str(f.parent.relative_to(folder)) if f.parent != folder else data["learner"]
+        learners.append((name, f.parent.resolve(), data, {i: regrade(f.parent.resolve(), data, i) for i in ids}))
+    width = max(len(n) for n, *_ in learners + [("learner",)])
+    lines = [f"{'learner':<{width}}  " + " ".join(ids) + "  passed"]
+    for name, _, _, graded in learners:
+        cells = [f"{MARK[graded[i][0]]:>{len(i)}}" for i in ids]
+        passed = sum(graded[i][0] == "passed" for i in ids)
+        lines.append(f"{name:<{width}}  " + " ".join(cells) + f"  {passed}/{len(ids)}")
+    totals = [f"{sum(g[i][0] == 'passed' for *_, g in learners):>{len(i)}}" for i in ids]
+    lines.append(f"{'passed':<{width}}  " + " ".join(totals))
+    lines.append("P passed (graded again now), R answer revealed, x attempted, s started, . not started")
+    lines.append("")
+    for name, _, data, graded in learners:
+        entries = {i: data["rungs"].get(i) or {} for i in ids}
+        attempts = sum(int(e.get("attempts") or 0) for e in entries.values())
+        hints = sum(int(e.get("hints") or 0) for e in entries.values())
+        reveals = [i for i in ids if entries[i].get("revealed")]
+        notes = [f"{attempts} attempts", f"{hints} hints", f"revealed {', '.join(reveals) or 'none'}"]
+        stuck = next((i for i in ids if graded[i][0] in ("attempted", "started")), None)
+        if stuck:
+            outcome, problem = graded[stuck][1], graded[stuck][2]
+            where = outcome.stuck if outcome else f"unreadable: {problem}"
+            notes.append(f"stuck on {stuck} ({where}) after {entries[stuck].get('attempts') or 0} attempts")
+        for i in ids:
+            code = entries[i].get("code")
+            if isinstance(code, dict) and code.get("adapter"):
+                notes.append(f"{i} by --adapter {code['adapter']}")
+            if entries[i].get("status") == "passed" and graded[i][0] not in ("passed", "revealed"):
+                notes.append(f"{i}: the progress file says passed, the work does not")
+        lines.append(f"{name}: " + "; ".join(notes))
+    return "\n".join(lines)
