@@ -39,7 +39,10 @@ Its design choices (all free under AR-08):
 * cancellation after a commit compensates where the service can release: a second effect with
   its own key, authority, ledger entry and reconciliation; a release that cannot be determined
   ends CANCELLED_EFFECT_UNKNOWN, escalated; without release authority the hold remains
-  (CANCELLED_EFFECT_REMAINS, escalated to a coordinator);
+  (CANCELLED_EFFECT_REMAINS, escalated to a coordinator); a release refused as not transient
+  (validation_failed) is never sent again: the hold remains, escalated;
+* a notification send whose answer was never seen (no read exists) is not repeated: the run
+  succeeds with the delivery unknown (DELIVERY_UNKNOWN), escalated to a named operator;
 * a deployment that changes the schema or canonicalization stops the run (WAITING_OPERATOR).
 """
 from __future__ import annotations
@@ -485,6 +488,14 @@ class Worker(Base):
             except PortFailure as exc:
                 if not exc.definite:
                     yield from self.reconcile_release(ckey, base, attempts)
+                if exc.code in NOT_TRANSIENT:
+                    # a validation failure stops: the release certainly failed, resending cannot fix it
+                    yield from self.append({**base, "knowledge": "REJECTED", "attempts": list(attempts),
+                                            "evidence": [f"{exc.code}: definite, not transient"]})
+                    yield from self.record("CONFIRMED", note=f"the release was refused ({exc.code}); the hold remains")
+                    yield from self.finish("CANCELLED_EFFECT_REMAINS", next_owner="coordinator", escalate=True,
+                                           reason=f"cancelled; the release was refused ({exc.code}), "
+                                                  "the reservation remains")
                 yield from self.append({**base, "knowledge": "PROPOSED", "attempts": list(attempts),
                                         "evidence": [f"{exc.code}: certainly not sent"]})
                 jitter = (yield from self.call("random", "draw", low=0, high=500, reason="backoff jitter"))["value"]
