@@ -5,6 +5,8 @@ the reference and the independent designs, and the generic invariant that guards
 design that gets it wrong."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 import crashlab.gallery.independent as independent
@@ -18,9 +20,11 @@ def lib():
     return {sc.id: sc for sc in library()}
 
 
-NEW = ["notify-crash-delivery-unknown", "fieldops-release-validation-failed"]
+NEW = ["notify-crash-delivery-unknown", "fieldops-release-validation-failed", "matrix-intent-mismatch-own-key",
+       "matrix-lag-beyond-delivery-bound", "combined-cancel-before-migration", "fieldops-crash-after-cancel-read"]
 DESIGNS = ["crashlab.reference_impl:ReferenceAdapter", "gallery.independent:Patient",
-           "gallery.independent:Brisk", "gallery.independent:Conservative"]
+           "gallery.independent:Brisk", "gallery.independent:Conservative",
+           f"exec:{sys.executable} gallery/independent/fieldops.py --lease-ttl 25000 --checkpoints sparse --poll 6000"]
 
 
 @pytest.mark.parametrize("design", DESIGNS)
@@ -52,3 +56,55 @@ def test_resending_a_release_refused_as_invalid_is_caught(lib, monkeypatch):
     _, res = run_one(lib["fieldops-release-validation-failed"], "crashlab.gallery.independent:Patient")
     assert res.verdict == "fail"
     assert "CLS-01" in {v.invariant for v in res.violations}
+
+
+def _install(monkeypatch, name, worker):
+    monkeypatch.setattr(independent, name, type(name, (independent.IndependentAdapter,), {"worker": worker}),
+                        raising=False)
+    return f"crashlab.gallery.independent:{name}"
+
+
+class DemotesTerminal(fieldops.Worker):
+    """Reads a terminal checkpoint as unfinished work, so new code demotes it to a stop."""
+
+    def call(self, port, op, **args):
+        value = yield from super().call(port, op, **args)
+        if (port, op) == ("checkpoints", "load") and value.get("checkpoint"):
+            value["checkpoint"]["control"]["state"] = "RECONCILING"
+        return value
+
+
+def test_new_code_that_demotes_a_recorded_cancelled_outcome_is_caught(lib, monkeypatch):
+    _, res = run_one(lib["combined-cancel-before-migration"], _install(monkeypatch, "DemotesTerminal", DemotesTerminal))
+    assert res.verdict == "fail"
+    assert "TERM-01" in {v.invariant for v in res.violations}
+
+
+def test_absence_read_past_the_bound_but_within_the_lag_is_caught(lib):
+    _, res = run_one(lib["matrix-lag-beyond-delivery-bound"], "crashlab.gallery.knowledge:EventualNegativeAsAbsence")
+    assert res.verdict == "fail"
+    assert "REC-01" in {v.invariant for v in res.violations}
+
+
+def test_resending_the_key_after_a_definite_intent_mismatch_is_caught(lib, monkeypatch):
+    monkeypatch.setattr(fieldops, "NOT_TRANSIENT", frozenset({"validation_failed", "permission_denied"}))
+    _, res = run_one(lib["matrix-intent-mismatch-own-key"], "crashlab.gallery.independent:Patient")
+    assert res.verdict == "fail"
+    assert "CLS-01" in {v.invariant for v in res.violations}
+
+
+class ForgetsCancellation(fieldops.Worker):
+    """Treats the inbox as consumed once read: a worker that dies after reading a cancellation
+    loses it for every later worker."""
+
+    def poll(self):
+        yield from super().poll()
+        if self.worker and str(self.worker).endswith("w3"):
+            self.cancel = None
+
+
+def test_a_cancellation_lost_with_the_worker_that_read_it_is_caught(lib, monkeypatch):
+    _, res = run_one(lib["fieldops-crash-after-cancel-read"],
+                     _install(monkeypatch, "ForgetsCancellation", ForgetsCancellation))
+    assert res.verdict == "fail"
+    assert "CANCEL-02" in {v.invariant for v in res.violations}

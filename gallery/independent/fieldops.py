@@ -39,11 +39,10 @@ Its design choices (all free under AR-08):
 * cancellation after a commit compensates where the service can release: a second effect with
   its own key, authority, ledger entry and reconciliation; a release that cannot be determined
   ends CANCELLED_EFFECT_UNKNOWN, escalated; without release authority the hold remains
-  (CANCELLED_EFFECT_REMAINS, escalated to a coordinator); a release refused as not transient
-  (validation_failed) is never sent again: the hold remains, escalated;
-* a notification send whose answer was never seen (no read exists) is not repeated: the run
-  succeeds with the delivery unknown (DELIVERY_UNKNOWN), escalated to a named operator;
-* a deployment that changes the schema or canonicalization stops the run (WAITING_OPERATOR).
+  (CANCELLED_EFFECT_REMAINS, escalated); so does a release refused as not transient (never resent);
+* an unseen notification answer (no read exists) is not resent: DELIVERY_UNKNOWN, escalated;
+* a deployment that changes the schema or canonicalization stops an unfinished run
+  (WAITING_OPERATOR); a terminal record is replayed, never demoted.
 """
 from __future__ import annotations
 
@@ -101,7 +100,8 @@ class Worker(Base):
             self.attempts_used = int(ck["control"]["budgets"].get("attempts_used", 0))
             self.admitted = list(ck["control"]["budgets"].get("admitted_retries", []))
             contract = ck["contract"]
-            if any(contract.get(k) != self.env[k] for k in ("schema_version", "canonicalization_version")):
+            if self.state not in TERMINAL and any(
+                    contract.get(k) != self.env[k] for k in ("schema_version", "canonicalization_version")):
                 yield from self.incompatible(contract)
             if self.state in TERMINAL:
                 self.profile = {}
