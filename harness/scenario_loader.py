@@ -24,7 +24,7 @@ from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CARD_FIELDS, 
                               TRACE_KINDS, TRANSPORT_FAULTS, VERDICTS)
 from .scenario_yaml import (_boolean, _choice, _integer, _join, _line, _must, _parse, _pattern, _plain,
                             _plain_mapping, _Reader, _string, _string_list)
-from .services import PROFILE_DEFAULTS, profile_conflicts
+from .services import PROFILE_DEFAULTS, malformed_request, profile_conflicts
 from .timefmt import CLOCK_HINT, clock_ms, format_time, parse_duration, parse_time
 
 
@@ -229,6 +229,10 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
                          "reservation" if "reservation" in services else sorted(services)[0])
             op = rd.get(e, "op", path, _choice(EFFECT_OPS[svc], f"{svc} effect"), PRIMARY_OPERATION[svc])
             data = {"service": svc, "op": op, "args": rd.get(e, "args", path, _plain_mapping, {})}
+            why = malformed_request(svc, services[svc], op, dict(data["args"]))
+            if why is not None:
+                rd.fail(e, "args" if "args" in e else "op", f"{path}.args", f"{why}; the other actor's "
+                        f"request must be one the {svc} service accepts (docs/scenarios.md, events)")
             if rd.get(e, "same_key", path, _boolean, False):
                 # the other actor reuses the key of the call this event is anchored to (the
                 # chapter's integrity error: the same key with other parameters)
