@@ -229,10 +229,6 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
                          "reservation" if "reservation" in services else sorted(services)[0])
             op = rd.get(e, "op", path, _choice(EFFECT_OPS[svc], f"{svc} effect"), PRIMARY_OPERATION[svc])
             data = {"service": svc, "op": op, "args": rd.get(e, "args", path, _plain_mapping, {})}
-            why = malformed_request(svc, services[svc], op, dict(data["args"]))
-            if why is not None:
-                rd.fail(e, "args" if "args" in e else "op", f"{path}.args", f"{why}; the other actor's "
-                        f"request must be one the {svc} service accepts (docs/scenarios.md, events)")
             if rd.get(e, "same_key", path, _boolean, False):
                 # the other actor reuses the key of the call this event is anchored to (the
                 # chapter's integrity error: the same key with other parameters)
@@ -244,6 +240,10 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
                     rd.fail(e, "same_key", f"{path}.same_key", "args.key and same_key both name the "
                             "key; keep one")
                 data["same_key"] = True
+            why = malformed_request(svc, services[svc], op, dict(data["args"]))
+            if why is not None:
+                rd.fail(e, "args" if "args" in e else "op", f"{path}.args", f"{why}; the other actor's "
+                        f"request must be one the {svc} service accepts (docs/scenarios.md, events)")
         else:
             payload = rd.get(e, "payload", path, _plain_mapping, {})
             clash = sorted(RESERVED_PAYLOAD_KEYS & set(payload))
