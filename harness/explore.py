@@ -193,10 +193,23 @@ _PROBES: dict = {}
 _BASES: dict = {}
 
 
-def explore_chunk(chunk: Chunk, adapter: str) -> dict:
-    """Explore one chunk: ``{"id", "tried", "failure": the shrunk failing document or None}``."""
+def _hypothesis_home(storage: str | None) -> None:
+    """Where hypothesis keeps what it caches (the example database is off; it still caches the
+    constants of the source it draws from): under the exploration's output folder, never in the
+    current directory."""
+    if storage is not None:
+        from hypothesis.configuration import set_hypothesis_home_dir
+
+        set_hypothesis_home_dir(storage)
+
+
+def explore_chunk(chunk: Chunk, adapter: str, storage: str | None = None) -> dict:
+    """Explore one chunk: ``{"id", "tried", "failure": the shrunk failing document or None}``.
+    ``storage``: the folder hypothesis may write its caches to (see _hypothesis_home)."""
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
+
+    _hypothesis_home(storage)
 
     from .conformance import check_run
     from .scenario_loader import resolve
@@ -330,7 +343,9 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     # source of the local modules loaded when it draws, so those still load in the workers as before.
     import hypothesis  # noqa: F401
     import networkx  # noqa: F401
-    fn = functools.partial(explore_chunk, adapter=spec.text)
+    storage = str((findings_dir / ".hypothesis").resolve())
+    _hypothesis_home(storage)
+    fn = functools.partial(explore_chunk, adapter=spec.text, storage=storage)
     tried_so_far = sum(o["tried"] for o in done.values())
     try:
         with open(journal_path, "a", encoding="utf-8") as journal:

@@ -24,7 +24,7 @@ from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CARD_FIELDS, 
                               TRACE_KINDS, TRANSPORT_FAULTS, VERDICTS)
 from .scenario_yaml import (_boolean, _choice, _integer, _join, _line, _must, _parse, _pattern, _plain,
                             _plain_mapping, _Reader, _string, _string_list)
-from .services import PROFILE_DEFAULTS, profile_conflicts
+from .services import PROFILE_DEFAULTS, malformed_request, profile_conflicts
 from .timefmt import CLOCK_HINT, clock_ms, format_time, parse_duration, parse_time
 
 
@@ -240,6 +240,10 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
                     rd.fail(e, "same_key", f"{path}.same_key", "args.key and same_key both name the "
                             "key; keep one")
                 data["same_key"] = True
+            why = malformed_request(svc, services[svc], op, dict(data["args"]))
+            if why is not None:
+                rd.fail(e, "args" if "args" in e else "op", f"{path}.args", f"{why}; the other actor's "
+                        f"request must be one the {svc} service accepts (docs/scenarios.md, events)")
         else:
             payload = rd.get(e, "payload", path, _plain_mapping, {})
             clash = sorted(RESERVED_PAYLOAD_KEYS & set(payload))

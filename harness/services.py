@@ -322,3 +322,22 @@ class Registry(Service):
 
 
 SERVICE_CLASSES = {"reservation": Reservation, "notification": Notification, "registry": Registry}
+
+
+def malformed_request(kind: str, profile: dict, op: str, args: dict) -> str | None:
+    """Why a request another actor makes (a scenario's ``other_actor.args``) could never be
+    carried out, whatever the world holds when it is made, or None. The request is tried on an
+    empty service of this profile: a validation failure or a malformed request is the args'
+    fault; anything else (a hold not found, a refused principal) depends on the run."""
+    key = args.get("key")
+    if key is not None and not isinstance(key, str):
+        return f"'key' must be a string, got {type(key).__name__}"
+    if op == "release" and not isinstance(args.get("ref"), str):
+        return "release needs 'ref', the reference of the hold to release (a string)"
+    svc = SERVICE_CLASSES[kind](kind, dict(profile), lambda *a, **k: None, lambda: 0)
+    try:
+        svc.execute(op, dict(args), cause="other_actor", run=None, call=None)
+    except PortError as exc:
+        if exc.code in ("validation_failed", "bad_request"):
+            return f"{op} would be refused ({exc.code}): {exc.message}"
+    return None

@@ -226,7 +226,6 @@ class World:
         timeout = prof["timeout_ms"]
         kind = fault.fault if fault is not None else None
         rid = run.spec.id
-        is_effect = call.op in EFFECT_OPS[svc.kind]
         if call.op == "wait_job":
             wait = args.get("wait_ms", 0)
             rec = getattr(svc, "jobs", {}).get(args.get("job_id"))
@@ -257,7 +256,7 @@ class World:
             raise PortError("timeout", f"{call.port}: no response within {timeout} ms")
         if kind == "late_arrival":
             delay = fault.delay_ms if fault.delay_ms is not None else timeout + 1000
-            self.env.process(self._late(svc, call, args, rid, call_seq, delay))
+            self.env.process(self._late(run, svc, call, args, call_seq, delay))
             yield self.env.timeout(timeout)
             raise PortError("timeout", f"{call.port}: no response within {timeout} ms")
 
@@ -267,45 +266,59 @@ class World:
         if kind == "server_error_before":
             self.emit(events.ServerError, run=rid, service=call.port, op=call.op,
                       call=call_seq, committed=False)
-            yield from self._proxy_retries(svc, call, args, rid, call_seq, arrive)
+            yield from self._proxy_retries(run, svc, call, args, call_seq, arrive)
             yield self.env.timeout(one_way)
             raise PortError("server_error", f"{call.port}: 503 service unavailable")
         result = arrive()
         if kind == "duplicate_delivery":
             delay = fault.delay_ms if fault.delay_ms is not None else 5
-            self.env.process(self._duplicate(svc, call, args, rid, call_seq, delay))
+            self.env.process(self._duplicate(run, svc, call, args, call_seq, delay))
+        # the service carried the request out: its completion callback goes out whatever
+        # becomes of the response
+        self._committed(run, svc, call, result)
         if kind == "server_error_after":
             self.emit(events.ServerError, run=rid, service=call.port, op=call.op,
                       call=call_seq, committed=True)
-            yield from self._proxy_retries(svc, call, args, rid, call_seq, arrive)
+            yield from self._proxy_retries(run, svc, call, args, call_seq, arrive)
             yield self.env.timeout(one_way)
             raise PortError("server_error", f"{call.port}: 502 bad gateway")
         if kind == "lost_response":
             yield self.env.timeout(max(0, timeout - one_way))
             self.emit(events.ResponseLost, run=rid, service=call.port, op=call.op, call=call_seq)
             raise PortError("timeout", f"{call.port}: no response within {timeout} ms")
-        if is_effect and prof.get("callback_delay_ms") is not None:
-            self.env.process(self._callback(run, svc, call, result, prof["callback_delay_ms"]))
         yield self.env.timeout(one_way)
         return result
 
-    def _proxy_retries(self, svc, call, args, rid, call_seq, arrive):
+    def _committed(self, run, svc, call, result) -> None:
+        """A completion callback for a request the service carried out, whether or not its answer
+        reaches the caller (lost response, 5xx after commit, late arrival, duplicate delivery,
+        proxy re-send): one for each new commit, none for a replay of an earlier one."""
+        delay = svc.profile.get("callback_delay_ms")
+        if delay is None or call.op not in EFFECT_OPS[svc.kind]:
+            return
+        if isinstance(result, dict) and result.get("replayed") is True:
+            return
+        self.env.process(self._callback(run, svc, call, result, delay))
+
+    def _proxy_retries(self, run, svc, call, args, call_seq, arrive):
         """A proxy between worker and service that re-sends on 5xx by itself, unless the caller
         declares it owns retries (``retry_owner: "caller"`` in the request)."""
         if call.op not in EFFECT_OPS[svc.kind] or args.get("retry_owner") == "caller":
             return
+        rid = run.spec.id
         for attempt in range(svc.profile["proxy_retries"]):
             yield self.env.timeout(svc.profile["latency_ms"])
             self.emit(events.ProxyRetry, run=rid, service=svc.name, op=call.op, call=call_seq,
                       attempt=attempt + 1)
             try:
-                arrive("proxy_retry")
+                self._committed(run, svc, call, arrive("proxy_retry"))
             except PortError:
                 pass
 
-    def _late(self, svc, call, args, rid, call_seq, delay):
+    def _late(self, run, svc, call, args, call_seq, delay):
         # the request is executing at the service until it lands: a lookup reports it
         # in flight and a same-key request meets a 409
+        rid = run.spec.id
         key = args.get("key")
         if key is not None:
             svc.in_flight[key] = svc.in_flight.get(key, 0) + 1
@@ -315,15 +328,17 @@ class World:
         self.emit(events.LateArrival, run=rid, service=svc.name, op=call.op, call=call_seq,
                   delay_ms=delay)
         try:
-            svc.execute(call.op, args, cause="adapter", run=rid, call=call_seq)
+            self._committed(run, svc, call, svc.execute(call.op, args, cause="adapter", run=rid, call=call_seq))
         except PortError as exc:
             self.emit(events.LateRejected, run=rid, service=svc.name, call=call_seq, code=exc.code)
 
-    def _duplicate(self, svc, call, args, rid, call_seq, delay):
+    def _duplicate(self, run, svc, call, args, call_seq, delay):
+        rid = run.spec.id
         yield self.env.timeout(delay)
         self.emit(events.DuplicateDelivery, run=rid, service=svc.name, op=call.op, call=call_seq)
         try:
-            svc.execute(call.op, args, cause="duplicate_delivery", run=rid, call=call_seq)
+            self._committed(run, svc, call, svc.execute(call.op, args, cause="duplicate_delivery", run=rid,
+                                                        call=call_seq))
         except PortError as exc:
             self.emit(events.LateRejected, run=rid, service=svc.name, call=call_seq, code=exc.code)
 

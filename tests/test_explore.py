@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -137,6 +138,19 @@ def test_a_blind_resend_is_found_shrunk_and_printed_as_a_scenario_that_reproduce
     assert retry and retry[0].auto_fail is None and "cannot duplicate" in retry[0].message
     # the same schedule against the same adapter without the mistake passes
     assert check_run(run_scenario(load_file(saved), "blind_resend:Careful")).verdict == "pass"
+
+
+def test_explore_writes_nothing_into_the_current_directory(tmp_path):
+    """hypothesis caches what it draws from; its folder lives under the findings folder."""
+    here, findings = tmp_path / "here", tmp_path / "out"
+    here.mkdir()
+    done = subprocess.run([sys.executable, "-m", "crashlab", "explore", "--adapter",
+                           "crashlab.gallery.retries:BlindRetry", "--base", "t2-commit-before-record",
+                           "--examples", "5", "-q", "--findings", str(findings)],
+                          cwd=here, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr
+    assert list(here.iterdir()) == []
+    assert (findings / ".hypothesis").is_dir()
 
 
 # --------------------------------------------------------------------------- the crash matrix, read back

@@ -65,6 +65,16 @@ ERRORS = [
     ("bad remote effects", "expect:\n  remote_effects: {run-99: 1}\n", 7, "expect.remote_effects", ["run id"]),
     ("bad disposition", "expect:\n  dispositions: [DONE]\n", 7, "expect.dispositions[0]", ["SUCCEEDED"]),
     ("object construction", "description: !!python/object:os.system x\n", 6, None, ["not valid YAML"]),
+    ("other actor's malformed intent", "events:\n  - at: '10:02'\n    type: other_actor\n"
+     "    args: {intent: {tenant: T-1, part: P-204, slot: S-19, quantity: 0}}\n", 9, "events[0].args",
+     ["validation_failed", "quantity must be a positive integer", "reservation service accepts"]),
+    ("other actor's misspelt intent", "events:\n  - at: '10:02'\n    type: other_actor\n"
+     "    args: {itent: {tenant: T-1}}\n", 9, "events[0].args", ["needs an 'intent' object"]),
+    ("other actor's release without a hold", "events:\n  - at: '10:02'\n    type: other_actor\n"
+     "    op: release\n    args: {key: k-9}\n", 10, "events[0].args", ["release needs 'ref'"]),
+    ("other actor's key not a string", "events:\n  - at: '10:02'\n    type: other_actor\n"
+     "    args: {key: 7, intent: {tenant: T-1, incident: I-1, part: P-1, slot: S-1, quantity: 1}}\n", 9,
+     "events[0].args", ["'key' must be a string"]),
 ]
 
 

@@ -288,3 +288,38 @@ def test_history_fields_are_checked():
     doc["runs"][0]["history"] = {"checkpoint_version": -1}
     with pytest.raises(Exception, match="checkpoint_version"):
         from_dict(doc)
+
+
+def _callbacks(result):
+    return [e for e in result.events if e["kind"] == "deliver" and e["event"]["type"] == "callback"]
+
+
+@pytest.mark.parametrize("fault,extra,commits", [
+    (None, {}, 1),
+    ("lost_response", {}, 1),
+    ("server_error_after", {}, 1),
+    ("late_arrival", {"delay": "20s"}, 1),
+    ("server_error_before", {}, 0),
+    ("drop_request", {}, 0),
+])
+def test_a_completion_callback_follows_every_commit_whatever_became_of_the_response(fault, extra, commits):
+    rule = {"match": {"port": "reservation", "op": "reserve", "nth": 1}, "fault": fault, **extra}
+    sc = scenario(services={"reservation": {"callback_delay": "2s"}}, faults=[rule] if fault else [])
+    result = run(sc)
+    calls = _callbacks(result)
+    assert len(calls) == commits == len(effects(result))
+    for cb, effect in zip(calls, effects(result)):
+        assert cb["t"] == effect["t"] + 2_000, "the callback leaves callback_delay after the commit"
+
+
+def test_a_duplicate_delivery_that_commits_again_sends_its_own_callback_and_a_replay_none():
+    dup = {"match": {"port": "reservation", "op": "reserve", "nth": 1}, "fault": "duplicate_delivery"}
+    twice = run(scenario(services={"reservation": {"callback_delay": "2s", "idempotency": "none",
+                                                   "lookup": "none"}}, faults=[dup]))
+    first = [e["ref"] for e in effects(twice)][:2]
+    assert [e["cause"] for e in effects(twice)][:2] == ["adapter", "duplicate_delivery"]
+    refs = [cb["event"]["payload"]["result"]["ref"] for cb in _callbacks(twice)]
+    assert all(refs.count(ref) == 1 for ref in first)
+    collapsed = run(scenario(services={"reservation": {"callback_delay": "2s"}}, faults=[dup]))
+    assert kinds(collapsed, "replayed")
+    assert [cb["event"]["payload"]["result"]["ref"] for cb in _callbacks(collapsed)] == ["R-1"]

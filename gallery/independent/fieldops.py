@@ -39,8 +39,10 @@ Its design choices (all free under AR-08):
 * cancellation after a commit compensates where the service can release: a second effect with
   its own key, authority, ledger entry and reconciliation; a release that cannot be determined
   ends CANCELLED_EFFECT_UNKNOWN, escalated; without release authority the hold remains
-  (CANCELLED_EFFECT_REMAINS, escalated to a coordinator);
-* a deployment that changes the schema or canonicalization stops the run (WAITING_OPERATOR).
+  (CANCELLED_EFFECT_REMAINS, escalated); so does a release refused as not transient (never resent);
+* an unseen notification answer (no read exists) is not resent: DELIVERY_UNKNOWN, escalated;
+* a deployment that changes the schema or canonicalization stops an unfinished run
+  (WAITING_OPERATOR); a terminal record is replayed, never demoted.
 """
 from __future__ import annotations
 
@@ -98,7 +100,8 @@ class Worker(Base):
             self.attempts_used = int(ck["control"]["budgets"].get("attempts_used", 0))
             self.admitted = list(ck["control"]["budgets"].get("admitted_retries", []))
             contract = ck["contract"]
-            if any(contract.get(k) != self.env[k] for k in ("schema_version", "canonicalization_version")):
+            if self.state not in TERMINAL and any(
+                    contract.get(k) != self.env[k] for k in ("schema_version", "canonicalization_version")):
                 yield from self.incompatible(contract)
             if self.state in TERMINAL:
                 self.profile = {}
@@ -485,6 +488,14 @@ class Worker(Base):
             except PortFailure as exc:
                 if not exc.definite:
                     yield from self.reconcile_release(ckey, base, attempts)
+                if exc.code in NOT_TRANSIENT:
+                    # a validation failure stops: the release certainly failed, resending cannot fix it
+                    yield from self.append({**base, "knowledge": "REJECTED", "attempts": list(attempts),
+                                            "evidence": [f"{exc.code}: definite, not transient"]})
+                    yield from self.record("CONFIRMED", note=f"the release was refused ({exc.code}); the hold remains")
+                    yield from self.finish("CANCELLED_EFFECT_REMAINS", next_owner="coordinator", escalate=True,
+                                           reason=f"cancelled; the release was refused ({exc.code}), "
+                                                  "the reservation remains")
                 yield from self.append({**base, "knowledge": "PROPOSED", "attempts": list(attempts),
                                         "evidence": [f"{exc.code}: certainly not sent"]})
                 jitter = (yield from self.call("random", "draw", low=0, high=500, reason="backoff jitter"))["value"]

@@ -372,14 +372,20 @@ class Base:
         intent = {"to": self.intent.get("principal"), "message": f"{self.op} confirmed", "ref": self.ref,
                   "tenant": self.intent.get("tenant"), "proposal_hash": self.phash}
         entries = (yield from self.call("ledger", "read", semantic_key=key))["entries"]
-        if entries:
+        known = entries[-1]["knowledge"] if entries else None
+        if known in ("CONFIRMED", "REJECTED"):
             return
+        if known == "SENT_UNKNOWN":
+            # sent by an earlier worker, its answer never seen, and no read by key: a second
+            # send needs a duplicate-message policy; DELIVERY_UNKNOWN goes to a named operator
+            yield from self.unresolved_delivery()
         yield from self.advance("NOTIFYING")
         base = {"semantic_key": key, "kind": "effect", "service": "notification", "operation": "send",
                 "run_id": self.run_id, "intent": intent, "intent_fingerprint": _digest(intent),
                 "canonicalization_version": self.env["canonicalization_version"], "attempts": [],
                 "lease_epoch": self.epoch, "proposal_hash": self.phash}
-        yield from self.append({**base, "knowledge": "PROPOSED"})
+        if known is None:
+            yield from self.append({**base, "knowledge": "PROPOSED"})
         yield from self.renew(self.call_ttl())
         now = yield from self.now()
         attempt = [{"n": 1, "at": now, "worker": self.worker, "epoch": self.epoch}]
@@ -393,4 +399,8 @@ class Base:
                 yield from self.append({**base, "knowledge": "REJECTED", "attempts": attempt,
                                         "evidence": [f"{exc.code}: definite"]})
             else:
-                yield from self.finish("SUCCEEDED", reason="reserved; the notification's delivery is unknown")
+                yield from self.unresolved_delivery()
+
+    def unresolved_delivery(self):
+        yield from self.finish("SUCCEEDED", next_owner="operator", escalate=True,
+                               reason="reserved; the notification's delivery is unknown (DELIVERY_UNKNOWN)")

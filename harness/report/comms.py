@@ -404,7 +404,10 @@ def owner_sentences(s: Situation) -> list[Sentence]:
     elif unknown:
         asks = [f"whether the {'release' if k.kind == 'compensation' else k.operation or 'request'} under "
                 f"{k.key} took effect" for k in unknown]
-        claims = tuple(_c("release" if k.kind == "compensation" else "effect", "unknown") for k in unknown)
+        # a claim about "the effect" is about the run's own operation; a follow-up effect (the
+        # notification after a confirmed hold) is named in the text, not claimed as the effect
+        claims = tuple(_c("release" if k.kind == "compensation" else "effect", "unknown") for k in unknown
+                       if k.kind == "compensation" or k.operation in (None, s.operation))
         out.append(Sentence("Asked of you: " + "; and ".join(asks) + ".", claims))
     else:
         out.append(Sentence("Nothing is asked of you; this is for your records."))
