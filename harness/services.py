@@ -183,6 +183,17 @@ class Service:
             raise PortError("bad_request", f"service {self.name!r} has no operation {op!r}")
         return handler(args, cause=cause, run=run, call=call)
 
+    def callback_delay(self, op: str, result: Any) -> int | None:
+        """The delay of the completion callback a request the service carried out sends (with a
+        ``callback_delay_ms`` profile), whether or not its answer reaches the caller: one for each
+        new commit of an effect, none for a replay of an earlier one. None: no callback."""
+        delay = self.profile.get("callback_delay_ms")
+        if delay is None or op not in EFFECT_OPS[self.kind]:
+            return None
+        if isinstance(result, dict) and result.get("replayed") is True:
+            return None
+        return delay
+
     def op_describe(self, args, **_):
         return self.describe()
 

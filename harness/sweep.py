@@ -29,7 +29,7 @@ from .drivers import AdapterSpec
 from .errors import AdapterProtocolError, InternalError, Interrupted, UsageError
 from .files import atomic_write_text
 from .jobs import Lost, Pool
-from .judge import Job, Outcome, _adapter, _parse_trace, judge, run_job, run_traced  # noqa: F401
+from .judge import Job, _adapter, _parse_trace, judge, run_job, run_traced  # noqa: F401 (run_job, judge: the executors and tests name them here)
 from .results import ScenarioResult, Scorecard
 from .runner import Limits, portable_source
 from .scenario_compiled import Scenario

@@ -293,12 +293,9 @@ class World:
         """A completion callback for a request the service carried out, whether or not its answer
         reaches the caller (lost response, 5xx after commit, late arrival, duplicate delivery,
         proxy re-send): one for each new commit, none for a replay of an earlier one."""
-        delay = svc.profile.get("callback_delay_ms")
-        if delay is None or call.op not in EFFECT_OPS[svc.kind]:
-            return
-        if isinstance(result, dict) and result.get("replayed") is True:
-            return
-        self.env.process(self._callback(run, svc, call, result, delay))
+        delay = svc.callback_delay(call.op, result)
+        if delay is not None:
+            self.env.process(self._callback(run, svc, call, result, delay))
 
     def _proxy_retries(self, run, svc, call, args, call_seq, arrive):
         """A proxy between worker and service that re-sends on 5xx by itself, unless the caller

@@ -164,6 +164,45 @@ def test_late_arrival_holds_then_commits_and_meets_409(serve):
     assert sb.pending == 0 and "late_arrival" in kinds(sb) and kinds(sb).count("effect") == 1
 
 
+
+def _callbacks(c, want, deadline_s=10.0):
+    deadline = time.monotonic() + deadline_s
+    while True:
+        status, box, _ = c.get("/inbox?after_seq=0")
+        found = [e for e in box["events"] if e["type"] == "callback"]
+        if len(found) >= want or time.monotonic() > deadline:
+            return found
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("fault", ["lost_response", "server_error_after", "late_arrival", "duplicate_delivery"])
+def test_a_committed_request_sends_its_callback_whatever_becomes_of_the_answer(serve, fault):
+    """The simulator's rule (services.callback_delay): one completion callback per new commit, also
+    when the answer is lost, a 5xx follows the commit, the request lands late, or a duplicate lands
+    on a keyless service; the sandbox applies the same rule."""
+    keyless = fault == "duplicate_delivery"
+    profile = {"callback_delay": "1s", **({"idempotency": "none", "lookup": "none"} if keyless else {})}
+    sb = serve(scenario(profile=profile, faults=[{"match": {"port": "reservation", "op": "reserve", "nth": 1},
+                                                  "fault": fault, "delay": "2s"}]), scale=100.0)
+    c = Client(sb, timeout=5.0)
+    try:
+        c.post("/reservation/reserve", {"intent": INTENT}, key="k1")
+    except (http.client.RemoteDisconnected, ConnectionError, socket.timeout):
+        pass
+    commits = 2 if keyless else 1
+    found = _callbacks(Client(sb), commits)
+    assert len(found) == commits and kinds(sb).count("effect") == commits
+
+
+def test_a_replayed_request_sends_no_second_callback(serve):
+    sb = serve(scenario(profile={"callback_delay": "1s"}), scale=100.0)
+    c = Client(sb)
+    c.post("/reservation/reserve", {"intent": INTENT}, key="k1")
+    status, again, _ = c.post("/reservation/reserve", {"intent": INTENT}, key="k1")
+    assert status == 200 and again["replayed"] is True
+    time.sleep(0.1)   # ten times the scaled callback delay: a second callback would have landed
+    assert len(_callbacks(c, 1)) == 1
+
 def test_inbox_delivers_intake_and_scenario_events(serve):
     sb = serve(scenario(events=[{"at": "10:00:01", "type": "cancel", "run": "run-1"}]), scale=1000.0)
     c = Client(sb)

@@ -257,7 +257,9 @@ class Sandbox:
 
         def arrive(cause: str = "adapter") -> dict:
             with self.lock:
-                return svc.execute(op, args, cause=cause, run=rid, call=seq)
+                value = svc.execute(op, args, cause=cause, run=rid, call=seq)
+            self._committed(svc, op, args, rid, value)
+            return value
 
         if op == "describe":
             return Answer.ok(self.describe(svc), seq)
@@ -315,11 +317,16 @@ class Sandbox:
             with self.lock:
                 self.emit(events.ResponseLost, run=rid, service=svc.name, op=op, call=seq)
             return Answer.closed(seq, PortError("timeout", f"{svc.name}: the connection closed with no answer"))
-        if op in EFFECT_OPS[svc.kind] and prof.get("callback_delay_ms") is not None:
-            self._later(prof["callback_delay_ms"], lambda: self.deliver(
+        return Answer.ok(value, seq)
+
+    def _committed(self, svc: Service, op: str, args: dict, rid: str, value: Any) -> None:
+        """The service's completion callback for a request it carried out (services.callback_delay:
+        one per new commit, whatever becomes of the answer), delivered to the run's inbox."""
+        delay = svc.callback_delay(op, value)
+        if delay is not None:
+            self._later(delay, lambda: self.deliver(
                 rid, "callback", {"service": svc.name, "op": op, "key": args.get("key"), "result": value},
                 producer=svc.name))
-        return Answer.ok(value, seq)
 
     def _proxy_retries(self, svc, op, args, rid, seq, arrive) -> None:
         if op not in EFFECT_OPS[svc.kind] or args.get("retry_owner") == "caller":
@@ -349,7 +356,7 @@ class Sandbox:
         with self.lock:
             self.emit(event, run=rid, service=svc.name, op=op, call=seq, **extra)
             try:
-                svc.execute(op, args, cause=cause, run=rid, call=seq)
+                self._committed(svc, op, args, rid, svc.execute(op, args, cause=cause, run=rid, call=seq))
             except PortError as exc:
                 self.emit(events.LateRejected, run=rid, service=svc.name, call=seq, code=exc.code)
 
