@@ -70,9 +70,16 @@ def _cmd_run(args) -> int:
     report = check_output_dir(args.report, "--report") if args.report else None
     adapter = _adapter(args)
     scenario = resolve(args.scenario)
+    if args.services:
+        from .probe.profile import with_services
+        scenario = with_services([scenario], args.services)[0]
     tails: dict[str, str] = {}
     res = run_checked(scenario, adapter, seed=args.seed, out_dir=out, limits=_limits(args), in_process=args.in_process,
                       stderr=tails)
+    if args.services:  # the repro command names the profile too
+        from dataclasses import replace
+        from shlex import quote
+        res = replace(res, repro=f"{res.repro} --services {quote(args.services)}")
     _print_result(_hide_adapter(res) if getattr(args, "no_answers", False) else res)
     if tails and (res.verdict != "pass" or args.verbose):
         _print_stderr(tails)
@@ -199,6 +206,9 @@ def _cmd_conformance(args) -> int:
     report_dir = check_output_dir(args.report, "--report") if args.report else None
     adapter = _adapter(args)
     scenarios = _select(args)
+    if args.services:
+        from .probe.profile import with_services
+        scenarios = with_services(scenarios, args.services)
     later = selection(rules)[1]      # an older rule set runs without the scenarios added since
     named = [i for i in args.scenario or () if i in later]
     if named or (later and all(s.id in later for s in scenarios)):

@@ -33,6 +33,9 @@ ADAPTER_HELP = ("adapter under test: module:attribute (in-process Python, e.g. "
                 "stdin/stdout, see docs/protocol.md), or wire:module:attribute (a Python adapter over the "
                 "wire, one forked process per worker from a warm server); default: the reference adapter")
 
+SERVICES_HELP = ("a services profile (as `crashlab probe` writes it): its fields replace those of the scenario's "
+                 "services of the same name; the scenarios it touched are named (docs/probe.md)")
+
 
 def _seed(text: str) -> int:
     from .scenario_format import SEED_MAX
@@ -150,6 +153,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("-v", "--verbose", action="store_true",
                    help="show what the adapter process wrote to standard error (its last lines per worker), "
                         "also when the run passes; a failing run always shows it")
+    r.add_argument("--services", metavar="PROFILE.yaml", help=SERVICES_HELP)
     _jobs(r, "the report is the same for any N", "with --report: worker processes drawing the figures")
     _isolation(r)
     add_report_options(r)
@@ -158,6 +162,7 @@ def parser() -> argparse.ArgumentParser:
             "Run every library scenario against an adapter and print the twenty-point scorecard: "
             "classification 5, ownership 4, effect correctness 6, disposition 5.")
     _suite_options(c, "traces")
+    c.add_argument("--services", metavar="PROFILE.yaml", help=SERVICES_HELP)
     c.add_argument("--report", metavar="DIR", help="render the HTML/Markdown/figure report into DIR")
     add_report_options(c)
 
@@ -235,4 +240,5 @@ def parser() -> argparse.ArgumentParser:
     add_report_parsers(cmd, ADAPTER_HELP)   # show, diff, compare
     from .integrate.cli import add_parsers as add_integration_parsers
     add_integration_parsers(cmd)            # sandbox serve, integrate
+    from .probe.cli import add_parser as add_probe_parser; add_probe_parser(cmd)   # noqa: E702  probe
     return p

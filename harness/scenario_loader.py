@@ -129,6 +129,12 @@ def _read_services(rd: _Reader, doc: dict) -> dict[str, dict]:
     return services
 
 
+def read_services(doc: dict, *, file: str | None = None) -> dict[str, dict]:
+    """A ``services:`` section on its own (a services profile, ``--services``), checked as a
+    scenario's is: errors name the file, the line and the field."""
+    return _read_services(_Reader(file), doc)
+
+
 def _read_runs(rd: _Reader, doc: dict, services: dict, at, origin: int, horizon: int) -> tuple[RunSpec, ...]:
     runs_doc = rd.get(doc, "runs", "", lambda v: v)
     if not isinstance(runs_doc, list) or not runs_doc:

@@ -1,0 +1,115 @@
+"""``crashlab probe URL --map MAP.yaml --out PROFILE.yaml``: registered by crashlab.cli_args in one
+line; prints the plan (the default) or, with ``--execute``, carries it out and writes the profile."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+DEFAULT_BUDGET = 20
+DEFAULT_WAIT = "1s"
+
+
+def add_parser(cmd) -> None:
+    p = cmd("probe", "learn what a test endpoint really does with an idempotency key; write a services profile",
+            "Send a bounded plan of requests to a test endpoint, described by a mapping file (which path and "
+            "method is the effect, the read by key, the search and the release; where the key goes; where an "
+            "answer names its reference): the same key and intent twice, the same key with another payload, a "
+            "read by key, an unknown key, two concurrent sends under one new key, an error answer and the key "
+            "again, and the first key after a wait. Each answer is interpreted in AR-08's terms and the result is "
+            "written as a scenario's services section with an evidence line per field (observed, or untested "
+            "for the service owner to declare); `crashlab run SCENARIO --services PROFILE.yaml` runs the "
+            "simulator on it.\n\nSafe by construction: without --execute it only prints the plan; it reaches "
+            "loopback only, unless --allow-host names the host and the mapping file declares 'endpoint: test' "
+            "(or sandbox); it never sends more than --budget requests; its keys are random crashlab-probe-... "
+            "strings and its intent carries the probe's id; every effect it made is released where the mapping "
+            "file maps a release, and whatever remains is printed. docs/probe.md explains the mapping file, the "
+            "plan and what each answer means.")
+    p.add_argument("url", metavar="URL", help="the endpoint's base URL; the mapping file's paths are appended "
+                                             "(the sandbox: http://127.0.0.1:PORT/w/run-1.w1)")
+    p.add_argument("--map", required=True, metavar="MAP.yaml", help="the mapping file (docs/probe.md; "
+                                                                     "examples/probe/sandbox-map.yaml)")
+    p.add_argument("--out", metavar="PROFILE.yaml", help="write the services profile here (with --execute)")
+    p.add_argument("--execute", action="store_true", help="send the requests (without it: print the plan, send "
+                                                         "nothing)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and send nothing (the default)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                   help="also reach this non-loopback host (repeatable); the mapping file must declare "
+                        "'endpoint: test' or 'endpoint: sandbox'")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
+                   help=f"send at most N requests, releases included (default {DEFAULT_BUDGET}); a plan that "
+                        "could need more is refused before anything is sent")
+    p.add_argument("--wait", default=DEFAULT_WAIT, metavar="DURATION",
+                   help=f"how long to wait before sending the first key again (default {DEFAULT_WAIT}, at most 60s): "
+                        "a key still replayed after it is retained at least this long")
+    p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
+                   help="per-request timeout (default 5)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import UsageError
+    from ..timefmt import parse_duration
+    from .client import Client, check_target
+    from .mapping import load_map
+    from .plan import plan_text
+
+    if args.execute and args.dry_run:
+        raise UsageError("--execute and --dry-run contradict each other; give one")
+    if args.budget < 1:
+        raise UsageError(f"--budget {args.budget}: give a positive number of requests")
+    try:
+        wait_ms = parse_duration(args.wait)
+    except ValueError as exc:
+        raise UsageError(f"--wait {args.wait}: {exc}") from None
+    if wait_ms > 60_000:
+        raise UsageError(f"--wait {args.wait}: at most 60s (a probe is short; declare longer retention yourself)")
+    if not 0 < args.timeout <= 60:
+        raise UsageError(f"--timeout {args.timeout}: give 0 (excluded) to 60 seconds")
+    pmap = load_map(args.map)
+    check_target(args.url, pmap, tuple(args.allow_host))
+    out = None
+    if args.out:
+        from ..files import check_output_file
+        out = check_output_file(args.out, "--out")
+    print(plan_text(pmap, args.url, wait_ms))
+    if not args.execute:
+        print("dry run: nothing was sent; add --execute to send these requests"
+              + ("" if args.out else " (and --out PROFILE.yaml to write the profile)"))
+        return 0
+    client = Client(args.url, pmap, budget=args.budget, allow_hosts=tuple(args.allow_host), timeout_s=args.timeout)
+    return report(pmap, client, args.url, wait_ms, out, args.map)
+
+
+def report(pmap, client, url: str, wait_ms: int, out, map_path: str) -> int:
+    from .interpret import conflicts, interpret
+    from .plan import execute
+    from .profile import _spelled, profile_text
+
+    print("sending:")
+    obs = execute(pmap, client, wait_ms=wait_ms, say=lambda line: print(line, flush=True))
+    profile = interpret(pmap, obs)
+    print(f"\n{pmap.service} profile ({len(client.sent)} requests):")
+    for knob, f in profile.fields.items():
+        print(f"  {_spelled(knob)}: {f.value if f.status == 'observed' else 'untested'}\n      {f.text}")
+    for name, f in profile.notes.items():
+        if f.status == "observed":
+            print(f"  ({name}) {f.text}")
+    print("  untested (the service owner declares): "
+          + ", ".join(_spelled(k) for k, f in {**profile.fields, **profile.notes}.items() if f.status == "untested"))
+    for why in conflicts(profile):
+        print(f"  warning: {why}", file=sys.stderr)
+    print(f"\neffects made: {', '.join(obs.effects) or 'none'}")
+    released = [r for r in obs.effects if obs.releases.get(r) is not None and obs.releases[r].ok]
+    print(f"released: {', '.join(released) or 'none'}")
+    residue = obs.residue
+    print(f"residue: {', '.join(residue) or 'none'}"
+          + (f" (they carry {obs.probe_id} in their intent; release them by hand)" if residue else ""))
+    for ex in obs.unknown:
+        print(f"  unknown: {ex.brief()}: the request may have made an effect; search for {obs.probe_id}")
+    meta = {"url": url, "map": map_path, "id": obs.probe_id, "requests": len(client.sent), "wait": f"{wait_ms}ms",
+            "effects": list(obs.effects), "released": released, "residue": residue}
+    if out is not None:
+        from ..files import atomic_write_text
+        atomic_write_text(out, profile_text(profile, meta, str(out)))
+        print(f"profile: {out}")
+    return 0 if not residue and not obs.unknown else 1

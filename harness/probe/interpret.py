@@ -1,0 +1,276 @@
+"""What the probe's answers mean, in AR-08's terms: each profile field the plan decided
+(``observed``, with the exchanges that decided it), the notes beside them (replay marker, honest
+negative, in-flight conflict, error replay) and the fields a probe cannot establish (``untested``:
+the service owner declares them)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..services import profile_conflicts
+from .client import Exchange
+from .mapping import ProbeMap, dig
+from .plan import Observed, listed, ref_of
+
+MEANING = {
+    "semantic": "semantic deduplication: a retry under the same key gets the first answer, and the same key with "
+                "another intent is refused; a changed intent needs a new key",
+    "key_only": "key-only deduplication: the client must treat changed-intent reuse as a critical local error "
+                "(the service answers the old effect as if it were the new one)",
+    "none": "no deduplication: the key does not make a resend safe; an unknown outcome is resolved by a read, "
+            "never by sending again",
+    "by_key": "an authoritative read by key: a worker that lost an answer can reconcile SENT_UNKNOWN by key",
+    "by_incident_slot": "a search by business fields only: reconciliation must tell its own effect from another "
+                        "actor's by the intent it recorded",
+    "lookup_none": "no read: an effect whose answer was lost stays unknown (FAILED_EFFECT_UNKNOWN or "
+                   "DELIVERY_UNKNOWN), never assumed absent",
+}
+#: what no probe of this plan can establish: the service owner declares it
+UNTESTED = {
+    "max_delivery_delay": "the late-delivery bound: how long after a timeout a request can still land",
+    "throttling": "throttling (429) and its Retry-After: the probe sends too few requests to meet it",
+    "server_errors": "5xx answers and whether the request committed before one",
+    "proxy_retries": "a proxy that re-sends on its own after a 5xx or a timeout",
+    "fencing": "whether the service refuses a request with an older fencing token",
+}
+#: the profile fields each service kind can take from a probe
+FIELDS = {"reservation": ("idempotency", "retention_ms", "lookup", "consistency", "lag_ms", "compensation"),
+          "notification": ("idempotency", "retention_ms")}
+
+
+@dataclass(slots=True)
+class Finding:
+    status: str                         # observed | untested
+    text: str
+    value: Any = None                   # the profile value (observed fields)
+    responses: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Profile:
+    service: str
+    fields: dict[str, Finding]          # profile knob -> finding (observed ones go in services:)
+    notes: dict[str, Finding]           # evidence beside the knobs
+
+    def services(self) -> dict[str, Any]:
+        return {k: f.value for k, f in self.fields.items() if f.status == "observed" and k in FIELDS[self.service]}
+
+
+def _brief(*exs: Exchange | None) -> list[str]:
+    return [e.brief() for e in exs if e is not None]
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return a is not None and a == b
+
+
+def _marked(pmap: ProbeMap, ex: Exchange | None) -> bool:
+    if ex is None or not ex.ok:
+        return False
+    at, header = pmap.answers.get("replayed"), pmap.answers.get("replayed_header")
+    if at and dig(ex.body, at) is True:
+        return True
+    return bool(header and ex.headers.get(header.lower(), "false").lower() not in ("", "false", "0"))
+
+
+def interpret(pmap: ProbeMap, obs: Observed) -> Profile:
+    f: dict[str, Finding] = {}
+    notes: dict[str, Finding] = {}
+    first, again, changed = obs.one("first"), obs.one("again"), obs.one("changed")
+    r1, r2, r3 = ref_of(pmap, first), ref_of(pmap, again), ref_of(pmap, changed)
+
+    # -- idempotency: the same key twice, then with another payload, then twice at once
+    dedup = None
+    if r1 is None:
+        f["idempotency"] = Finding("untested", "the first effect request did not succeed, so nothing could be "
+                                   "compared; check the mapping file's effect request and intent", None, _brief(first))
+    elif r2 is None:
+        f["idempotency"] = Finding("untested", "the repeated request got no usable answer; repeat the probe",
+                                   None, _brief(first, again))
+    elif r2 != r1:
+        dedup = False
+        f["idempotency"] = Finding("observed", f"the same key and intent made a second effect ({r1}, then {r2}): "
+                                   + MEANING["none"], "none", _brief(first, again))
+    else:
+        dedup = True
+        notes["replay_marker"] = Finding("observed", "the repeated request was marked a replay" if _marked(pmap, again)
+                                         else "the repeated request returned the same reference with no replay "
+                                         "marker the mapping file names", None, _brief(again))
+        if changed is not None and changed.status in (400, 409, 412, 422):
+            f["idempotency"] = Finding("observed", f"the same key with another payload was refused ({changed.status}"
+                                       f" {changed.code() or ''}): " + MEANING["semantic"], "semantic",
+                                       _brief(first, again, changed))
+        elif _same(r3, r1):
+            f["idempotency"] = Finding("observed", f"the same key with another payload returned the first effect "
+                                       f"({r1}): " + MEANING["key_only"], "key_only", _brief(first, again, changed))
+        elif r3 is not None:
+            f["idempotency"] = Finding("observed", f"the same key with another payload made a second effect ({r3}): "
+                                       "the key deduplicates only an identical payload, which crashlab's services "
+                                       "cannot express, so the profile says none. " + MEANING["none"], "none",
+                                       _brief(first, again, changed))
+        else:
+            f["idempotency"] = Finding("untested", "the same key replayed the first effect, but the changed payload "
+                                       f"got {changed.brief() if changed else 'no request'}: declare semantic or "
+                                       "key_only", None, _brief(first, again, changed))
+    race = obs.steps.get("race") or []
+    if race:
+        refs = {ref_of(pmap, e) for e in race} - {None}
+        if len(refs) > 1:
+            notes["concurrency"] = Finding("observed", f"two concurrent sends under one new key made two effects "
+                                           f"({', '.join(sorted(refs))})" + (": the deduplication is not atomic, so "
+                                           "the profile says none" if dedup else ""), None, _brief(*race))
+            if dedup:
+                f["idempotency"] = Finding("observed", notes["concurrency"].text + ". " + MEANING["none"], "none",
+                                           _brief(first, again, *race))
+        elif any(e.status == 409 for e in race):
+            notes["concurrency"] = Finding("observed", "two concurrent sends under one new key: one made the effect, "
+                                           "the other met 409 (a request with the key is executing)", None,
+                                           _brief(*race))
+        elif len(refs) == 1 and all(e.ok for e in race):
+            notes["concurrency"] = Finding("observed", "two concurrent sends under one new key made one effect "
+                                           "(the later one was answered with it)", None, _brief(*race))
+
+    # -- retention: the first key again during and after the wait
+    if dedup:
+        _retention(pmap, obs, r1, f)
+    if "retention_ms" not in f:
+        f["retention_ms"] = Finding("untested", "not observed (the key never replayed, or the wait step did not "
+                                    "run); the service owner declares it", None)
+
+    # -- reads: by key, by search, an unknown key, and freshness
+    if pmap.service == "reservation":
+        _reads(pmap, obs, r1, f, notes, dedup)
+    # -- compensation
+    if pmap.service == "reservation":
+        done = [e for e in obs.releases.values()]
+        if not pmap.has("release"):
+            f["compensation"] = Finding("untested", "no release request in the mapping file", None)
+        elif any(e.ok for e in done):
+            f["compensation"] = Finding("observed", "the release request released the probe's effects", True,
+                                        _brief(*done[:2]))
+        elif done and all(400 <= e.status < 500 for e in done):
+            f["compensation"] = Finding("observed", "every release was refused: the service cannot compensate",
+                                        False, _brief(*done[:2]))
+        else:
+            f["compensation"] = Finding("untested", "no release answered clearly", None, _brief(*done[:2]))
+
+    # -- an error answer under a key, then a good request under it
+    err, after = obs.one("error"), obs.one("after_error")
+    if err is not None:
+        if err.ok:
+            notes["error_replay"] = Finding("untested", "the failing intent was accepted (an effect, released); give "
+                                            "'failing' fields the endpoint refuses", None, _brief(err))
+        elif after is not None and not after.ok and after.status == err.status and after.code() == err.code():
+            notes["error_replay"] = Finding("observed", f"the error answer ({err.status} {err.code() or ''}) was "
+                                            "replayed under its key: a retry after an error needs a new key, and a "
+                                            "5xx stored this way cannot be retried under the same key at all (the "
+                                            "simulator's services do not store errors: declare it to the scenario's "
+                                            "authors)", True, _brief(err, after))
+        elif after is not None and after.ok:
+            notes["error_replay"] = Finding("observed", f"an error answer ({err.status}) was not stored under its "
+                                            "key: the same key with a good intent made the effect", False,
+                                            _brief(err, after))
+        else:
+            notes["error_replay"] = Finding("observed", "after an error answer the key was refused for a good intent "
+                                            f"({after.status if after else '?'}): the key was kept with the failed "
+                                            "payload", None, _brief(err, after))
+    else:
+        notes["error_replay"] = Finding("untested", "no 'failing' intent in the mapping file", None)
+    for name, text in UNTESTED.items():
+        notes[name] = Finding("untested", text + "; the service owner declares it", None)
+    return Profile(service=pmap.service, fields={k: v for k, v in f.items() if k in FIELDS[pmap.service]}, notes=notes)
+
+
+def _retention(pmap: ProbeMap, obs: Observed, r1: str | None, f: dict) -> None:
+    """Still replayed at the last try: at least that old (beyond it, untested). Forgotten: between
+    the last replay's age (the value written: the pessimistic end) and the forgetting request's."""
+    def age(step: str, end: int) -> int:    # ms from the first answer (start) / request (end)
+        t0 = obs.times["first"][1 if end == 0 else 0]
+        return max(0, int((obs.times[step][end] - t0) * 1000)) + end
+
+    tried = [s for s in ("again", "midway", "later") if obs.one(s) is not None]
+    last = tried[-1]
+    if len(tried) < 2:
+        return
+    ex = obs.one(last)
+    if _same(ref_of(pmap, ex), r1):
+        f["retention_ms"] = Finding("untested", f"still replayed {age(last, 0)} ms after the first answer (the "
+                                    f"probe's wait: {obs.wait_ms} ms); retention beyond it is the service owner's to "
+                                    "declare (it must cover the longest retry and reconciliation horizon)", None,
+                                    _brief(obs.one("first"), ex))
+    elif ref_of(pmap, ex) is not None:
+        lo, hi = age(tried[-2], 0), age(last, 1)
+        f["retention_ms"] = Finding("observed", f"the key was forgotten: replayed {lo} ms after the first answer, "
+                                    f"a second effect ({ref_of(pmap, ex)}) at most {hi} ms after it; the shorter "
+                                    "bound is written (a shorter --wait narrows it). A key forgotten before the "
+                                    "longest retry horizon makes a late resend a second effect", lo,
+                                    _brief(obs.one("first"), obs.one(tried[-2]), ex))
+
+
+def _reads(pmap: ProbeMap, obs: Observed, r1, f: dict, notes: dict, dedup) -> None:
+    read, read_later, unknown = obs.one("read"), obs.one("read_later"), obs.one("unknown")
+    search, search_later = obs.one("search"), obs.one("search_later")
+    found_at = pmap.answers.get("found")
+
+    def found(ex):
+        return ex is not None and ex.ok and dig(ex.body, found_at) is True and \
+            (pmap.answers.get("found_ref") is None or str(dig(ex.body, pmap.answers["found_ref"])) == r1)
+
+    by_key = by_search = None            # True / False / None (not tried)
+    fresh = None                         # read-your-write at once?
+    if read is not None and r1 is not None:
+        by_key = found(read) or found(read_later)
+        if by_key:
+            fresh = found(read)
+    if search is not None and r1 is not None:
+        by_search = r1 in listed(pmap, search) or (search_later is not None and r1 in listed(pmap, search_later))
+        if by_search and fresh is None:
+            fresh = r1 in listed(pmap, search)
+    if by_key:
+        value, why = "by_key", f"the read by key found the effect ({r1}): " + MEANING["by_key"]
+    elif by_search:
+        value, why = "by_incident_slot", (f"the search listed the effect ({r1})" + (", the read by key did not" if
+                                          by_key is False else "; no read by key is mapped") + ": "
+                                          + MEANING["by_incident_slot"])
+    elif by_key is False and by_search is not False and search is None:
+        value, why = "none", "the read by key did not find the effect, and no search is mapped: " + MEANING["lookup_none"]
+    elif by_key is False or by_search is False:
+        value, why = "none", "neither the read by key nor the search found the effect: " + MEANING["lookup_none"]
+    else:
+        value, why = None, "no read request is mapped, or no effect was made"
+    if value == "by_key" and f.get("idempotency") and f["idempotency"].value == "none":
+        value = "by_incident_slot" if by_search else "none"
+        why += (f"; but crashlab's services keep no key index without deduplication, so the profile says {value} "
+                "(a read by key without deduplication cannot be simulated)")
+    f["lookup"] = Finding("observed" if value else "untested", why, value,
+                          _brief(read, read_later, search, search_later))
+    if unknown is not None:
+        honest = (unknown.ok and dig(unknown.body, found_at) is False) or unknown.status == 404
+        notes["unknown_key"] = Finding("observed", "a key never sent was reported not found: an honest negative"
+                                       if honest else ("a key never sent was reported FOUND: the read is not an "
+                                                       "authoritative negative; never treat it as absence")
+                                       if unknown.ok and dig(unknown.body, found_at) is True else
+                                       f"a key never sent got {unknown.brief()}: no usable negative", honest,
+                                       _brief(unknown))
+    for ex, what in ((read, "in_flight"), (read, "as_of")):
+        at = pmap.answers.get(what)
+        if ex is not None and ex.ok and at:
+            seen = dig(ex.body, at)
+            notes[what] = Finding("observed" if seen is not None else "untested",
+                                  f"the read reports {what} ({seen!r})" if seen is not None else
+                                  f"the read's answer has no {at}", seen, _brief(ex))
+    if fresh is True:
+        f["consistency"] = Finding("observed", "the effect was readable at once (read-your-write); a read lag "
+                                   "under other load is untested", "strong", _brief(read or search))
+    elif fresh is False:
+        lag = int(((obs.times.get("read_later") or obs.times.get("search_later"))[1] - obs.times["first"][0]) * 1000) + 1
+        f["consistency"] = Finding("observed", f"the effect was missing from the first read and present after the "
+                                   f"wait: eventual, with a lag of at most {lag} ms (the value written)", "eventual",
+                                   _brief(read, read_later, search, search_later))
+        f["lag_ms"] = Finding("observed", f"at most {lag} ms", lag, [])
+    else:
+        f["consistency"] = Finding("untested", "no read found the effect; read lag is the owner's to declare", None)
+
+
+def conflicts(profile: Profile) -> list[str]:
+    return [why for _, why in profile_conflicts(profile.service, profile.services())]
