@@ -1,0 +1,311 @@
+"""``crashlab probe`` against the sandbox: for each profile the sandbox serves, the probe recovers
+every field it can observe within its budget and leaves nothing behind; the safety rules refuse
+what they must (no request sent); bad mapping files get file/line/field errors; ``--services``
+runs the simulator on a profile. No wall-clock assertions: the sandbox runs at time scale 1 only
+so that the probe's real waits are the service's retention and lag."""
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+
+import pytest
+
+from crashlab.cli import main
+from crashlab.errors import CrashlabError, InvalidScenario, UsageError
+from crashlab.probe.client import BudgetExhausted, Client, Exchange, check_target
+from crashlab.probe.interpret import interpret
+from crashlab.probe.mapping import from_doc, load_map
+from crashlab.probe.plan import Observed, execute, worst_case
+from crashlab.probe.profile import apply_profile, load_profile, profile_text
+from crashlab.sandbox import Sandbox
+from crashlab.scenario_loader import from_dict, resolve
+from crashlab.scenario_yaml import parse_yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+MAP = ROOT / "examples" / "probe" / "sandbox-map.yaml"
+DENIED = "crashlab-probe-denied"
+
+
+def scenario(**profile):
+    return from_dict({"id": "probe-test", "title": "probe test", "clock": {"origin": "10:00", "horizon": "23:00"},
+                      "services": {"reservation": {"denied_principals": [DENIED], **profile}},
+                      "runs": [{"id": "run-1", "intent": {"tenant": "T-1"}}]})
+
+
+@pytest.fixture
+def serve():
+    started = []
+
+    def start(sc):
+        sb = Sandbox(sc, time_scale=1.0)
+        sb.start()
+        started.append(sb)
+        return sb
+    yield start
+    for sb in started:
+        port = sb.httpd.server_address[1]
+        sb.stop()
+        with pytest.raises(OSError):   # nothing listens any more
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def calls(sb):
+    return [e for e in sb.trace.events if e["kind"] == "call"]
+
+
+def probe(sb, wait_ms=400, budget=20):
+    pmap = load_map(MAP)
+    client = Client(sb.root + "/w/run-1.w1", pmap, budget=budget)
+    obs = execute(pmap, client, wait_ms=wait_ms)
+    return pmap, client, obs, interpret(pmap, obs)
+
+
+def left_behind(sb):
+    return [r.ref for r in sb.services["reservation"].records if r.ref.startswith("R-") and r.status != "released"]
+
+
+PROFILES = [   # what the sandbox serves -> what the probe must write under services
+    ({"idempotency": "semantic", "lookup": "by_key"},
+     {"idempotency": "semantic", "lookup": "by_key", "consistency": "strong", "compensation": True}),
+    ({"idempotency": "key_only", "lookup": "by_incident_slot"},
+     {"idempotency": "key_only", "lookup": "by_incident_slot", "consistency": "strong", "compensation": True}),
+    ({"idempotency": "none", "lookup": "none"},
+     {"idempotency": "none", "lookup": "none", "compensation": True}),
+    ({"idempotency": "semantic", "lookup": "none", "compensation": False},
+     {"idempotency": "semantic", "lookup": "none", "compensation": False}),
+    ({"idempotency": "semantic", "lookup": "by_key", "consistency": "eventual", "lag": "150ms"},
+     {"idempotency": "semantic", "lookup": "by_key", "consistency": "eventual", "compensation": True}),
+]
+
+
+@pytest.mark.parametrize("served,expected", PROFILES, ids=["semantic-by_key", "key_only-search", "none-none",
+                                                          "no-release", "eventual"])
+def test_the_probe_recovers_each_profile_within_budget_and_leaves_nothing(serve, served, expected, tmp_path):
+    sb = serve(scenario(**served))
+    pmap, client, obs, profile = probe(sb)
+    got = profile.services()
+    lag = got.pop("lag_ms", None)
+    assert got == expected
+    if served.get("consistency") == "eventual":
+        assert lag is not None and lag >= 150       # an upper bound of the lag, never below it
+    assert len(client.sent) <= 20 and len(calls(sb)) == len(client.sent)
+    if served.get("compensation", True):
+        assert left_behind(sb) == [] and obs.residue == []
+    else:   # a service that cannot release: the effects are listed as the residue
+        assert sorted(obs.residue) == sorted(left_behind(sb)) and obs.residue
+    assert profile.notes["error_replay"].value is False    # the sandbox never stores an error under a key
+    assert profile.notes["unknown_key"].value is (served["lookup"] == "by_key")
+    # the written profile loads back as a services section and carries its evidence
+    out = tmp_path / "profile.yaml"
+    out.write_text(profile_text(profile, {"url": sb.root}, str(out)))
+    loaded = load_profile(out)
+    assert loaded["reservation"]["idempotency"] == expected["idempotency"]
+    evidence = parse_yaml(out.read_text())["evidence"]["reservation"]
+    assert "observed" in evidence["idempotency"] and evidence["idempotency"]["responses"]
+    assert "untested" in evidence["max_delivery_delay"] and "untested" in evidence["throttling"]
+
+
+def test_retention_is_bounded_from_both_sides(serve):
+    sb = serve(scenario(idempotency="semantic", retention="300ms"))
+    pmap, client, obs, profile = probe(sb, wait_ms=1000)
+    written = profile.services()["retention_ms"]
+    assert written <= 300            # the last replay seen: a lower bound, never above the truth
+    assert profile.fields["retention_ms"].status == "observed" and left_behind(sb) == []
+    kept = serve(scenario(idempotency="semantic"))       # 24 h: replayed after the whole wait
+    _, _, _, profile = probe(kept, wait_ms=300)
+    assert profile.fields["retention_ms"].status == "untested" and "retention_ms" not in profile.services()
+
+
+def test_a_key_only_service_reuse_is_a_critical_local_error_in_the_evidence(serve):
+    sb = serve(scenario(idempotency="key_only"))
+    _, _, _, profile = probe(sb)
+    assert "critical local error" in profile.fields["idempotency"].text
+
+
+def test_error_replay_is_caught_when_an_endpoint_stores_errors():
+    pmap = load_map(MAP)
+    obs = Observed(probe_id="crashlab-probe-x", keys={}, intents={}, wait_ms=0)
+    err = {"error": {"code": "server_error"}}
+    obs.steps = {"error": [Exchange(1, "error", "POST", "/r", "k3", 500, err)],
+                 "after_error": [Exchange(2, "after_error", "POST", "/r", "k3", 500, err)]}
+    assert interpret(pmap, obs).notes["error_replay"].value is True
+    obs.steps["after_error"] = [Exchange(2, "after_error", "POST", "/r", "k3", 200, {"ref": "R-9"})]
+    assert interpret(pmap, obs).notes["error_replay"].value is False
+
+
+def test_a_race_that_makes_two_effects_under_one_key_downgrades_to_none():
+    pmap = load_map(MAP)
+    obs = Observed(probe_id="p", keys={}, intents={}, wait_ms=0)
+    ok = lambda n, ref, step: Exchange(n, step, "POST", "/r", "k", 200, {"ref": ref})  # noqa: E731
+    obs.steps = {"first": [ok(1, "R-1", "first")], "again": [ok(2, "R-1", "again")],
+                 "changed": [Exchange(3, "changed", "POST", "/r", "k", 422, {"error": {"code": "intent_mismatch"}})],
+                 "race": [ok(4, "R-2", "race"), ok(5, "R-3", "race")]}
+    profile = interpret(pmap, obs)
+    assert profile.fields["idempotency"].value == "none" and "not atomic" in profile.fields["idempotency"].text
+
+
+# ----------------------------------------------------------------------------- safety
+def test_a_non_loopback_host_is_refused_unless_named_and_declared(tmp_path):
+    pmap = load_map(MAP)                                  # declares endpoint: sandbox
+    with pytest.raises(UsageError, match="not loopback"):
+        check_target("http://10.1.2.3:8080/w/run-1.w1", pmap)
+    with pytest.raises(UsageError, match="not loopback"):
+        check_target("http://example.test/", pmap, ("other.test",))
+    assert check_target("http://10.1.2.3:8080/w", pmap, ("10.1.2.3",))[1] == "10.1.2.3"
+    text = MAP.read_text().replace("endpoint: sandbox", "")
+    undeclared = tmp_path / "map.yaml"
+    undeclared.write_text(text)
+    with pytest.raises(UsageError, match="endpoint: test"):
+        check_target("http://10.1.2.3:8080/w", load_map(undeclared), ("10.1.2.3",))
+    for loop in ("http://127.0.0.1:1/", "http://localhost:1/", "http://[::1]:1/"):
+        check_target(loop, pmap)
+
+
+def test_the_command_refuses_a_remote_host_before_sending(capsys):
+    code = main(["probe", "http://192.0.2.1:9/w/run-1.w1", "--map", str(MAP), "--execute"])
+    assert code == 3 and "--allow-host 192.0.2.1" in capsys.readouterr().err
+
+
+def test_the_budget_is_enforced_before_and_during_the_run(serve):
+    sb = serve(scenario())
+    pmap = load_map(MAP)
+    assert worst_case(pmap) <= 20
+    with pytest.raises(UsageError, match="needs up to"):
+        execute(pmap, Client(sb.root + "/w/run-1.w1", pmap, budget=worst_case(pmap) - 1), wait_ms=0)
+    assert calls(sb) == []                               # refused before anything was sent
+    client = Client(sb.root + "/w/run-1.w1", pmap, budget=1)
+    client.send("lookup", pmap.requests["lookup"], {"key": "crashlab-probe-x-k0"})
+    with pytest.raises(BudgetExhausted):
+        client.send("lookup", pmap.requests["lookup"], {"key": "crashlab-probe-x-k0"})
+    assert len(calls(sb)) == 1                           # the request beyond the budget never left
+
+
+def test_dry_run_is_the_default_and_sends_nothing(serve, capsys, tmp_path):
+    sb = serve(scenario())
+    out = tmp_path / "profile.yaml"
+    for extra in ([], ["--dry-run"]):
+        assert main(["probe", sb.root + "/w/run-1.w1", "--map", str(MAP), "--out", str(out), *extra]) == 0
+        printed = capsys.readouterr().out
+        assert "dry run: nothing was sent" in printed and "at most" in printed
+    assert calls(sb) == [] and not out.exists()
+    assert main(["probe", sb.root + "/w/run-1.w1", "--map", str(MAP), "--execute", "--dry-run"]) == 3
+
+
+def test_the_command_probes_the_sandbox_and_writes_the_profile(serve, capsys, tmp_path):
+    sb = serve(scenario())
+    out = tmp_path / "profile.yaml"
+    code = main(["probe", sb.root + "/w/run-1.w1", "--map", str(MAP), "--out", str(out), "--execute",
+                 "--wait", "200ms"])
+    printed = capsys.readouterr().out
+    assert code == 0 and "residue: none" in printed
+    keys = {e["args"].get("key") for e in calls(sb)} - {None}
+    assert keys and all(k.startswith("crashlab-probe-") for k in keys)
+    intents = [e["args"]["intent"] for e in calls(sb) if "intent" in e["args"] and e["op"] == "reserve"]
+    assert all(i["tenant"].startswith("crashlab-probe-") for i in intents)      # the marked intent
+    assert load_profile(out) == {"reservation": {"idempotency": "semantic", "lookup": "by_key",
+                                                 "consistency": "strong", "compensation": True}}
+    assert left_behind(sb) == []
+
+
+# ----------------------------------------------------------------------------- bad mapping files
+BAD_MAPS = [
+    ("  header: Idempotency-Key", "  heder: Idempotency-Key", "did you mean 'header'"),
+    ('  tenant: "{probe}"\n  incident: "{probe}"\n', "  tenant: T-1\n  incident: I-1\n", 'put "{probe}"'),
+    ('path: "/reservation/lookup?key={key}"', 'path: "/reservation/lookup?id={ref}"', "must carry {key}"),
+    ("body: {ref: \"{ref}\"}", "body: {ref: \"{reff}\"}", "unknown placeholder {reff}"),
+    ("endpoint: sandbox", "endpoint: production", "unknown endpoint"),
+    ("  found: found ", "  # found: found ", "needs answers.found"),
+    ("    method: GET\n    path: \"/reservation/lookup", "    method: GET\n    body: {a: 1}\n    path: \"/reservation/lookup",
+     "a GET request has no body"),
+    ("changed:                      # the other payload sent under a used key\n  quantity: 2",
+     "changed:\n  quantity: 1", "differs from the intent"),
+    ("service: reservation", "service: reservation\n  bad: [", "not valid YAML"),
+]
+
+
+@pytest.mark.parametrize("old,new,message", BAD_MAPS)
+def test_bad_mapping_files_name_the_file_line_and_field(tmp_path, capsys, old, new, message):
+    text = MAP.read_text()
+    assert old in text, old
+    bad = tmp_path / "map.yaml"
+    bad.write_text(text.replace(old, new, 1))
+    with pytest.raises(InvalidScenario) as err:
+        load_map(bad)
+    assert message in str(err.value) and err.value.line is not None and str(bad) in str(err.value)
+    code = main(["probe", "http://127.0.0.1:9/w", "--map", str(bad)])
+    assert code == 3 and message in capsys.readouterr().err
+
+
+def test_a_mapping_file_that_is_not_a_mapping_or_missing():
+    with pytest.raises(InvalidScenario, match="YAML mapping"):
+        from_doc(["a"], file="m.yaml")
+    with pytest.raises(InvalidScenario, match="no such mapping file"):
+        load_map("/nonexistent/map.yaml")
+
+
+# ----------------------------------------------------------------------------- --services
+PROFILE = """services:
+  reservation:
+    idempotency: key_only
+    retention: 90s
+evidence:
+  reservation:
+    idempotency: {observed: "the same key with another payload returned the first effect"}
+probe: {url: "http://127.0.0.1:1/w"}
+"""
+
+
+def test_a_profile_replaces_the_fields_it_declares_and_keeps_the_rest(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(PROFILE)
+    base = from_dict({"id": "s", "title": "s", "services": {"reservation": {"retention_ms": 1000, "proxy_retries": 1}},
+                      "runs": [{"id": "r", "intent": {"tenant": "T"}}]})
+    got = apply_profile(base, load_profile(path), str(path)).services["reservation"]
+    assert got["idempotency"] == "key_only" and got["retention_ms"] == 90_000 and got["proxy_retries"] == 1
+    registry = resolve("seed000-lost-publish-response")
+    with pytest.raises(UsageError, match="has no reservation service"):
+        apply_profile(registry, load_profile(path), str(path))
+
+
+def test_a_bad_profile_names_its_file_and_line(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(PROFILE.replace("key_only", "sometimes"))
+    with pytest.raises(InvalidScenario) as err:
+        load_profile(path)
+    assert err.value.line == 3 and "sometimes" in str(err.value) and str(path) in str(err.value)
+    path.write_text(PROFILE + "extra: 1\n")
+    with pytest.raises(InvalidScenario, match="unknown field"):
+        load_profile(path)
+
+
+def test_run_and_conformance_take_services(tmp_path, capsys):
+    path = tmp_path / "p.yaml"
+    path.write_text(PROFILE)
+    code = main(["run", "matrix-ambiguous-effect", "--services", str(path), "--out", str(tmp_path / "o")])
+    captured = capsys.readouterr()
+    assert code in (0, 1) and "applied to 1 of 1 scenario(s): matrix-ambiguous-effect" in captured.err
+    assert f"--services {path}" in captured.out
+    trace = next((tmp_path / "o").glob("*.jsonl")).read_text().splitlines()[0]
+    assert '"idempotency":"key_only"' in trace.replace(" ", "") and '"retention_ms":90000' in trace.replace(" ", "")
+    code = main(["conformance", "--scenario", "matrix-ambiguous-effect", "--scenario", "seed000-lost-publish-response",
+                 "--services", str(path), "--out", str(tmp_path / "c"), "-j", "1", "-q"])
+    err = capsys.readouterr().err
+    assert "applied to 1 of 2" in err and "untouched (no service of that name): seed000-lost-publish-response" in err
+    assert code in (0, 1)
+    mismatch = tmp_path / "n.yaml"
+    mismatch.write_text("services:\n  notification: {idempotency: none}\n")
+    assert main(["run", "matrix-ambiguous-effect", "--services", str(mismatch), "--out", str(tmp_path / "o")]) == 3
+    assert "has no notification service" in capsys.readouterr().err
+
+
+def test_the_plan_text_matches_the_docs():
+    docs = (ROOT / "docs" / "probe.md").read_text()
+    from crashlab.probe.plan import PLAN
+    for step in PLAN:
+        assert f"`{step.name}`" in docs, step.name
+    assert re.search(r"examples/probe/sandbox-map\.yaml", docs)
+
+
+def test_errors_are_crashlab_errors():
+    assert issubclass(BudgetExhausted, CrashlabError)
