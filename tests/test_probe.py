@@ -192,8 +192,8 @@ def test_dry_run_is_the_default_and_sends_nothing(serve, capsys, tmp_path):
     assert main(["probe", sb.root + "/w/run-1.w1", "--map", str(MAP), "--execute", "--dry-run"]) == 3
 
 
-def test_the_command_probes_the_sandbox_and_writes_the_profile(serve, capsys, tmp_path):
-    sb = serve(scenario())
+def test_the_docs_walk_through_probes_the_sandbox_and_runs_on_the_profile(serve, capsys, tmp_path):
+    sb = serve(resolve(str(ROOT / "examples" / "probe" / "sandbox-services.yaml")))   # docs/probe.md
     out = tmp_path / "profile.yaml"
     code = main(["probe", sb.root + "/w/run-1.w1", "--map", str(MAP), "--out", str(out), "--execute",
                  "--wait", "200ms"])
@@ -206,6 +206,10 @@ def test_the_command_probes_the_sandbox_and_writes_the_profile(serve, capsys, tm
     assert load_profile(out) == {"reservation": {"idempotency": "semantic", "lookup": "by_key",
                                                  "consistency": "strong", "compensation": True}}
     assert left_behind(sb) == []
+    assert main(["run", "matrix-ambiguous-effect", "--services", str(out), "--out", str(tmp_path / "o")]) == 0
+    docs = (ROOT / "docs" / "probe.md").read_text()
+    assert "crashlab sandbox serve examples/probe/sandbox-services.yaml" in docs
+    assert "--map examples/probe/sandbox-map.yaml --execute --out profile.yaml" in docs
 
 
 # ----------------------------------------------------------------------------- bad mapping files
