@@ -24,7 +24,7 @@ from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CARD_FIELDS, 
                               TRACE_KINDS, TRANSPORT_FAULTS, VERDICTS)
 from .scenario_yaml import (_boolean, _choice, _integer, _join, _line, _must, _parse, _pattern, _plain,
                             _plain_mapping, _Reader, _string, _string_list)
-from .services import PROFILE_DEFAULTS, malformed_request, profile_conflicts
+from .services import PROFILE_DEFAULTS, PROFILE_OPTIONAL, malformed_request, profile_conflicts
 from .timefmt import CLOCK_HINT, clock_ms, format_time, parse_duration, parse_time
 
 
@@ -99,11 +99,11 @@ def _read_services(rd: _Reader, doc: dict) -> dict[str, dict]:
     services: dict[str, dict] = {}
     for name in services_doc:
         path = f"services.{name}"
-        defaults = PROFILE_DEFAULTS[name]
+        merged = dict(PROFILE_DEFAULTS[name])
+        defaults = {**merged, **PROFILE_OPTIONAL.get(name, {})}    # an optional knob only when declared
         # knobs ending in _ms are written without the suffix (retention: 30m)
         spelled = {k[:-3] if k.endswith("_ms") else k: k for k in defaults}
         prof = rd.mapping(services_doc, name, path, frozenset(spelled) | frozenset(defaults), nullable=True)
-        merged = dict(defaults)
         for key in prof:
             target = spelled.get(key, key)
             if target != key and target in prof:

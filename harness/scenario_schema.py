@@ -17,7 +17,7 @@ from .scenario_format import (APPROVAL_MODES, BOUNDARIES, CARD_FIELDS, COMPENSAT
                               PRIMARY_OPERATION, PROFILE_CHOICES, RESERVED_PAYLOAD_KEYS, RULE_FIELDS, RUN_STATES,
                               RUNLESS_EVENTS, SEED_MAX, TAG_PATTERN, TRACE_KINDS, VERDICTS)
 from .scenario_loader import library
-from .services import PROFILE_DEFAULTS
+from .services import PROFILE_DEFAULTS, PROFILE_OPTIONAL
 from .timefmt import CLOCK_PATTERN
 
 # --------------------------------------------------------------------------- JSON Schema
@@ -67,7 +67,7 @@ def schema_document() -> dict:
     services = {}
     for kind, defaults in PROFILE_DEFAULTS.items():
         props = {}
-        for name, default in defaults.items():
+        for name, default in {**defaults, **PROFILE_OPTIONAL.get(kind, {})}.items():
             props[name] = knob(kind, name, default)
             if name.endswith("_ms"):
                 props[name[:-3]] = props[name]

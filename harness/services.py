@@ -49,6 +49,14 @@ PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
         "callback_delay_ms": None, "denied_principals": [],
     },
 }
+#: Knobs a profile may declare that have no default in a trace: a service that leaves one out
+#: behaves as before, and only a scenario (or a services profile) that declares it records it.
+PROFILE_OPTIONAL: dict[str, dict[str, Any]] = {
+    # store an error answer under its key and answer it again to that key (as a service that keeps
+    # the first response under a key, errors included, does); needs idempotency semantic or key_only
+    "reservation": {"error_replay": False},
+    "notification": {"error_replay": False},
+}
 PROFILE_CHOICES = {
     "idempotency": {"semantic", "key_only", "none", "natural_key"},
     "lookup": {"by_key", "by_incident_slot", "none", "by_version"},
@@ -60,6 +68,9 @@ def profile_conflicts(kind: str, profile: dict) -> list[tuple[str, str]]:
     """Knob combinations a service could not honour as ``describe()`` states them:
     (knob, why and what to do). The scenario loader refuses them."""
     out = []
+    if profile.get("error_replay") and profile.get("idempotency") not in ("semantic", "key_only"):
+        out.append(("error_replay", "error_replay: true stores an error under its key, which needs idempotency: "
+                                    "semantic or key_only; set one, or drop error_replay"))
     if kind == "reservation" and profile.get("lookup") == "by_key" and profile.get("idempotency") == "none":
         out.append(("lookup", "lookup: by_key needs a key index, and idempotency: none keeps none (the lookup "
                               "could never find a hold); use idempotency: key_only or semantic, or lookup: "
@@ -98,6 +109,7 @@ class Service:
         self.records: list[Record] = []
         self.keys: dict[str, Record] = {}     # idempotency index
         self.in_flight: dict[str, int] = {}   # key -> requests executing
+        self.errors: dict[str, tuple[PortError, str, int]] = {}   # error_replay: key -> (error, fingerprint, at)
         self.max_fence = 0
         self._refs = 0
 
@@ -169,6 +181,31 @@ class Service:
         self.emit(events.Replayed, run=run, service=self.name, key=key, ref=rec.ref, call=call)
         return {**self.record_view(rec), "replayed": True}
 
+    def _keeps_errors(self, key) -> bool:
+        return bool(self.profile.get("error_replay")) and key is not None \
+            and self.profile["idempotency"] in ("semantic", "key_only")
+
+    def replay_error(self, key, intent, run, call) -> None:
+        """``error_replay``: the error answer stored under ``key`` is answered again (semantic: a
+        changed intent under it is an intent_mismatch), until the key's retention ends."""
+        stored = self.errors.get(key) if self._keeps_errors(key) else None
+        if stored is None or self.now() - stored[2] >= self.profile["retention_ms"]:
+            return
+        exc, fp, _ = stored
+        if self.profile["idempotency"] == "semantic" and fp != fingerprint(intent):
+            self.emit(events.Refused, run=run, service=self.name, key=key, call=call, reason="intent_mismatch")
+            raise PortError("intent_mismatch", f"key {key!r} was used for a different request (it failed with "
+                            f"{exc.code})")
+        self.emit(events.Refused, run=run, service=self.name, key=key, call=call, reason="error_replayed",
+                  code=exc.code)
+        raise PortError(exc.code, f"{exc.message} (the answer stored under key {key!r}, replayed)")
+
+    def keep_error(self, key, intent, exc: PortError) -> None:
+        """``error_replay``: an error answered after the request began executing is stored under a
+        key that has no live effect."""
+        if self._keeps_errors(key) and self._key_live(key) is None and key not in self.errors:
+            self.errors[key] = (exc, fingerprint(intent), self.now())
+
     def refuse_in_flight(self, op: str, args: dict) -> None:
         """A keyed effect request while a request with the same key is still executing: 409-style
         conflict (when the service keeps keys), before anything is done."""
@@ -213,7 +250,12 @@ class Reservation(Service):
         missing = [f for f in ("tenant", "incident", "part", "slot") if not intent.get(f)]
         if missing:
             raise PortError("validation_failed", f"intent lacks {', '.join(missing)}")
-        self._check_common(args)
+        self.replay_error(key, intent, run, call)
+        try:
+            self._check_common(args)
+        except PortError as exc:
+            self.keep_error(key, intent, exc)
+            raise
         replay = self.dedup(key, intent, run, call)
         if replay is not None:
             return replay
@@ -276,7 +318,12 @@ class Notification(Service):
         intent = args.get("intent")
         if not isinstance(intent, dict):
             raise PortError("validation_failed", "send needs an 'intent' object (to, message)")
-        self._check_common(args)
+        self.replay_error(args.get("key"), intent, run, call)
+        try:
+            self._check_common(args)
+        except PortError as exc:
+            self.keep_error(args.get("key"), intent, exc)
+            raise
         replay = self.dedup(args.get("key"), intent, run, call)
         if replay is not None:
             return replay

@@ -67,20 +67,30 @@ def left_behind(sb):
 
 PROFILES = [   # what the sandbox serves -> what the probe must write under services
     ({"idempotency": "semantic", "lookup": "by_key"},
-     {"idempotency": "semantic", "lookup": "by_key", "consistency": "strong", "compensation": True}),
+     {"idempotency": "semantic", "lookup": "by_key", "consistency": "strong", "compensation": True,
+      "error_replay": False}),
     ({"idempotency": "key_only", "lookup": "by_incident_slot"},
-     {"idempotency": "key_only", "lookup": "by_incident_slot", "consistency": "strong", "compensation": True}),
+     {"idempotency": "key_only", "lookup": "by_incident_slot", "consistency": "strong", "compensation": True,
+      "error_replay": False}),
     ({"idempotency": "none", "lookup": "none"},
-     {"idempotency": "none", "lookup": "none", "compensation": True}),
+     {"idempotency": "none", "lookup": "none", "compensation": True, "error_replay": False}),
     ({"idempotency": "semantic", "lookup": "none", "compensation": False},
-     {"idempotency": "semantic", "lookup": "none", "compensation": False}),
+     {"idempotency": "semantic", "lookup": "none", "compensation": False, "error_replay": False}),
     ({"idempotency": "semantic", "lookup": "by_key", "consistency": "eventual", "lag": "150ms"},
-     {"idempotency": "semantic", "lookup": "by_key", "consistency": "eventual", "compensation": True}),
+     {"idempotency": "semantic", "lookup": "by_key", "consistency": "eventual", "compensation": True,
+      "error_replay": False}),
+    ({"idempotency": "semantic", "error_replay": True},
+     {"idempotency": "semantic", "lookup": "by_key", "consistency": "strong", "compensation": True,
+      "error_replay": True}),
+    ({"idempotency": "key_only", "error_replay": True},
+     {"idempotency": "key_only", "lookup": "by_key", "consistency": "strong", "compensation": True,
+      "error_replay": True}),
 ]
 
 
 @pytest.mark.parametrize("served,expected", PROFILES, ids=["semantic-by_key", "key_only-search", "none-none",
-                                                          "no-release", "eventual"])
+                                                          "no-release", "eventual", "semantic-errors",
+                                                          "key_only-errors"])
 def test_the_probe_recovers_each_profile_within_budget_and_leaves_nothing(serve, served, expected, tmp_path):
     sb = serve(scenario(**served))
     pmap, client, obs, profile = probe(sb)
@@ -94,8 +104,7 @@ def test_the_probe_recovers_each_profile_within_budget_and_leaves_nothing(serve,
         assert left_behind(sb) == [] and obs.residue == []
     else:   # a service that cannot release: the effects are listed as the residue
         assert sorted(obs.residue) == sorted(left_behind(sb)) and obs.residue
-    assert profile.notes["error_replay"].value is False    # the sandbox never stores an error under a key
-    assert profile.notes["unknown_key"].value is (served["lookup"] == "by_key")
+    assert profile.notes["unknown_key"].value is (expected["lookup"] == "by_key")
     # the written profile loads back as a services section and carries its evidence
     out = tmp_path / "profile.yaml"
     out.write_text(profile_text(profile, {"url": sb.root}, str(out)))
@@ -129,9 +138,16 @@ def test_error_replay_is_caught_when_an_endpoint_stores_errors():
     err = {"error": {"code": "server_error"}}
     obs.steps = {"error": [Exchange(1, "error", "POST", "/r", "k3", 500, err)],
                  "after_error": [Exchange(2, "after_error", "POST", "/r", "k3", 500, err)]}
-    assert interpret(pmap, obs).notes["error_replay"].value is True
+    assert interpret(pmap, obs).fields["error_replay"].value is True
     obs.steps["after_error"] = [Exchange(2, "after_error", "POST", "/r", "k3", 200, {"ref": "R-9"})]
-    assert interpret(pmap, obs).notes["error_replay"].value is False
+    assert interpret(pmap, obs).fields["error_replay"].value is False
+
+
+def test_error_replay_is_a_service_knob_the_loader_checks():
+    sc = scenario(idempotency="none", lookup="none")
+    assert "error_replay" not in sc.services["reservation"]          # absent unless declared: traces unchanged
+    with pytest.raises(InvalidScenario, match="error_replay: true stores an error"):
+        scenario(idempotency="none", lookup="none", error_replay=True)
 
 
 def test_a_race_that_makes_two_effects_under_one_key_downgrades_to_none():
@@ -204,7 +220,8 @@ def test_the_docs_walk_through_probes_the_sandbox_and_runs_on_the_profile(serve,
     intents = [e["args"]["intent"] for e in calls(sb) if "intent" in e["args"] and e["op"] == "reserve"]
     assert all(i["tenant"].startswith("crashlab-probe-") for i in intents)      # the marked intent
     assert load_profile(out) == {"reservation": {"idempotency": "semantic", "lookup": "by_key",
-                                                 "consistency": "strong", "compensation": True}}
+                                                 "consistency": "strong", "compensation": True,
+                                                 "error_replay": False}}
     assert left_behind(sb) == []
     assert main(["run", "matrix-ambiguous-effect", "--services", str(out), "--out", str(tmp_path / "o")]) == 0
     docs = (ROOT / "docs" / "probe.md").read_text()

@@ -34,8 +34,9 @@ UNTESTED = {
     "fencing": "whether the service refuses a request with an older fencing token",
 }
 #: the profile fields each service kind can take from a probe
-FIELDS = {"reservation": ("idempotency", "retention_ms", "lookup", "consistency", "lag_ms", "compensation"),
-          "notification": ("idempotency", "retention_ms")}
+FIELDS = {"reservation": ("idempotency", "retention_ms", "lookup", "consistency", "lag_ms", "compensation",
+                          "error_replay"),
+          "notification": ("idempotency", "retention_ms", "error_replay")}
 
 
 @dataclass(slots=True)
@@ -156,26 +157,28 @@ def interpret(pmap: ProbeMap, obs: Observed) -> Profile:
 
     # -- an error answer under a key, then a good request under it
     err, after = obs.one("error"), obs.one("after_error")
-    if err is not None:
-        if err.ok:
-            notes["error_replay"] = Finding("untested", "the failing intent was accepted (an effect, released); give "
-                                            "'failing' fields the endpoint refuses", None, _brief(err))
-        elif after is not None and not after.ok and after.status == err.status and after.code() == err.code():
-            notes["error_replay"] = Finding("observed", f"the error answer ({err.status} {err.code() or ''}) was "
-                                            "replayed under its key: a retry after an error needs a new key, and a "
-                                            "5xx stored this way cannot be retried under the same key at all (the "
-                                            "simulator's services do not store errors: declare it to the scenario's "
-                                            "authors)", True, _brief(err, after))
-        elif after is not None and after.ok:
-            notes["error_replay"] = Finding("observed", f"an error answer ({err.status}) was not stored under its "
-                                            "key: the same key with a good intent made the effect", False,
-                                            _brief(err, after))
-        else:
-            notes["error_replay"] = Finding("observed", "after an error answer the key was refused for a good intent "
-                                            f"({after.status if after else '?'}): the key was kept with the failed "
-                                            "payload", None, _brief(err, after))
+    if err is None:
+        f["error_replay"] = Finding("untested", "no 'failing' intent in the mapping file", None)
+    elif err.ok:
+        f["error_replay"] = Finding("untested", "the failing intent was accepted (an effect, released); give "
+                                    "'failing' fields the endpoint refuses", None, _brief(err))
+    elif after is not None and not after.ok and after.status == err.status and after.code() == err.code():
+        f["error_replay"] = Finding("observed", f"the error answer ({err.status} {err.code() or ''}) was replayed "
+                                    "under its key: a retry after an error needs a new key, and a 5xx stored this "
+                                    "way cannot be retried under the same key at all", True, _brief(err, after))
+    elif after is not None and after.ok:
+        f["error_replay"] = Finding("observed", f"an error answer ({err.status}) was not stored under its key: the "
+                                    "same key with a good intent made the effect", False, _brief(err, after))
+    elif after is not None and after.status in (400, 409, 412, 422):
+        f["error_replay"] = Finding("observed", f"after an error answer the same key with a good intent was refused "
+                                    f"({after.status} {after.code() or ''}): the key stays bound to the failed "
+                                    "request, so a retry after an error needs a new key", True, _brief(err, after))
     else:
-        notes["error_replay"] = Finding("untested", "no 'failing' intent in the mapping file", None)
+        f["error_replay"] = Finding("untested", "the good request after the error got no clear answer", None,
+                                    _brief(err, after))
+    if f["error_replay"].value is True and (f.get("idempotency") and f["idempotency"].value == "none"):
+        f["error_replay"].status = "untested"       # crashlab's services keep errors only with deduplication
+        f["error_replay"].text += "; but with no deduplication the simulator cannot keep it, so it is not written"
     for name, text in UNTESTED.items():
         notes[name] = Finding("untested", text + "; the service owner declares it", None)
     return Profile(service=pmap.service, fields={k: v for k, v in f.items() if k in FIELDS[pmap.service]}, notes=notes)
