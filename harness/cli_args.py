@@ -240,5 +240,6 @@ def parser() -> argparse.ArgumentParser:
     add_report_parsers(cmd, ADAPTER_HELP)   # show, diff, compare
     from .integrate.cli import add_parsers as add_integration_parsers
     add_integration_parsers(cmd)            # sandbox serve, integrate
-    from .probe.cli import add_parser as add_probe_parser; add_probe_parser(cmd)   # noqa: E702  probe
+    from .probe.cli import add_parser as add_probe_parser
+    add_probe_parser(cmd)                   # probe
     return p

@@ -330,3 +330,41 @@ def test_the_plan_text_matches_the_docs():
 
 def test_errors_are_crashlab_errors():
     assert issubclass(BudgetExhausted, CrashlabError)
+
+
+NOTIFY_MAP = """service: notification
+key: {header: Idempotency-Key}
+requests:
+  effect: {method: POST, path: /notification/send, body: {intent: "{intent}"}}
+intent: {to: "{probe}", message: hello}
+changed: {message: another}
+answers: {ref: "message_id|ref", replayed: replayed}
+"""
+
+
+@pytest.mark.parametrize("mode", ["semantic", "key_only", "none"])
+def test_a_notification_service_without_reads_or_release(serve, tmp_path, mode):
+    sb = serve(from_dict({"id": "n", "title": "n", "clock": {"origin": "10:00", "horizon": "23:00"},
+                          "services": {"notification": {"idempotency": mode, "retention": "24h"}},
+                          "runs": [{"id": "run-1", "service": "notification", "intent": {"to": "x"}}]}))
+    path = tmp_path / "notify.yaml"
+    path.write_text(NOTIFY_MAP)
+    pmap = load_map(path)
+    client = Client(sb.root + "/w/run-1.w1", pmap, budget=20)
+    obs = execute(pmap, client, wait_ms=200)
+    profile = interpret(pmap, obs)
+    assert profile.services() == {"idempotency": mode}
+    assert set(profile.fields) == {"idempotency", "retention_ms", "error_replay"}
+    sent = len(sb.services["notification"].records)
+    assert obs.residue and len(obs.residue) == sent      # nothing can release a message: all of it is listed
+    assert len(client.sent) <= 20
+
+
+def test_an_effect_answer_without_a_reference_is_reported_unknown(serve, tmp_path, capsys):
+    sb = serve(scenario())
+    bad = tmp_path / "map.yaml"
+    bad.write_text(MAP.read_text().replace("  ref: ref ", "  ref: reference "))
+    code = main(["probe", sb.root + "/w/run-1.w1", "--map", str(bad), "--execute", "--wait", "100ms"])
+    out = capsys.readouterr().out
+    assert code == 1 and "unknown: #1 POST /reservation/reserve" in out and "cannot name" in out
+    assert main(["probe", sb.root + "/w/run-1.w1", "--map", str(bad), "--out", str(bad)]) == 3

@@ -23,7 +23,9 @@ def add_parser(cmd) -> None:
             "(or sandbox); it never sends more than --budget requests; its keys are random crashlab-probe-... "
             "strings and its intent carries the probe's id; every effect it made is released where the mapping "
             "file maps a release, and whatever remains is printed. docs/probe.md explains the mapping file, the "
-            "plan and what each answer means.")
+            "plan and what each answer means.\n\nExit 0: the plan ran and left nothing behind (or a dry run); "
+            "1: effects remain, or a request may have made one the probe cannot name (both are printed); "
+            "3: a bad mapping file, URL or option (nothing was sent).")
     p.add_argument("url", metavar="URL", help="the endpoint's base URL; the mapping file's paths are appended "
                                              "(the sandbox: http://127.0.0.1:PORT/w/run-1.w1)")
     p.add_argument("--map", required=True, metavar="MAP.yaml", help="the mapping file (docs/probe.md; "
@@ -69,8 +71,12 @@ def run(args: argparse.Namespace) -> int:
     check_target(args.url, pmap, tuple(args.allow_host))
     out = None
     if args.out:
+        import os
+
         from ..files import check_output_file
         out = check_output_file(args.out, "--out")
+        if os.path.exists(out) and os.path.samefile(out, args.map):
+            raise UsageError(f"--out {args.out} is the mapping file; write the profile elsewhere")
     print(plan_text(pmap, args.url, wait_ms))
     if not args.execute:
         print("dry run: nothing was sent; add --execute to send these requests"
@@ -105,7 +111,8 @@ def report(pmap, client, url: str, wait_ms: int, out, map_path: str) -> int:
     print(f"residue: {', '.join(residue) or 'none'}"
           + (f" (they carry {obs.probe_id} in their intent; release them by hand)" if residue else ""))
     for ex in obs.unknown:
-        print(f"  unknown: {ex.brief()}: the request may have made an effect; search for {obs.probe_id}")
+        print(f"  unknown: {ex.brief()}: the request may have made an effect the probe cannot name; search for "
+              f"{obs.probe_id}")
     meta = {"url": url, "map": map_path, "id": obs.probe_id, "requests": len(client.sent), "wait": f"{wait_ms}ms",
             "effects": list(obs.effects), "released": released, "residue": residue}
     if out is not None:

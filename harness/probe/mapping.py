@@ -36,7 +36,7 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 REQUESTS = ("effect", "lookup", "search", "release")
 TOP_FIELDS = frozenset({"service", "endpoint", "key", "requests", "intent", "changed", "failing", "answers"})
 ANSWERS = {
-    "ref": "where an effect's answer names its reference (a dotted path, e.g. ref or data.id)",
+    "ref": "where an effect's answer names its reference (a dotted path, e.g. ref or data.id; a|b: either)",
     "replayed": "a field of an effect's answer that marks a replay (true)",
     "replayed_header": "a response header that marks a replay (any value but false)",
     "found": "a lookup answer's field saying whether the key was found",
@@ -177,7 +177,14 @@ def _path(value: Any) -> str:
 
 
 def dig(value: Any, dotted: str) -> Any:
-    """``answers`` paths: ``record.ref`` reads value["record"]["ref"]; a missing step is None."""
+    """``answers`` paths: ``record.ref`` reads value["record"]["ref"]; a missing step is None;
+    ``message_id|ref``: the first of the alternatives the answer has."""
+    if "|" in dotted:
+        for alt in dotted.split("|"):
+            found = dig(value, alt)
+            if found is not None:
+                return found
+        return None
     for part in dotted.split("."):
         if isinstance(value, dict):
             value = value.get(part)
