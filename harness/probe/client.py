@@ -138,7 +138,7 @@ class Client:
             ex.status, ex.headers = resp.status, {k.lower(): v for k, v in resp.getheaders()}
             try:
                 ex.body = json.loads(raw) if raw else None
-            except ValueError:
+            except (ValueError, RecursionError):
                 ex.body = raw.decode("utf-8", "replace")[:200]
         except (OSError, http.client.HTTPException) as exc:
             ex.error = type(exc).__name__ if not str(exc) else f"{type(exc).__name__}: {exc}"[:120]
