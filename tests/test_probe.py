@@ -284,6 +284,10 @@ def test_a_profile_replaces_the_fields_it_declares_and_keeps_the_rest(tmp_path):
                       "runs": [{"id": "r", "intent": {"tenant": "T"}}]})
     got = apply_profile(base, load_profile(path), str(path)).services["reservation"]
     assert got["idempotency"] == "key_only" and got["retention_ms"] == 90_000 and got["proxy_retries"] == 1
+    lagging = from_dict({"id": "s", "title": "s", "services": {"reservation": {"consistency": "eventual", "lag": "2s"}},
+                         "runs": [{"id": "r", "intent": {"tenant": "T"}}]})
+    strong = apply_profile(lagging, {"reservation": {"consistency": "strong"}}, "p").services["reservation"]
+    assert strong["consistency"] == "strong" and strong["lag_ms"] == 0     # the lag goes with the consistency
     registry = resolve("seed000-lost-publish-response")
     with pytest.raises(UsageError, match="has no reservation service"):
         apply_profile(registry, load_profile(path), str(path))
@@ -313,6 +317,7 @@ def test_run_and_conformance_take_services(tmp_path, capsys):
                  "--services", str(path), "--out", str(tmp_path / "c"), "-j", "1", "-q"])
     err = capsys.readouterr().err
     assert "applied to 1 of 2" in err and "untouched (no service of that name): seed000-lost-publish-response" in err
+    assert "it changed the services of 1: matrix-ambiguous-effect" in err and "EXP-*" in err
     assert code in (0, 1)
     mismatch = tmp_path / "n.yaml"
     mismatch.write_text("services:\n  notification: {idempotency: none}\n")

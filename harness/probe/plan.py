@@ -169,8 +169,8 @@ def execute(pmap: ProbeMap, client: Client, *, wait_ms: int, probe_id: str | Non
                 ref = ref_of(pmap, ex) if step.request == "effect" else None
                 if ref is not None and ref not in obs.effects:
                     obs.effects[ref] = step.name
-                if step.request == "effect" and (ex.status == 0 or (ex.ok and ref is None)):
-                    obs.unknown.append(ex)      # no answer, or an effect whose answer names no reference
+                if step.request == "effect" and (ex.status == 0 or ex.status >= 500 or (ex.ok and ref is None)):
+                    obs.unknown.append(ex)      # no answer, a 5xx, or an effect whose answer names no reference
                 say(f"  {step.name:<13}{ex.brief()}")
     finally:
         release_all(pmap, client, obs, say)
