@@ -373,3 +373,23 @@ def test_an_effect_answer_without_a_reference_is_reported_unknown(serve, tmp_pat
     out = capsys.readouterr().out
     assert code == 1 and "unknown: #1 POST /reservation/reserve" in out and "cannot name" in out
     assert main(["probe", sb.root + "/w/run-1.w1", "--map", str(bad), "--out", str(bad)]) == 3
+
+
+def test_an_effect_whose_answer_was_lost_is_found_by_the_probe_id_and_released(serve, capsys, tmp_path):
+    # the 7th reserve is after_error's: committed, and the connection closed with no answer
+    sb = serve(from_dict({"id": "lost", "title": "lost", "clock": {"origin": "10:00", "horizon": "23:00"},
+                          "services": {"reservation": {"denied_principals": [DENIED]}},
+                          "runs": [{"id": "run-1", "intent": {"tenant": "T-1"}}],
+                          "faults": [{"match": {"port": "reservation", "op": "reserve", "nth": 7},
+                                      "fault": "lost_response"}]}))
+    # another actor's hold the probe's search lists too (same incident and slot), without the probe's id
+    other = sb.services["reservation"].execute("reserve", {"key": "someone-else", "intent": {
+        "tenant": "T-9", "incident": "I-1", "part": "P", "slot": "S-19", "quantity": 1}}, cause="other_actor",
+        run=None, call=None)
+    shared = tmp_path / "map.yaml"
+    shared.write_text(MAP.read_text().replace('  incident: "{probe}"', "  incident: I-1"))
+    code = main(["probe", sb.root + "/w/run-1.w1", "--map", str(shared), "--execute", "--wait", "100ms"])
+    out = capsys.readouterr().out
+    assert code == 1 and "unknown: #" in out                  # a request got no answer: said, never hidden
+    assert "find" in out and "lists R-1, R-2, R-3, R-4" in out   # R-1 is the other actor's
+    assert left_behind(sb) == [other["ref"]]                 # ours found and released; the other's kept

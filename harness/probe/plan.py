@@ -7,6 +7,7 @@ must fit in the budget before anything is sent; the client refuses any request b
 """
 from __future__ import annotations
 
+import json
 import secrets
 import threading
 import time
@@ -14,9 +15,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import UsageError
-from .client import Client, Exchange
+from .client import BudgetExhausted, Client, Exchange, _fill
 from .mapping import ProbeMap, dig
-from .client import _fill
 
 #: the id every key and the marked intent carry
 PREFIX = "crashlab-probe-"
@@ -249,13 +249,30 @@ def _send(client: Client, step: Step, pmap: ProbeMap, values: dict) -> list[Exch
 
 
 def release_all(pmap: ProbeMap, client: Client, obs: Observed, say: Callable[[str], None]) -> None:
+    """Release every effect made; after a request that may have made one the probe cannot name,
+    first search for the probe's id (within the budget: such a request used no release) and take
+    the listed records that carry it."""
     if not pmap.has("release"):
         return
+    if obs.unknown and pmap.has("search") and len(client.sent) < client.budget:
+        values = {"probe": obs.probe_id, "intent": obs.intents["base"]}
+        ex = client.send("find", pmap.requests["search"], values)
+        items = dig(ex.body, pmap.answers["records"]) if ex.ok else None
+        for item in items if isinstance(items, list) else ():
+            ref = dig(item, pmap.answers["record_ref"])
+            if ref is not None and obs.probe_id in json.dumps(item) and str(ref) not in obs.effects:
+                obs.effects[str(ref)] = "find"        # the probe's own: its id is in the record
+        ex.note = _note(pmap, next(s for s in PLAN if s.name == "search"), ex)
+        say(f"  {'find':<13}{ex.brief()} (the effects that carry {obs.probe_id})")
     for i, ref in enumerate(list(obs.effects)):
         if ref in obs.releases:
             continue
         values = {"probe": obs.probe_id, "ref": ref, "key": f"{obs.probe_id}-release-{i + 1}",
                   "intent": obs.intents["base"]}
-        ex = client.send("release", pmap.requests["release"], values)
+        try:
+            ex = client.send("release", pmap.requests["release"], values)
+        except BudgetExhausted:
+            say(f"  the budget is spent: {ref} and what follows stay (the residue)")
+            return
         obs.releases[ref] = ex
         say(f"  {'release':<13}{ex.brief()} ({ref})")
