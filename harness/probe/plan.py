@@ -99,7 +99,9 @@ def plan_text(pmap: ProbeMap, url: str, wait_ms: int) -> str:
         lines.append("  (no release request mapped: the effects the probe makes stay; they are listed at the end)")
     if skipped:
         lines.append(f"  skipped (not in the mapping file): {', '.join(skipped)}")
-    lines.append(f"at most {worst_case(pmap)} requests; keys {PREFIX}XXXXXXXX-kN, intent marked with the probe id")
+    lines.append(f"at most {worst_case(pmap)} requests; keys {PREFIX}XXXXXXXX-kN, intent marked with the probe id"
+                 + ("; after a request with no answer, one search for the probe's id, if the budget has room"
+                    if pmap.has("search") and pmap.has("release") else ""))
     return "\n".join(lines)
 
 
