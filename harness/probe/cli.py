@@ -94,6 +94,8 @@ def report(pmap, client, url: str, wait_ms: int, out, map_path: str) -> int:
     print("sending:")
     obs = execute(pmap, client, wait_ms=wait_ms, say=lambda line: print(line, flush=True))
     profile = interpret(pmap, obs)
+    if obs.skipped:
+        print(f"  not sent (what was seen made them moot): {', '.join(obs.skipped)}")
     print(f"\n{pmap.service} profile ({len(client.sent)} requests):")
     for knob, f in profile.fields.items():
         print(f"  {_spelled(knob)}: {f.value if f.status == 'observed' else 'untested'}\n      {f.text}")
