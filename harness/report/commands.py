@@ -47,7 +47,7 @@ def figure_progress(*, quiet: bool = False, stream=None):
 
 
 def add_parsers(cmd, adapter_help: str) -> None:
-    """Register show, diff and compare; ``cmd(name, help, description)`` makes a subparser."""
+    """Register show, diff, compare and export; ``cmd(name, help, description)`` makes a subparser."""
     p = cmd("show", "print a trace as a readable text timeline",
             "Print a saved JSONL trace one event per line: time, lane, worker and what happened; a port "
             "call is printed with its result.")
@@ -89,6 +89,16 @@ def add_parsers(cmd, adapter_help: str) -> None:
     p.add_argument("--save", metavar="DIR", help="write each differing generated schedule here as YAML")
     p.set_defaults(handler=_compare)
 
+    p = cmd("export", "convert a trace for other viewers: Perfetto / chrome://tracing, or OpenTelemetry",
+            "Write a saved JSONL trace in another format: chrome (the Chrome Trace Event format, for "
+            "ui.perfetto.dev and chrome://tracing: the three timelines as processes, workers, records and keys "
+            "as threads, calls as slices, faults as instants, a flow from each send to the effect it caused) "
+            "or otel (OpenTelemetry spans as OTLP/JSON, on the scenario clock).")
+    p.add_argument("trace", metavar="TRACE.jsonl")
+    p.add_argument("--format", required=True, metavar="FORMAT", help="chrome or otel")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: standard output)")
+    p.set_defaults(handler=_export)
+
 
 def _show(args) -> int:
     from .text import cmd_show
@@ -100,6 +110,12 @@ def _diff(args) -> int:
     from .compare import cmd_diff
 
     return cmd_diff(args)
+
+
+def _export(args) -> int:
+    from .export import cmd_export
+
+    return cmd_export(args)
 
 
 def _compare(args) -> int:
