@@ -110,6 +110,21 @@ def test_a_slide_is_1920_by_1080_in_large_type_without_cut_or_overlapping_text(n
     assert text_problems(fig) == []
 
 
+def test_every_library_slide_is_at_least_1920_by_1080_without_cut_or_overlapping_text():
+    from crashlab.report.figure import build_figure
+
+    problems = {}
+    with matplotlib().rc_context(RC):
+        for path in sorted((ROOT / "traces").glob("*.jsonl")):
+            events = read_jsonl(path)
+            fig = build_figure(events, check_trace(events), slides=True)
+            w, h = fig.get_size_inches() * fig.dpi
+            found = text_problems(fig) + ([] if round(w) == 1920 and round(h) >= 1080 else [f"{w} x {h} px"])
+            if found:
+                problems[path.stem] = found
+    assert problems == {}
+
+
 def test_the_slide_png_is_projector_sized(tmp_path):
     from PIL import Image
 

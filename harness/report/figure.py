@@ -73,7 +73,7 @@ class _Figure(LaneDrawing):
             self.story = clip_story(self.story, *self.window)
         self.data = data
         if slides:      # a projector: 16 x 9 in at 120 dpi (1920 x 1080 px), type 1.6 times as large
-            self.FONT, self.WIDTH_IN, self.LEFT_IN, self.RIGHT_IN = 12.0, 16.0, 2.9, 3.9
+            self.FONT, self.WIDTH_IN, self.LEFT_IN, self.RIGHT_IN = 12.0, 16.0, 3.2, 3.9
         self.k = self.FONT / FONT
         self.slides = slides
         self.loc: dict[int, tuple[str, float]] = {}
@@ -426,7 +426,7 @@ class _Figure(LaneDrawing):
         notes_n = len(self.note_lines()) if self.result is not None else 0
         k = self.k
         top_in, bottom_in = 0.78 * k, 0.78 * k + 0.16 * k * (notes_n + (2 if notes_n else 0))
-        height = top_in + bottom_in + 0.3 * k * span
+        height = top_in + bottom_in + (0.34 if self.slides else 0.3) * k * span
         height = max(9.0, min(20.0, height)) if self.slides else min(15.0, max(7.0, height))
         fig = Figure(figsize=(self.WIDTH_IN, height), dpi=DPI)
         self.plot_w_in = self.WIDTH_IN - self.LEFT_IN - self.RIGHT_IN
