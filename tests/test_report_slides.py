@@ -51,6 +51,14 @@ def heads(drawing, fig, kind: str) -> int:
                if line.get_marker() == "^" and line.get_color() == color)
 
 
+def exit_code(argv: list[str]) -> int:
+    """The command's exit code (a usage error found while parsing exits from argparse)."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code)
+
+
 # --------------------------------------------------------------------------- the window
 def test_a_window_draws_only_its_stretch_on_a_linear_axis():
     window = parse_window("10:01:03..10:01:08")
@@ -84,14 +92,21 @@ def test_the_window_legend_lists_only_what_is_drawn():
 def test_a_bad_window_is_a_clear_usage_error(text, wrong, tmp_path, capsys):
     with pytest.raises(UsageError, match=wrong):
         parse_window(text).span(36_000_000)
-    assert main(["report", str(T8), "--window", text, "--out", str(tmp_path / "r"), "-q"]) == 3
+    assert exit_code(["report", str(T8), "--window", text, "--out", str(tmp_path / "r"), "-q"]) == 3
     err = capsys.readouterr().err
     assert wrong in err and "Traceback" not in err and "--window FROM..TO" in err
     assert not (tmp_path / "r" / "index.html").exists()
 
 
+def test_a_bad_window_stops_a_run_before_it_runs(tmp_path, capsys):
+    argv = ["run", "t2-commit-before-record", "--out", str(tmp_path / "out"), "--report", str(tmp_path / "r")]
+    assert exit_code(argv + ["--window", "10:05..10:04"]) == 3
+    assert "10:04 is not after 10:05" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_window_before_a_traces_origin_names_the_scenario(tmp_path, capsys):
-    assert main(["report", str(T8), "--window", "09:00..09:01", "--out", str(tmp_path / "r"), "-q"]) == 3
+    assert exit_code(["report", str(T8), "--window", "09:00..09:01", "--out", str(tmp_path / "r"), "-q"]) == 3
     assert "scenario t8-compensation-failure: --window 09:00..09:01: 09:00 is before the scenario origin" in \
         capsys.readouterr().err
 

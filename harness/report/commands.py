@@ -23,7 +23,7 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--linear", action="store_true",
                         help="figures on a plain linear time axis (default: long quiet gaps are compressed, "
                              "marked with break marks)")
-    parser.add_argument("--window", metavar="FROM..TO",
+    parser.add_argument("--window", metavar="FROM..TO", type=_window,
                         help="draw only this stretch of each trace, on a linear axis: clock times "
                              "(10:04..10:04:01.500) or durations after the scenario's origin (4m..4m1s)")
     parser.add_argument("--slides", action="store_true",
@@ -31,13 +31,22 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
                              "each page opens on its figure")
 
 
+def _window(text: str):
+    """--window FROM..TO, read when the command line is: a malformed one stops before anything runs."""
+    from ..errors import UsageError
+    from .window import parse_window
+
+    try:
+        return parse_window(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--window {text}: ")) from None
+
+
 def report_options(args: argparse.Namespace) -> dict:
     """Keyword arguments for crashlab.report's render functions (with a progress bar of the figures,
     silent with -q). A command with ``--jobs`` draws the figures in that many processes too."""
-    from .window import parse_window
-
     return {"no_answers": bool(getattr(args, "no_answers", False)), "linear": bool(getattr(args, "linear", False)),
-            "window": parse_window(getattr(args, "window", None)), "slides": bool(getattr(args, "slides", False)),
+            "window": getattr(args, "window", None), "slides": bool(getattr(args, "slides", False)),
             "progress": figure_progress(quiet=bool(getattr(args, "quiet", False))),
             "figures": "failures" if getattr(args, "report_failures", False) else "all",
             "jobs": getattr(args, "jobs", None)}

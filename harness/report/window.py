@@ -63,6 +63,8 @@ def parse_window(text: str | None) -> Window | None:
     window = Window(start, end)
     if ":" not in start and ":" not in end:
         window.span(0)
+    elif ":" in start and ":" in end and clock_ms(end) <= clock_ms(start):
+        raise UsageError(f"--window {window}: {end} is not after {start}", hint=HINT)
     return window
 
 
