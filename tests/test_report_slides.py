@@ -186,6 +186,11 @@ def test_a_slide_page_opens_on_its_figure_and_names_the_window(slides_report):
     assert '<body class=slides>' in page
     assert page.index("<figure class=slide>") < page.index("Reproduce")
     assert "Shown: 10:00 to 10:01:08 only (<code>--window 10:00..10:01:08</code>)" in page
+    events = read_jsonl(T8)
+    inside = [ev["seq"] for ev in events if ev["lane"] != "meta" and ev["t"] <= 68_000]
+    assert f'It holds {len(inside)} events, <a href="#e-{inside[0]}">#{inside[0]}</a> to ' \
+           f'<a href="#e-{inside[-1]}">#{inside[-1]}</a>' in page
+    assert f"id='e-{inside[-1]}'" in page or f'id="e-{inside[-1]}"' in page        # the link lands on a row
 
 
 @pytest.mark.parametrize("width", [1400, 420])

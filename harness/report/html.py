@@ -344,8 +344,13 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
         shown = ""
         if window is not None:
             a, b = window.span(origin)
+            inside = [ev.get("seq") for ev in item.events or () if a <= int(ev.get("t") or 0) <= b
+                      and ev.get("lane") != "meta"]
+            held = (f" It holds {len(inside)} events, <a href=\"#e-{e(inside[0])}\">#{e(inside[0])}</a> to "
+                    f"<a href=\"#e-{e(inside[-1])}\">#{e(inside[-1])}</a> in the event table below." if inside
+                    else " No event falls inside it.")
             shown = (f" Shown: {e(format_time(a, origin))} to {e(format_time(b, origin))} only "
-                     f"(<code>--window {e(window)}</code>); the tables below cover the whole trace.")
+                     f"(<code>--window {e(window)}</code>); the tables below cover the whole trace.{held}")
         html_fig = (f'<figure{" class=slide" if slides else ""}><img alt="three timelines of {e(r.id)}" '
                     f'src="data:image/png;base64,{data}"><figcaption class="muted">Run state, remote effects and '
                     f'knowledge on the scenario clock.{shown} Full size: <a href="../figures/{e(item.name)}.png">PNG'
