@@ -237,7 +237,7 @@ def parser() -> argparse.ArgumentParser:
 
     from .workshop.cli import add_workshop_parser
     add_workshop_parser(sub, EXIT_CODES_HELP)
-    add_report_parsers(cmd, ADAPTER_HELP)   # show, diff, compare
+    add_report_parsers(cmd, ADAPTER_HELP)   # show, diff, compare, export
     from .integrate.cli import add_parsers as add_integration_parsers
     add_integration_parsers(cmd)            # sandbox serve, integrate
     from .probe.cli import add_parser as add_probe_parser

@@ -2,7 +2,9 @@
 
 Three entry points, all writing into ``out_dir`` and returning the path of ``index.html``
 (each takes ``no_answers=True`` to hide teaching cards and adapter names, as the workshop
-does, ``linear=True`` for a plain linear time axis, ``figures="failures"`` to draw figures
+does, ``linear=True`` for a plain linear time axis, ``window="10:04..10:04:01"`` to draw only
+that stretch of each trace, ``slides=True`` for projector figures (1920 x 1080 px, large type),
+``figures="failures"`` to draw figures
 only for scenarios that did not pass, and ``jobs=N`` for the number of worker
 processes drawing the figures: by default the cores, 1 for this process only; the output is
 the same bytes for any number):
@@ -26,6 +28,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..results import Scorecard, ScenarioResult
 from ..trace import read_jsonl
+from .window import Window, parse_window
 
 __all__ = ["render_results", "render_scorecard", "render_inputs"]
 
@@ -49,34 +52,38 @@ def _collector_paused():
 
 
 def render_results(results: list[ScenarioResult], out_dir: Path, *, no_answers: bool = False,
-                   linear: bool = False, progress=None, jobs: int | None = None, figures: str = "all") -> Path:
+                   linear: bool = False, progress=None, jobs: int | None = None, figures: str = "all",
+                   window: Window | str | None = None, slides: bool = False) -> Path:
     """Render scenario results; each result's ``trace`` names its saved JSONL trace."""
     results = list(results)
     with _collector_paused():
         events = [_trace_of(r, []) for r in results]
     return _render(results, events, None, Path(out_dir),
                    adapter=_common_adapter(results), notes=[], no_answers=no_answers, linear=linear,
-                   progress=progress, jobs=jobs, figures=figures)
+                   progress=progress, jobs=jobs, figures=figures, window=window, slides=slides)
 
 
 def render_scorecard(card: Scorecard, out_dir: Path, *, no_answers: bool = False, linear: bool = False,
-                     progress=None, jobs: int | None = None, figures: str = "all") -> Path:
+                     progress=None, jobs: int | None = None, figures: str = "all",
+                     window: Window | str | None = None, slides: bool = False) -> Path:
     """Render a scored suite: the score, where points were lost, and every scenario."""
     scenarios = list(card.scenarios)
     with _collector_paused():
         events = [_trace_of(r, []) for r in scenarios]
     return _render(scenarios, events, card, Path(out_dir),
                    adapter=card.adapter, notes=[], no_answers=no_answers, linear=linear, progress=progress,
-                   jobs=jobs, figures=figures)
+                   jobs=jobs, figures=figures, window=window, slides=slides)
 
 
 def render_inputs(paths: list[Path], out_dir: Path, *, no_answers: bool = False, linear: bool = False,
-                  progress=None, jobs: int | None = None, figures: str = "all") -> Path:
+                  progress=None, jobs: int | None = None, figures: str = "all",
+                  window: Window | str | None = None, slides: bool = False) -> Path:
     """Re-render from saved files. With a results JSON, its scores and verdicts are shown as
     saved, and each scenario's trace is found among the given traces or at the path the JSON
     names. With traces only, each is checked again (crashlab.checks) and, when they all come
     from one adapter, scored."""
-    opts = {"no_answers": no_answers, "linear": linear, "progress": progress, "jobs": jobs, "figures": figures}
+    opts = {"no_answers": no_answers, "linear": linear, "progress": progress, "jobs": jobs, "figures": figures,
+            "window": window, "slides": slides}
     if not paths:
         raise UsageError("nothing to render", hint=INPUT_HINT)
     traces, results_json = _classify([Path(p) for p in paths])
@@ -232,7 +239,8 @@ def _names(results: list[ScenarioResult]) -> list[str]:
 
 def _render(results: list[ScenarioResult], events: list[list[dict] | None], card: Scorecard | None,
             out_dir: Path, *, adapter: str | None, notes: list[str], no_answers: bool = False,
-            linear: bool = False, progress=None, jobs: int | None = None, figures: str = "all") -> Path:
+            linear: bool = False, progress=None, jobs: int | None = None, figures: str = "all",
+            window: Window | str | None = None, slides: bool = False) -> Path:
     from ..files import atomic_write_text
     from . import index, markdown
     from .figure import matplotlib
@@ -250,8 +258,16 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
     pages.mkdir(parents=True, exist_ok=True)
     if figures not in FIGURES:
         raise UsageError(f"figures={figures!r}: give one of {', '.join(FIGURES)}")
+    window = parse_window(window) if isinstance(window, str) else window
+    for item in items:          # a window every trace can place on its clock, checked before anything is drawn
+        if window is not None and item.events:
+            try:
+                window.span(int(item.events[0].get("origin_ms") or 0))
+            except UsageError as exc:
+                raise UsageError(f"scenario {item.result.id}: {exc.message}", hint=exc.hint) from None
+    view = (linear, window, slides)
     tasks = [(item, items[i - 1] if i else None, items[i + 1] if i + 1 < len(items) else None,
-              out_dir, no_answers, linear, _draws(item, figures)) for i, item in enumerate(items)]
+              out_dir, no_answers, view, _draws(item, figures)) for i, item in enumerate(items)]
     # figures and their pages, the longest traces first (their figures take longest): no worker
     # is left drawing a big one at the end
     _scenarios(sorted((t for t in tasks if t[-1]), key=lambda t: -len(t[0].events)), progress, jobs)
@@ -279,8 +295,9 @@ PARALLEL_MIN = 8
 def _figure(job) -> bytes:
     from .figure import render_figure
 
-    events, result, data, base, no_answers, linear = job
-    return render_figure(events, result, base, data=data, no_answers=no_answers, linear=linear).read_bytes()
+    events, result, data, base, no_answers, (linear, window, slides) = job
+    return render_figure(events, result, base, data=data, no_answers=no_answers, linear=linear, window=window,
+                         slides=slides).read_bytes()
 
 
 def _scenario(task) -> None:
@@ -292,12 +309,13 @@ def _scenario(task) -> None:
     from ..files import atomic_write_text
     from . import html
 
-    item, prev, next_, out_dir, no_answers, linear, draw = task
+    item, prev, next_, out_dir, no_answers, view, draw = task
     if draw:
-        png = _figure((item.events, item.result, item.lanes, out_dir / "figures" / item.name, no_answers, linear))
+        png = _figure((item.events, item.result, item.lanes, out_dir / "figures" / item.name, no_answers, view))
         item = replace(item, png=png)
     atomic_write_text(out_dir / "scenarios" / f"{item.name}.html",
-                      html.scenario_page(item, no_answers=no_answers, prev=prev, next_=next_))
+                      html.scenario_page(item, no_answers=no_answers, prev=prev, next_=next_, window=view[1],
+                                         slides=view[2]))
 
 
 _TASKS: list = []     # a worker's scenarios, inherited when it is forked (never pickled)

@@ -99,10 +99,9 @@ class TimeAxis:
         """Tick positions and labels that never overlap: segment starts and the important
         moments first, then round times of a step giving about one tick per 11 units of x.
         ``char_x`` is the width of one label character in x units."""
-        candidates: list[int] = []
-        for a, b in self.segments():
-            candidates += [a, b]
-        candidates += [t for t in important if self.start <= t <= self.end]
+        segments = self.segments()
+        candidates: list[int] = [self.start] + [t for t in important if self.start <= t <= self.end]
+        candidates += [a for a, _ in segments] + [b for _, b in segments]   # each stretch's start before any end
         target = 11.0 / self.scale              # ms per tick on the linear stretches
         step = next((s for s in STEPS if s >= target), STEPS[-1])
         for a, b in self.segments():
@@ -117,7 +116,7 @@ class TimeAxis:
             x = self.x(t)
             half = len(label) * char_x / 2 + char_x
             lo, hi = x - half, x + half
-            if lo < -4 or hi > self.width + 3:
+            if lo < -4 * char_x / 0.78 or hi > self.width + 3 * char_x / 0.78:   # 0.78: a character at 7.5 pt
                 continue
             if all(hi < a or lo > b for a, b in taken):
                 taken.append((lo, hi))
@@ -126,22 +125,35 @@ class TimeAxis:
         return [x for x, _ in chosen], [label for _, label in chosen]
 
 
-def break_label(group: list[Break]) -> str:
+def break_label(group: list[Break], origin_ms: int | None = None) -> str:
     """``≈61 s`` for one break; for breaks that share a label, the time from the first's
-    start to the last's end and how many they are: ``≈10 min, 2 breaks``."""
+    start to the last's end and how many they are: ``≈10 min, 2 breaks``. With ``origin_ms``,
+    a second line gives the clock time of what lies between them (``events at 10:01:03.256``):
+    the short stretches between breaks have no room for a tick of their own."""
     if len(group) == 1:
         return "≈" + duration_label(group[0].ms)
-    return f"≈{duration_label(group[-1].end - group[0].start)}, {len(group)} breaks"
+    label = f"≈{duration_label(group[-1].end - group[0].start)}, {len(group)} breaks"
+    if origin_ms is None:
+        return label
+    inside = list(dict.fromkeys(br.end for br in group[:-1]))
+    times = ", ".join(format_time(t, origin_ms) for t in inside[:2]) + (f" +{len(inside) - 2}" if len(inside) > 2
+                                                                          else "")
+    return f"{label}\nevents at {times}"
 
 
-def break_groups(breaks: list[Break], width) -> list[list[Break]]:
+def label_width(label: str, char_width: float) -> float:
+    """The width of a (possibly multi-line) label: its longest line."""
+    return max(len(line) for line in label.split("\n")) * char_width
+
+
+def break_groups(breaks: list[Break], width, origin_ms: int | None = None) -> list[list[Break]]:
     """Breaks in order, grouped so that no two labels collide: neighbouring groups whose
     labels (``width(label)`` x units wide, centred on the group) would overlap are merged,
     until none do. Every break belongs to exactly one labelled group."""
     groups = [[br] for br in breaks]
 
     def extent(group: list[Break]) -> tuple[float, float]:
-        mid, half = (group[0].x0 + group[-1].x1) / 2, width(break_label(group)) / 2
+        mid, half = (group[0].x0 + group[-1].x1) / 2, width(break_label(group, origin_ms)) / 2
         return mid - half, mid + half
 
     merged = True

@@ -23,12 +23,30 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--linear", action="store_true",
                         help="figures on a plain linear time axis (default: long quiet gaps are compressed, "
                              "marked with break marks)")
+    parser.add_argument("--window", metavar="FROM..TO", type=_window,
+                        help="draw only this stretch of each trace, on a linear axis: clock times "
+                             "(10:04..10:04:01.500) or durations after the scenario's origin (4m..4m1s)")
+    parser.add_argument("--slides", action="store_true",
+                        help="projector-ready figures: 1920 x 1080 px, large type, the legend of what is drawn; "
+                             "each page opens on its figure")
+
+
+def _window(text: str):
+    """--window FROM..TO, read when the command line is: a malformed one stops before anything runs."""
+    from ..errors import UsageError
+    from .window import parse_window
+
+    try:
+        return parse_window(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--window {text}: ")) from None
 
 
 def report_options(args: argparse.Namespace) -> dict:
     """Keyword arguments for crashlab.report's render functions (with a progress bar of the figures,
     silent with -q). A command with ``--jobs`` draws the figures in that many processes too."""
     return {"no_answers": bool(getattr(args, "no_answers", False)), "linear": bool(getattr(args, "linear", False)),
+            "window": getattr(args, "window", None), "slides": bool(getattr(args, "slides", False)),
             "progress": figure_progress(quiet=bool(getattr(args, "quiet", False))),
             "figures": "failures" if getattr(args, "report_failures", False) else "all",
             "jobs": getattr(args, "jobs", None)}
@@ -47,7 +65,7 @@ def figure_progress(*, quiet: bool = False, stream=None):
 
 
 def add_parsers(cmd, adapter_help: str) -> None:
-    """Register show, diff and compare; ``cmd(name, help, description)`` makes a subparser."""
+    """Register show, diff, compare and export; ``cmd(name, help, description)`` makes a subparser."""
     p = cmd("show", "print a trace as a readable text timeline",
             "Print a saved JSONL trace one event per line: time, lane, worker and what happened; a port "
             "call is printed with its result.")
@@ -89,6 +107,16 @@ def add_parsers(cmd, adapter_help: str) -> None:
     p.add_argument("--save", metavar="DIR", help="write each differing generated schedule here as YAML")
     p.set_defaults(handler=_compare)
 
+    p = cmd("export", "convert a trace for other viewers: Perfetto / chrome://tracing, or OpenTelemetry",
+            "Write a saved JSONL trace in another format: chrome (the Chrome Trace Event format, for "
+            "ui.perfetto.dev and chrome://tracing: the three timelines as processes, workers, records and keys "
+            "as threads, calls as slices, faults as instants, a flow from each send to the effect it caused) "
+            "or otel (OpenTelemetry spans as OTLP/JSON, on the scenario clock).")
+    p.add_argument("trace", metavar="TRACE.jsonl")
+    p.add_argument("--format", required=True, metavar="FORMAT", help="chrome or otel")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: standard output)")
+    p.set_defaults(handler=_export)
+
 
 def _show(args) -> int:
     from .text import cmd_show
@@ -100,6 +128,12 @@ def _diff(args) -> int:
     from .compare import cmd_diff
 
     return cmd_diff(args)
+
+
+def _export(args) -> int:
+    from .export import cmd_export
+
+    return cmd_export(args)
 
 
 def _compare(args) -> int:

@@ -25,13 +25,15 @@ from pathlib import Path
 from ..errors import UsageError
 from ..files import atomic_write_bytes
 from ..results import ScenarioResult
+from ..timefmt import format_time
 from . import legend, style
-from .axis import TimeAxis, break_groups, break_label
+from .axis import TimeAxis, break_groups, break_label, label_width
 from .lanes import Lanes, lanes as extract_lanes
 from .lanes_draw import LaneDrawing
 from .layout import (CHAR, DPI, FONT, LEFT_IN, RIGHT_IN, ROW_LABEL, STRIP_H, STRIP_LEVELS, TIME_W,
                      TITLE_GAP, WIDTH_IN, Panel, Placer, bars, collapse_states, outcome_kind, pack)
 from .story import story as read_story
+from .window import Window, clip_lanes, clip_story
 
 
 def matplotlib():
@@ -52,16 +54,28 @@ __all__ = ["RC", "build_figure", "collapse_states", "matplotlib", "render_figure
 
 
 class _Figure(LaneDrawing):
+    WIDTH_IN, LEFT_IN, RIGHT_IN = WIDTH_IN, LEFT_IN, RIGHT_IN
+
     def __init__(self, events: list[dict], result: ScenarioResult | None, data: Lanes, *,
-                 no_answers: bool = False, linear: bool = False) -> None:
+                 no_answers: bool = False, linear: bool = False, window: Window | None = None,
+                 slides: bool = False) -> None:
         self.no_answers = no_answers
         self.events = events
         self.by_seq = {e.get("seq"): e for e in events}
         self.header = events[0]
         self.origin = int(self.header.get("origin_ms") or 0)
         self.result = result
-        self.data = data
         self.story = read_story(events, data)
+        self.window = window.span(self.origin) if window is not None else None
+        if self.window is not None:
+            self.whole = (data, self.story)
+            data = clip_lanes(data, *self.window)
+            self.story = clip_story(self.story, *self.window)
+        self.data = data
+        if slides:      # a projector: 16 x 9 in at 120 dpi (1920 x 1080 px), type 1.6 times as large
+            self.FONT, self.WIDTH_IN, self.LEFT_IN, self.RIGHT_IN = 12.0, 16.0, 3.2, 3.9
+        self.k = self.FONT / FONT
+        self.slides = slides
         self.loc: dict[int, tuple[str, float]] = {}
         times = [m.t for m in data.markers]
         for r in data.runs:
@@ -76,6 +90,9 @@ class _Figure(LaneDrawing):
         times += [d.t for d in self.story.deliveries] + [a.t for a in self.story.authority]
         end = max(times + [data.end]) if times else data.end
         start = min([data.start] + times)
+        if self.window is not None:     # a window is drawn on a plain linear axis: it is the zoom
+            start, end = self.window
+            times, linear = [t for t in times if start <= t <= end], True
         self.axis = TimeAxis(times, start, end, linear=linear, width=TIME_W, margin=1.2)
         self.placer = Placer()
         self.used: dict[str, set[str]] = {k: set() for k in (
@@ -95,7 +112,7 @@ class _Figure(LaneDrawing):
 
     def _label_in(self, ax, x0: float, x1: float, y: float, texts: list[str], color: str, boxed: bool = False):
         """Write the longest text that fits between x0 and x1."""
-        size = FONT - 0.5
+        size = self.FONT - 0.5
         for text in texts:
             w = (len(text) + 1) * self.char_x(size)
             if w <= x1 - x0:
@@ -109,10 +126,11 @@ class _Figure(LaneDrawing):
                 return True
         return False
 
-    def _note(self, ax, x: float, y: float, text: str, color: str = "#37474f", size: float = FONT - 1,
+    def _note(self, ax, x: float, y: float, text: str, color: str = "#37474f", size: float | None = None,
               offsets: tuple[float, ...] = (0.0,)):
         """A small label starting at x on row y (or at one of the vertical ``offsets`` from it), if
         it fits beside what is already written there."""
+        size = self.FONT - 1 if size is None else size
         w = len(text) * self.char_x(size)
         x0, x1 = x + 0.4, x + 0.4 + w
         if x1 > TIME_W:
@@ -212,7 +230,7 @@ class _Figure(LaneDrawing):
         # labels: most important kinds first, on three levels; a label that fits nowhere is left
         # to the legend
         levels = STRIP_LEVELS
-        size = FONT - 0.5
+        size = self.FONT - 0.5
         order = sorted(groups, key=lambda g: (style.MARKER_PRIORITY.index(g[0].kind)
                                               if g[0].kind in style.MARKER_PRIORITY else 99, g[0].t))
         for g in order:
@@ -238,16 +256,25 @@ class _Figure(LaneDrawing):
         for br in self.axis.breaks:
             ax.axvspan(br.x0, br.x1, facecolor="#f4f4f4", edgecolor="#d6d6d6", hatch="////", linewidth=0, zorder=0.3)
             self.used["break"].add("break")
-        size = FONT - 1
-        for group in break_groups(self.axis.breaks, lambda label: len(label) * self.char_x(size)):
+        size = self.FONT - 1
+        self.break_lines = 1
+        for group in break_groups(self.axis.breaks, lambda label: label_width(label, self.char_x(size)), self.origin):
             mid = (group[0].x0 + group[-1].x1) / 2
-            ax.annotate(break_label(group), xy=(mid, 0), xycoords=ax.get_xaxis_transform(), xytext=(0, -15),
-                        textcoords="offset points", ha="center", va="top", fontsize=size, color="#757575")
+            label = break_label(group, self.origin)
+            self.break_lines = max(self.break_lines, label.count("\n") + 1)
+            ax.annotate(label, xy=(mid, 0), xycoords=ax.get_xaxis_transform(), xytext=(0, -15 * self.k),
+                        textcoords="offset points", ha="center", va="top", fontsize=size, color="#757575",
+                        linespacing=1.1)
 
     # ---------------------------------------------------------------- arrows
+    #: This many identical calls in a row (same worker, service, operation and outcome) are drawn
+    #: as one mark: the first call's arrows and a band to the last, with a tick per call and a count.
+    REPEAT_MIN = 3
+
     def draw_arrows(self, ax):
         """Each call to a service: a line from the worker's row down to the service's row at the
-        time it was sent, and its answer back up at the time it came, coloured by outcome."""
+        time it was sent, and its answer back up at the time it came, coloured by outcome. A run
+        of identical calls is one mark with a count (``lookup → unavailable ×27``)."""
         from matplotlib.collections import LineCollection
 
         calls = [c for c in self.story.calls if c.worker in self.worker_rows and c.service in self.service_rows]
@@ -255,30 +282,6 @@ class _Figure(LaneDrawing):
             return
         X = self.axis.x
         remote_ax = ax
-        segs: dict[str, list] = {}
-        heads: dict[str, tuple[list, list, str]] = {}
-        for c in calls:
-            top, low = self.worker_rows[c.worker] - 0.27, self.service_rows[c.service] + 0.2
-            x_out = X(c.t)
-            kind = "send" if c.send else "read"
-            segs.setdefault(kind, []).append([(x_out, top), (x_out, low)])
-            heads.setdefault(kind, ([], [], "v"))[0].append(x_out)
-            heads[kind][1].append(low)
-            self.used["arrow"].add(kind)
-            if c.back is not None:
-                back = outcome_kind(c)
-                x_back = X(c.back)
-                segs.setdefault(back, []).append([(x_back, low), (x_back, top)])
-                heads.setdefault(back, ([], [], "^"))[0].append(x_back)
-                heads[back][1].append(top)
-                self.used["arrow"].add(back)
-        for kind, lines in segs.items():
-            color, ls, _ = legend.OUTCOMES[kind]
-            ax.add_collection(LineCollection(lines, colors=color, linewidths=1.0 if kind in ("send", "read") else 0.9,
-                                             linestyles=ls, zorder=3, alpha=0.85), autolim=False)
-        for kind, (xs, ys, marker) in heads.items():
-            ax.plot(xs, ys, linestyle="none", marker=marker, markersize=3.6, color=legend.OUTCOMES[kind][0], zorder=3)
-        # one label per run of identical answers: "lookup → unavailable ×27"
         groups: list[list] = []
         for c in calls:
             key = (c.worker, c.op, c.outcome, c.service, outcome_kind(c))
@@ -287,6 +290,45 @@ class _Figure(LaneDrawing):
                 groups[-1].append(c)
             else:
                 groups.append([c])
+        segs: dict[str, list] = {}
+        heads: dict[str, tuple[list, list, str]] = {}
+        ticks: dict[str, list] = {}
+        for g in groups:
+            repeated = len(g) >= self.REPEAT_MIN
+            c = g[0]
+            top, low = self.worker_rows[c.worker] - 0.27, self.service_rows[c.service] + 0.2
+            if repeated:
+                back = outcome_kind(c)
+                x0, x1 = X(c.t), X(max(x.back if x.back is not None else x.t for x in g))
+                bars(ax, [(x0, max(x1 - x0, 0.3))], (low, top - low), facecolors=legend.OUTCOMES[back][0],
+                     alpha=0.13, edgecolors="none", zorder=0.6)
+                ticks.setdefault(back, []).extend([(X(x.t), low - 0.16), (X(x.t), low)] for x in g[1:])
+                self.used["arrow"].add("repeat")
+            for c in g[:1] if repeated else g:
+                x_out = X(c.t)
+                kind = "send" if c.send else "read"
+                segs.setdefault(kind, []).append([(x_out, top), (x_out, low)])
+                heads.setdefault(kind, ([], [], "v"))[0].append(x_out)
+                heads[kind][1].append(low)
+                self.used["arrow"].add(kind)
+                if c.back is not None:
+                    back = outcome_kind(c)
+                    x_back = X(c.back)
+                    segs.setdefault(back, []).append([(x_back, low), (x_back, top)])
+                    heads.setdefault(back, ([], [], "^"))[0].append(x_back)
+                    heads[back][1].append(top)
+                    self.used["arrow"].add(back)
+        for kind, lines in segs.items():
+            color, ls, _ = legend.OUTCOMES[kind]
+            ax.add_collection(LineCollection(lines, colors=color, linewidths=1.0 if kind in ("send", "read") else 0.9,
+                                             linestyles=ls, zorder=3, alpha=0.85), autolim=False)
+        for kind, lines in ticks.items():
+            ax.add_collection(LineCollection([[a, b] for a, b in lines], colors=legend.OUTCOMES[kind][0],
+                                             linewidths=0.8, zorder=3), autolim=False)
+        for kind, (xs, ys, marker) in heads.items():
+            ax.plot(xs, ys, linestyle="none", marker=marker, markersize=3.6 * self.k, color=legend.OUTCOMES[kind][0],
+                    zorder=3)
+        # one label per run of identical answers: "lookup → unavailable ×27"
         for g in groups:
             c = g[0]
             text = f"{c.op} → {c.outcome}" + (", never seen" if not c.delivered else "") + \
@@ -294,11 +336,14 @@ class _Figure(LaneDrawing):
             color = legend.OUTCOMES[outcome_kind(c)][0]
             for at in dict.fromkeys([g[0], g[len(g) // 2], g[-1]]):
                 x = X(at.back if at.back is not None else at.t)
-                if self._note(remote_ax, x, self.service_rows[c.service], text, color=color, size=FONT - 1,
+                if self._note(remote_ax, x, self.service_rows[c.service], text, color=color, size=self.FONT - 1,
                               offsets=(-0.05, -0.33)):
                     break
 
     # ---------------------------------------------------------------- violations
+    def _shown(self, t: int) -> bool:
+        return self.window is None or self.window[0] <= t <= self.window[1]
+
     def locate(self, seq: int) -> tuple[str, float]:
         if seq in self.loc:
             return self.loc[seq]
@@ -314,7 +359,7 @@ class _Figure(LaneDrawing):
         placed: dict[str, list[tuple[float, float]]] = {}
         notes = []
         for i, v in enumerate(self.result.violations, 1):
-            cited = [s for s in v.events if s in self.by_seq][:6]
+            cited = [s for s in v.events if s in self.by_seq and self._shown(self.by_seq[s].get("t", 0))][:6]
             for j, seq in enumerate(cited):
                 where, y = self.locate(seq)
                 x = X(self.by_seq[seq].get("t", 0))
@@ -325,7 +370,7 @@ class _Figure(LaneDrawing):
                 near = [p for p in placed.setdefault(where, []) if abs(p[0] - x) < 3 and p[1] == y]
                 dx, dy = self._badge_spot(ax, x, y, len(near))
                 placed[where].append((x, y))
-                ax.annotate(str(i), xy=(x, y), xytext=(dx, dy), textcoords="offset points", fontsize=FONT,
+                ax.annotate(str(i), xy=(x, y), xytext=(dx, dy), textcoords="offset points", fontsize=self.FONT,
                             color="white", fontweight="bold", zorder=7, annotation_clip=False,
                             bbox=dict(boxstyle="circle,pad=0.2", fc=style.VIOLATION_COLOR, ec="none"))
             notes.append(f"{i}  {v.invariant}: {v.message} [{note_events(v)}]")
@@ -343,7 +388,7 @@ class _Figure(LaneDrawing):
         X0, Y0 = to_display((x, y))
         (ax0, ay0), (ax1, ay1) = to_data((X0, Y0)), to_data((X0 + 6 * px, Y0 + 6 * px))
         rx, ry = abs(ax1 - ax0), abs(ay1 - ay0)                  # a badge's half size
-        text_h = abs(to_data((X0, Y0 + (FONT - 1) * 0.75 * px))[1] - ay0)
+        text_h = abs(to_data((X0, Y0 + (self.FONT - 1) * 0.75 * px))[1] - ay0)
         for dx, dy in self.BADGE_OFFSETS:
             cx, cy = to_data((X0 + (dx + 4) * px, Y0 + (dy + 4) * px))
             clash = any(abs(ky - cy) < ry + text_h and not (cx + rx < a or cx - rx > b)
@@ -360,7 +405,7 @@ class _Figure(LaneDrawing):
         if notes is None:
             notes = [f"{i}  {v.invariant}: {v.message} [{note_events(v)}]"
                      for i, v in enumerate(self.result.violations, 1)]
-        chars = int((WIDTH_IN - RIGHT_IN - 0.2) * 72 / (FONT * CHAR))
+        chars = int((self.WIDTH_IN - self.RIGHT_IN - 0.2) * 72 / (self.FONT * CHAR))
         out: list[str] = []
         for note in notes[:6]:
             lines = textwrap.wrap(note, chars, break_on_hyphens=False, subsequent_indent="    ") or [""]
@@ -379,12 +424,14 @@ class _Figure(LaneDrawing):
         panels = [run_p, remote_p, know_p]
         span = -know_p.bottom                      # y runs from 0 (top of the strip) down to -span
         notes_n = len(self.note_lines()) if self.result is not None else 0
-        top_in, bottom_in = 0.78, 0.78 + 0.16 * (notes_n + (2 if notes_n else 0))
-        height = min(15.0, max(7.0, top_in + bottom_in + 0.3 * span))
-        fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI)
-        self.plot_w_in = WIDTH_IN - LEFT_IN - RIGHT_IN
+        k = self.k
+        top_in, bottom_in = 0.78 * k, 0.78 * k + 0.16 * k * (notes_n + (2 if notes_n else 0))
+        height = top_in + bottom_in + (0.34 if self.slides else 0.3) * k * span
+        height = max(9.0, min(20.0, height)) if self.slides else min(15.0, max(7.0, height))
+        fig = Figure(figsize=(self.WIDTH_IN, height), dpi=DPI)
+        self.plot_w_in = self.WIDTH_IN - self.LEFT_IN - self.RIGHT_IN
         # one axes for everything (x is already warped; one axes is much cheaper than four)
-        ax = fig.add_axes((LEFT_IN / WIDTH_IN, bottom_in / height, self.plot_w_in / WIDTH_IN,
+        ax = fig.add_axes((self.LEFT_IN / self.WIDTH_IN, bottom_in / height, self.plot_w_in / self.WIDTH_IN,
                            (height - top_in - bottom_in) / height))
         ax.set_xlim(0, 100)
         ax.set_ylim(-span, 0)
@@ -393,18 +440,18 @@ class _Figure(LaneDrawing):
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
         row_tr = ax.get_yaxis_transform()
-        ax.text(-0.006, -STRIP_H / 2, "faults & events", transform=row_tr, ha="right", va="center", fontsize=FONT)
+        ax.text(-0.006, -STRIP_H / 2, "faults & events", transform=row_tr, ha="right", va="center", fontsize=self.FONT)
         ax.hlines([-STRIP_H] + [p.bottom - 0.1 for p in panels[:-1]], 0, 100, colors="#455a64", linewidths=0.6,
                   zorder=2)
         for p in panels:
             for r in p.rows:       # row labels as plain text: cheaper than tick labels
-                ax.text(-0.006, r.y, r.label, transform=row_tr, ha="right", va="center", fontsize=FONT)
+                ax.text(-0.006, r.y, r.label, transform=row_tr, ha="right", va="center", fontsize=self.FONT)
             ax.text(-0.005, p.top + 0.62, p.name.upper(), transform=row_tr, ha="right", va="center",
-                    fontsize=FONT, fontweight="bold", color="#37474f")
+                    fontsize=self.FONT, fontweight="bold", color="#37474f")
             if not p.rows:
                 ax.text(TIME_W / 2, p.top, {"run state": "no checkpoint written", "remote effects": "no remote effect",
                                             "knowledge": "no ledger entry"}[p.name],
-                        ha="center", va="center", color="#9e9e9e", fontsize=FONT + 1)
+                        ha="center", va="center", color="#9e9e9e", fontsize=self.FONT + 1)
         self.draw_run(ax)
         self.draw_remote(ax)
         self.draw_knowledge(ax)
@@ -415,34 +462,38 @@ class _Figure(LaneDrawing):
         notes = self.draw_violations(ax)
         key = ("deadline", "cancel", "deploy", "crash")
         xs, labels = self.axis.ticks(self.origin, [m.t for m in self.data.markers if m.kind in key],
-                                     self.char_x(FONT))
+                                     self.char_x(self.FONT))
         bottom_tr = ax.get_xaxis_transform()
         ax.vlines(xs, -0.012, 0, transform=bottom_tr, colors="#212121", linewidths=0.6, clip_on=False)
         ax.vlines(xs, 0, 1, transform=bottom_tr, colors="#eeeeee", linewidths=0.6, zorder=0)
         for x, lab in zip(xs, labels):        # tick labels as plain text: cheaper than Tick artists
-            ax.annotate(lab, xy=(x, 0), xycoords=bottom_tr, xytext=(0, -4), textcoords="offset points",
-                        ha="center", va="top", fontsize=FONT)
+            ax.annotate(lab, xy=(x, 0), xycoords=bottom_tr, xytext=(0, -4 * k), textcoords="offset points",
+                        ha="center", va="top", fontsize=self.FONT)
         scale = "linear time" if not self.axis.breaks else "linear time; hatched breaks compress quiet stretches"
         ax.annotate(f"simulated time, scenario clock ({scale})", xy=(TIME_W / 2, 0), xycoords=bottom_tr,
-                    xytext=(0, -27 if self.axis.breaks else -16), textcoords="offset points", ha="center",
-                    va="top", fontsize=FONT, color="#616161")
+                    xytext=(0, (-27 - 8 * (self.break_lines - 1) if self.axis.breaks else -16) * k), textcoords="offset points", ha="center",
+                    va="top", fontsize=self.FONT, color="#616161")
         h = self.header
         verdict = self.result.verdict.upper() if self.result is not None else "NOT CHECKED"
         disp = "; ".join(f"{r.id}: {r.disposition or 'no terminal disposition'}" for r in self.data.runs)
         title = f"{h.get('scenario')} — {h.get('title')}"
-        size = FONT + 4
-        while size > FONT + 1 and len(title) * (size + 0.6) * CHAR / 72 > WIDTH_IN - 0.3:
+        size = self.FONT + 4
+        while size > self.FONT + 1 and len(title) * (size + 0.6) * CHAR / 72 > self.WIDTH_IN - 0.3:
             size -= 0.5
-        fig.text(0.01, 1 - 0.16 / height, style.clip(title, int((WIDTH_IN - 0.3) / ((size + 0.6) * CHAR / 72))),
+        fig.text(0.01, 1 - 0.16 * k / height, style.clip(title, int((self.WIDTH_IN - 0.3) / ((size + 0.6) * CHAR / 72))),
                  fontsize=size, fontweight="bold", va="top")
-        fig.text(0.01, 1 - 0.46 / height,
-                 style.clip(f"{verdict} · {disp} · seed {h.get('seed')}"
-                            + ("" if self.no_answers else f" · adapter {h.get('adapter')}"), 175),
-                 fontsize=FONT + 1, va="top", color={"PASS": "#1b5e20", "FAIL": "#b71c1c"}.get(verdict, "#e65100"))
+        shown = "" if self.window is None else \
+            f" · window {format_time(self.window[0], self.origin)}–{format_time(self.window[1], self.origin)}"
+        fig.text(0.01, 1 - 0.46 * k / height,
+                 style.clip(f"{verdict} · {disp} · seed {h.get('seed')}{shown}"
+                            + ("" if self.no_answers else f" · adapter {h.get('adapter')}"),
+                            175 if k == 1 else int(self.WIDTH_IN * 72 / ((self.FONT + 1) * CHAR)) - 2),
+                 fontsize=self.FONT + 1, va="top", color={"PASS": "#1b5e20", "FAIL": "#b71c1c"}.get(verdict, "#e65100"))
         legend.draw(fig, legend.entries(self.used, bool(self.result is not None and self.result.violations)),
-                    WIDTH_IN - RIGHT_IN + 0.15, top_in, height - top_in - 0.25, FONT)
+                    self.WIDTH_IN - self.RIGHT_IN + 0.15, top_in, height - top_in - 0.25,
+                    self.FONT - 1.5 if self.slides else self.FONT)
         for i, line in enumerate(self.note_lines(notes)):
-            fig.text(0.01, (bottom_in - 0.8 - 0.16 * i) / height, line, fontsize=FONT,
+            fig.text(0.01, (bottom_in - 0.8 * k - 0.16 * k * i) / height, line, fontsize=self.FONT,
                      color="#616161" if line.startswith("… ") else style.VIOLATION_COLOR, va="top")
         return fig
 
@@ -452,20 +503,23 @@ def note_events(v) -> str:
 
 
 def build_figure(events: list[dict], result: ScenarioResult | None, *, data: Lanes | None = None,
-                 no_answers: bool = False, linear: bool = False):
-    """The scenario's timeline figure as a matplotlib Figure (call inside ``rc_context(RC)``)."""
+                 no_answers: bool = False, linear: bool = False, window: Window | None = None,
+                 slides: bool = False):
+    """The scenario's timeline figure as a matplotlib Figure (call inside ``rc_context(RC)``):
+    only the stretch ``window`` when given; ``slides`` for a projector (1920 x 1080 px, large type)."""
     return _Figure(events, result, data if data is not None else extract_lanes(events),
-                   no_answers=no_answers, linear=linear).build()
+                   no_answers=no_answers, linear=linear, window=window, slides=slides).build()
 
 
 def render_figure(events: list[dict], result: ScenarioResult | None, out_base: Path, *,
                   data: Lanes | None = None, no_answers: bool = False, linear: bool = False,
-                  svg: bool = False) -> Path:
+                  svg: bool = False, window: Window | None = None, slides: bool = False) -> Path:
     """Draw the scenario's timeline figure; write ``out_base``.png (and .svg when asked);
     return the PNG's path."""
     mpl = matplotlib()
     with mpl.rc_context(RC):
-        fig = build_figure(events, result, data=data, no_answers=no_answers, linear=linear)
+        fig = build_figure(events, result, data=data, no_answers=no_answers, linear=linear, window=window,
+                           slides=slides)
         png = out_base.with_suffix(".png")
         atomic_write_bytes(png, _palette_png(fig))
         if svg:

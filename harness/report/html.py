@@ -54,6 +54,8 @@ blockquote{margin:4px 0;padding:2px 10px;border-left:3px solid #b0bec5;color:#37
 .finding{border:1px solid #e0e0e0;border-radius:5px;padding:8px 12px;margin:8px 0;background:#fff}
 .finding h3{margin:0 0 4px}
 figure{margin:10px 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+body.slides{font-size:18px}body.slides main{max-width:none}body.slides figure.slide img{width:100%}
+body.slides figcaption{font-size:15px}
 .decide,.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:10px;margin:8px 0}
 .card{border:1px solid #e0e0e0;border-radius:5px;padding:8px 10px;background:#fcfcfc;min-width:0}
 .card.rec{border:2px solid #1565c0;background:#f3f8fd}.card.missing{border-style:dashed;color:#9e9e9e}
@@ -218,11 +220,11 @@ def lane_table(item: Item, origin: int) -> str:
 
 
 # --------------------------------------------------------------------------- pages
-def shell(title: str, body: str) -> str:
+def shell(title: str, body: str, *, slides: bool = False) -> str:
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{e(title)}</title><style>{CSS}</style></head><body><main>"
+            f"<title>{e(title)}</title><style>{CSS}</style></head><body{' class=slides' if slides else ''}><main>"
             + body + "</main></body></html>\n")
 
 
@@ -309,9 +311,11 @@ def _packet_source(ev: dict) -> str:
 
 
 def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = None,
-                  next_: Item | None = None) -> str:
+                  next_: Item | None = None, window=None, slides: bool = False) -> str:
     """One scenario's page: verdict, repro, expected versus observed, the figure, the
-    violations with their evidence, decision packets, state machines and the event table."""
+    violations with their evidence, decision packets, state machines and the event table.
+    ``window`` (crashlab.report.window.Window) is the stretch the figure shows; with ``slides``
+    the page opens on its figure, full width, in large type."""
     r = item.result
     head = (item.events or [{}])[0]
     origin = int(head.get("origin_ms") or 0)
@@ -329,6 +333,7 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
            + (f" · adapter <code>{e(head.get('adapter'))}</code>" if head.get("adapter") and not no_answers else "")
            + "</span>" + (f"<br>trace: <code>{e(r.trace)}</code>" if r.trace and not no_answers else "") + "</p>",
            repro_html(item, no_answers=no_answers), expected_observed(item)]
+    figure_at = 3 if slides else None        # a slide: the figure straight under the title
     card = head.get("card") or {}
     if isinstance(card, dict) and card and not no_answers:
         fields = list(CARD_FIELDS) + [k for k in card if k not in CARD_FIELDS]
@@ -336,9 +341,24 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
             f"<dt>{e(CARD_LABELS.get(k, k))}</dt><dd>{e(card[k])}</dd>" for k in fields if k in card) + "</dl>")
     if item.png is not None:
         data = base64.b64encode(item.png).decode("ascii")
-        out.append(f'<figure><img alt="three timelines of {e(r.id)}" src="data:image/png;base64,{data}">'
-                   f'<figcaption class="muted">Run state, remote effects and knowledge on the scenario '
-                   f'clock. Full size: <a href="../figures/{e(item.name)}.png">PNG</a></figcaption></figure>')
+        shown = ""
+        if window is not None:
+            a, b = window.span(origin)
+            inside = [ev.get("seq") for ev in item.events or () if a <= int(ev.get("t") or 0) <= b
+                      and ev.get("lane") != "meta"]
+            held = (f" It holds {len(inside)} events, <a href=\"#e-{e(inside[0])}\">#{e(inside[0])}</a> to "
+                    f"<a href=\"#e-{e(inside[-1])}\">#{e(inside[-1])}</a> in the event table below." if inside
+                    else " No event falls inside it.")
+            shown = (f" Shown: {e(format_time(a, origin))} to {e(format_time(b, origin))} only "
+                     f"(<code>--window {e(window)}</code>); the tables below cover the whole trace.{held}")
+        html_fig = (f'<figure{" class=slide" if slides else ""}><img alt="three timelines of {e(r.id)}" '
+                    f'src="data:image/png;base64,{data}"><figcaption class="muted">Run state, remote effects and '
+                    f'knowledge on the scenario clock.{shown} Full size: <a href="../figures/{e(item.name)}.png">PNG'
+                    '</a></figcaption></figure>')
+        if figure_at is not None:
+            out.insert(figure_at, html_fig)
+        else:
+            out.append(html_fig)
     elif item.events is None:
         out.append('<p class="muted">No trace was saved for this scenario, so there is no timeline.</p>')
     else:
@@ -371,4 +391,4 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
         out.append("</div>")
         out.append(lane_table(item, origin))
     out.append("</section>")
-    return shell(f"{r.id} — crashlab", "".join(out))
+    return shell(f"{r.id} — crashlab", "".join(out), slides=slides)

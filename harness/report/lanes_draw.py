@@ -15,6 +15,8 @@ CLAIMS_PRESENT = frozenset({"SUCCEEDED", "FAILED_EFFECT_REMAINS", "CANCELLED_EFF
 
 
 class LaneDrawing:
+    FONT = FONT         # the figure's type size (a slide's is larger)
+
     # ---------------------------------------------------------------- run lane
     def draw_run(self, ax):
         X = self.axis.x
@@ -162,7 +164,7 @@ class LaneDrawing:
             self.loc[e.seq] = ("remote", row)
             if e.compensates:       # a release is an instantaneous effect of its own
                 ax.scatter([X(e.start)], [row], marker="v", s=46, color=color, zorder=4)
-                self._note(ax, X(e.start), row, e.ref, color="#212121", size=FONT - 0.5)
+                self._note(ax, X(e.start), row, e.ref, color="#212121", size=self.FONT - 0.5)
                 continue
             a, b = X(e.start), X(e.released) if e.released is not None else TIME_W
             self._bars(ax, row, [(a, b)], [color], height=0.5, alpha=0.9)
@@ -218,17 +220,21 @@ class LaneDrawing:
                     self.used["mismatch"].add(kind)
         if self.more_keys:
             ax.text(TIME_W, min(self.key_rows.values()) - 0.55, f"+{self.more_keys} more keys (see the report)",
-                    ha="right", va="bottom", fontsize=FONT - 1, color="#616161")
+                    ha="right", va="bottom", fontsize=self.FONT - 1, color="#616161")
 
     # ---------------------------------------------------------------- where each row ended
     def draw_final(self, ax):
         run_ax = remote_ax = know_ax = ax
-        ax.text((FINAL_X0 + FINAL_X1) / 2, -STRIP_H / 2, "where it ended", ha="center", va="center", fontsize=FONT - 0.5,
+        ax.text((FINAL_X0 + FINAL_X1) / 2, -STRIP_H / 2, "where it ended", ha="center", va="center", fontsize=self.FONT - 0.5,
                    color="#37474f", fontweight="bold")
         width = FINAL_X1 - FINAL_X0
+        whole, story = getattr(self, "whole", (self.data, self.story))   # a window shows the end all the same
+        states = {r.id: r.states for r in whole.runs}
+        knowledge = {k.key: k.states for k in whole.knowledge}
         for r in self.data.runs:
             y = self.state_rows[r.id]
-            final = r.disposition or (r.states[-1].label if r.states else None)
+            mine = states.get(r.id, r.states)
+            final = r.disposition or (mine[-1].label if mine else None)
             if final is None:
                 continue
             color = style.RUN_COLORS.get(final, style.UNKNOWN_COLOR)
@@ -245,15 +251,16 @@ class LaneDrawing:
             if not self._label_in(run_ax, FINAL_X0, FINAL_X1, y, [final, final.replace("_", " ")], color):
                 head, _, tail = final.partition("_")
                 run_ax.text(FINAL_X0 + width / 2, y, f"{head}\n{tail}", ha="center", va="center", linespacing=0.95,
-                            fontsize=FONT - 1.5, color=style.text_color(color))
+                            fontsize=self.FONT - 1.5, color=style.text_color(color))
         for k in self.data.knowledge:
             y = self.key_rows.get(k.key)
-            if y is None or not k.states:
+            mine = knowledge.get(k.key) or k.states
+            if y is None or not mine:
                 continue
-            last = k.states[-1].label
+            last = mine[-1].label
             color = style.KNOWLEDGE_COLORS.get(last, style.UNKNOWN_COLOR)
-            wrong = any(m.key == k.key and m.kind == "contradicts" and m.end >= self.data.end
-                        for m in self.story.mismatches)
+            wrong = any(m.key == k.key and m.kind == "contradicts" and m.end >= whole.end
+                        for m in story.mismatches)
             self._bars(know_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.62,
                        **({"edgecolor": style.VIOLATION_COLOR, "linewidth": 2.0} if wrong else {}))
             if wrong:
@@ -271,7 +278,7 @@ class LaneDrawing:
 
     def _contradicted(self, ax, y: float, text: str) -> None:
         """Under an end cap the service contradicts: what it really holds, in red."""
-        ax.text(FINAL_X1, y, text, ha="right", va="top", fontsize=FONT - 1.5, color=style.VIOLATION_COLOR,
+        ax.text(FINAL_X1, y, text, ha="right", va="top", fontsize=self.FONT - 1.5, color=style.VIOLATION_COLOR,
                 fontweight="bold", zorder=6)
         self.used["final"].add("contradicts")
 

@@ -71,6 +71,8 @@ def entries(used: dict[str, set[str]], violations: bool) -> list[tuple[str, dict
         for kind, (color, ls, label) in OUTCOMES.items():
             if kind in used["arrow"]:
                 out.append(("line", {"color": color, "linestyle": ls, "linewidth": 1.2}, label))
+        if "repeat" in used["arrow"]:
+            out.append(("patch", {"facecolor": "#eceff1", "edgecolor": "#90a4ae"}, "identical calls in a row (one mark)"))
     if used["cause"] or used["transport"]:
         out.append(("section", {}, "remote effects"))
         for cause, color in style.CAUSE_COLORS.items():
