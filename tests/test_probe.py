@@ -393,3 +393,28 @@ def test_an_effect_whose_answer_was_lost_is_found_by_the_probe_id_and_released(s
     assert code == 1 and "unknown: #" in out                  # a request got no answer: said, never hidden
     assert "find" in out and "lists R-1, R-2, R-3, R-4" in out   # R-1 is the other actor's
     assert left_behind(sb) == [other["ref"]]                 # ours found and released; the other's kept
+
+
+def test_a_scenario_whose_services_the_profile_changed_is_judged_by_the_invariants_only(tmp_path):
+    """Its expectations were written for its own services: under another profile an EXP-* miss
+    would blame the adapter for the expectation's mismatch."""
+    import json
+
+    from crashlab.probe.profile import with_services
+    from crashlab.scenario_loader import resolve
+
+    own = resolve("fieldops-no-key-lookup")
+    path = tmp_path / "p.yaml"
+    path.write_text("services:\n  reservation: {idempotency: semantic, lookup: by_key}\n")
+    [changed] = with_services([own], str(path))
+    assert own.expect and changed.expect == {}
+    assert main(["run", "fieldops-no-key-lookup", "--out", str(tmp_path / "own")]) == 0
+    code = main(["conformance", "--scenario", "fieldops-no-key-lookup", "--services", str(path), "-q", "-j", "1",
+                 "--out", str(tmp_path / "o"), "--json", str(tmp_path / "b.json")])
+    result = json.loads((tmp_path / "b.json").read_text())
+    assert not [v for s in result["scenarios"] for v in s["violations"] if v["invariant"].startswith("EXP-")]
+    assert code == 0
+    unchanged = tmp_path / "same.yaml"
+    unchanged.write_text("services:\n  reservation: {idempotency: %s, lookup: %s}\n"
+                         % (own.services["reservation"]["idempotency"], own.services["reservation"]["lookup"]))
+    assert with_services([own], str(unchanged))[0].expect == own.expect
