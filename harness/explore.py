@@ -39,6 +39,34 @@ def probe_calls(scenario: Scenario, adapter: AdapterSpec) -> list[Call]:
     return sorted(set(calls), key=calls.index)
 
 
+#: A crash point of one run: (run id, port, op, nth); the run is None in a one-run scenario.
+Point = tuple[str | None, str, str, int]
+
+
+def probe_points(scenario: Scenario, adapter: AdapterSpec) -> list[Point]:
+    """Every run's port calls in an undisturbed run, each once per run, in order.
+
+    ``nth`` counts a run's calls of one (port, op) (the ordinal a crash rule matches), so the
+    second run of a scenario repeats the first run's ordinals: without the run, a crash rule
+    meant for the second run fires in the first, and the second run is never crashed."""
+    result = run_scenario(scenario, adapter)
+    several = len(scenario.runs) > 1
+    points = [(e.get("run") if several else None, e["port"], e["op"], e["nth"]) for e in result.events
+              if e["kind"] == "call" and e["lane"] == "port"]
+    return sorted(set(points), key=points.index)
+
+
+def _point(call: Call | Point) -> Point:
+    return call if len(call) == 4 else (None, *call)  # type: ignore[return-value]
+
+
+def _crash_rule(run: str | None, port: str, op: str, nth: int, boundary: str) -> dict:
+    match = {"port": port, "op": op, "nth": nth}
+    if run is not None:
+        match["run"] = run
+    return {"match": match, "boundary": boundary}
+
+
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -73,15 +101,16 @@ def _fresh_copy(doc: dict) -> dict:
 
 
 def crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[dict]:
-    """One scenario document per crash point: before and after each call."""
+    """One scenario document per crash point: before and after each call (``calls`` from
+    :func:`probe_points`, one crash point per run, or :func:`probe_calls`)."""
     base = copy.deepcopy(dict(scenario.raw))
     base["expect"] = {}
-    for port, op, nth in calls:
+    for run, port, op, nth in map(_point, calls):
+        where = f"{run}-" if run is not None else ""
         for boundary in ("before", "after"):
             doc = _fresh_copy(base)
-            doc["id"] = f"{scenario.id}.crash-{port}-{op}-{nth}-{boundary}"[:80]
-            doc["crashes"] = list(doc.get("crashes") or []) + [
-                {"match": {"port": port, "op": op, "nth": nth}, "boundary": boundary}]
+            doc["id"] = f"{scenario.id}.crash-{where}{port}-{op}-{nth}-{boundary}"[:80]
+            doc["crashes"] = list(doc.get("crashes") or []) + [_crash_rule(run, port, op, nth, boundary)]
             yield doc
 
 
@@ -96,14 +125,15 @@ def double_crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[di
     recovery makes when it redoes that step (both before, or both after it took effect)."""
     base = copy.deepcopy(dict(scenario.raw))
     base["expect"] = {}
-    for port, op, nth in calls:
+    for run, port, op, nth in map(_point, calls):
         if (port, op) not in DURABLE_CALLS and not is_dispatch(port, op):
             continue
+        where = f"{run}-" if run is not None else ""
         for boundary in ("before", "after"):
             doc = _fresh_copy(base)
-            doc["id"] = f"{scenario.id}.crash2-{port}-{op}-{nth}-{boundary}"[:80]
+            doc["id"] = f"{scenario.id}.crash2-{where}{port}-{op}-{nth}-{boundary}"[:80]
             doc["crashes"] = list(doc.get("crashes") or []) + [
-                {"match": {"port": port, "op": op, "nth": n}, "boundary": boundary} for n in (nth, nth + 1)]
+                _crash_rule(run, port, op, n, boundary) for n in (nth, nth + 1)]
             yield doc
 
 
@@ -113,7 +143,7 @@ def matrix_documents(adapter: AdapterSpec | str | None = None, scenarios: list[S
     spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter)
     make = double_crash_documents if double else crash_documents
     for scenario in scenarios if scenarios is not None else library():
-        for doc in make(scenario, probe_calls(scenario, spec)):
+        for doc in make(scenario, probe_points(scenario, spec)):
             yield doc, scenario.source
 
 
