@@ -9,7 +9,6 @@ commands and what they cost.
 """
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import json
@@ -19,122 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-import yaml
 
+from .crashpoints import (DURABLE_CALLS, Call, Point, crash_documents, double_crash_documents,  # noqa: F401
+                          probe_calls, probe_points)
 from .drivers import AdapterSpec, load_adapter
 from .errors import Interrupted, clip
-from .model import is_dispatch
 from .runner import run_scenario
 from .scenario_compiled import Scenario
 from .scenario_loader import from_dict, library
-
-Call = tuple[str, str, int]
-
-
-def probe_calls(scenario: Scenario, adapter: AdapterSpec) -> list[Call]:
-    """The (port, op, nth) of every port call the adapter makes in an undisturbed run."""
-    result = run_scenario(scenario, adapter)
-    calls = [(e["port"], e["op"], e["nth"]) for e in result.events
-             if e["kind"] == "call" and e["lane"] == "port"]
-    return sorted(set(calls), key=calls.index)
-
-
-#: A crash point of one run: (run id, port, op, nth); the run is None in a one-run scenario.
-Point = tuple[str | None, str, str, int]
-
-
-def probe_points(scenario: Scenario, adapter: AdapterSpec) -> list[Point]:
-    """Every run's port calls in an undisturbed run, each once per run, in order.
-
-    ``nth`` counts a run's calls of one (port, op) (the ordinal a crash rule matches), so the
-    second run of a scenario repeats the first run's ordinals: without the run, a crash rule
-    meant for the second run fires in the first, and the second run is never crashed."""
-    result = run_scenario(scenario, adapter)
-    several = len(scenario.runs) > 1
-    points = [(e.get("run") if several else None, e["port"], e["op"], e["nth"]) for e in result.events
-              if e["kind"] == "call" and e["lane"] == "port"]
-    return sorted(set(points), key=points.index)
-
-
-def _point(call: Call | Point) -> Point:
-    return call if len(call) == 4 else (None, *call)  # type: ignore[return-value]
-
-
-def _crash_rule(run: str | None, port: str, op: str, nth: int, boundary: str) -> dict:
-    match = {"port": port, "op": op, "nth": nth}
-    if run is not None:
-        match["run"] = run
-    return {"match": match, "boundary": boundary}
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-class _NotPlain(Exception):
-    pass
-
-
-def _plain_copy(value):
-    kind = type(value)
-    if kind is dict:
-        out = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _NotPlain
-            out[key] = _plain_copy(item)
-        return out
-    if kind is list:
-        return [_plain_copy(item) for item in value]
-    if kind in _SCALARS:
-        return value
-    raise _NotPlain
-
-
-def _fresh_copy(doc: dict) -> dict:
-    """``copy.deepcopy`` of a scenario document: the same new dicts and lists around the same
-    scalars, without deepcopy's memo and dispatch for a document of plain dicts, lists, strings,
-    numbers, booleans and nulls (as YAML gives it); anything else goes through deepcopy."""
-    try:
-        return _plain_copy(doc)
-    except (_NotPlain, RecursionError):
-        return copy.deepcopy(doc)
-
-
-def crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[dict]:
-    """One scenario document per crash point: before and after each call (``calls`` from
-    :func:`probe_points`, one crash point per run, or :func:`probe_calls`)."""
-    base = copy.deepcopy(dict(scenario.raw))
-    base["expect"] = {}
-    for run, port, op, nth in map(_point, calls):
-        where = f"{run}-" if run is not None else ""
-        for boundary in ("before", "after"):
-            doc = _fresh_copy(base)
-            doc["id"] = f"{scenario.id}.crash-{where}{port}-{op}-{nth}-{boundary}"[:80]
-            doc["crashes"] = list(doc.get("crashes") or []) + [_crash_rule(run, port, op, nth, boundary)]
-            yield doc
-
-
-#: Calls that change durable state or the world: where a second crash during recovery bites.
-DURABLE_CALLS = frozenset({("ledger", "append"), ("checkpoints", "write"), ("lease", "acquire"),
-                           ("run", "finish")})
-
-
-def double_crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[dict]:
-    """One document per durable call (ledger append, checkpoint write, lease grant, finish,
-    effect): a crash there, and a second crash at the next call of the same kind, the one
-    recovery makes when it redoes that step (both before, or both after it took effect)."""
-    base = copy.deepcopy(dict(scenario.raw))
-    base["expect"] = {}
-    for run, port, op, nth in map(_point, calls):
-        if (port, op) not in DURABLE_CALLS and not is_dispatch(port, op):
-            continue
-        where = f"{run}-" if run is not None else ""
-        for boundary in ("before", "after"):
-            doc = _fresh_copy(base)
-            doc["id"] = f"{scenario.id}.crash2-{where}{port}-{op}-{nth}-{boundary}"[:80]
-            doc["crashes"] = list(doc.get("crashes") or []) + [
-                _crash_rule(run, port, op, n, boundary) for n in (nth, nth + 1)]
-            yield doc
+from .scenario_yaml import to_yaml  # noqa: F401 (crashlab.explore.to_yaml: the documented name)
 
 
 def matrix_documents(adapter: AdapterSpec | str | None = None, scenarios: list[Scenario] | None = None, *,
@@ -149,7 +41,7 @@ def matrix_documents(adapter: AdapterSpec | str | None = None, scenarios: list[S
 
 def check_document(doc: dict, source: str | None, adapter: AdapterSpec | str | None):
     """Run one scenario document and judge it with the generic invariants."""
-    from .conformance import check_run
+    from .judge import check_run
 
     return check_run(run_scenario(from_dict(doc, file=source), adapter))
 
@@ -183,9 +75,6 @@ def crash_matrix(adapter: AdapterSpec | str | None = None, scenarios: list[Scena
         yield from pool.imap(_check_in_worker, items, chunksize=16)
 
 
-def to_yaml(doc: dict) -> str:
-    """A scenario document as YAML that `crashlab run FILE` reproduces."""
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100)
 
 
 #: Schedules per unit of work. The examples are cut into chunks of this size per base scenario,
@@ -241,7 +130,7 @@ def explore_chunk(chunk: Chunk, adapter: str, storage: str | None = None) -> dic
 
     _hypothesis_home(storage)
 
-    from .conformance import check_run
+    from .judge import check_run
     from .scenario_loader import resolve
     from .strategies import schedules
 
@@ -330,7 +219,7 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     own derived seed): ``executor`` runs chunks in parallel, ``shard`` keeps one share, and the
     outcome is the same either way. A journal beside the findings lets ``resume`` skip the chunks
     an interrupted run finished."""
-    from .conformance import failure_message
+    from .results import failure_message
     from .files import atomic_write_text
     from .sweep import Findings, Job, LocalExecutor
 
@@ -445,7 +334,7 @@ def matrix_main(argv: list[str] | None = None, out=None) -> int:
     an adapter over the library or chosen scenarios; prints each failing schedule as YAML."""
     import argparse
 
-    from .conformance import failure_message
+    from .results import failure_message
     from .errors import UsageError
 
     parser = argparse.ArgumentParser(prog="python -m crashlab.explore",

@@ -324,7 +324,7 @@ def crash_jobs(scenarios: list[Scenario], adapter: AdapterSpec, *, double: bool,
     """A job per crash point of every run of every scenario, found by probing an undisturbed run of
     each (in worker processes, unless ``executor`` runs in-process); ``coverage`` (a list) receives
     the :class:`Coverage` reached."""
-    from .explore import crash_documents, double_crash_documents
+    from .crashpoints import crash_documents, double_crash_documents
 
     make = double_crash_documents if double else crash_documents
     jobs: list[Job] = []
@@ -348,7 +348,7 @@ def crash_jobs(scenarios: list[Scenario], adapter: AdapterSpec, *, double: bool,
 
 
 def _probe(scenario: Scenario, *, adapter: str) -> list:
-    from .explore import probe_points
+    from .crashpoints import probe_points
 
     return [list(c) for c in probe_points(scenario, _adapter(adapter))]
 
@@ -380,8 +380,8 @@ class Findings:
                     continue
 
     def add(self, job: Job, result: ScenarioResult) -> Path | None:
-        from .conformance import safe_name
-        from .explore import to_yaml
+        from .files import safe_name
+        from .scenario_yaml import to_yaml
 
         invariants = tuple(sorted({v.invariant for v in result.violations})) or ("verdict:" + result.verdict,)
         key = (job.base, invariants)
