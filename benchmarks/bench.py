@@ -1,5 +1,12 @@
 """crashlab benchmarks: prints its figures, asserts nothing (machines are shared and noisy).
 
+Every figure is CPU time (this process and the worker processes it reaped), measured in
+interleaved rounds (a b c a b c ...) so that load from other processes falls on every side of
+a comparison alike, and printed as the minimum and the median of the rounds; every target is a
+ratio to a baseline measured in the same run. The machine's load average is printed at the
+start and the end: figures taken under a load above the core count are still comparable as
+ratios, not as absolute times.
+
     python benchmarks/bench.py                 # everything, reference adapter
     python benchmarks/bench.py --quick         # fewer repetitions
     python benchmarks/bench.py --adapter my_pkg:MyAdapter --no-report
@@ -53,7 +60,7 @@ TIMELINE = "combined-cancellation-under-pressure"
 
 
 class AdapterClock:
-    """Accumulates the wall time spent inside the adapter's own code (each resume of its
+    """Accumulates the CPU time spent inside the adapter's own code (each resume of its
     coroutine), so the harness's own cost can be separated from the adapter's."""
 
     spent = 0.0
@@ -64,11 +71,11 @@ class AdapterClock:
 
         def timed_step(self, fn, arg):
             def adapter_code(value):  # only the coroutine's own resume, not the boundary copy
-                start = time.perf_counter()
+                start = time.process_time()
                 try:
                     return fn(value)
                 finally:
-                    cls.spent += time.perf_counter() - start
+                    cls.spent += time.process_time() - start
             return original(self, adapter_code, arg)
 
         InProcessChannel._step = timed_step
@@ -135,17 +142,37 @@ def bare_simpy(n_events: int) -> None:
     env.run()
 
 
-def cpu_rounds(fns: dict, repeat: int) -> dict[str, float]:
-    """Median CPU seconds of each function, the rounds interleaved (a b a b ...) so that load
-    from other processes falls on all of them alike."""
+def cpu_now() -> float:
+    """CPU seconds of this process and of its reaped children (worker processes)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def cpu_samples(fns: dict, repeat: int) -> dict[str, list[float]]:
+    """CPU seconds of each function per round (this process and its reaped children), the rounds
+    interleaved (a b a b ...) so that load from other processes falls on all of them alike."""
     samples: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
             gc.collect()
-            start = time.process_time()
+            start = cpu_now()
             fn()
-            samples[name].append(time.process_time() - start)
-    return {k: statistics.median(v) for k, v in samples.items()}
+            samples[name].append(cpu_now() - start)
+    return samples
+
+
+def cpu_rounds(fns: dict, repeat: int) -> dict[str, float]:
+    """Median CPU seconds of each function over interleaved rounds (:func:`cpu_samples`)."""
+    return {k: statistics.median(v) for k, v in cpu_samples(fns, repeat).items()}
+
+
+def spread(values: list[float], scale: float = 1e3, unit: str = "ms") -> str:
+    return f"min {min(values) * scale:.2f} {unit}, median {statistics.median(values) * scale:.2f} {unit}"
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
 
 
 def scaled(scenario, k: int):
@@ -165,17 +192,6 @@ def scaled(scenario, k: int):
     return from_dict(doc, file=scenario.source)
 
 
-def timed(fn, repeat: int) -> float:
-    """Median wall seconds of ``fn()`` over ``repeat`` calls."""
-    samples = []
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--adapter", default="crashlab.reference_impl:ReferenceAdapter")
@@ -188,7 +204,7 @@ def main() -> int:
     scenarios = library()
     rounds = 3 if args.quick else 10
     print(f"crashlab benchmark  adapter={adapter.text}  scenarios={len(scenarios)}  "
-          f"python={sys.version.split()[0]}  cpus={os.cpu_count()}")
+          f"python={sys.version.split()[0]}  cpus={os.cpu_count()}  {load()}")
 
     # 1 + 2: full runs, and cost per simpy event vs a bare loop with the same event count
     total_events = 0
@@ -204,35 +220,45 @@ def main() -> int:
 
     all_runs()  # warm up imports and caches
     total_events = runs = 0
-    wall = timed(all_runs, rounds)
-    per_round_runs = runs // rounds
-    per_round_events = total_events // rounds
-    sim_only = timed(lambda: [_run(sc, adapter) for sc in scenarios], rounds)
-    bare = timed(lambda: bare_simpy(per_round_events), rounds)
     AdapterClock.install()
-    AdapterClock.spent = 0.0
-    with_clock = timed(lambda: [_run(sc, adapter) for sc in scenarios], rounds)
-    adapter_share = AdapterClock.spent / rounds / with_clock if adapter.kind == "python" else 0.0
-    harness_only = sim_only * (1 - adapter_share)
+
+    def with_clock():
+        AdapterClock.spent = 0.0
+        [_run(sc, adapter) for sc in scenarios]
+        adapter_cpu.append(AdapterClock.spent)
+    adapter_cpu: list[float] = []
+    probe_events = sum(_run(sc, adapter)[1] for sc in scenarios)
+    samples = cpu_samples({"full": all_runs, "simulate": with_clock, "bare": lambda: bare_simpy(probe_events)},
+                          rounds)
+    per_round_runs = runs // rounds
+    per_round_events = probe_events
+    wall = statistics.median(samples["full"])
+    sim_only = statistics.median(samples["simulate"])
+    bare = statistics.median(samples["bare"])
+    harness_rounds = [s - a for s, a in zip(samples["simulate"], adapter_cpu)]
+    harness_only = statistics.median(harness_rounds)
+    adapter_share = statistics.median(adapter_cpu) / sim_only if adapter.kind == "python" else 0.0
     print()
     print(f"full runs (simulate + check)   {per_round_runs / wall:8.0f} runs/s/core   "
-          f"({wall / per_round_runs * 1e3:.2f} ms per run, {per_round_runs} runs per round)")
+          f"({wall / per_round_runs * 1e3:.2f} ms CPU per run, {per_round_runs} runs per round; "
+          f"a round: {spread(samples['full'])})")
     print(f"simulate only                  {per_round_runs / sim_only:8.0f} runs/s/core   "
           f"(checks are {(wall - sim_only) / wall:.0%} of a full run)")
     print(f"cost per simpy event           harness {harness_only / per_round_events * 1e6:6.2f} us   "
-          f"bare simpy {bare / per_round_events * 1e6:6.2f} us   ratio {harness_only / bare:5.1f}x   "
-          f"({per_round_events} events per round)")
+          f"bare simpy {bare / per_round_events * 1e6:6.2f} us   ratio {harness_only / bare:5.1f}x "
+          f"(min {min(harness_rounds) / min(samples['bare']):.1f}x)   "
+          f"({per_round_events} events per round, target <= 12x)")
     print(f"  with the adapter's own code  {sim_only / per_round_events * 1e6:6.2f} us per event, ratio "
-          f"{sim_only / bare:5.1f}x (the adapter is {adapter_share:.0%} of simulate-only time)")
+          f"{sim_only / bare:5.1f}x (the adapter is {adapter_share:.0%} of simulate-only CPU, by its own CPU time)")
 
     # 3: simulated time per wall second on the 10:00-10:20 timeline
     timeline = next((s for s in scenarios if s.id == TIMELINE), None)
     if timeline is not None:
         result, _ = _run(timeline, adapter)
         last_t = result.events[-1]["t"]
-        t_wall = timed(lambda: _run(timeline, adapter), rounds * 5)
-        print(f"10:00-10:20 timeline           {t_wall * 1e3:8.2f} ms wall for {last_t / 60_000:.0f} simulated "
-              f"minutes   = {last_t / 1000 / t_wall:,.0f} simulated s per wall s")
+        t_wall = cpu_rounds({"t": lambda: _run(timeline, adapter)}, rounds * 5)["t"]
+        print(f"10:00-10:20 timeline           {t_wall * 1e3:8.2f} ms CPU for {last_t / 60_000:.0f} simulated "
+              f"minutes   = {last_t / 1000 / t_wall:,.0f} simulated s per CPU s")
 
     # 6: loading the library and writing traces
     texts = [(str(p), p.read_text(encoding="utf-8")) for p in sorted(library_dir().glob("*.yaml"))]
@@ -264,12 +290,28 @@ def main() -> int:
         print(f"length {k:>3}x                    {t * 1e3:8.1f} ms CPU   {events:>7} events   "
               f"{per_event[k] * 1e6:6.2f} us per event ({per_event[k] / per_event[1]:.2f}x the 1x cost)")
 
+    # 7b: the crash matrix against scenario length: every run's crash points, CPU per crash point
+    from crashlab.explore import crash_matrix
+
+    matrix = {}
+    for k in (1, 2, 4):
+        sc = scaled(base, k)
+        count = [0]
+
+        def one_matrix(sc=sc, count=count):
+            count[0] = sum(1 for _ in crash_matrix(adapter, [sc]))
+        t = cpu_rounds({"m": one_matrix}, 1 if args.quick or k == 4 else 2)["m"]
+        matrix[k] = (t, count[0])
+        print(f"crash matrix, length {k}x        {t * 1e3:8.0f} ms CPU   {count[0]:>5} crashed runs   "
+              f"{t / count[0] * 1e3:6.2f} ms per crash point ({t / count[0] / (matrix[1][0] / matrix[1][1]):.2f}x "
+              f"the 1x cost; every run of the {k} is crashed at each of its calls)")
+
     # 4: the whole conformance suite
     with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), cpu_now()
         card = run_suite(adapter, scenarios, out_dir=Path(tmp))
-        suite = time.perf_counter() - start
-        print(f"conformance suite              {suite:8.2f} s wall   score {card.total}/{card.max} "
+        suite, suite_cpu = time.perf_counter() - start, cpu_now() - cpu0
+        print(f"conformance suite              {suite_cpu:8.2f} s CPU ({suite:.2f} s wall)   score {card.total}/{card.max} "
               f"({card.verdict}), traces written")
 
         # 4b: the trust boundary's cost: the adapter in worker processes against --in-process
@@ -281,10 +323,6 @@ def main() -> int:
                  "isolated --jobs 1": suite_with(LocalExecutor(1)), "isolated --jobs 2": suite_with(LocalExecutor(2))}
         walls: dict[str, list[float]] = {k: [] for k in modes}
         cpus: dict[str, list[float]] = {k: [] for k in modes}
-
-        def cpu_now() -> float:  # this process and its reaped children (the workers)
-            own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-            return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
         for _ in range(max(3, rounds // 2)):
             for name, fn in modes.items():
                 gc.collect()
@@ -295,32 +333,39 @@ def main() -> int:
         med = {k: statistics.median(v) for k, v in walls.items()}
         cpu = {k: statistics.median(v) for k, v in cpus.items()}
         base_s, base_cpu = med["in-process"], cpu["in-process"]
-        print(f"conformance, trust boundary    {base_s:8.2f} s --in-process   "
-              + "   ".join(f"{med[k]:.2f} s {k} (ratio {med[k] / base_s:.2f}x)" for k in modes if k != "in-process")
-              + f"   (median of {len(walls['in-process'])} interleaved rounds, traces written)")
-        print(f"  its CPU time (all processes) {base_cpu:8.2f} s --in-process   "
-              + "   ".join(f"{cpu[k]:.2f} s {k} (ratio {cpu[k] / base_cpu:.2f}x)" for k in modes if k != "in-process"))
+        print(f"conformance, trust boundary    {base_cpu:8.2f} s CPU --in-process   "
+              + "   ".join(f"{cpu[k]:.2f} s {k} (ratio {cpu[k] / base_cpu:.2f}x)" for k in modes if k != "in-process")
+              + f"   (CPU of all processes, median of {len(walls['in-process'])} interleaved rounds)")
+        print(f"  its wall time                {base_s:8.2f} s --in-process   "
+              + "   ".join(f"{med[k]:.2f} s {k} (ratio {med[k] / base_s:.2f}x)" for k in modes if k != "in-process"))
 
-        # 5: report rendering of the whole library
+        # 5: report rendering of the whole library (CPU of this process and its drawing workers)
         if not args.no_report:
             try:
                 from crashlab.report import render_scorecard
             except ImportError as exc:  # matplotlib is an optional extra
                 print(f"report rendering               skipped ({exc})")
             else:
-                start = time.perf_counter()
+                start, cpu0 = time.perf_counter(), cpu_now()
                 render_scorecard(card, out_dir=Path(tmp) / "report")
-                print(f"report rendering (library)     {time.perf_counter() - start:8.2f} s wall")
-    # 8: sweeps, explore and the wire
+                spent = cpu_now() - cpu0
+                print(f"report rendering (library)     {spent:8.2f} s CPU ({time.perf_counter() - start:.2f} s wall)   "
+                      f"{spent / len(scenarios) * 1e3:.0f} ms CPU per scenario (target <= 75 ms)")
+    # 8: sweeps, explore and the wire (CPU of the crashlab process and its workers, reaped)
     if args.sweeps:
         here = Path(__file__).resolve().parent.parent
         cmd = [sys.executable, "-m", "crashlab"]
         with tempfile.TemporaryDirectory() as tmp:
+            cpu0 = cpu_now()
             sweep_s, main_mb, worker_mb = run_watched(
                 cmd + ["sweep", "-q", "--jobs", "2", "--keep-traces", "none", "--out", tmp, "--json", f"{tmp}/s.json"],
                 cwd=here, stdout=subprocess.DEVNULL)
-            runs = len(json.loads(Path(f"{tmp}/s.json").read_text())["scenarios"])
-            print(f"crash matrix (sweep, 2 jobs)   {sweep_s:8.2f} s wall   {runs} runs, {runs / sweep_s:.0f} runs/s")
+            sweep_cpu = cpu_now() - cpu0
+            done = json.loads(Path(f"{tmp}/s.json").read_text())
+            runs = len(done["scenarios"])
+            print(f"crash matrix (sweep, 2 jobs)   {sweep_cpu:8.2f} s CPU ({sweep_s:.2f} s wall)   {runs} runs, "
+                  f"{sweep_cpu / runs * 1e3:.2f} ms CPU per run; {done.get('coverage', {}).get('runs_crashed')} of "
+                  f"{done.get('coverage', {}).get('runs')} runs crashed")
             rss, pss, uss = worker_mb
             print(f"  its peak memory              {rss:8.0f} MB per worker process (RSS; {pss:.0f} MB PSS, "
                   f"{uss:.0f} MB its own: USS), {main_mb:.0f} MB the main process")
@@ -333,15 +378,21 @@ def main() -> int:
             tried = int(said[1]) if len(said) > 1 and said[1].isdigit() else n
             print(f"explore                        {tried / explore_s:8.1f} schedules/s   ({tried} schedules, "
                   f"--jobs 2, {explore_mb[0]:.0f} MB RSS per worker)")
-            for how, wire in (("fresh interpreter", f"exec:{sys.executable} -m crashlab.wire {adapter.text}"),
-                              ("warm server", f"wire:{adapter.text}")):
-                for jobs in ("1", "2"):
-                    start = time.perf_counter()
-                    subprocess.run(cmd + ["conformance", "-q", "--jobs", jobs, "--adapter", wire, "--out", tmp],
-                                   check=False, cwd=here, stdout=subprocess.DEVNULL)
-                    print(f"conformance over the wire      {time.perf_counter() - start:8.2f} s wall   "
-                          f"({how}, --jobs {jobs})")
+            suites = {"in-process": ["--in-process"],
+                      "wire: (warm server)": ["--adapter", f"wire:{adapter.text}"],
+                      "exec: (Python shim)": ["--adapter", f"exec:{sys.executable} -m crashlab.wire {adapter.text}"]}
 
+            def suite_cli(extra):
+                return lambda: subprocess.run(cmd + ["conformance", "-q", "--jobs", "1", "--out", tmp, *extra],
+                                              check=False, cwd=here, stdout=subprocess.DEVNULL)
+            wire_cpu = cpu_rounds({k: suite_cli(v) for k, v in suites.items()}, 1 if args.quick else 2)
+            base_cpu = wire_cpu["in-process"]
+            targets = {"wire: (warm server)": 2.5, "exec: (Python shim)": 8.0}
+            print(f"conformance over the wire      {base_cpu:8.2f} s CPU in-process (--jobs 1)   "
+                  + "   ".join(f"{wire_cpu[k]:.2f} s {k} (ratio {wire_cpu[k] / base_cpu:.1f}x, target <= {t:g}x)"
+                             for k, t in targets.items()))
+
+    print(f"at the end: {load()}")
     # 9: peak memory
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

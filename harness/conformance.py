@@ -6,7 +6,6 @@ evidence and a one-line repro command. The CLI and the pytest plugin are glue ar
 """
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import replace
 from pathlib import Path
@@ -14,31 +13,14 @@ from typing import Iterable
 
 from .drivers import AdapterSpec, load_adapter
 from .errors import ConformanceFailure, Interrupted, UsageError
-from .results import ScenarioResult, Scorecard, outcome_text
+from .results import ScenarioResult, Scorecard
 from .runner import Limits, RunResult, run_scenario
 from .scenario_compiled import Scenario
 from .scenario_loader import library
 from .trace import write_jsonl
-
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def safe_name(text: str) -> str:
-    """A file name derived from a scenario id that cannot escape the output folder."""
-    name = _SAFE.sub("_", text).strip("._") or "scenario"
-    return name[:100]
-
-
-def trace_path(out_dir: Path, scenario: Scenario, seed: int) -> Path:
-    return out_dir / f"{safe_name(scenario.id)}.seed{seed}.jsonl"
-
-
-def check_run(result: RunResult, *, saved: Path | None = None, checks: frozenset[str] | None = None) -> ScenarioResult:
-    from .checks import check_trace  # local: checks import networkx
-
-    verdict = check_trace(result.events, trace_path=str(saved) if saved else None, checks=checks)
-    return replace(verdict, repro=result.repro, seed=result.seed)
-
+from .files import safe_name, trace_path  # noqa: F401 (named here by reports and tests)
+from .judge import check_run
+from .results import failure_message  # noqa: F401 (named here by the CLI, the plugin and tests)
 
 def run_one(scenario: Scenario, adapter: AdapterSpec | str | None = None, *, seed: int | None = None,
             out_dir: Path | None = None, limits: Limits | None = None) -> tuple[RunResult, ScenarioResult]:
@@ -166,29 +148,6 @@ def collect_scenarios(paths: Iterable[str | Path]) -> list[Scenario]:
             where[sc.id] = str(f)
             found.append(sc)
     return found
-
-
-def failure_message(result: ScenarioResult) -> str:
-    """Plain text naming each violated invariant, its evidence and the repro command."""
-    runs = ", ".join(f"{run} {d or 'no terminal disposition'}" for run, d in result.dispositions.items())
-    lines = [f"scenario {result.id}: {result.verdict}" + (f" (dispositions: {runs})" if runs else "")]
-    for v in result.violations:
-        ev = ", ".join(f"#{s}" for s in v.events) or "no events"
-        lines.append(f"  {v.invariant}: {v.message} [evidence {ev}]"
-                     + (f" (automatic failure: {v.auto_fail})" if v.auto_fail else ""))
-        if v.expected is not None or v.observed is not None:
-            lines.append(f"    expected {outcome_text(v.expected)}; observed {outcome_text(v.observed)}")
-        if v.rule:
-            lines.append(f"    rule {v.point or ''} ({v.rule.get('source')}): \"{v.rule.get('quote')}\"")
-        elif v.point:
-            lines.append(f"    costs rubric point {v.point} (no rule named in the scenario)")
-        if v.cap:
-            lines.append(f"    scoring rule: {v.cap} (docs/rubric.md)")
-    lines.extend(f"  note: {n}" for n in result.notes)
-    if result.trace:
-        lines.append(f"  trace: {result.trace}")
-    lines.append(f"  repro: {result.repro}")
-    return "\n".join(lines)
 
 
 def check_scenario(scenario: Scenario, adapter: AdapterSpec | str | None = None, *,

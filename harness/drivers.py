@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib
 import json
 import os
 import select
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from .adapterspec import import_adapter, limit_child as _limit_child
 from .boundary import MAX_DEPTH, MAX_LINE_BYTES, adapter_call, harness_value, json_copy
 from .errors import Interrupted, UsageError, clip
 from .jobs import step_started
@@ -264,24 +264,6 @@ def parse_request(line: bytes) -> tuple[Any, PortCall]:
         raise AdapterFault("garbage", "adapter message lacks port/op strings, an args object or a string or "
                            f"integer id: {clip(repr(line[:120]), 140)}")
     return msg.get("id"), PortCall(port=msg["port"], op=msg["op"], args=msg.get("args", {}))
-
-
-def _limit_child(memory_mb: int):
-    """Runs in the adapter's process before exec: an address-space limit, and death with crashlab."""
-    def limit() -> None:
-        if memory_mb > 0:
-            try:
-                import resource
-                size = memory_mb << 20
-                resource.setrlimit(resource.RLIMIT_AS, (size, size))
-            except (ImportError, ValueError, OSError):
-                pass
-        try:  # Linux: the adapter receives SIGKILL if crashlab itself dies
-            import ctypes
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-    return limit
 
 
 class SubprocessChannel:
@@ -526,40 +508,7 @@ def load_adapter(spec: str | None, *, import_code: bool = True) -> AdapterSpec:
                          "or exec:COMMAND (any language)")
     if not import_code:
         return AdapterSpec(text=spec, kind="python")
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            raise UsageError(f"--adapter {spec!r}: no module named {module_name!r} "
-                             "(is it installed or in the current directory?)") from None
-        raise UsageError(f"--adapter {spec!r}: importing {module_name!r} failed: {exc}") from None
-    except Interrupted:
-        raise
-    except BaseException as exc:  # noqa: BLE001 - user code at import time, whatever it raises (even exit)
-        raise UsageError(f"--adapter {spec!r}: importing {module_name!r} raised "
-                         f"{type(exc).__name__}: {clip(str(exc))}") from None
-    target: Any = module
-    for part in attr.split("."):
-        try:
-            target = getattr(target, part)
-        except Interrupted:
-            raise
-        except BaseException:  # noqa: BLE001 - a missing attribute, or a property that raises
-            raise UsageError(f"--adapter {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
-    if isinstance(target, type):
-        if not callable(getattr(target, "run", None)):
-            raise UsageError(f"--adapter {spec!r}: {attr} has no run(ports) method")
-        factory = target
-    elif callable(getattr(target, "run", None)):
-        factory = (lambda obj=target: obj)
-    elif callable(target):
-        factory = target
-    else:
-        raise UsageError(f"--adapter {spec!r}: {attr} is a {type(target).__name__}, not an adapter: name a class "
-                         "with an async run(ports) method, an instance of one, or a function returning one")
-    return AdapterSpec(text=spec, kind="python", factory=factory)
+    return AdapterSpec(text=spec, kind="python", factory=import_adapter(spec))
 
 
 def script_path(name: str) -> Path:

@@ -9,7 +9,6 @@ commands and what they cost.
 """
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import json
@@ -19,92 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-import yaml
 
+from .crashpoints import (DURABLE_CALLS, Call, Point, crash_documents, double_crash_documents,  # noqa: F401
+                          probe_calls, probe_points)
 from .drivers import AdapterSpec, load_adapter
 from .errors import Interrupted, clip
-from .model import is_dispatch
 from .runner import run_scenario
 from .scenario_compiled import Scenario
 from .scenario_loader import from_dict, library
-
-Call = tuple[str, str, int]
-
-
-def probe_calls(scenario: Scenario, adapter: AdapterSpec) -> list[Call]:
-    """The (port, op, nth) of every port call the adapter makes in an undisturbed run."""
-    result = run_scenario(scenario, adapter)
-    calls = [(e["port"], e["op"], e["nth"]) for e in result.events
-             if e["kind"] == "call" and e["lane"] == "port"]
-    return sorted(set(calls), key=calls.index)
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-class _NotPlain(Exception):
-    pass
-
-
-def _plain_copy(value):
-    kind = type(value)
-    if kind is dict:
-        out = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _NotPlain
-            out[key] = _plain_copy(item)
-        return out
-    if kind is list:
-        return [_plain_copy(item) for item in value]
-    if kind in _SCALARS:
-        return value
-    raise _NotPlain
-
-
-def _fresh_copy(doc: dict) -> dict:
-    """``copy.deepcopy`` of a scenario document: the same new dicts and lists around the same
-    scalars, without deepcopy's memo and dispatch for a document of plain dicts, lists, strings,
-    numbers, booleans and nulls (as YAML gives it); anything else goes through deepcopy."""
-    try:
-        return _plain_copy(doc)
-    except (_NotPlain, RecursionError):
-        return copy.deepcopy(doc)
-
-
-def crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[dict]:
-    """One scenario document per crash point: before and after each call."""
-    base = copy.deepcopy(dict(scenario.raw))
-    base["expect"] = {}
-    for port, op, nth in calls:
-        for boundary in ("before", "after"):
-            doc = _fresh_copy(base)
-            doc["id"] = f"{scenario.id}.crash-{port}-{op}-{nth}-{boundary}"[:80]
-            doc["crashes"] = list(doc.get("crashes") or []) + [
-                {"match": {"port": port, "op": op, "nth": nth}, "boundary": boundary}]
-            yield doc
-
-
-#: Calls that change durable state or the world: where a second crash during recovery bites.
-DURABLE_CALLS = frozenset({("ledger", "append"), ("checkpoints", "write"), ("lease", "acquire"),
-                           ("run", "finish")})
-
-
-def double_crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[dict]:
-    """One document per durable call (ledger append, checkpoint write, lease grant, finish,
-    effect): a crash there, and a second crash at the next call of the same kind, the one
-    recovery makes when it redoes that step (both before, or both after it took effect)."""
-    base = copy.deepcopy(dict(scenario.raw))
-    base["expect"] = {}
-    for port, op, nth in calls:
-        if (port, op) not in DURABLE_CALLS and not is_dispatch(port, op):
-            continue
-        for boundary in ("before", "after"):
-            doc = _fresh_copy(base)
-            doc["id"] = f"{scenario.id}.crash2-{port}-{op}-{nth}-{boundary}"[:80]
-            doc["crashes"] = list(doc.get("crashes") or []) + [
-                {"match": {"port": port, "op": op, "nth": n}, "boundary": boundary} for n in (nth, nth + 1)]
-            yield doc
+from .scenario_yaml import to_yaml  # noqa: F401 (crashlab.explore.to_yaml: the documented name)
 
 
 def matrix_documents(adapter: AdapterSpec | str | None = None, scenarios: list[Scenario] | None = None, *,
@@ -113,13 +35,13 @@ def matrix_documents(adapter: AdapterSpec | str | None = None, scenarios: list[S
     spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter)
     make = double_crash_documents if double else crash_documents
     for scenario in scenarios if scenarios is not None else library():
-        for doc in make(scenario, probe_calls(scenario, spec)):
+        for doc in make(scenario, probe_points(scenario, spec)):
             yield doc, scenario.source
 
 
 def check_document(doc: dict, source: str | None, adapter: AdapterSpec | str | None):
     """Run one scenario document and judge it with the generic invariants."""
-    from .conformance import check_run
+    from .judge import check_run
 
     return check_run(run_scenario(from_dict(doc, file=source), adapter))
 
@@ -153,9 +75,6 @@ def crash_matrix(adapter: AdapterSpec | str | None = None, scenarios: list[Scena
         yield from pool.imap(_check_in_worker, items, chunksize=16)
 
 
-def to_yaml(doc: dict) -> str:
-    """A scenario document as YAML that `crashlab run FILE` reproduces."""
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100)
 
 
 #: Schedules per unit of work. The examples are cut into chunks of this size per base scenario,
@@ -211,7 +130,7 @@ def explore_chunk(chunk: Chunk, adapter: str, storage: str | None = None) -> dic
 
     _hypothesis_home(storage)
 
-    from .conformance import check_run
+    from .judge import check_run
     from .scenario_loader import resolve
     from .strategies import schedules
 
@@ -300,7 +219,7 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     own derived seed): ``executor`` runs chunks in parallel, ``shard`` keeps one share, and the
     outcome is the same either way. A journal beside the findings lets ``resume`` skip the chunks
     an interrupted run finished."""
-    from .conformance import failure_message
+    from .results import failure_message
     from .files import atomic_write_text
     from .sweep import Findings, Job, LocalExecutor
 
@@ -415,7 +334,7 @@ def matrix_main(argv: list[str] | None = None, out=None) -> int:
     an adapter over the library or chosen scenarios; prints each failing schedule as YAML."""
     import argparse
 
-    from .conformance import failure_message
+    from .results import failure_message
     from .errors import UsageError
 
     parser = argparse.ArgumentParser(prog="python -m crashlab.explore",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import IO, Iterator
@@ -157,3 +158,17 @@ def folder_inputs(path: str | Path, suffixes: tuple[str, ...]) -> list[Path]:
         except OSError:
             return []
     return [path]
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(text: str) -> str:
+    """A file name derived from a scenario id that cannot escape the output folder."""
+    name = _SAFE.sub("_", text).strip("._") or "scenario"
+    return name[:100]
+
+
+def trace_path(out_dir: Path, scenario, seed: int) -> Path:
+    """Where a run of ``scenario`` (anything with an ``id``) with ``seed`` saves its trace."""
+    return out_dir / f"{safe_name(scenario.id)}.seed{seed}.jsonl"

@@ -18,9 +18,11 @@ from .drivers import AdapterSpec, load_adapter
 from .errors import InternalError
 from .jobs import Done, Lost
 from .results import ScenarioResult
-from .runner import Limits, fault_trace, portable_source, repro_command, run_scenario
+from .runner import Limits, RunResult, fault_trace, portable_source, repro_command, run_scenario
 from .scenario_compiled import Scenario
 from .scenario_loader import from_dict
+from .scenario_yaml import to_yaml
+from .files import trace_path
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,7 +159,6 @@ def _judged(job: Job, scenario: Scenario, events: list, text: str, used_seed: in
             out_dir: str | None, keep: str, checks: frozenset[str] | None = None) -> Outcome:
     """Check a run's trace (by ``checks``, an older rule set's, or every check) and say what to save."""
     from .checks import check_trace  # local: checks import networkx
-    from .conformance import trace_path
 
     path = trace_path(Path(out_dir), scenario, used_seed) if out_dir is not None else None
     verdict = check_trace(events, trace_path=str(path) if path else None, checks=checks)
@@ -167,10 +168,15 @@ def _judged(job: Job, scenario: Scenario, events: list, text: str, used_seed: in
         return Outcome(replace(result, trace=None, repro=result.repro if job.doc is None else ""))
     files = [(str(path), text)]
     if job.doc is not None:  # a crash point is no library scenario: save it, so that its repro runs as pasted
-        from .explore import to_yaml
-
         doc_path = path.with_name(path.name.removesuffix(".jsonl") + ".yaml")
         files.append((str(doc_path), to_yaml(job.doc)))
         result = replace(result, repro=shlex.join(["crashlab", "run", str(doc_path), "--adapter", adapter,
                                                    "--seed", str(used_seed)]))
     return Outcome(result, tuple(files))
+
+
+def check_run(result: RunResult, *, saved: Path | None = None, checks: frozenset[str] | None = None) -> ScenarioResult:
+    from .checks import check_trace  # local: checks import networkx
+
+    verdict = check_trace(result.events, trace_path=str(saved) if saved else None, checks=checks)
+    return replace(verdict, repro=result.repro, seed=result.seed)

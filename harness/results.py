@@ -188,3 +188,26 @@ class Scorecard:
                    scenarios=tuple(ScenarioResult.from_json(s, f"scenarios[{i}]")
                                    for i, s in enumerate(_field(data, "scenarios", list))),
                    verdict=verdict, extra={k: v for k, v in data.items() if k not in known})
+
+
+def failure_message(result: ScenarioResult) -> str:
+    """Plain text naming each violated invariant, its evidence and the repro command."""
+    runs = ", ".join(f"{run} {d or 'no terminal disposition'}" for run, d in result.dispositions.items())
+    lines = [f"scenario {result.id}: {result.verdict}" + (f" (dispositions: {runs})" if runs else "")]
+    for v in result.violations:
+        ev = ", ".join(f"#{s}" for s in v.events) or "no events"
+        lines.append(f"  {v.invariant}: {v.message} [evidence {ev}]"
+                     + (f" (automatic failure: {v.auto_fail})" if v.auto_fail else ""))
+        if v.expected is not None or v.observed is not None:
+            lines.append(f"    expected {outcome_text(v.expected)}; observed {outcome_text(v.observed)}")
+        if v.rule:
+            lines.append(f"    rule {v.point or ''} ({v.rule.get('source')}): \"{v.rule.get('quote')}\"")
+        elif v.point:
+            lines.append(f"    costs rubric point {v.point} (no rule named in the scenario)")
+        if v.cap:
+            lines.append(f"    scoring rule: {v.cap} (docs/rubric.md)")
+    lines.extend(f"  note: {n}" for n in result.notes)
+    if result.trace:
+        lines.append(f"  trace: {result.trace}")
+    lines.append(f"  repro: {result.repro}")
+    return "\n".join(lines)

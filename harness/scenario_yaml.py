@@ -331,3 +331,8 @@ def _string_list(value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ValueError(f"expected a list of strings, got {value!r}")
     return list(value)
+
+
+def to_yaml(doc: dict) -> str:
+    """A scenario document as YAML that `crashlab run FILE` reproduces."""
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100)

@@ -301,15 +301,39 @@ def expected_duration(runs: int, per_run_s: float, workers: int) -> str:
             f"with {max(1, workers)} worker(s) (-j N runs more at once; --shard splits it across machines)")
 
 
-def crash_jobs(scenarios: list[Scenario], adapter: AdapterSpec, *, double: bool, executor=None) -> list[Job]:
-    """A job per crash point of every scenario, found by probing an undisturbed run of each (in
-    worker processes, unless ``executor`` runs in-process)."""
-    from .explore import crash_documents, double_crash_documents
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """What the crash matrix reaches: every run's port calls in the undisturbed probe runs."""
+    scenarios: int
+    runs: int                 # runs of the scenarios
+    runs_crashed: int         # runs with at least one crash point of their own
+    calls: int                # distinct (run, port, op, nth) port calls, each crashed before and after
+    jobs: int
+
+    def to_json(self) -> dict:
+        return {"scenarios": self.scenarios, "runs": self.runs, "runs_crashed": self.runs_crashed,
+                "calls": self.calls, "jobs": self.jobs}
+
+    def text(self) -> str:
+        return (f"crash points: {self.calls} port calls of {self.runs_crashed} of {self.runs} runs "
+                f"({self.scenarios} scenarios), {self.jobs} crashed runs")
+
+
+def crash_jobs(scenarios: list[Scenario], adapter: AdapterSpec, *, double: bool, executor=None,
+               coverage: list | None = None) -> list[Job]:
+    """A job per crash point of every run of every scenario, found by probing an undisturbed run of
+    each (in worker processes, unless ``executor`` runs in-process); ``coverage`` (a list) receives
+    the :class:`Coverage` reached."""
+    from .crashpoints import crash_documents, double_crash_documents
 
     make = double_crash_documents if double else crash_documents
     jobs: list[Job] = []
     seen: set[str] = set()
-    for scenario, calls in zip(scenarios, probe_all(scenarios, adapter, executor)):
+    probes = probe_all(scenarios, adapter, executor)
+    if coverage is not None:
+        crashed = {(sc.id, p[0] if p[0] is not None else sc.runs[0].id) for sc, points in zip(scenarios, probes)
+                   for p in points}
+    for scenario, calls in zip(scenarios, probes):
         for doc in make(scenario, calls):
             base_id, n = doc["id"], 1
             while doc["id"] in seen:  # ids are cut at 80 characters: keep them distinct
@@ -317,17 +341,21 @@ def crash_jobs(scenarios: list[Scenario], adapter: AdapterSpec, *, double: bool,
                 doc["id"] = f"{base_id[:76]}~{n}"
             seen.add(doc["id"])
             jobs.append(Job(id=doc["id"], base=scenario.id, doc=doc, source=portable_source(scenario)))
+    if coverage is not None:
+        coverage.append(Coverage(scenarios=len(scenarios), runs=sum(len(sc.runs) for sc in scenarios),
+                                 runs_crashed=len(crashed), calls=sum(len(p) for p in probes), jobs=len(jobs)))
     return jobs
 
 
 def _probe(scenario: Scenario, *, adapter: str) -> list:
-    from .explore import probe_calls
+    from .crashpoints import probe_points
 
-    return [list(c) for c in probe_calls(scenario, _adapter(adapter))]
+    return [list(c) for c in probe_points(scenario, _adapter(adapter))]
 
 
 def probe_all(scenarios: list[Scenario], adapter: AdapterSpec, executor=None) -> list[list[tuple]]:
-    """The port calls of an undisturbed run of each scenario, in order (crashlab.explore.probe_calls)."""
+    """Every run's port calls in an undisturbed run of each scenario, in order
+    (crashlab.explore.probe_points)."""
     if not isinstance(executor, LocalExecutor):
         executor = LocalExecutor(1)
     fn = functools.partial(_probe, adapter=adapter.text)
@@ -352,8 +380,8 @@ class Findings:
                     continue
 
     def add(self, job: Job, result: ScenarioResult) -> Path | None:
-        from .conformance import safe_name
-        from .explore import to_yaml
+        from .files import safe_name
+        from .scenario_yaml import to_yaml
 
         invariants = tuple(sorted({v.invariant for v in result.violations})) or ("verdict:" + result.verdict,)
         key = (job.base, invariants)
@@ -421,7 +449,8 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
     from .checks.rubric import score
 
     probing = time.monotonic()
-    jobs = crash_jobs(scenarios, adapter, double=double, executor=executor)
+    reached: list[Coverage] = []
+    jobs = crash_jobs(scenarios, adapter, double=double, executor=executor, coverage=reached)
     probed = time.monotonic() - probing
     if shard is not None:
         jobs = shard.select(jobs)
@@ -443,7 +472,9 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
         if progress is not None:
             progress.update(failed=result.verdict != "pass")
 
-    extra = {"kind": "sweep", "double": double, "findings": str(findings.folder)}
+    extra = {"kind": "sweep", "double": double, "findings": str(findings.folder), "coverage": reached[0].to_json()}
+    if progress is not None:
+        progress.note(reached[0].text())
     if getattr(executor, "in_process", False):
         extra["untrusted"] = UNTRUSTED
     if shard is not None:

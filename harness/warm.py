@@ -35,12 +35,12 @@ class Server:
     def __init__(self, spec: str, memory_mb: int) -> None:
         self.spec = spec
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        from .drivers import _limit_child
+        from .adapterspec import limit_child
 
         self.proc = subprocess.Popen([sys.executable, "-m", "crashlab.warm", spec, str(theirs.fileno()),
                                       str(memory_mb)],
                                      pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                                     start_new_session=True, preexec_fn=_limit_child(0))
+                                     start_new_session=True, preexec_fn=limit_child(0))
         theirs.close()
         ours.settimeout(SERVER_TIMEOUT_S)  # a server that stopped answering is dropped, not waited for
         self.sock = ours
@@ -173,9 +173,9 @@ def _child(spec: str, fds: list[int], control: socket.socket, memory_mb: int, pa
 
 
 def _serve_forever(spec: str, control_fd: int, memory_mb: int) -> int:
-    from .drivers import load_adapter
+    from .adapterspec import import_adapter
 
-    load_adapter(spec)  # import the adapter once, before any fork
+    import_adapter(spec)  # import the adapter once, before any fork
     control = socket.socket(fileno=control_fd)
     server_pid = os.getpid()
     exited: dict[int, int] = {}

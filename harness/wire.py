@@ -12,7 +12,7 @@ import json
 import sys
 
 from .boundary import adapter_call
-from .drivers import load_adapter
+from .adapterspec import import_adapter
 from .errors import UsageError, clip
 from .model import PortCall
 from .ports import PortError, Ports
@@ -27,17 +27,18 @@ def serve(spec: str, stdin=None, stdout=None) -> int:
         stdout.flush()
         return 1
 
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr or spec.startswith(("exec:", "wire:")):
+        print("crashlab.wire: the adapter must be module:attribute", file=sys.stderr)
+        return 3
     try:
-        adapter = load_adapter(spec)
+        factory = import_adapter(spec)
     except UsageError as exc:
         print(f"crashlab.wire: {exc}", file=sys.stderr)
         return 3
-    if adapter.kind != "python":
-        print("crashlab.wire: the adapter must be module:attribute", file=sys.stderr)
-        return 3
     init = json.loads(stdin.readline() or "{}")
     try:
-        coro = adapter.factory().run(Ports(init.get("services", [])))
+        coro = factory().run(Ports(init.get("services", [])))
     except BaseException as exc:  # noqa: BLE001 - reported to the harness as an adapter fault
         return fault("exception", f"adapter could not start: {type(exc).__name__}: {exc}")
     request_id = 0
