@@ -47,12 +47,15 @@ def port_open(port: int) -> bool:
 class LocalProcess:
     """One server process: spawned into ``work``, ready when ``probe()`` says so, stopped at ``stop()``."""
 
-    def __init__(self, what: str, argv: list[str], work: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, what: str, argv: list[str], work: Path, env: Mapping[str, str] | None = None,
+                 files: Mapping[str, str] | None = None) -> None:
         self.what = what
         self.work = Path(work)
         if self.work.exists():
             shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True, exist_ok=True)
+        for name, text in (files or {}).items():        # its configuration, written before it starts
+            (self.work / name).write_text(text)
         self.log = self.work / "server.log"
         with open(self.log, "wb") as log:
             try:
