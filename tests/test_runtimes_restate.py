@@ -59,15 +59,21 @@ def _integrate(server, scenario, worker_name: str, out: Path):
     return outcome
 
 
-@pytest.mark.parametrize("scenario", ["crash-4-after-commit-before-record", KEYLESS_502, KEYLESS_CRASH],
-                         ids=["kill-after-commit", "keyless-502", "keyless-kill-after-commit"])
+@pytest.mark.parametrize("scenario", ["crash-4-after-commit-before-record", KEYLESS_502, KEYLESS_CRASH,
+                                      "matrix-conflict-in-flight-second-run"],
+                         ids=["kill-after-commit", "keyless-502", "keyless-kill-after-commit", "two-runs-at-once"])
 @pytest.mark.runtime_heavy
 def test_careful_example_passes(server, scenario, tmp_path):
     outcome = _integrate(server, scenario, "careful", tmp_path)
     assert outcome.card.verdict == "pass", outcome.card.text()
-    record = json.loads(next(tmp_path.glob("*/runtime-record.run-82.json")).read_text())
-    assert [r["status"] for r in record if r["row"] == "invocation"] == ["completed"]
-    assert [r["name"] for r in record if r.get("entry_type") == "Command: Run"] == ["prepare", "effect"]
+    services = []
+    for path in tmp_path.glob("*/runtime-record.*.json"):     # each run its own invocation, served by its own worker
+        record = json.loads(path.read_text())
+        assert [r["status"] for r in record if r["row"] == "invocation"] == ["completed"]
+        assert [r["name"] for r in record if r.get("entry_type") == "Command: Run"] == ["prepare", "effect"]
+        services += [r["target"].split("/")[0] for r in record if r["row"] == "invocation"]
+    # one service name per run: with a shared name, the latest registered worker would take the other run's work
+    assert services and len(set(services)) == len(services)
 
 
 @pytest.mark.runtime_heavy

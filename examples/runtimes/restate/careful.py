@@ -32,25 +32,26 @@ EFFECT_RETRY = restate.RunOptions(max_attempts=careful_effect.ATTEMPT_CEILING,
 STORE_RETRY = restate.RunOptions(initial_retry_interval=timedelta(milliseconds=50),
                                  max_retry_interval=timedelta(milliseconds=500))
 
-reserve = restate.Workflow("Reserve")
-
-
 def _step(phase: str):
     async def run_step() -> str:
         return await asyncio.to_thread(careful_effect.step, phase)
     return run_step
 
 
-@reserve.main()
-async def run(ctx: restate.WorkflowContext) -> str:
-    done = await ctx.run_typed("prepare", _step("prepare"), STORE_RETRY)
-    if done:
-        return done
-    try:
-        return await ctx.run_typed("effect", _step("effect"), EFFECT_RETRY)
-    except restate.TerminalError:      # the retry owner's budget is spent: finish with what the ledger proves
-        return await ctx.run_typed("give_up", _step("give_up"), STORE_RETRY)
+def workflow() -> restate.Workflow:
+    reserve = restate.Workflow(common.service_name("Reserve"))
+
+    @reserve.main()
+    async def run(ctx: restate.WorkflowContext) -> str:
+        done = await ctx.run_typed("prepare", _step("prepare"), STORE_RETRY)
+        if done:
+            return done
+        try:
+            return await ctx.run_typed("effect", _step("effect"), EFFECT_RETRY)
+        except restate.TerminalError:  # the retry owner's budget is spent: finish with what the ledger proves
+            return await ctx.run_typed("give_up", _step("give_up"), STORE_RETRY)
+    return reserve
 
 
 if __name__ == "__main__":
-    sys.exit(common.main(reserve))
+    sys.exit(common.main(workflow()))

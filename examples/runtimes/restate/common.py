@@ -7,6 +7,7 @@ result and exits 0."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import socket
@@ -37,15 +38,24 @@ def _http(method: str, url: str, body: dict | None = None, timeout: float = 30.0
             return exc.code, {"message": text.decode("utf-8", "replace")}
 
 
+def service_name(base: str) -> str:
+    """The workflow's service name, one per run: a Restate service name is served by its latest
+    deployment, so two runs' worker processes registering the same name would take each other's
+    new invocations."""
+    return f"{base}_{hashlib.sha256(os.environ['CRASHLAB_RUNTIME_ID'].encode()).hexdigest()[:12]}"
+
+
 def _port() -> int:
     """The run's handler port: picked by its first worker process, reused by every later one."""
     path = Path(os.environ["CRASHLAB_DB"] + ".restate-port")
-    if path.exists():
-        return int(path.read_text())
+    key = os.environ["CRASHLAB_RUNTIME_ID"]
+    saved = path.read_text().split() if path.exists() else []
+    if len(saved) == 2 and saved[0] == key:          # a file left by an earlier invocation names another id
+        return int(saved[1])
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    path.write_text(str(port))
+    path.write_text(f"{key} {port}")
     return port
 
 

@@ -23,9 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import careful_effect  # noqa: E402
 import common  # noqa: E402
 
-reserve = restate.Workflow("Reserve")
-
-
 def _send() -> str:
     try:
         return careful_effect.step("naive")
@@ -33,12 +30,16 @@ def _send() -> str:
         raise RuntimeError(str(exc)) from None       # the tutorial's way: raise, and Restate retries
 
 
-@reserve.main()
-async def run(ctx: restate.WorkflowContext) -> str:
-    async def send() -> str:
-        return await asyncio.to_thread(_send)
-    return await ctx.run_typed("reserve", send)        # the tutorial's call: Restate's default retries
+def workflow() -> restate.Workflow:
+    reserve = restate.Workflow(common.service_name("Reserve"))
+
+    @reserve.main()
+    async def run(ctx: restate.WorkflowContext) -> str:
+        async def send() -> str:
+            return await asyncio.to_thread(_send)
+        return await ctx.run_typed("reserve", send)    # the tutorial's call: Restate's default retries
+    return reserve
 
 
 if __name__ == "__main__":
-    sys.exit(common.main(reserve))
+    sys.exit(common.main(workflow()))
