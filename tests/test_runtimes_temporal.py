@@ -117,3 +117,28 @@ def test_history_summary_says_what_the_history_lacks():
     assert summary(rows) == ("Temporal history (5 events, workflow completed): activity reserve attempt 3 "
                              "completed; attempts 1..2 not in the history")
     assert summary([{"error": "RPCError: workflow not found"}]).startswith("Temporal history not read")
+
+
+@pytest.mark.runtime_heavy
+@pytest.mark.skipif(not (HAVE_SDK and HAVE_BIN), reason=f"Temporal is not installed: {INSTALL}")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_signal_to_crashlab_stops_the_server_and_the_workers(tmp_path, sig):
+    import signal
+    import time
+    proc = subprocess.Popen([sys.executable, "-m", "crashlab", "integrate", "crash-4-after-commit-before-record",
+                             "--runtime", "temporal", "--worker", example("temporal", "naive", tmp_path),
+                             "--out", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("crash-4-after-commit-before-record/*.w1.log")) and time.monotonic() < deadline:
+            time.sleep(0.1)                              # the server is up and the first worker started
+        assert proc.poll() is None
+        proc.send_signal(getattr(signal, sig))
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    no_leftovers(str(tmp_path))                      # the dev server and every worker are gone
+    if sig == "SIGTERM":
+        assert not (tmp_path / "runtime-temporal").exists()      # stopped in the finally: its data removed
