@@ -111,11 +111,11 @@ def test_history_summary_says_what_the_history_lacks():
     from crashlab.runtimes.temporal import summary
     rows = [{"event": "WORKFLOW_EXECUTION_STARTED"},
             {"event": "ACTIVITY_TASK_SCHEDULED", "activity": "reserve"},
-            {"event": "ACTIVITY_TASK_STARTED", "activity": "reserve", "attempt": 3},
+            {"event": "ACTIVITY_TASK_STARTED", "activity": "reserve", "attempt": 3, "failure": "boom"},
             {"event": "ACTIVITY_TASK_COMPLETED", "activity": "reserve"},
             {"event": "WORKFLOW_EXECUTION_COMPLETED"}]
     assert summary(rows) == ("Temporal history (5 events, workflow completed): activity reserve attempt 3 "
-                             "completed; attempts 1..2 not in the history")
+                             "completed; attempts 1..2 not in the history (only its last failure: boom)")
     assert summary([{"error": "RPCError: workflow not found"}]).startswith("Temporal history not read")
 
 
@@ -142,3 +142,60 @@ def test_a_signal_to_crashlab_stops_the_server_and_the_workers(tmp_path, sig):
     no_leftovers(str(tmp_path))                      # the dev server and every worker are gone
     if sig == "SIGTERM":
         assert not (tmp_path / "runtime-temporal").exists()      # stopped in the finally: its data removed
+
+
+class _FakeServer:
+    """A runtime server stand-in: the wiring's contract without a runtime installed."""
+
+    def __init__(self) -> None:
+        self.env = {"CRASHLAB_RUNTIME": "127.0.0.1:1", "CRASHLAB_FAKE": "yes"}
+        self.asked: list[str] = []
+
+    def record(self, run: str) -> list[dict]:
+        self.asked.append(run)
+        if run.endswith("broken"):
+            raise RuntimeError("unreadable")
+        return [{"event": "started"}, {"event": "completed"}]
+
+    def stop(self) -> None:
+        pass
+
+
+def test_the_wiring_gives_each_run_its_id_and_writes_the_record(tmp_path):
+    from crashlab.integrate.run import integrate
+    from crashlab.runtimes import Runtime
+    from crashlab.scenario_loader import resolve
+    worker = ROOT / "examples" / "integration" / "worker.py"
+    seen = tmp_path / "seen"
+    # a shell in front of the careful worker writes what it was given: {runtime}, {runtime_id} and the env
+    cmd = (f"sh -c 'echo \"$0 $1 $CRASHLAB_RUNTIME_ID $CRASHLAB_FAKE\" >> {seen}; exec \"$2\" {worker} \"$3\" \"$4\"' "
+           f"{{runtime}} {{runtime_id}} {sys.executable} {{url}} {{db}}")
+    fake = _FakeServer()
+    rt = Runtime(name="fake", title="Fake runtime", extra="fake", tested_version="0", retry_owner_settings=("none",),
+                 start=lambda work: fake)
+    outcome = integrate(resolve("matrix-conflict-in-flight-second-run"), worker=cmd, out=tmp_path, runtime=rt,
+                        server=fake)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    lines = seen.read_text().split("\n")
+    given = {line.split()[1] for line in lines if line}
+    assert len(given) == 2 and set(fake.asked) == given          # one id per run, the same one on every restart
+    for line in filter(None, lines):
+        address, rid, env_id, flag = line.split()
+        assert address == "127.0.0.1:1" and rid == env_id and flag == "yes"
+        assert rid.startswith("matrix-conflict-in-flight-second-run.run-82")
+    assert json.loads((tmp_path / "matrix-conflict-in-flight-second-run" / "runtime-record.run-82.json")
+                      .read_text()) == [{"event": "started"}, {"event": "completed"}]
+    assert outcome.runtime[0].startswith("  runtime: Fake runtime, tested with 0")
+    assert sum("2 record row(s)" in line for line in outcome.runtime) == 2
+
+
+def test_an_unreadable_record_is_said_beside_the_card_not_raised(tmp_path):
+    from crashlab.integrate.run import _runtime_section
+    from crashlab.runtimes import Runtime
+    fake = _FakeServer()
+    rt = Runtime(name="fake", title="Fake", extra="fake", tested_version="0", retry_owner_settings=("none",),
+                 start=lambda work: fake)
+    lines = _runtime_section(rt, fake, {"run-1": "s.run-1.broken"}, tmp_path, [])
+    assert "1 record row(s)" in lines[-1]
+    assert json.loads((tmp_path / "runtime-record.run-1.json").read_text()) == [
+        {"error": "RuntimeError: unreadable"}]

@@ -65,8 +65,8 @@ async def _history(address: str, workflow_id: str) -> list[dict]:
                 for t in ("startToCloseTimeout", "heartbeatTimeout"):
                     if t in attrs:
                         row[t] = attrs[t]
-            if "scheduledEventId" in attrs:
-                row["activity"] = scheduled.get(int(attrs["scheduledEventId"]), "")
+            if int(attrs.get("scheduledEventId", 0)) in scheduled:
+                row["activity"] = scheduled[int(attrs["scheduledEventId"])]
             if "attempt" in attrs:
                 row["attempt"] = attrs["attempt"]
             failure = attrs.get("failure") or attrs.get("lastFailure")
@@ -84,15 +84,20 @@ def summary(rows: list[dict]) -> str:
         return f"Temporal history not read: {rows[0]['error']}"
     parts = []
     started: dict[str, int] = {}
+    before: dict[str, str] = {}
     for row in rows:
         if row["event"] == "ACTIVITY_TASK_STARTED":
             started[row.get("activity", "")] = int(row.get("attempt", 1))
+            if row.get("failure"):
+                before[row.get("activity", "")] = row["failure"]
         elif row["event"] in ("ACTIVITY_TASK_COMPLETED", "ACTIVITY_TASK_FAILED", "ACTIVITY_TASK_TIMED_OUT"):
             name = row.get("activity", "")
             attempt = started.get(name, 1)
             how = row["event"].removeprefix("ACTIVITY_TASK_").lower().replace("_", " ")
             lost = f"; attempts 1..{attempt - 1} not in the history" if attempt > 2 else \
                 ("; attempt 1 not in the history" if attempt == 2 else "")
+            if lost and name in before:
+                lost += f" (only its last failure: {before[name]})"
             parts.append(f"activity {name} attempt {attempt} {how}{lost}")
     closed = next((r["event"].removeprefix("WORKFLOW_EXECUTION_").lower() for r in reversed(rows)
                    if r["event"].startswith("WORKFLOW_EXECUTION_") and r["event"] != "WORKFLOW_EXECUTION_STARTED"),
