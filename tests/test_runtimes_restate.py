@@ -139,3 +139,24 @@ def test_summary_names_each_ctx_run_and_the_unfinished_one():
                                            "invocation; journal: ctx.run reserve, notify (no result), each once "
                                            "(a ctx.run cut by a crash is not in the journal)")
     assert RestateServer.summary([]) == "Restate introspection: no invocation for this run"
+
+
+@pytest.mark.runtime_heavy
+@pytest.mark.skipif(not HAVE_ALL, reason=REASON)
+def test_a_sigkill_of_crashlab_takes_the_server_and_the_workers_with_it(tmp_path):
+    import signal
+    import time
+    proc = subprocess.Popen([sys.executable, "-m", "crashlab", "integrate", "fieldops-worked-recovery",
+                             "--runtime", "restate", "--worker", example("restate", "careful", tmp_path),
+                             "--out", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("fieldops-worked-recovery/*.w1.log")) and time.monotonic() < deadline:
+            time.sleep(0.05)                             # the server is up and the first worker started
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    no_leftovers(str(tmp_path))                      # restate-server's data folder is under the output folder

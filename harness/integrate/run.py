@@ -10,15 +10,18 @@ import json
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..checks.verdict import check_trace
 from ..files import atomic_writer
 from ..results import ScenarioResult
-from ..runtimes import Runtime, Server
 from ..scenario_compiled import Scenario
 from ..trace import write_jsonl
 from .card import Card, card
 from .supervisor import DEFAULT_TIME_SCALE, WALL_LIMIT_S, Supervisor
+
+if TYPE_CHECKING:                  # the runtimes import the supervisor's process helpers, not the reverse
+    from ..runtimes import Runtime, Server
 
 #: The integration suite: library scenarios that a real worker process can meet as written
 #: (their faults are on service calls or on the worker's store), with what each exercises.
