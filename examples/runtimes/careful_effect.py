@@ -22,6 +22,7 @@ and must speak to the sandbox as that worker.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -103,5 +104,4 @@ def done() -> str:
         row = store.db.execute("SELECT record FROM finish ORDER BY seq DESC LIMIT 1").fetchone()
     finally:
         store.db.close()
-    import json
     return json.loads(row[0]).get("disposition", "") if row else ""
