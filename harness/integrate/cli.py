@@ -33,6 +33,10 @@ def add_parsers(cmd) -> None:
     p.add_argument("--out", default="crashlab-integrate", metavar="DIR",
                    help="folder for the traces, stores and worker logs (default: crashlab-integrate)")
     p.add_argument("--json", metavar="PATH", help="write every scenario's card as JSON here")
+    p.add_argument("--runtime", metavar="NAME",
+                   help="a durable runtime the worker runs under (docs/runtimes/): crashlab starts its local server "
+                        "once, gives every worker {runtime} and {runtime_id}, and writes the runtime's own record "
+                        "beside each card")
     p.set_defaults(handler=run)
 
 
@@ -57,13 +61,32 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--time-scale and --wall-limit must be positive")
     scenarios = [resolve(n) for n in names]
     codes, cards = [], []
-    for sc in scenarios:
-        outcome = integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
-                            time_scale=args.time_scale, wall_limit_s=args.wall_limit)
-        print(outcome.card.text())
-        print(f"  trace: {outcome.trace}", flush=True)
-        codes.append(outcome.card.exit_code)
-        cards.append({**outcome.card.to_json(), "trace": str(outcome.trace)})
+    runtime = server = None
+    if args.runtime:
+        import signal
+
+        from ..runtimes import load
+        runtime = load(args.runtime)
+
+        def _term(signum, frame):     # SIGTERM ends the invocation like Ctrl-C: the server is stopped
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, _term)
+        server = runtime.start(Path(args.out) / f"runtime-{runtime.name}")
+    try:
+        for sc in scenarios:
+            outcome = integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
+                                time_scale=args.time_scale, wall_limit_s=args.wall_limit, runtime=runtime,
+                                server=server)
+            print(outcome.card.text())
+            for line in outcome.runtime:
+                print(line)
+            print(f"  trace: {outcome.trace}", flush=True)
+            codes.append(outcome.card.exit_code)
+            cards.append({**outcome.card.to_json(), "trace": str(outcome.trace),
+                          **({"runtime": list(outcome.runtime)} if outcome.runtime else {})})
+    finally:
+        if server is not None:
+            server.stop()
     if args.json:
         import json
 

@@ -6,15 +6,22 @@ worker to the end, writes the trace (``OUT/{scenario}.jsonl``, checkable by ``cr
 """
 from __future__ import annotations
 
+import json
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..checks.verdict import check_trace
+from ..files import atomic_writer
 from ..results import ScenarioResult
 from ..scenario_compiled import Scenario
 from ..trace import write_jsonl
 from .card import Card, card
 from .supervisor import DEFAULT_TIME_SCALE, WALL_LIMIT_S, Supervisor
+
+if TYPE_CHECKING:                  # the runtimes import the supervisor's process helpers, not the reverse
+    from ..runtimes import Runtime, Server
 
 #: The integration suite: library scenarios that a real worker process can meet as written
 #: (their faults are on service calls or on the worker's store), with what each exercises.
@@ -48,14 +55,22 @@ class Outcome:
     trace: Path
     result: ScenarioResult
     card: Card
+    runtime: tuple[str, ...] = ()     # the card's runtime section (--runtime): title, settings, the record's summary
 
 
 def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlite:{db}",
-              time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S) -> Outcome:
+              time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
+              runtime: Runtime | None = None, server: Server | None = None) -> Outcome:
     out = Path(out)
     work = out / scenario.id
-    sup = Supervisor(scenario, worker, store=store, out=work, time_scale=time_scale, wall_limit_s=wall_limit_s)
+    token = secrets.token_hex(4)
+    ids = {spec.id: f"{scenario.id}.{spec.id}.{token}" for spec in scenario.runs} if server is not None else {}
+    sup = Supervisor(scenario, worker, store=store, out=work, time_scale=time_scale, wall_limit_s=wall_limit_s,
+                     runtime_env=dict(server.env) if server is not None else None, runtime_ids=ids)
     events = sup.run()
+    lines: tuple[str, ...] = ()
+    if server is not None and runtime is not None:
+        lines = _runtime_section(runtime, server, ids, work, events)
     path = out / f"{scenario.id}.jsonl"
     write_jsonl(events, path)
     result = check_trace(events, trace_path=str(path))
@@ -63,4 +78,23 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
              if ev.anchor is None and ev.run is not None and ev.type != "other_actor"]
     views = set.intersection(*(rs.store.views_found for rs in sup.runs.values())) if sup.runs else set()
     return Outcome(scenario=scenario.id, trace=path, result=result, card=card(result, views=views, notes=sup.notes,
-                                                                          cut=sup.cut, timed=timed))
+                                                                          cut=sup.cut, timed=timed), runtime=lines)
+
+
+def _runtime_section(runtime: Runtime, server: Server, ids: dict, work: Path, events: list[dict]) -> tuple[str, ...]:
+    """Write each run's runtime record to ``OUT/{scenario}/runtime-record.{run}.json`` and summarize it
+    beside the sandbox's count of commits: the runtime's record is evidence, the verdict stays the card's."""
+    lines = [f"  runtime: {runtime.title}, tested with {runtime.tested_version}",
+             f"    retry owner settings: {'; '.join(runtime.retry_owner_settings)}"]
+    for run, rid in ids.items():
+        try:
+            rows = server.record(rid)
+        except Exception as exc:          # the record is evidence beside the card, never its verdict
+            rows = [{"error": f"{type(exc).__name__}: {exc}"}]
+        with atomic_writer(work / f"runtime-record.{run}.json") as fh:
+            fh.write(json.dumps(rows, indent=1, sort_keys=True, default=str) + "\n")
+        summarize = getattr(server, "summary", None)
+        said = summarize(rows) if callable(summarize) else f"{len(rows)} record row(s)"
+        commits = sum(1 for ev in events if ev.get("kind") == "effect" and ev.get("run") == run)
+        lines.append(f"    {run}: {said}; the sandbox logged {commits} commit(s)")
+    return tuple(lines)

@@ -79,7 +79,8 @@ class Supervisor(Hooks):
     supervised = True
 
     def __init__(self, scenario: Scenario, worker: str, *, store: str = "sqlite:{db}", out: Path,
-                 time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S) -> None:
+                 time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
+                 runtime_env: dict | None = None, runtime_ids: dict | None = None) -> None:
         if not worker.strip():
             raise UsageError("--worker needs a command, e.g. --worker 'python3 worker.py {url} {db}'")
         try:
@@ -106,6 +107,8 @@ class Supervisor(Hooks):
         self.cut: list[str] = []           # the wall-clock limits that ended a run
         self.token = secrets.token_hex(8)  # in every worker's environment: finds what escaped its group
         self.ended = False                 # the trace has its end: nothing more is written
+        self.runtime_env = dict(runtime_env or {})   # a durable runtime's server (--runtime): every worker's env
+        self.runtime_ids = dict(runtime_ids or {})   # run -> CRASHLAB_RUNTIME_ID (its workflow / invocation id)
         self._timers: list[threading.Timer] = []
 
     # ------------------------------------------------------------------ hooks (sandbox threads)
@@ -262,16 +265,20 @@ class Supervisor(Hooks):
         rs.workers += 1
         caller = sb.register(rs.id, rs.workers)
         rs.failpoints = self._failpoints(rs)
-        values = {"url": sb.url(caller), "db": rs.store.worker_db, "worker": caller.name, "run": rs.id}
+        values = {"url": sb.url(caller), "db": rs.store.worker_db, "worker": caller.name, "run": rs.id,
+                  "runtime": self.runtime_env.get("CRASHLAB_RUNTIME", ""), "runtime_id": self.runtime_ids.get(rs.id, "")}
         try:
             argv = [part.format(**values) for part in self.argv_template]
         except (KeyError, IndexError, ValueError) as exc:
-            raise UsageError(f"--worker: unknown placeholder {exc} (use {{url}}, {{db}}, {{worker}}, {{run}}; "
+            raise UsageError(f"--worker: unknown placeholder {exc} (use {{url}}, {{db}}, {{worker}}, {{run}}, "
+                             "{{runtime}}, {{runtime_id}}; "
                              "double a literal brace)") from None
         env = {**os.environ, "CRASHLAB_URL": values["url"], "CRASHLAB_DB": values["db"],
                "CRASHLAB_WORKER": caller.name, "CRASHLAB_RUN": rs.id, "CRASHLAB_EPOCH": str(caller.number),
                "CRASHLAB_FAILPOINT": ",".join(spec for spec, _ in rs.failpoints),
-               "CRASHLAB_SESSION": f"{self.token}/{caller.slug}"}
+               "CRASHLAB_SESSION": f"{self.token}/{caller.slug}", **self.runtime_env}
+        if self.runtime_ids:
+            env["CRASHLAB_RUNTIME_ID"] = values["runtime_id"]
         rs.log = self.out / f"{caller.slug}.log"
         with sb.lock:
             sb.emit(events.Start, worker=caller.name, run=rs.id, number=caller.number, env=dict(self.scenario.env))

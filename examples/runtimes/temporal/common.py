@@ -1,0 +1,42 @@
+"""What the two Temporal examples share: connect to crashlab's dev server, start or join the run's
+workflow (its id is CRASHLAB_RUNTIME_ID, so a restarted worker process resumes the same workflow),
+run a Temporal worker on a task queue of the same name until the workflow ends, then exit 0."""
+from __future__ import annotations
+
+import asyncio
+import os
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+
+async def serve(workflow_cls, activities: list) -> int:
+    client = await Client.connect(os.environ["CRASHLAB_RUNTIME"],
+                                  namespace=os.environ.get("CRASHLAB_TEMPORAL_NAMESPACE", "default"))
+    run_id = os.environ["CRASHLAB_RUNTIME_ID"]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        # max_cached_workflows=0: no sticky queue, so a killed worker's workflow task is not held for it;
+        # the workflows only call activities, so they run without the SDK's import sandbox
+        async with Worker(client, task_queue=run_id, workflows=[workflow_cls], activities=activities,
+                          activity_executor=pool, max_cached_workflows=0,
+                          workflow_runner=UnsandboxedWorkflowRunner()):
+            try:
+                handle = await client.start_workflow(
+                    workflow_cls.run, id=run_id, task_queue=run_id, task_timeout=timedelta(seconds=2),
+                    id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                    id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
+            except WorkflowAlreadyStartedError:          # finished by an earlier worker process
+                handle = client.get_workflow_handle(run_id)
+            try:
+                await handle.result()
+            except WorkflowFailureError as exc:
+                print(f"workflow failed: {exc.cause}", flush=True)
+    return 0
+
+
+def main(workflow_cls, activities: list) -> int:
+    return asyncio.run(serve(workflow_cls, activities))

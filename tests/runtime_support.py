@@ -1,0 +1,51 @@
+"""Shared by the durable-runtime tests: run an example under a runtime, find what outlived it."""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYLESS_502 = ROOT / "examples" / "integration" / "scenarios" / "keyless-502.yaml"
+KEYLESS_CRASH = ROOT / "examples" / "runtimes" / "scenarios" / "keyless-crash-after-commit.yaml"
+
+
+def example(runtime: str, name: str, out: Path) -> str:
+    """The example's worker command; the output folder rides in its command line so leftovers are found."""
+    return f"{sys.executable} {ROOT / 'examples' / 'runtimes' / runtime / name}.py --out-marker={out}"
+
+
+def alive_with(marker: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd and state != "Z":
+            found.append(int(pid))
+    return found
+
+
+def no_leftovers(marker: str) -> None:
+    deadline = time.monotonic() + 5
+    while alive_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive_with(marker), "a process outlived its run"
+
+
+def closed(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return False
+    except OSError:
+        return True
+
+
+def statuses(outcome) -> dict:
+    return {line.invariant: line.status for line in outcome.card.lines}
