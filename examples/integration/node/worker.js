@@ -34,6 +34,7 @@ function log(...args) { process.stderr.write(`[${WORKER}] ${args.join(" ")}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, Math.round(ms))));
 
 class Stop extends Error {}      // lease lost: stop quietly, exit 0
+class Done extends Error {}      // the finish row is written: the worker's life ends here
 
 // ---------------------------------------------------------------- failpoints
 const fpCounts = {};
@@ -166,6 +167,7 @@ class Worker {
     this.anchor = { s: 0, r: Date.now() };   // scenario ms known at a real instant
     this.afterSeq = 0;
     this.events = [];
+    this.eventLog = {};      // event_id -> {seq, type, disposition, duplicates}
     this.cancel = null;
     this.cp = null;          // latest checkpoint record
     this.version = 0;
@@ -184,7 +186,13 @@ class Worker {
         for (const ev of r.json.events || []) {
           this.afterSeq = Math.max(this.afterSeq, ev.seq);
           this.seen(ev.at);
-          if (this.events.some((e) => e.event_id === ev.event_id)) continue;   // a duplicate delivery
+          const seen = this.eventLog[ev.event_id];
+          if (seen) {   // a duplicate delivery: no transition, an auditable disposition in the next checkpoint
+            if (seen.seq !== ev.seq && !seen.duplicates.includes(ev.seq)) seen.duplicates.push(ev.seq);
+            continue;
+          }
+          this.eventLog[ev.event_id] = { seq: ev.seq, type: ev.type, duplicates: [],
+            disposition: ev.type === "callback" ? "evidence only" : "accepted" };
           this.events.push(ev);
           if (ev.type === "cancel" && !this.cancel) this.cancel = { requested: true, seq: ev.seq, at: ev.at };
         }
@@ -227,7 +235,7 @@ class Worker {
         event_sequence: this.afterSeq, cancellation: this.cancel || {}, deadline: p.deadline ?? null,
         budgets: { attempt_ceiling: ATTEMPT_CEILING } },
       contract: { schema_version: 1, code_version: 1, canonicalization_version: 1 },
-      evidence: { proposal_hash: this.proposalHash, ...extra },
+      evidence: { proposal_hash: this.proposalHash, events: this.eventLog, ...extra },
       effects: this.effectList(),
     };
   }
@@ -256,6 +264,7 @@ class Worker {
   append(base, knowledge, changes = {}) {
     const prev = this.latest(base.semantic_key);
     const entry = { ...(prev || base), knowledge, lease_epoch: EPOCH, ...changes };
+    if (!("note" in changes)) delete entry.note;
     entry.observations = [...((prev && prev.observations) || []), ...(changes.observations || [])];
     entry.reconciliation = [...((prev && prev.reconciliation) || []), ...(changes.reconciliation || [])];
     entry.evidence = [...((prev && prev.evidence) || []), ...(changes.evidence || [])];
@@ -273,13 +282,20 @@ class Worker {
     }
     store.finish({ disposition, effects: this.effectList(), next_owner: nextOwner, reason, owner: WORKER });
     log(`finish ${disposition}${terminal ? "" : " (waiting)"} ${reason}`);
+    throw new Done(disposition);
   }
 
   async main() {
     store.init();
-    await this.poll();
-    this.intake = this.events.find((e) => e.type === "intake");
-    if (!this.intake) throw new Error("no intake event in the inbox");
+    // a run that starts later than the others gets its intake at its start time: the worker
+    // may be running before it arrives, so wait for it (bounded)
+    for (let waited = 0; ; waited++) {
+      await this.poll();
+      this.intake = this.events.find((e) => e.type === "intake");
+      if (this.intake) break;
+      if (waited > 2000) throw new Error("no intake event in the inbox");
+      await sleep(10);
+    }
     const p = this.intake.payload;
     await this.describe(p.service);
     if (p.notify) await this.describe("notification");
@@ -337,6 +353,7 @@ class Worker {
       // a confirmation recorded by an earlier worker is read back before it is replayed
       const v = await this.reconcile(e, prof, cur, true);
       if (v === "found" || v === "noread") return "CONFIRMED";
+      return "STOPPED";
     }
     if (cur.knowledge === "REJECTED") return this.finishRun("FAILED_NO_EFFECT", null, "the service refused the request");
     this.advance(e.notify ? "NOTIFYING" : "EFFECT_PREPARED");
@@ -352,6 +369,12 @@ class Worker {
       }
       await this.poll();
       if (this.cancel && !e.notify) return this.finishNoEffect();
+      const deadline = this.intake.payload.deadline;
+      if (typeof deadline === "number" && this.now() >= deadline) {
+        // the absolute business deadline bounds retries as the attempt ceiling does
+        return this.finishRun(e.notify ? "WAITING_OPERATOR" : "FAILED_NO_EFFECT", e.notify ? "operator" : null,
+          "the business deadline passed before the next attempt; nothing sent took effect");
+      }
       const attempts = (this.latest(e.key).attempts || []).length;
       if (attempts >= ATTEMPT_CEILING) {
         return this.finishRun("WAITING_RETRY", "operator", `attempt ceiling ${ATTEMPT_CEILING} spent, nothing sent took effect`);
@@ -382,6 +405,12 @@ class Worker {
     }
     if (MISTAKE === "sent_unknown_after") this.append(prev, "SENT_UNKNOWN", { attempts });
     const err = r.json && r.json.error;
+    if (r.status === 200 && r.json && e.service === "registry" && r.json.job_id) {
+      // the publish was accepted as a job: the version exists only once the job ends well
+      this.append(prev, "SENT_UNKNOWN", { attempts, observations: [{ attempt: attempt.n, outcome: "accepted",
+        job_id: r.json.job_id, status: r.json.status, boundary: "answered", definite: true }] });
+      return "ambiguous";
+    }
     if (r.status === 200 && r.json) {
       this.seen(r.json.committed_at);
       const ref = r.json.ref || r.json.message_id || r.json.job_id || null;
@@ -431,6 +460,7 @@ class Worker {
     const lookup = e.service === "notification" ? "none" : (prof.lookup || "none");
     const keyed = prof.idempotency === "semantic" || prof.idempotency === "key_only";
     const lastSend = [...(cur.attempts || [])].reverse().find((a) => a.wall_ms) || { wall_ms: Date.now() };
+    const firstSend = (cur.attempts || []).find((a) => a.wall_ms) || lastSend;
     const bound = lastSend.wall_ms + (prof.max_delivery_delay_ms || 600) + (prof.timeout_ms || 30) + (prof.lag_ms || 0);
     if (lookup === "none") {
       if (verifyOnly) return "noread";
@@ -445,17 +475,42 @@ class Worker {
       }
       return "stop";
     }
-    const giveUp = bound + 2 * (prof.max_delivery_delay_ms || 600);
+    const giveUp = bound + 2 * (prof.max_delivery_delay_ms || 600) + (prof.job_ms || 0);
+    const jobObs = [...(cur.observations || [])].reverse().find((o) => o.job_id);
     for (let reads = 1; ; reads++) {
-      const path = lookup === "by_key" ? `/${e.service}/lookup?key=${encodeURIComponent(e.key)}`
-        : `/${e.service}/search?incident=${encodeURIComponent(e.intent.incident)}&slot=${encodeURIComponent(e.intent.slot)}`;
+      let path;
+      if (e.service === "registry" && jobObs && !verifyOnly) {
+        // keep the job id the publish returned and follow that job; never publish again to find out
+        path = `/registry/wait_job?job_id=${encodeURIComponent(jobObs.job_id)}&wait_ms=${Math.round(10 * this.scale)}`;
+      } else if (e.service === "registry") {
+        path = `/registry/get_version?package=${encodeURIComponent(e.intent.package)}&version=${encodeURIComponent(e.intent.version)}`;
+      } else {
+        path = lookup === "by_key" ? `/${e.service}/lookup?key=${encodeURIComponent(e.key)}`
+          : `/${e.service}/search?incident=${encodeURIComponent(e.intent.incident)}&slot=${encodeURIComponent(e.intent.slot)}`;
+      }
       const r = await request("GET", path, undefined, null, 5000);
       const at = this.now();
       if (r.status === 200 && r.json) {
         this.seen(r.json.as_of);
         let rec = null;
         let conflict = false;
-        if (lookup === "by_key") {
+        let running = false;
+        if (e.service === "registry") {
+          // wait_job answers {status, record}; get_version {found, record, in_flight}
+          const record = r.json.record || null;
+          if (record && (r.json.found !== false)) {
+            if (sameIntent(record.intent, e.intent)) rec = record; else conflict = true;
+          }
+          running = "status" in r.json ? r.json.status === "running" : !!r.json.in_flight;
+          if (r.json.status === "failed" || (rec && rec.status === "failed")) {
+            this.append(cur, cur.knowledge, { reconciliation: [{ query: path, at, status: r.json.status }] });
+            await this.finish("WAITING_OPERATOR", "operator", "the publish job failed: what remains needs a decision");
+          }
+          if (conflict && r.json.found) {
+            // a natural key held by another intent: this run's publish is absent, and cannot be made
+            conflict = false;
+          }
+        } else if (lookup === "by_key") {
           if (r.json.found && r.json.record) {
             if (sameIntent(r.json.record.intent, e.intent)) rec = r.json.record; else conflict = true;
           }
@@ -463,7 +518,8 @@ class Worker {
           const matches = (r.json.records || []).filter((x) => sameIntent(x.intent, e.intent));
           if (matches.length) rec = matches[0];
         }
-        const q1 = lookup === "by_key" ? `${e.service}.lookup(key)` : `${e.service}.search(incident, slot)`;
+        const q1 = e.service === "registry" ? `registry.${path.slice(10, path.indexOf("?"))}`
+          : lookup === "by_key" ? `${e.service}.lookup(key)` : `${e.service}.search(incident, slot)`;
         const read = { query: q1, at, found: !!rec, ref: rec ? rec.ref : null, as_of: r.json.as_of,
           consistency: r.json.consistency, in_flight: !!r.json.in_flight };
         if (conflict) {
@@ -471,7 +527,9 @@ class Worker {
           await this.finish(this.cancel ? "CANCELLED_EFFECT_UNKNOWN" : "WAITING_OPERATOR", "operator", "integrity error: key bound to other parameters");
           return "stop";
         }
-        if (rec) {
+        if (rec && running) {
+          rec = null;     // the version is being published: follow the job until it ends
+        } else if (rec) {
           if (rec.status === "released") {
             await this.finish("WAITING_OPERATOR", "operator", "contradictory evidence: the recorded hold reads released");
             return "stop";
@@ -482,6 +540,13 @@ class Worker {
           }
           return "found";
         }
+        if (!rec && !verifyOnly && prof.retention_ms && Date.now() >= firstSend.wall_ms + prof.retention_ms) {
+          // the provider forgot the key: a negative read proves nothing and a resend would run again
+          this.append(cur, cur.knowledge, { reconciliation: [read], note: "key retention passed: absence is not authoritative" });
+          await this.finish(this.cancel ? "CANCELLED_EFFECT_UNKNOWN" : "FAILED_EFFECT_UNKNOWN", "operator",
+            "the provider's key retention passed since the first send: the effect stays unknown, escalated");
+          return "stop";
+        }
         if (verifyOnly) {
           await this.finish("WAITING_OPERATOR", "operator", "contradictory evidence: a recorded confirmation reads absent");
           return "stop";
@@ -489,7 +554,7 @@ class Worker {
         // absent: authoritative only when nothing is in flight, the read is fresh and (without
         // keys to collapse a late arrival) the provider's late-delivery bound has passed
         const fresh = r.json.consistency !== "eventual" || Date.now() >= lastSend.wall_ms + (prof.lag_ms || 0);
-        if (!r.json.in_flight && fresh && (keyed || Date.now() >= bound)) {
+        if (!r.json.in_flight && !running && fresh && (keyed || Date.now() >= bound)) {
           this.append(cur, "PROPOSED", { reconciliation: [read], evidence: [{ kind: "read", query: q1, at, found: false }],
             note: "authoritative absence: redispatch under the same key" });
           return "absent";
@@ -515,6 +580,7 @@ async function main() {
     await w.main();
     process.exit(0);
   } catch (err) {
+    if (err instanceof Done) process.exit(0);
     if (err instanceof Stop) { log(`stopping: ${err.message}`); process.exit(0); }
     log(`error: ${err && err.stack}`);
     process.exit(1);
