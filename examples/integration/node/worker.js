@@ -420,7 +420,7 @@ class Worker {
       return "sent-ok";
     }
     const obs = { attempt: attempt.n, outcome: r.closed ? "closed" : (err ? err.code : `http ${r.status}`),
-      status: r.status || null, definite: !!(err && err.definite) };
+      status: r.status || null, definite: !!(err && err.definite), wall_ms: Date.now() };
     if (!err || !err.definite) {
       // a timeout, a closed connection or an indefinite 5xx: the effect may exist
       this.append(prev, "SENT_UNKNOWN", { attempts, observations: [{ ...obs, boundary: "after_send" }] });
@@ -553,7 +553,12 @@ class Worker {
         }
         // absent: authoritative only when nothing is in flight, the read is fresh and (without
         // keys to collapse a late arrival) the provider's late-delivery bound has passed
-        const fresh = r.json.consistency !== "eventual" || Date.now() >= lastSend.wall_ms + (prof.lag_ms || 0);
+        // an eventual read shows the state lag_ms ago: it proves absence only once that moment is
+        // past the end of the last attempt (with a margin for the scaled clock)
+        const ended = Math.max(lastSend.wall_ms + (prof.timeout_ms || 30),
+          ...(cur.observations || []).map((o) => o.wall_ms || 0));
+        const margin = (prof.timeout_ms || 30) + 0.1 * (prof.lag_ms || 0);
+        const fresh = r.json.consistency !== "eventual" || Date.now() - (prof.lag_ms || 0) >= ended + margin;
         if (!r.json.in_flight && !running && fresh && (keyed || Date.now() >= bound)) {
           this.append(cur, "PROPOSED", { reconciliation: [read], evidence: [{ kind: "read", query: q1, at, found: false }],
             note: "authoritative absence: redispatch under the same key" });
