@@ -472,9 +472,11 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
         if progress is not None:
             progress.update(failed=result.verdict != "pass")
 
-    extra = {"kind": "sweep", "double": double, "findings": str(findings.folder), "coverage": reached[0].to_json()}
-    if progress is not None:
-        progress.note(reached[0].text())
+    extra = {"kind": "sweep", "double": double, "findings": str(findings.folder)}
+    if reached:   # what the crash matrix reached (crash_jobs reports it)
+        extra["coverage"] = reached[0].to_json()
+        if progress is not None:
+            progress.note(reached[0].text())
     if getattr(executor, "in_process", False):
         extra["untrusted"] = UNTRUSTED
     if shard is not None:
