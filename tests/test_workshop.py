@@ -114,6 +114,7 @@ def _forbidden(r) -> list[str]:
         for value in E.scenario_of(name).card.values():
             out.append(" ".join(str(value).split())[:60])
     out += [h for h in r.hints]
+    out += [q.hint for q in r.questions if q.hint] + list(r.column_hints.values())
     if r.kind == "handoff":
         from crashlab.workshop import handoff
         for name in handoff.pool():

@@ -42,6 +42,9 @@ def add_workshop_parser(sub, epilog: str) -> None:
                                                      "(module:attribute or exec:COMMAND)")
     r = ws.add_parser("reveal", help="the model answer, the teaching card and the figure (after an attempt)")
     r.add_argument("rung", metavar="RUNG")
+    rl = ws.add_parser("release", help="facilitator: give a field held after too many wrong tries its tries back")
+    rl.add_argument("rung", metavar="RUNG")
+    rl.add_argument("field", metavar="FIELD", help="the held field, as check names it (e.g. read, r1.knowledge)")
     k = ws.add_parser("class", help="aggregate the progress files of a room of learners")
     k.add_argument("folder", metavar="DIR")
     h = ws.add_parser("handoff", help="the handoff rehearsal: three runs, durable artifacts only")
@@ -55,7 +58,7 @@ def add_workshop_parser(sub, epilog: str) -> None:
 def run(args) -> int:
     here = Path.cwd()
     return {"list": _list, "start": _start, "check": _check, "reveal": _reveal, "class": _class,
-            "handoff": _handoff, "compare": _compare}[args.workshop_command](args, here)
+            "handoff": _handoff, "compare": _compare, "release": _release}[args.workshop_command](args, here)
 
 
 def _list(args, here: Path) -> int:
@@ -112,7 +115,9 @@ def _check(args, here: Path) -> int:
     data = progress.load(here)
     kit_dir = _kit_dir(data, r.id, here)
     from .regrade import grade_rung
-    outcome = grade_rung(r, kit_dir, wire=args.wire, adapter=args.adapter, offset=progress.offset(data))
+    e = progress.entry(data, r.id)
+    outcome = grade_rung(r, kit_dir, wire=args.wire, adapter=args.adapter, offset=progress.offset(data),
+                         held=progress.held(e, G.MAX_TRIES))
     passed, lines = outcome.passed, list(outcome.lines)
     if r.questions or r.kind == "table":
         lines += _measured(r, outcome.answers, args.adapter)
@@ -122,18 +127,47 @@ def _check(args, here: Path) -> int:
                                               "adapter": args.adapter, "wire": bool(args.wire),
                                               "passed": outcome.lines[0].startswith("code: PASS")}
     progress.record_attempt(data, r.id, passed)
-    e = progress.entry(data, r.id)
-    if args.hint:
-        if e["hints"] < len(r.hints):
-            e["hints"] += 1
-        else:
-            lines.append("(no more hints; `crashlab workshop reveal` shows the model answer)")
-    for i in range(e["hints"]):
-        lines.append(f"hint {i + 1}/{len(r.hints)}: {r.hints[i]}")
+    before = progress.held(e, G.MAX_TRIES)
+    progress.record_tries(e, outcome.tried)
+    from .regrade import held_line
+    lines += [held_line(r, f).replace("check no longer grades it", "the next check will not grade it")
+              for f in sorted(progress.held(e, G.MAX_TRIES) - before)]
+    lines += _hints(r, e, outcome, args.hint)
     progress.save(here, data)
     print("\n".join(lines))
     print(f"rung {r.id}: {'PASSED' if passed else 'not yet'}")
     return 0 if passed else 1
+
+
+def _hints(r, e: dict, outcome, more: bool) -> list[str]:
+    """The hints earned so far. ``--hint`` follows the wrong field: the first wrong answer whose
+    field has a hint not yet given, else (nothing wrong: blanks or code) the rung's next hint."""
+    given = e.setdefault("field_hints", [])
+    lines = []
+    if more:
+        field = next((f for f, _ in outcome.tried if f not in given and r.field_hint(f)), None)
+        if field:
+            given.append(field)
+        elif e["hints"] < len(r.hints):
+            e["hints"] += 1
+        else:
+            lines.append("(no more hints; `crashlab workshop reveal` shows the model answer)")
+    lines += [f"hint {i + 1}/{len(r.hints)}: {r.hints[i]}" for i in range(e["hints"])]
+    lines += [f"hint for {f}: {r.field_hint(f)}" for f in given if f in outcome.open_fields]
+    return lines
+
+
+def _release(args, here: Path) -> int:
+    r = get_rung(args.rung)
+    data = progress.load(here)
+    e = data["rungs"].get(r.id) or {}
+    if args.field not in progress.held(e, G.MAX_TRIES):
+        held = ", ".join(sorted(progress.held(e, G.MAX_TRIES))) or "none"
+        raise UsageError(f"release {r.id} {args.field}: that field is not held (held on {r.id}: {held})")
+    progress.release(e, args.field)
+    progress.save(here, data)
+    print(f"rung {r.id}: {args.field} released; the roster shows the release")
+    return 0
 
 
 def _measured(r, answers: dict, adapter: str | None) -> list[str]:

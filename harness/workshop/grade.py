@@ -34,10 +34,16 @@ class Grade:
     passed: tuple[str, ...]
     wrong: tuple[str, ...]       # "question: what is wrong"
     blank: tuple[str, ...]
+    held: tuple[str, ...] = ()   # fields not graded any more: too many wrong tries (see MAX_TRIES)
+    tried: tuple[tuple[str, str], ...] = ()   # (field, the wrong value given) for each wrong field
 
     @property
     def ok(self) -> bool:
-        return not self.wrong and not self.blank
+        return not self.wrong and not self.blank and not self.held
+
+
+#: Distinct wrong answers a field takes before check stops grading it and points at the trace.
+MAX_TRIES = 3
 
 
 def columns(rung: Rung) -> dict[str, tuple]:
@@ -201,14 +207,20 @@ def _check_type(q, value: Any, fail) -> None:
 
 
 # --------------------------------------------------------------------------- grading
-def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, offset: int = 0) -> Grade:
-    """``offset``: how far the learner's kit moved its event numbers (their answers move back)."""
+def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, offset: int = 0,
+          held: frozenset = frozenset()) -> Grade:
+    """``offset``: how far the learner's kit moved its event numbers (their answers move back).
+    ``held``: fields that took MAX_TRIES wrong answers; they are not graded (the learner reads
+    the trace instead of trying again)."""
     expected = expected if expected is not None else K.expected(rung)
-    passed, wrong, blank_ = [], [], []
+    passed, wrong, blank_, held_, tried = [], [], [], [], []
     for q in rung.questions:
         if q.type == "table":
             continue
         value = answers.get(q.id)
+        if q.id in held:
+            held_.append(q.id)
+            continue
         if value is None:
             blank_.append(q.id)
             continue
@@ -220,7 +232,9 @@ def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, 
         problem = expected[q.id].judge(value)
         if problem is None:
             passed.append(q.id)
-        elif q.type == "event":
+            continue
+        tried.append((q.id, _tried(shown)))
+        if q.type == "event":
             wrong.append(f"{q.id}: event #{shown} is not the evidence asked for")
         else:
             wrong.append(f"{q.id}: your answer {problem}" + _why(q, value, expected[q.id]))
@@ -228,13 +242,21 @@ def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, 
         given = table.get(row_id, {})
         for col, exp in cells.items():
             name = f"{row_id}.{col}"
-            if given.get(col) is None:
+            if name in held:
+                held_.append(name)
+            elif given.get(col) is None:
                 blank_.append(name)
             elif exp.judge(given[col]) is None:
                 passed.append(name)
             else:
+                tried.append((name, _tried(given[col])))
                 wrong.append(f"row {row_id}, column {col}: not what the trace shows at that event")
-    return Grade(passed=tuple(passed), wrong=tuple(wrong), blank=tuple(blank_))
+    return Grade(passed=tuple(passed), wrong=tuple(wrong), blank=tuple(blank_), held=tuple(held_), tried=tuple(tried))
+
+
+def _tried(value: Any) -> str:
+    """A wrong answer as the progress file counts it (the same answer checked again is one try)."""
+    return str(sorted(map(str, value)) if isinstance(value, list) else value)
 
 
 @functools.cache

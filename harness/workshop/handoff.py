@@ -29,6 +29,16 @@ ACTIONS = ("acquire_new_epoch", "preserve_cancellation", "query_semantic_key", "
            "compare_intent_fields", "replay_recorded_result", "migrate_checkpoint", "pin_old_code",
            "communicate_manually", "preserve_both_histories", "escalate_to_operator", "dispatch_again",
            "dispatch_new_key", "compensate_again", "edit_ledger", "refresh_approval")
+#: Why each prohibited action is prohibited: the chapter's sentence (a kit's check names the step).
+WHY_PROHIBITED = {
+    "dispatch_again": "Blind retry can duplicate a non-idempotent action.",
+    "dispatch_new_key": "minting a new key for an unchanged retry could duplicate it.",
+    "compensate_again": "A compensation request can itself time out after commit, creating another ambiguous effect.",
+    "edit_ledger": "A human can provide evidence or exercise authorized override, but direct ledger editing "
+                   "destroys traceability.",
+    "refresh_approval": "A design that passes each single fault can still fail when cancellation is applied after "
+                        "a stale worker resumes or when migration accidentally refreshes old authority.",
+}
 MISSING = ("which_read_is_authoritative", "key_retention", "late_callback_policy", "compensation_authority",
            "owner_after_deadline", "none")
 
@@ -236,8 +246,9 @@ def grade(plan: dict) -> tuple[list[str], list[str]]:
             problems.append("the next owner is not right")
         if any(not actions & set(group) for group in key["required"]):
             problems.append("the actions miss a required step")
-        if actions & set(key["prohibited"]):
-            problems.append("the actions include a prohibited step")
+        for step in sorted(actions & set(key["prohibited"])):
+            problems.append(f"the actions include the prohibited step {step}: the chapter: "
+                            f"\"{WHY_PROHIBITED[step]}\"")
         if problems:
             wrong += [f"run {label}: {p}" for p in problems]
         else:

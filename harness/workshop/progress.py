@@ -40,6 +40,31 @@ def entry(data: dict, rung_id: str) -> dict:
                                              "revealed": False})
 
 
+def record_tries(e: dict, tried) -> None:
+    """Count each distinct wrong answer per field (checking the same answer again is no new try)."""
+    tries = e.setdefault("tries", {})
+    for name, value in tried:
+        seen = tries.setdefault(name, [])
+        if value not in seen:
+            seen.append(value)
+
+
+def held(e: dict, limit: int) -> frozenset:
+    """The fields that took ``limit`` distinct wrong answers: no longer graded until released."""
+    tries = e.get("tries") if isinstance(e.get("tries"), dict) else {}
+    return frozenset(f for f, seen in tries.items() if isinstance(seen, list) and len(seen) >= limit)
+
+
+def release(e: dict, name: str) -> None:
+    """The facilitator gives a held field its tries back (recorded: the roster shows it)."""
+    (e.get("tries") or {}).pop(name, None)
+    e.setdefault("released", []).append(name)
+
+
+def hints_used(e: dict) -> int:
+    return int(e.get("hints") or 0) + len(e.get("field_hints") or ())
+
+
 def status(data: dict, rung_id: str) -> str:
     return data["rungs"].get(rung_id, {}).get("status", "not started")
 
