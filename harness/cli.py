@@ -70,6 +70,8 @@ def _cmd_run(args) -> int:
     report = check_output_dir(args.report, "--report") if args.report else None
     adapter = _adapter(args)
     scenario = resolve(args.scenario)
+    if report and not getattr(args, "no_answers", False):
+        _workshop_card_shown(scenario.id, f"crashlab run {scenario.id} --report")
     tails: dict[str, str] = {}
     res = run_checked(scenario, adapter, seed=args.seed, out_dir=out, limits=_limits(args), in_process=args.in_process,
                       stderr=tails)
@@ -81,6 +83,18 @@ def _cmd_run(args) -> int:
         where = render_results([res], out_dir=report, **report_options(args))
         print(f"report: {where}")
     return EXIT[res.verdict]
+
+
+def _workshop_card_shown(scenario_id: str, how: str) -> None:
+    """In a workshop learner's folder, a teaching card that answers a rung counts as its reveal
+    (recorded before the report is written)."""
+    from .workshop.progress import record_shown
+
+    revealed = record_shown(scenario_id, how, Path.cwd())
+    if revealed:
+        print(f"crashlab: the report shows {scenario_id}'s teaching card, the answer to workshop rung(s) "
+              f"{', '.join(revealed)}: recorded as revealed in the progress file (add --no-answers to hide it)",
+              file=sys.stderr)
 
 
 #: How much of each worker's standard error ``crashlab run`` shows: its last lines, clipped.

@@ -99,6 +99,9 @@ def _start(args, here: Path) -> int:
     data = progress.load(here)
     e = progress.entry(data, r.id)
     e["kit"] = os.path.relpath(here / folder, here)
+    if e.get("status") == "not started":
+        e["status"] = "started"
+
     progress.save(here, data)
     print(f"rung {r.id}: {r.title}\nkit: {folder}/ ({', '.join(files)})")
     print(f"read {folder}/task.md, then: crashlab workshop check {r.id}")

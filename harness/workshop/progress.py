@@ -85,3 +85,51 @@ def offset(data: dict) -> int:
     if not name:
         return 0
     return 101 + int(hashlib.sha256(str(name).encode("utf-8")).hexdigest(), 16) % 799
+
+
+# --------------------------------------------------------------------------- answers shown elsewhere
+def find(start: Path) -> Path | None:
+    """The learner's working folder: ``start`` or the nearest parent holding a progress file."""
+    for folder in (Path(start).resolve(), *Path(start).resolve().parents):
+        if path(folder).is_file():
+            return folder
+    return None
+
+
+def rungs_answered_by(scenario_id: str) -> list[str]:
+    """The rungs whose answer a scenario's teaching card gives away: those read from its trace,
+    and the handoff rehearsal when it is one of the runs to recover."""
+    from .ladder import rungs
+
+    out = [r.id for r in rungs() if scenario_id in r.scenarios]
+    if scenario_id in _handoff_pool():
+        out.append("handoff")
+    return out
+
+
+def _handoff_pool() -> set[str]:
+    from .keys import _answers
+
+    return set(_answers()["handoff"])
+
+
+def record_shown(scenario_id: str, how: str, start: Path) -> list[str]:
+    """Any display of a rung's answer counts as a reveal: called before a teaching card is shown
+    in a learner's folder. A rung already passed keeps its pass (the display is noted, not held
+    against it). -> the rungs recorded as revealed."""
+    folder = find(start)
+    hit = rungs_answered_by(scenario_id)
+    if folder is None or not hit:
+        return []
+    data = load(folder)
+    revealed = []
+    for rung_id in hit:
+        e = data["rungs"].get(rung_id) or entry(data, rung_id)
+        if not e.get("kit"):
+            e["status"] = "not started"     # recorded, not started: start keeps the record
+        e.setdefault("shown", []).append({"by": how, "after_pass": e.get("status") == "passed"})
+        if e.get("status") != "passed":
+            e["revealed"] = True
+            revealed.append(rung_id)
+    save(folder, data)
+    return revealed

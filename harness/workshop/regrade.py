@@ -156,6 +156,11 @@ def class_table(folder: Path) -> str:
         held = [f"{i}.{f}" for i in ids for f in sorted(progress.held(entries[i], G.MAX_TRIES))]
         if held:
             notes.append(f"held after {G.MAX_TRIES} wrong tries: {', '.join(held)}")
+        for i in ids:
+            for shown in entries[i].get("shown") or ():
+                if isinstance(shown, dict):
+                    notes.append(f"{i}: answer shown by `{shown.get('by')}`"
+                                 + (" after its pass" if shown.get("after_pass") else ""))
         released = [f"{i}.{f}" for i in ids for f in entries[i].get("released") or ()]
         if released:
             notes.append(f"released: {', '.join(released)}")
