@@ -95,7 +95,7 @@ def _start(args, here: Path) -> int:
                                  "start in a folder of your own")
             data["variant"] = data["learner"] = learner
             progress.save(here, data)
-        files = kit.write(r, here / folder, progress.offset(data))
+        files = kit.write(r, here / folder, progress.offset(data), data.get("variant"))
     data = progress.load(here)
     e = progress.entry(data, r.id)
     e["kit"] = os.path.relpath(here / folder, here)
@@ -120,7 +120,7 @@ def _check(args, here: Path) -> int:
     from .regrade import grade_rung
     e = progress.entry(data, r.id)
     outcome = grade_rung(r, kit_dir, wire=args.wire, adapter=args.adapter, offset=progress.offset(data),
-                         held=progress.held(e, G.MAX_TRIES))
+                         held=progress.held(e, G.MAX_TRIES), variant=data.get("variant"))
     passed, lines = outcome.passed, list(outcome.lines)
     if r.questions or r.kind == "table":
         lines += _measured(r, outcome.answers, args.adapter)
@@ -216,7 +216,7 @@ def _reveal(args, here: Path) -> int:
     e["revealed"] = True            # recorded before anything is shown: a closed pipe still counts
     progress.save(here, data)
     print(f"rung {r.id}: model answer")
-    model = G.model_answers(r, progress.offset(data))
+    model = G.model_answers(r, progress.offset(data), data.get("variant"))
     for qid, value in model["answers"].items():
         print(f"  {qid}: {value}")
     if r.kind == "rubric":

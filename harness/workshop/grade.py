@@ -14,6 +14,7 @@ A wrong answer is reported by question (and by row and column), never with the r
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -287,15 +288,52 @@ def _why(q, value: Any, exp) -> str:
     return ""
 
 
-def model_answers(rung: Rung, offset: int = 0) -> dict:
-    """The model answer (for reveal and for tests), in the numbering of a kit moved by ``offset``."""
+# --------------------------------------------------------------------------- a learner's own rows
+def row_ids(rung: Rung, offset: int = 0, variant: str | None = None) -> dict[str, str]:
+    """Canonical row id -> the id the learner's kit shows. A drill row is named by its event
+    (moved by ``offset``); the rows of a learner's kit get their ids in an order of their own
+    (``r1``..), so a neighbour's table, keyed by row, does not pass as is."""
+    if rung.kind != "table":
+        return {}
+    from . import evidence as E
+    rows = K.anchors(rung, E.trace(rung.scenario, K.REFERENCE))
+    if rung.rows_from is not None:
+        return {row_id: f"e{seq + offset}" for row_id, seq, _ in rows}
+    if not variant:
+        return {row_id: row_id for row_id, _, _ in rows}
+    order = sorted((row_id for row_id, _, _ in rows),
+                   key=lambda i: hashlib.sha256(f"{variant}\0{i}".encode()).hexdigest())
+    return {row_id: f"r{order.index(row_id) + 1}" for row_id, _, _ in rows}
+
+
+def _row_question(q, ids: dict) -> bool:
+    return q.type == "set" and bool(ids) and set(q.vocab) == set(ids)
+
+
+def to_canonical(rung: Rung, answers: dict, table: dict, ids: dict) -> tuple[dict, dict]:
+    """A learner's answers with their row ids read back as the canonical ones."""
+    if not ids or all(k == v for k, v in ids.items()):
+        return answers, table
+    back = {kit: canon for canon, kit in ids.items()}
+    table = {back.get(k, f"unknown:{k}"): cells for k, cells in table.items()}
+    answers = dict(answers)
+    for q in rung.questions:
+        if _row_question(q, ids) and isinstance(answers.get(q.id), list):
+            answers[q.id] = [back.get(v, v) for v in answers[q.id]]
+    return answers, table
+
+
+def model_answers(rung: Rung, offset: int = 0, variant: str | None = None) -> dict:
+    """The model answer (for reveal and for tests), in the numbering of a kit moved by ``offset``
+    (and, for a learner's kit, with the row ids of ``variant``)."""
     out = {"answers": {}, "table": {}}
     if not rung.graded_by_worksheet and rung.kind != "exhibits":
         return out
     expected = K.expected(rung)
+    ids = row_ids(rung, offset, variant)
     for qid, exp in expected.items():
         if qid == "table":
-            out["table"] = {r: {c: e.shown for c, e in cells.items()} for r, cells in exp.items()}
+            out["table"] = {ids.get(r, r): {c: e.shown for c, e in cells.items()} for r, cells in exp.items()}
         else:
             q = next((x for x in rung.questions if x.id == qid), None)
             shown = exp.shown
@@ -303,5 +341,7 @@ def model_answers(rung: Rung, offset: int = 0) -> dict:
                 shown += offset
             elif offset and q is not None and q.type == "events" and isinstance(shown, list):
                 shown = [v + offset for v in shown]
+            elif q is not None and _row_question(q, ids) and isinstance(shown, list):
+                shown = sorted(ids.get(v, v) for v in shown)
             out["answers"][qid] = shown
     return out

@@ -120,10 +120,13 @@ def handout_html(rung: Rung, listings: list[tuple[str, str]], worksheet: str, st
     return "\n".join(parts)
 
 
-def write(rung: Rung, folder: Path, offset: int = 0) -> list[str]:
+def write(rung: Rung, folder: Path, offset: int = 0, variant: str | None = None) -> list[str]:
     """Write the kit into ``folder``; -> the file names written. An existing worksheet or
     adapter is kept (the learner's work is never overwritten). ``offset`` moves every event
-    number (a per-learner kit; the grader moves the learner's answers back)."""
+    number (a per-learner kit; the grader moves the learner's answers back); ``variant`` (the
+    learner's name) also gives the evidence and the scenario the learner's own identifiers,
+    keys and clock (E.Variant)."""
+    own = E.Variant(variant) if variant else None
     folder.mkdir(parents=True, exist_ok=True)
     files: list[str] = []
 
@@ -137,6 +140,8 @@ def write(rung: Rung, folder: Path, offset: int = 0) -> list[str]:
     sets = evidence_sets(rung)
     for label, events in sets:
         events = E.shift(events, offset)
+        if own:
+            events = own.events(events)
         suffix = "" if len(sets) == 1 and rung.kind != "exhibits" else f"-{label}"
         prefix = "exhibit" if rung.kind in ("exhibits", "rubric") else "trace"
         write_jsonl(events, folder / f"{prefix}{suffix}.jsonl")
@@ -146,12 +151,15 @@ def write(rung: Rung, folder: Path, offset: int = 0) -> list[str]:
         listings.append((label, text))
     for i, name in enumerate(rung.scenarios):
         suffix = "" if len(rung.scenarios) == 1 else f"-{TRACE_LABELS[i]}"
-        put(f"scenario{suffix}.yaml", scenario_text(name))
+        put(f"scenario{suffix}.yaml", own.text(scenario_text(name)) if own else scenario_text(name))
     if rung.code_scenario:
-        put("code-scenario.yaml", scenario_text(rung.code_scenario))
+        put("code-scenario.yaml", own.text(scenario_text(rung.code_scenario)) if own else
+            scenario_text(rung.code_scenario))
     worksheet = ""
     if rung.questions or rung.kind == "table":
-        rows = [(row_id, seq + offset, label) for row_id, seq, label in table_rows(rung)]
+        ids = grade.row_ids(rung, offset, variant)
+        rows = sorted(((ids.get(row_id, row_id), seq + offset, label) for row_id, seq, label in table_rows(rung)),
+                      key=lambda row: row[1])
         worksheet = grade.blank(rung, rows)
         put(grade.WORKSHEET, worksheet, keep=True)
         put("worksheet.schema.json", json.dumps(grade.schema(rung, rows), indent=2) + "\n")

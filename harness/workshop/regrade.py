@@ -29,7 +29,7 @@ class Outcome:
 
 
 def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset: int = 0,
-               held: frozenset = frozenset()) -> Outcome:
+               held: frozenset = frozenset(), variant: str | None = None) -> Outcome:
     """Grade the rung's code, plan and worksheet in ``kit_dir``; UsageError on unreadable input.
     ``held``: the fields that took too many wrong tries (not graded; the learner is sent to the trace)."""
     lines: list[str] = []
@@ -49,11 +49,20 @@ def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
         stuck = stuck or (wrong[0].split(":")[0] if wrong else None)
     if r.questions or r.kind == "table":
         answers, table = G.read(kit_dir / G.WORKSHEET, r)
+        ids = G.row_ids(r, offset, variant)
+        canon_answers, table = G.to_canonical(r, answers, table, ids)
         override = None
         if r.kind == "rubric" and adapter:
             from .rubric import measured
             override = {q.id: measured(q.id, adapter) for q in r.questions}
-        g = G.grade(r, answers, table, override, offset, held)
+        back = {canon: kit for canon, kit in ids.items()}
+        held = frozenset(_rename(f, {v: k for k, v in back.items()}) for f in held)
+        g = G.grade(r, canon_answers, table, override, offset, held)
+        if any(k != v for k, v in back.items()):   # feedback in the learner's own row ids
+            g = G.Grade(passed=tuple(_rename(f, back) for f in g.passed),
+                        wrong=tuple(_rename_row(w, back) for w in g.wrong), blank=tuple(_rename(f, back) for f in g.blank),
+                        held=tuple(_rename(f, back) for f in g.held),
+                        tried=tuple((_rename(f, back), v) for f, v in g.tried))
         passed &= g.ok
         lines.append(f"worksheet: {len(g.passed)} right, {len(g.wrong)} wrong, {len(g.blank)} blank"
                      + (f", {len(g.held)} held" if g.held else ""))
@@ -67,6 +76,18 @@ def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
         open_fields = tuple(first)
     return Outcome(passed=passed, lines=tuple(lines), stuck=stuck, answers=answers, tried=tuple(tried),
                    open_fields=open_fields if r.questions or r.kind == "table" else ())
+
+
+def _rename(field: str, ids: dict) -> str:
+    row, dot, col = field.partition(".")
+    return f"{ids.get(row, row)}.{col}" if dot else field
+
+
+def _rename_row(line: str, ids: dict) -> str:
+    if line.startswith("row "):
+        row, _, rest = line[4:].partition(",")
+        return f"row {ids.get(row, row)},{rest}"
+    return line
 
 
 def held_line(r, name: str) -> str:
@@ -100,7 +121,8 @@ def regrade(folder: Path, data: dict, rung_id: str) -> tuple[str, Outcome | None
     try:
         with _in(folder):
             outcome = grade_rung(r, folder / e["kit"], wire=bool(code.get("wire")), adapter=code.get("adapter"),
-                                 offset=progress.offset(data), held=progress.held(e, G.MAX_TRIES))
+                                 offset=progress.offset(data), held=progress.held(e, G.MAX_TRIES),
+                                 variant=data.get("variant"))
     except UsageError as exc:
         outcome, problem = None, str(exc).splitlines()[0]
     else:
