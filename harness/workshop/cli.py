@@ -50,6 +50,8 @@ def add_workshop_parser(sub, epilog: str) -> None:
     h = ws.add_parser("handoff", help="the handoff rehearsal: three runs, durable artifacts only")
     h.add_argument("--seed", type=int, default=1, metavar="N", help="which three runs (default 1)")
     h.add_argument("--dir", metavar="DIR", help="where to write the artifacts (default: workshop/handoff)")
+    h.add_argument("--adapter", metavar="SPEC", help="recover the runs as this adapter left them (default: the "
+                                                      "reference design), to repeat the rehearsal on your own")
     m = ws.add_parser("compare", help="two reviewers' handoff plans side by side, with every disagreement")
     m.add_argument("a", metavar="PLAN_A", help="a plan.yaml (or the folder holding it)")
     m.add_argument("b", metavar="PLAN_B")
@@ -82,7 +84,7 @@ def _start(args, here: Path) -> int:
     folder = Path(args.dir) if args.dir else Path("workshop") / r.id
     if r.kind == "handoff":
         from . import handoff
-        files = handoff.write(here / folder, getattr(args, "seed", 1))
+        files = handoff.write(here / folder, getattr(args, "seed", 1), getattr(args, "adapter", None))
         (here / folder / "task.md").write_text(kit.task_markdown(r, files + ["task.md"]), encoding="utf-8")
     else:
         data = progress.load(here)

@@ -160,6 +160,10 @@ def summary(ev: dict, origin_ms: int) -> str | None:
             if "ref" in value and "committed_at" in value:
                 return f"result of #{ev['call']}: accepted ref={value['ref']}" + (
                     "" if ev.get("delivered", True) else " (never delivered: the worker died)")
+            if "lookup" in value and "idempotency" in value:    # the service profile a worker read
+                return (f"result of #{ev['call']}: service profile idempotency={value.get('idempotency')} "
+                        f"lookup={value.get('lookup')} consistency={value.get('consistency')} "
+                        f"compensation={value.get('compensation')}")
             if "live" in value:
                 return f"result of #{ev['call']}: authority live={value['live']} ({value.get('reason')})"
             if value.get("events"):

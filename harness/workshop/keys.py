@@ -222,6 +222,9 @@ def _one(events_by: dict, spec: dict, keys: dict, rung: Rung) -> Expected:
         return Expected(mode="one_of", accepted=frozenset({n}), shown=n)
     if "value" in spec:
         return Expected(mode="one_of", accepted=frozenset({spec["value"]}), shown=spec["value"])
+    if "set" in spec and "must" in spec:     # every value of must, and others only from set
+        return Expected(mode="subset", accepted=frozenset(spec["set"]), must=frozenset(spec["must"]),
+                        shown=list(spec["must"]))
     if "set" in spec:
         return Expected(mode="exact", accepted=frozenset(spec["set"]), shown=list(spec["set"]))
     if "derive" in spec:

@@ -94,12 +94,17 @@ def vocab_markdown(rung: Rung) -> str:
     if rung.kind == "exhibits":
         lines += ["", "## Invariants (the rules an exhibit may break)", "", exhibits.rules_markdown()]
     if rung.kind == "rubric":
-        from ..checks.docs import rubric_markdown
-        lines += ["", rubric_markdown()]
+        lines += ["", "The twenty points and the five automatic failures: `rubric.md`."]
     return "\n".join(lines) + "\n"
 
 
-def handout_html(rung: Rung, listings: list[tuple[str, str]], worksheet: str, starter: str | None) -> str:
+def rubric_markdown() -> str:
+    from ..checks.docs import rubric_markdown as points
+    return "\n".join(line for line in points().splitlines() if not line.startswith("<!--")) + "\n"
+
+
+def handout_html(rung: Rung, listings: list[tuple[str, str]], worksheet: str, starter: str | None,
+                 vocab: str = "") -> str:
     """A printable page: the task, the blank worksheet, and the evidence listings."""
     e = html.escape
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Rung {e(rung.id)}</title>",
@@ -112,6 +117,8 @@ def handout_html(rung: Rung, listings: list[tuple[str, str]], worksheet: str, st
         parts.append(f"<p>{e(rung.code_task)}</p>")
     if worksheet:
         parts += ["<h2>Worksheet</h2>", f"<pre>{e(worksheet)}</pre>"]
+    if vocab:
+        parts += ["<h2>Vocabularies</h2>", f"<pre>{e(vocab)}</pre>"]
     for label, text in listings:
         parts += [f"<h2>Evidence {e(label)}</h2>", f"<pre>{e(text)}</pre>"]
     if starter:
@@ -164,13 +171,16 @@ def write(rung: Rung, folder: Path, offset: int = 0, variant: str | None = None)
         put(grade.WORKSHEET, worksheet, keep=True)
         put("worksheet.schema.json", json.dumps(grade.schema(rung, rows), indent=2) + "\n")
         put("vocab.md", vocab_markdown(rung))
+    if rung.kind == "rubric":
+        put("rubric.md", rubric_markdown())
     starter = None
     if rung.starter:
         starter = (STARTERS / f"{rung.starter}.py").read_text(encoding="utf-8")
         put("adapter.py", starter, keep=True)
     if rung.wire_starter:
         put("wire_adapter.py", (STARTERS / f"{rung.wire_starter}.py").read_text(encoding="utf-8"), keep=True)
-    put("handout.html", handout_html(rung, listings, worksheet, starter))
+    put("handout.html", handout_html(rung, listings, worksheet, starter,
+                                     vocab_markdown(rung) if worksheet else ""))
     files.append("task.md")
     (folder / "task.md").write_text(task_markdown(rung, files), encoding="utf-8")
     return files
