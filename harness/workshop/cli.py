@@ -45,6 +45,14 @@ def add_workshop_parser(sub, epilog: str) -> None:
     rl = ws.add_parser("release", help="facilitator: give a field held after too many wrong tries its tries back")
     rl.add_argument("rung", metavar="RUNG")
     rl.add_argument("field", metavar="FIELD", help="the held field, as check names it (e.g. read, r1.knowledge)")
+    rm = ws.add_parser("room", help="facilitator: lock the answers of a room of learners, unlock rungs")
+    rm.add_argument("folder", metavar="DIR", help="the folder holding the learners' working folders")
+    rm.add_argument("--no-answers", action="store_true",
+                    help="lock the answers: reveal is refused and reports hide teaching cards until unlocked")
+    rm.add_argument("--unlock", action="append", default=[], metavar="RUNG", help="unlock one rung (or all)")
+    rm.add_argument("--lock", action="append", default=[], metavar="RUNG", help="lock an unlocked rung again")
+    pl = ws.add_parser("plan", help="facilitator: a session plan with the minutes per rung, and the opening figure")
+    pl.add_argument("--minutes", type=int, default=180, metavar="N", help="the session's length (120 or 180)")
     k = ws.add_parser("class", help="aggregate the progress files of a room of learners")
     k.add_argument("folder", metavar="DIR")
     h = ws.add_parser("handoff", help="the handoff rehearsal: three runs, durable artifacts only")
@@ -60,7 +68,8 @@ def add_workshop_parser(sub, epilog: str) -> None:
 def run(args) -> int:
     here = Path.cwd()
     return {"list": _list, "start": _start, "check": _check, "reveal": _reveal, "class": _class,
-            "handoff": _handoff, "compare": _compare, "release": _release}[args.workshop_command](args, here)
+            "handoff": _handoff, "compare": _compare, "release": _release,
+            "room": _room, "plan": _plan}[args.workshop_command](args, here)
 
 
 def _list(args, here: Path) -> int:
@@ -175,6 +184,21 @@ def _release(args, here: Path) -> int:
     return 0
 
 
+def _room(args, here: Path) -> int:
+    from . import facilitator
+    print("\n".join(facilitator.set_room(Path(args.folder), no_answers=args.no_answers, unlock=args.unlock,
+                                         lock=args.lock)))
+    return 0
+
+
+def _plan(args, here: Path) -> int:
+    from . import facilitator
+    text = facilitator.plan_markdown(args.minutes)
+    print(f"opening figure (answers no rung): {facilitator.opening_command()}\n")
+    print(text, end="")
+    return 0
+
+
 def _measured(r, answers: dict, adapter: str | None) -> list[str]:
     """The measured comparison a designs or rubric rung prints after grading."""
     if r.kind == "designs":
@@ -214,6 +238,11 @@ def _reveal(args, here: Path) -> int:
     e = data["rungs"].get(r.id, {})
     if e.get("attempts", 0) < 1:
         raise UsageError(f"rung {r.id}: reveal comes after an attempt; run `crashlab workshop check {r.id}` first")
+    from .facilitator import locked
+    room = locked(here, r.id)
+    if room is not None:
+        raise UsageError(f"rung {r.id}: the facilitator has locked the answers in this room ({room}); ask them, "
+                         f"they unlock it with `crashlab workshop room {room} --unlock {r.id}`")
     kit_dir = _kit_dir(data, r.id, here)
     e["revealed"] = True            # recorded before anything is shown: a closed pipe still counts
     progress.save(here, data)

@@ -153,7 +153,10 @@ def class_table(folder: Path) -> str:
         name = str(f.parent.relative_to(folder)) if f.parent != folder else data["learner"]
         learners.append((name, f.parent.resolve(), data, {i: regrade(f.parent.resolve(), data, i) for i in ids}))
     width = max(len(n) for n, *_ in learners + [("learner",)])
-    lines = [f"{'learner':<{width}}  " + " ".join(ids) + "  passed"]
+    from .facilitator import describe, find_room, load_room
+    room = find_room(folder)
+    lines = [f"room {room}: {describe(load_room(room))}", ""] if room else []
+    lines += [f"{'learner':<{width}}  " + " ".join(ids) + "  passed"]
     for name, _, _, graded in learners:
         cells = [f"{MARK[graded[i][0]]:>{len(i)}}" for i in ids]
         passed = sum(graded[i][0] == "passed" for i in ids)
