@@ -158,3 +158,28 @@ def test_kits_carry_their_vocabulary_rubric_and_handout(room):
     assert main(["workshop", "handoff", "--seed", "3"]) == 0
     page = Path("workshop/handoff/handout.html").read_text()
     assert "run A: the trace up to the handoff" in page and "<h2>Vocabularies</h2>" in page and "seed: 3" in page
+
+
+def _waits_before_crash(events) -> bool:
+    crash = next(e["seq"] for e in events if e["lane"] == "fault" and e["kind"] == "crash")
+    return any(e["lane"] == "run" and e["kind"] == "checkpoint" and e["state"] == "WAITING_HUMAN"
+               and e["seq"] < crash for e in events)
+
+
+def test_t4s_trace_dies_in_a_durable_wait():
+    """ "Expect the checkpoint to remain WAITING_HUMAN": the wait is recorded before the crash."""
+    assert _waits_before_crash(E.trace(rung("t4").scenario))
+    assert not _waits_before_crash(E.trace("t4-approval-wait-crash"))     # what the check catches
+
+
+def _resume_before_cancel(events) -> bool:
+    resume = next(e["seq"] for e in events if e["lane"] == "fault" and e["kind"] == "resume")
+    cancel = next(e["seq"] for e in events if e["lane"] == "world" and e["kind"] == "deliver"
+                  and e["event"].get("type") == "cancel")
+    return resume < cancel
+
+
+def test_combined_c_is_in_the_chapters_order():
+    """ "when cancellation is applied after a stale worker resumes" """
+    assert _resume_before_cancel(E.trace(rung("combined").scenarios[2]))
+    assert not _resume_before_cancel(E.trace("combined-cancel-after-stale-resume"))

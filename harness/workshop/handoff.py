@@ -184,11 +184,10 @@ def write(folder: Path, seed: int, adapter: str | None = None) -> list[str]:
                                                "listing.txt")]
     eight = folder / "eight-traces"
     eight.mkdir(exist_ok=True)
+    from .ladder import rung
     for i in range(1, 9):
-        name = next(s for s in ("t1-crash-before-dispatch", "t2-commit-before-record", "t3-record-before-response",
-                                "t4-approval-wait-crash", "t5-incompatible-deployment", "t6-duplicate-input-event",
-                                "t7-late-callback", "t8-compensation-failure") if s.startswith(f"t{i}-"))
-        (eight / f"{name}.txt").write_text(E.listing(E.sanitize(E.trace(name, REFERENCE))))
+        name = rung(f"t{i}").scenario            # the eight traces as the ladder shows them
+        (eight / f"{name.removeprefix('workshop-')}.txt").write_text(E.listing(E.sanitize(E.trace(name, REFERENCE))))
     files.append("eight-traces/")
     for fname, text in (("recovery-matrix.md", _matrix_markdown()), ("compatibility.md", _compatibility_markdown()),
                         ("contracts.md", _contracts_markdown()),

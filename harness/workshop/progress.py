@@ -97,11 +97,12 @@ def find(start: Path) -> Path | None:
 
 
 def rungs_answered_by(scenario_id: str) -> list[str]:
-    """The rungs whose answer a scenario's teaching card gives away: those read from its trace,
-    and the handoff rehearsal when it is one of the runs to recover."""
+    """The rungs whose answer a scenario's teaching card gives away: those read from its trace
+    (or from the workshop's own version of it, ``workshop-ID``), and the handoff rehearsal when
+    it is one of the runs to recover."""
     from .ladder import rungs
 
-    out = [r.id for r in rungs() if scenario_id in r.scenarios]
+    out = [r.id for r in rungs() if scenario_id in r.scenarios or f"workshop-{scenario_id}" in r.scenarios]
     if scenario_id in _handoff_pool():
         out.append("handoff")
     return out
