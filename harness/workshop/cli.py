@@ -203,7 +203,7 @@ def _measured(r, answers: dict, adapter: str | None) -> list[str]:
     """The measured comparison a designs or rubric rung prints after grading."""
     if r.kind == "designs":
         from . import weak
-        rows = [(answers[p], weak.measure(p, weak.DESIGNS[answers[p]])) for p in weak.PROFILES if answers.get(p)]
+        rows = [(answers["as_is"], weak.measure("as_is", weak.DESIGNS[answers["as_is"]]))] if answers.get("as_is") else []
         if adapter:
             from ..drivers import load_adapter
             spec = load_adapter(adapter)
@@ -257,8 +257,12 @@ def _reveal(args, here: Path) -> int:
         print(format_scorecard(rubric.card()))
     if r.kind == "designs":
         from . import weak
-        print("\nevery design on every profile (measured):\n")
-        print(weak.table([(d, weak.measure(p, s)) for p in weak.PROFILES for d, s in weak.DESIGNS.items()]))
+        print("\nthe chapter's three bounded options (options.yaml form), measured:\n")
+        import yaml
+        print(yaml.safe_dump({"options": [dict(o) for o in weak.MODEL_OPTIONS]}, sort_keys=False))
+        print(weak.table([(o["design"], weak.measure_option(o)) for o in weak.MODEL_OPTIONS]))
+        print("\nevery design on the weak service as it is (measured):\n")
+        print(weak.table([(d, weak.measure("as_is", s)) for d, s in weak.DESIGNS.items()]))
     if r.kind == "handoff":
         from . import handoff
         plan = handoff.read_plan(kit_dir / handoff.PLAN)

@@ -173,6 +173,9 @@ def write(rung: Rung, folder: Path, offset: int = 0, variant: str | None = None)
         put("vocab.md", vocab_markdown(rung))
     if rung.kind == "rubric":
         put("rubric.md", rubric_markdown())
+    if rung.kind == "designs":
+        from . import weak
+        put(weak.OPTIONS, weak.blank_options(), keep=True)
     starter = None
     if rung.starter:
         starter = (STARTERS / f"{rung.starter}.py").read_text(encoding="utf-8")

@@ -47,6 +47,13 @@ def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
         lines += [f"plan: {len(ok_runs)} of 3 runs recovered within what the evidence permits"] + [
             f"  wrong  {w}" for w in wrong]
         stuck = stuck or (wrong[0].split(":")[0] if wrong else None)
+    if r.kind == "designs":
+        from . import weak
+        rows, wrong = weak.grade_options(weak.read_options(kit_dir / weak.OPTIONS))
+        passed &= not wrong
+        lines += [f"options: {len(rows)} proposed, measured on the five criteria:", weak.table(rows) if rows else "-"]
+        lines += [f"  wrong  {w}" for w in wrong]
+        stuck = stuck or ("options" if wrong else None)
     if r.questions or r.kind == "table":
         answers, table = G.read(kit_dir / G.WORKSHEET, r)
         ids = G.row_ids(r, offset, variant)
