@@ -49,6 +49,8 @@ SHORTCUTS = [  # (rung, function, a decision that skips the work)
     ("t8", "final_disposition", 'def final_disposition(knowledge, cancelled, nothing_landed):\n    return "SUCCEEDED"\n'),
     ("t8", "final_disposition",
      'def final_disposition(knowledge, cancelled, nothing_landed):\n    return "CANCELLED_EFFECT_UNKNOWN"\n'),
+    ("t6", "dedup_key", 'def dedup_key(delivery):\n    return "one"\n'),
+    ("t6", "dedup_key", 'def dedup_key(delivery):\n    return delivery["type"]\n'),
     ("t2", "resolve_unknown", FALLBACK),
     ("t7", "resolve_unknown", FALLBACK),
 ]
@@ -280,3 +282,11 @@ def test_an_oracle_script_that_reads_nothing_does_not_pass(room, capsys):
     capsys.readouterr()
     main(["workshop", "class", str(room)])
     assert "held after 3 wrong tries: combined.c_disposition" in capsys.readouterr().out
+
+
+def test_a_sound_producer_and_sequence_identity_passes_t6(room, capsys):
+    """Another sound identity than the event id: the producer and its own sequence number."""
+    kit = _start("t6", capsys)
+    _decide(kit, "dedup_key", 'def dedup_key(delivery):\n    return f"{delivery[\'producer\']}#{delivery[\'producer_seq\']}"\n')
+    main(["workshop", "check", "t6"])
+    assert "code: PASS" in capsys.readouterr().out
