@@ -183,3 +183,20 @@ def test_combined_c_is_in_the_chapters_order():
     """ "when cancellation is applied after a stale worker resumes" """
     assert _resume_before_cancel(E.trace(rung("combined").scenarios[2]))
     assert not _resume_before_cancel(E.trace("combined-cancel-after-stale-resume"))
+
+
+def test_the_rubric_rung_has_an_exhibit_per_automatic_failure():
+    from crashlab.checks.rubric import AUTO_FAIL_REASONS
+    from crashlab.workshop import rubric
+    r = rung("rubric")
+    model = G.model_answers(r)["answers"]
+    shown = {model[f"{label}_failure"] for label in rubric.FAILURES}
+    assert shown == {rubric.failure_name(reason) for reason in AUTO_FAIL_REASONS}
+    assert set(shown) <= set(next(q.vocab for q in r.questions if q.id == "F1_failure"))
+    for label, events in rubric.failure_traces():        # the evidence is a line of the exhibit's listing
+        listed = {int(line.split()[0]) for line in E.listing(events).splitlines()[1:]}
+        assert rubric.failure_expected(label, "evidence").accepted & listed, label
+    # exhibit R (the twenty points) commits none of them: the F exhibits are where they are learnt
+    assert model["automatic_failure"] == "no"
+    wrong = {**model, "F2_failure": "none"}
+    assert not G.grade(r, wrong, {}).ok

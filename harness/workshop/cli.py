@@ -255,6 +255,8 @@ def _reveal(args, here: Path) -> int:
         from . import rubric
         print("\ncrashlab's score of exhibit R:\n")
         print(format_scorecard(rubric.card()))
+        for label, (entry, scenario) in rubric.FAILURES.items():
+            print(f"exhibit {label}: the gallery's {entry} on {scenario}")
     if r.kind == "designs":
         from . import weak
         print("\nthe chapter's three bounded options (options.yaml form), measured:\n")

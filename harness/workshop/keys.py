@@ -194,7 +194,13 @@ def _rubric(events, spec, keys):
     return measured(spec["category"])
 
 
+def _failure_exhibit(events, spec, keys):
+    from .rubric import failure_expected
+    return failure_expected(spec["label"], spec["part"])
+
+
 DERIVE = {"safe_designs": _safe_designs, "unambiguous_options": _unambiguous_options, "rubric": _rubric,
+          "failure_exhibit": _failure_exhibit,
           "revalidated": _revalidated, "same_key": _same_key, "read_of": _read_of,
           "compatibility": _compatibility, "later_duplicates": _later_duplicates,
           "mismatch_rows": _mismatch_rows}

@@ -47,7 +47,7 @@ def evidence_sets(rung: Rung) -> list[tuple[str, list[dict]]]:
     if rung.kind == "rubric":
         from . import rubric
         return [(f"R-{name.split('-')[0]}" if name.startswith("t") else f"R-{name}", events)
-                for name, events in rubric.traces()]
+                for name, events in rubric.traces()] + rubric.failure_traces()
     return [(TRACE_LABELS[i], E.sanitize(E.trace(name, keys.REFERENCE))) for i, name in enumerate(rung.scenarios)]
 
 

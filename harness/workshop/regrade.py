@@ -61,7 +61,10 @@ def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
         override = None
         if r.kind == "rubric" and adapter:
             from .rubric import measured
-            override = {q.id: measured(q.id, adapter) for q in r.questions}
+            from ..checks.docs import CATEGORY_MAX
+            from . import keys as K
+            override = {**K.expected(r), **{q.id: measured(q.id, adapter) for q in r.questions
+                                            if q.id in CATEGORY_MAX or q.id == "automatic_failure"}}
         back = {canon: kit for canon, kit in ids.items()}
         held = frozenset(_rename(f, {v: k for k, v in back.items()}) for f in held)
         g = G.grade(r, canon_answers, table, override, offset, held)
