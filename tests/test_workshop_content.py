@@ -200,3 +200,29 @@ def test_the_rubric_rung_has_an_exhibit_per_automatic_failure():
     assert model["automatic_failure"] == "no"
     wrong = {**model, "F2_failure": "none"}
     assert not G.grade(r, wrong, {}).ok
+
+
+def _last_checkpoint_before_crash(events) -> dict:
+    crash = next(e["seq"] for e in events if e["lane"] == "fault" and e["kind"] == "crash")
+    return [e for e in events if e["lane"] == "run" and e["kind"] == "checkpoint" and e["seq"] < crash][-1]
+
+
+def _card_checks(name: str, card: dict) -> bool:
+    """What each corrected card says, against its trace."""
+    events = E.trace(name)
+    if name == "t1-crash-before-dispatch":
+        return f"lease epoch {_last_checkpoint_before_crash(events)['epoch']}" in card["survived"]
+    if name == "t2-commit-before-record":
+        return f"checkpoint at {_last_checkpoint_before_crash(events)['state']}" in card["survived"]
+    if name == "t8-compensation-failure":
+        read = {e["args"]["key"].split("-")[0] for e in events
+                if e["lane"] == "port" and e["kind"] == "call" and e["op"] == "lookup"}
+        says_compensation = "lookup(compensation key)" in card["authoritative_query"]
+        return read == {"reserve"} and not says_compensation
+    raise KeyError(name)
+
+
+@pytest.mark.parametrize("name", ["t1-crash-before-dispatch", "t2-commit-before-record", "t8-compensation-failure"])
+def test_the_cards_reveal_shows_say_what_the_trace_shows(name):
+    assert _card_checks(name, E.card(name))
+    assert not _card_checks(name, dict(E.scenario_of(name).card))     # the check catches the scenario's own

@@ -285,7 +285,7 @@ def _reveal(args, here: Path) -> int:
             print(f"exhibit {label}: {entry.adapter} on {scenario}: {entry.statement}")
             print(f"  the chapter ({entry.section}): \"{entry.quote}\"")
     for name in r.scenarios:
-        card = E.scenario_of(name).card
+        card = E.card(name)
         if card:
             print(f"\nteaching card ({name}):")
             for k, v in card.items():

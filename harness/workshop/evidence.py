@@ -28,6 +28,15 @@ def scenario_of(name: str) -> Scenario:
     return load_file(local) if local.exists() else resolve(name)
 
 
+def card(name: str) -> dict:
+    """The teaching card reveal shows: the scenario's own, restated where data/cards.yaml says
+    its trace shows otherwise."""
+    import yaml
+
+    fixes = yaml.safe_load((DATA / "cards.yaml").read_text(encoding="utf-8")) or {}
+    return {**dict(scenario_of(name).card or {}), **(fixes.get(name) or {})}
+
+
 @functools.cache
 def _run(name: str, adapter: str, seed: int | None) -> tuple[tuple[dict, ...], Any]:
     from ..conformance import run_one
