@@ -117,3 +117,26 @@ def test_plan_prints_the_minutes_per_rung_and_the_opening(capsys):
     out = capsys.readouterr().out
     assert F.opening_command() in out and "| 0:55-1:15 | `pressure` | 20 |" in out
     assert main(["workshop", "plan", "--minutes", "90"]) == 3
+
+
+def test_a_room_seed_gives_every_learner_folder_a_kit_of_its_own(tmp_path, monkeypatch, capsys):
+    import yaml
+    from crashlab.workshop import grade as G
+    from crashlab.workshop.ladder import rung
+    assert main(["workshop", "room", str(tmp_path), "--seed", "7"]) == 0
+    listings = {}
+    for name in ("ana", "ben"):
+        (tmp_path / name).mkdir()
+        monkeypatch.chdir(tmp_path / name)
+        assert main(["workshop", "start", "combined"]) == 0
+        listings[name] = Path("workshop/combined/listing-A.txt").read_text()
+    assert listings["ana"] != listings["ben"]
+    data = json.loads(Path(progress.PROGRESS).read_text())          # ben's
+    assert data["variant"] == "room 7/ben"
+    model = G.model_answers(rung("combined"), progress.offset(data), data["variant"])
+    Path("workshop/combined/worksheet.yaml").write_text(yaml.safe_dump({"rung": "combined", "answers": model["answers"]}))
+    assert main(["workshop", "check", "combined"]) == 0               # honest answers in ben's own numbering
+    monkeypatch.chdir(tmp_path / "ana")
+    Path("workshop/combined/worksheet.yaml").write_text(
+        (tmp_path / "ben/workshop/combined/worksheet.yaml").read_text())
+    assert main(["workshop", "check", "combined"]) == 1               # ben's worksheet is not ana's

@@ -51,6 +51,8 @@ def add_workshop_parser(sub, epilog: str) -> None:
                     help="lock the answers: reveal is refused and reports hide teaching cards until unlocked")
     rm.add_argument("--unlock", action="append", default=[], metavar="RUNG", help="unlock one rung (or all)")
     rm.add_argument("--lock", action="append", default=[], metavar="RUNG", help="lock an unlocked rung again")
+    rm.add_argument("--seed", type=int, metavar="N", help="a room seed: every learner folder under DIR gets kits "
+                                                          "of its own (as --learner does), named by N and the folder")
     pl = ws.add_parser("plan", help="facilitator: a session plan with the minutes per rung, and the opening figure")
     pl.add_argument("--minutes", type=int, default=180, metavar="N", help="the session's length (120 or 180)")
     k = ws.add_parser("class", help="aggregate the progress files of a room of learners")
@@ -98,6 +100,12 @@ def _start(args, here: Path) -> int:
     else:
         data = progress.load(here)
         learner = getattr(args, "learner", None)
+        if learner is None and not data.get("variant") and not any(e.get("kit") for e in data["rungs"].values()):
+            from .facilitator import room_variant
+            variant = room_variant(here)              # a room seed: a kit of the folder's own
+            if variant is not None:
+                data["variant"] = variant
+                progress.save(here, data)
         if learner is not None:
             if not learner.strip():
                 raise UsageError("--learner: give a name, e.g. --learner ana")
@@ -187,7 +195,7 @@ def _release(args, here: Path) -> int:
 def _room(args, here: Path) -> int:
     from . import facilitator
     print("\n".join(facilitator.set_room(Path(args.folder), no_answers=args.no_answers, unlock=args.unlock,
-                                         lock=args.lock)))
+                                         lock=args.lock, seed=args.seed)))
     return 0
 
 

@@ -68,7 +68,8 @@ def locked(start: Path, rung_id: str) -> Path | None:
     return room
 
 
-def set_room(folder: Path, *, no_answers: bool, unlock: list[str], lock: list[str]) -> list[str]:
+def set_room(folder: Path, *, no_answers: bool, unlock: list[str], lock: list[str],
+             seed: int | None = None) -> list[str]:
     """Apply the facilitator's settings; -> lines describing the room."""
     from .ladder import rung
 
@@ -81,6 +82,8 @@ def set_room(folder: Path, *, no_answers: bool, unlock: list[str], lock: list[st
     data = load_room(folder)
     if no_answers:
         data["answers"], data["unlocked"] = "locked", []
+    if seed is not None:
+        data["seed"] = seed
     for rung_id in unlock:
         if rung_id not in data["unlocked"]:
             data["unlocked"].append(rung_id)
@@ -90,10 +93,24 @@ def set_room(folder: Path, *, no_answers: bool, unlock: list[str], lock: list[st
 
 
 def describe(data: dict) -> str:
+    seed = (f"; room seed {data['seed']} (every learner's kit is their own)"
+            if data.get("seed") is not None else "")
     if data["answers"] != "locked":
-        return "answers: open (reveal works after an attempt)"
+        return "answers: open (reveal works after an attempt)" + seed
     return ("answers: locked (reveal refused, reports hide teaching cards); unlocked: "
-            + (", ".join(data["unlocked"]) or "none"))
+            + (", ".join(data["unlocked"]) or "none") + seed)
+
+
+def room_variant(here: Path) -> str | None:
+    """In a room with a seed, a learner's kit of their own without --learner: the seed and the
+    learner's folder (its path under the room) name it."""
+    room = find_room(here)
+    if room is None:
+        return None
+    data = load_room(room)
+    if data.get("seed") is None:
+        return None
+    return f"room {data['seed']}/{Path(here).resolve().relative_to(room)}"
 
 
 # --------------------------------------------------------------------------- the plans
