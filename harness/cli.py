@@ -71,7 +71,8 @@ def _cmd_run(args) -> int:
     adapter = _adapter(args)
     scenario = resolve(args.scenario)
     if report and not getattr(args, "no_answers", False):
-        args.no_answers = _workshop_card_shown(scenario.id, f"crashlab run {scenario.id} --report")
+        from .workshop.facilitator import card_shown
+        args.no_answers = card_shown(scenario.id, f"crashlab run {scenario.id} --report", Path.cwd())
     tails: dict[str, str] = {}
     res = run_checked(scenario, adapter, seed=args.seed, out_dir=out, limits=_limits(args), in_process=args.in_process,
                       stderr=tails)
@@ -83,26 +84,6 @@ def _cmd_run(args) -> int:
         where = render_results([res], out_dir=report, **report_options(args))
         print(f"report: {where}")
     return EXIT[res.verdict]
-
-
-def _workshop_card_shown(scenario_id: str, how: str) -> bool:
-    """In a workshop learner's folder, a teaching card that answers a rung counts as its reveal
-    (recorded before the report is written); in a room whose answers the facilitator locked it
-    is hidden instead. -> whether the report must hide answers."""
-    from .workshop.facilitator import locked
-    from .workshop.progress import record_shown, rungs_answered_by
-
-    held = [r for r in rungs_answered_by(scenario_id) if locked(Path.cwd(), r)]
-    if held:
-        print(f"crashlab: {scenario_id}'s teaching card answers workshop rung(s) {', '.join(held)}, locked in this "
-              "room by the facilitator: the report hides it (as with --no-answers)", file=sys.stderr)
-        return True
-    revealed = record_shown(scenario_id, how, Path.cwd())
-    if revealed:
-        print(f"crashlab: the report shows {scenario_id}'s teaching card, the answer to workshop rung(s) "
-              f"{', '.join(revealed)}: recorded as revealed in the progress file (add --no-answers to hide it)",
-              file=sys.stderr)
-    return False
 
 
 #: How much of each worker's standard error ``crashlab run`` shows: its last lines, clipped.

@@ -113,6 +113,27 @@ def room_variant(here: Path) -> str | None:
     return f"room {data['seed']}/{Path(here).resolve().relative_to(room)}"
 
 
+def card_shown(scenario_id: str, how: str, start: Path) -> bool:
+    """``crashlab run --report`` in a learner's folder: a teaching card that answers a rung counts
+    as its reveal (recorded before the report is written); in a room whose answers the facilitator
+    locked, it is hidden instead. -> whether the report must hide answers."""
+    import sys
+
+    from .progress import record_shown, rungs_answered_by
+
+    held = [r for r in rungs_answered_by(scenario_id) if locked(start, r)]
+    if held:
+        print(f"crashlab: {scenario_id}'s teaching card answers workshop rung(s) {', '.join(held)}, locked in this "
+              "room by the facilitator: the report hides it (as with --no-answers)", file=sys.stderr)
+        return True
+    revealed = record_shown(scenario_id, how, start)
+    if revealed:
+        print(f"crashlab: the report shows {scenario_id}'s teaching card, the answer to workshop rung(s) "
+              f"{', '.join(revealed)}: recorded as revealed in the progress file (add --no-answers to hide it)",
+              file=sys.stderr)
+    return False
+
+
 # --------------------------------------------------------------------------- the plans
 @functools.cache
 def plans() -> dict:
