@@ -73,6 +73,9 @@ def _cmd_run(args) -> int:
     if args.services:
         from .probe.profile import with_services
         scenario = with_services([scenario], args.services)[0]
+    if report and not getattr(args, "no_answers", False):
+        from .workshop.facilitator import card_shown
+        args.no_answers = card_shown(scenario.id, f"crashlab run {scenario.id} --report", Path.cwd())
     tails: dict[str, str] = {}
     res = run_checked(scenario, adapter, seed=args.seed, out_dir=out, limits=_limits(args), in_process=args.in_process,
                       stderr=tails)

@@ -89,8 +89,12 @@ def test_every_rung_fails_a_wrong_submission_and_passes_the_model_answer(room, r
         assert "run B: the actions miss a required step" in out and "prohibited" in out
         (kit / "plan.yaml").write_text(yaml.safe_dump(plan), encoding="utf-8")
 
-    # the model answer (and, for a code rung, the corrected decision) passes
+    # the model answer (and, for a code rung, the corrected decision; for the design rung, the
+    # chapter's three options) passes
     _fill(kit, rung_id, model["answers"], model["table"])
+    if r.kind == "designs":
+        from crashlab.workshop import weak
+        (kit / weak.OPTIONS).write_text(yaml.safe_dump({"options": [dict(o) for o in weak.MODEL_OPTIONS]}))
     if r.starter:
         starter = (kit / "adapter.py").read_text(encoding="utf-8")
         (kit / "adapter.py").write_text(solutions.solved(starter, r.starter), encoding="utf-8")
@@ -114,6 +118,7 @@ def _forbidden(r) -> list[str]:
         for value in E.scenario_of(name).card.values():
             out.append(" ".join(str(value).split())[:60])
     out += [h for h in r.hints]
+    out += [q.hint for q in r.questions if q.hint] + list(r.column_hints.values())
     if r.kind == "handoff":
         from crashlab.workshop import handoff
         for name in handoff.pool():
@@ -143,7 +148,7 @@ def test_no_kit_contains_its_answer(room, rung_id):
     # the evidence is sanitized: no card, no expectations, no adapter name in the headers
     for trace in kit.rglob("*.jsonl"):
         head = json.loads(trace.read_text().splitlines()[0])
-        assert "card" not in head and head["adapter"] in ("anonymous",) + tuple(f"exhibit-{x}" for x in "ABCDR")
+        assert "card" not in head and head["adapter"] in ("anonymous",) + tuple(f"exhibit-{x}" for x in [*"ABCDR", "F1", "F2", "F3", "F4", "F5"])
     for scenario in kit.glob("scenario*.yaml"):
         doc = yaml.safe_load(scenario.read_text())
         assert not {"card", "expect", "description"} & set(doc)
@@ -374,15 +379,13 @@ def test_compare_names_where_two_reviewers_disagree(room, capsys):
 def test_weak_service_table_is_measured_and_names_the_unsafe_design(room, capsys):
     main(["workshop", "start", "weak-service"])
     _fill(room / "workshop/weak-service", "weak-service",
-          {"as_is": "store_and_retry", "human_proposal": "reconcile_or_escalate",
-           "service_command": "reconcile_or_escalate", "outbox_ack": "escalate_every_ambiguity",
-           "not_sufficient": "store_and_retry", "no_ambiguity": ["human_proposal", "service_command"]}, {})
+          {"as_is": "store_and_retry", "not_sufficient": "store_and_retry"}, {})
     capsys.readouterr()
     assert main(["workshop", "check", "weak-service"]) == 1
     out = capsys.readouterr().out
     assert "wrong  as_is" in out
     row = next(line for line in out.splitlines() if line.startswith("as_is | store_and_retry"))
-    assert "no: EFF-01" in row and "| 2 |" in row
+    assert "no: EFF-01" in row and "| 2 by the agent |" in row
 
 
 def test_start_again_keeps_the_learners_work(room, capsys):

@@ -29,7 +29,8 @@ def _offset(folder: Path) -> int:
 
 def _honest(folder: Path, rung_id: str) -> None:
     """The answers a learner reads off their own listing (the model answer in their numbering)."""
-    model = G.model_answers(rung(rung_id), _offset(folder))
+    data = json.loads((folder / progress.PROGRESS).read_text())
+    model = G.model_answers(rung(rung_id), progress.offset(data), data.get("variant"))
     doc = {"rung": rung_id, "answers": model["answers"]}
     if model["table"]:
         doc["table"] = model["table"]
@@ -83,3 +84,52 @@ def test_another_name_in_a_folder_with_kits_is_refused(tmp_path, monkeypatch, ca
     _kit(tmp_path, "ana", monkeypatch)
     assert main(["workshop", "start", "t3", "--learner", "ben"]) == 3
     assert "ana's" in capsys.readouterr().err
+
+
+def _tokens(text: str) -> set[str]:
+    import re
+    return set(re.findall(r"\b(?:run|I|P|S|TECH|R)-\d+\b", text))
+
+
+def test_identifiers_keys_and_clock_are_the_learners_own(tmp_path, monkeypatch):
+    import re
+    ana = _kit(tmp_path, "ana", monkeypatch)
+    ben = _kit(tmp_path, "ben", monkeypatch)
+    listing = "workshop/t2/listing.txt"
+    a, b = (ana / listing).read_text(), (ben / listing).read_text()
+    assert _tokens(a) and _tokens(a).isdisjoint(_tokens(b))           # runs, refs: none shared
+    keys = lambda s: set(re.findall(r"key=(\S+)", s))                  # noqa: E731
+    assert keys(a) and keys(a).isdisjoint(keys(b))
+    clock = lambda s: [line.split()[1] for line in s.splitlines()[1:3]]  # noqa: E731
+    assert clock(a) != clock(b)
+    # the same lesson: the same lines in the same order, only numbers, names and times differ
+    shape = lambda s: [re.sub(r"[0-9a-f]{6,}|\d+", "N", line.split(None, 2)[-1]) for line in s.splitlines()[1:]]  # noqa: E731
+    assert shape(a) == shape(b)
+    # the kit's scenario speaks of the same run as its trace
+    trace_runs = {t for t in _tokens((ana / "workshop/t2/trace.jsonl").read_text()) if t.startswith("run-")}
+    assert trace_runs and trace_runs <= _tokens((ana / "workshop/t2/scenario.yaml").read_text())
+
+
+def test_a_learners_identifiers_never_merge():
+    from crashlab.workshop import evidence as E
+    text = " ".join(f"I-{n} P-{n} run-{n}" for n in range(1, 1000))
+    v = E.Variant("ana")
+    assert len(set(v.text(text).split())) == len(set(text.split()))
+    assert v.text("AR-08 v0.1.0") == "AR-08 v0.1.0"
+
+
+@pytest.mark.parametrize("rung_id", ["timelines", "pressure", "drill"])
+def test_a_neighbours_table_does_not_pass_as_is(tmp_path, monkeypatch, capsys, rung_id):
+    """Rows keyed by id: a learner's rows carry ids of their own, so a copied table is wrong."""
+    ana = _kit(tmp_path, "ana", monkeypatch, rung_id)
+    ben = _kit(tmp_path, "ben", monkeypatch, rung_id)
+    _honest(ana, rung_id)
+    monkeypatch.chdir(ana)
+    assert main(["workshop", "check", rung_id]) == 0
+    (ben / f"workshop/{rung_id}/worksheet.yaml").write_text(
+        (ana / f"workshop/{rung_id}/worksheet.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.chdir(ben)
+    capsys.readouterr()
+    assert main(["workshop", "check", rung_id]) == 1
+    _honest(ben, rung_id)
+    assert main(["workshop", "check", rung_id]) == 0

@@ -49,6 +49,8 @@ SHORTCUTS = [  # (rung, function, a decision that skips the work)
     ("t8", "final_disposition", 'def final_disposition(knowledge, cancelled, nothing_landed):\n    return "SUCCEEDED"\n'),
     ("t8", "final_disposition",
      'def final_disposition(knowledge, cancelled, nothing_landed):\n    return "CANCELLED_EFFECT_UNKNOWN"\n'),
+    ("t6", "dedup_key", 'def dedup_key(delivery):\n    return "one"\n'),
+    ("t6", "dedup_key", 'def dedup_key(delivery):\n    return delivery["type"]\n'),
     ("t2", "resolve_unknown", FALLBACK),
     ("t7", "resolve_unknown", FALLBACK),
 ]
@@ -224,3 +226,67 @@ def test_reveal_into_a_closed_pipe_is_recorded(room, capsys, monkeypatch):
         cli._reveal(argparse.Namespace(rung="t2"), Path.cwd())
     monkeypatch.setattr(builtins, "print", real)
     assert json.loads(Path(".crashlab-workshop.json").read_text())["rungs"]["t2"]["revealed"] is True
+
+
+def test_a_report_of_a_kit_scenario_counts_as_a_reveal(tmp_path, monkeypatch, capsys):
+    """`crashlab run <id from the kit> --report out/` shows the teaching card: never without a record."""
+    _learner(tmp_path, "dan", monkeypatch)
+    main(["workshop", "start", "t3"])
+    main(["workshop", "check", "t3"])
+    scenario = rung("t3").scenario
+    capsys.readouterr()
+    assert main(["run", scenario, "--adapter", "crashlab.reference_impl:ReferenceAdapter", "--no-answers",
+                 "--report", "hidden/"]) == 0
+    assert json.loads(Path(".crashlab-workshop.json").read_text())["rungs"]["t3"]["revealed"] is False
+    assert main(["run", scenario, "--adapter", "crashlab.reference_impl:ReferenceAdapter", "--report", "out/"]) == 0
+    err = capsys.readouterr().err
+    assert "answer to workshop rung(s) t3" in err
+    assert json.loads(Path(".crashlab-workshop.json").read_text())["rungs"]["t3"]["revealed"] is True
+    main(["workshop", "class", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "R" in _row(out, "dan") and f"t3: answer shown by `crashlab run {scenario} --report`" in out
+
+
+def test_a_report_shown_after_the_pass_keeps_the_pass(tmp_path, monkeypatch, capsys):
+    import yaml
+    from crashlab.workshop import grade as G
+    _learner(tmp_path, "eli", monkeypatch)
+    main(["workshop", "start", "combined"])
+    model = G.model_answers(rung("combined"))
+    Path("workshop/combined/worksheet.yaml").write_text(yaml.safe_dump({"rung": "combined", "answers": model["answers"]}))
+    assert main(["workshop", "check", "combined"]) == 0
+    assert main(["run", rung("combined").scenario, "--adapter", "crashlab.reference_impl:ReferenceAdapter",
+                 "--report", "out/"]) == 0
+    capsys.readouterr()
+    main(["workshop", "class", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "P" in _row(out, "eli") and "after its pass" in out
+
+
+def test_an_oracle_script_that_reads_nothing_does_not_pass(room, capsys):
+    """Trying every value of a closed question in turn: the field is held after three, so the
+    script never reaches a pass without the trace."""
+    import yaml
+    from crashlab.workshop import grade as G
+    main(["workshop", "start", "combined"])
+    r = rung("combined")
+    model = G.model_answers(r)["answers"]
+    q = next(x for x in r.questions if x.id == "c_disposition")
+    order = [v for v in q.vocab if v != model["c_disposition"]] + [model["c_disposition"]]
+    codes = []
+    for value in order:
+        Path("workshop/combined/worksheet.yaml").write_text(
+            yaml.safe_dump({"rung": "combined", "answers": {**model, "c_disposition": value}}))
+        codes.append(main(["workshop", "check", "combined"]))
+    assert 0 not in codes
+    capsys.readouterr()
+    main(["workshop", "class", str(room)])
+    assert "held after 3 wrong tries: combined.c_disposition" in capsys.readouterr().out
+
+
+def test_a_sound_producer_and_sequence_identity_passes_t6(room, capsys):
+    """Another sound identity than the event id: the producer and its own sequence number."""
+    kit = _start("t6", capsys)
+    _decide(kit, "dedup_key", 'def dedup_key(delivery):\n    return f"{delivery[\'producer\']}#{delivery[\'producer_seq\']}"\n')
+    main(["workshop", "check", "t6"])
+    assert "code: PASS" in capsys.readouterr().out

@@ -42,11 +42,26 @@ def add_workshop_parser(sub, epilog: str) -> None:
                                                      "(module:attribute or exec:COMMAND)")
     r = ws.add_parser("reveal", help="the model answer, the teaching card and the figure (after an attempt)")
     r.add_argument("rung", metavar="RUNG")
+    rl = ws.add_parser("release", help="facilitator: give a field held after too many wrong tries its tries back")
+    rl.add_argument("rung", metavar="RUNG")
+    rl.add_argument("field", metavar="FIELD", help="the held field, as check names it (e.g. read, r1.knowledge)")
+    rm = ws.add_parser("room", help="facilitator: lock the answers of a room of learners, unlock rungs")
+    rm.add_argument("folder", metavar="DIR", help="the folder holding the learners' working folders")
+    rm.add_argument("--no-answers", action="store_true",
+                    help="lock the answers: reveal is refused and reports hide teaching cards until unlocked")
+    rm.add_argument("--unlock", action="append", default=[], metavar="RUNG", help="unlock one rung (or all)")
+    rm.add_argument("--lock", action="append", default=[], metavar="RUNG", help="lock an unlocked rung again")
+    rm.add_argument("--seed", type=int, metavar="N", help="a room seed: every learner folder under DIR gets kits "
+                                                          "of its own (as --learner does), named by N and the folder")
+    pl = ws.add_parser("plan", help="facilitator: a session plan with the minutes per rung, and the opening figure")
+    pl.add_argument("--minutes", type=int, default=180, metavar="N", help="the session's length (120 or 180)")
     k = ws.add_parser("class", help="aggregate the progress files of a room of learners")
     k.add_argument("folder", metavar="DIR")
     h = ws.add_parser("handoff", help="the handoff rehearsal: three runs, durable artifacts only")
     h.add_argument("--seed", type=int, default=1, metavar="N", help="which three runs (default 1)")
     h.add_argument("--dir", metavar="DIR", help="where to write the artifacts (default: workshop/handoff)")
+    h.add_argument("--adapter", metavar="SPEC", help="recover the runs as this adapter left them (default: the "
+                                                      "reference design), to repeat the rehearsal on your own")
     m = ws.add_parser("compare", help="two reviewers' handoff plans side by side, with every disagreement")
     m.add_argument("a", metavar="PLAN_A", help="a plan.yaml (or the folder holding it)")
     m.add_argument("b", metavar="PLAN_B")
@@ -55,7 +70,8 @@ def add_workshop_parser(sub, epilog: str) -> None:
 def run(args) -> int:
     here = Path.cwd()
     return {"list": _list, "start": _start, "check": _check, "reveal": _reveal, "class": _class,
-            "handoff": _handoff, "compare": _compare}[args.workshop_command](args, here)
+            "handoff": _handoff, "compare": _compare, "release": _release,
+            "room": _room, "plan": _plan}[args.workshop_command](args, here)
 
 
 def _list(args, here: Path) -> int:
@@ -79,11 +95,17 @@ def _start(args, here: Path) -> int:
     folder = Path(args.dir) if args.dir else Path("workshop") / r.id
     if r.kind == "handoff":
         from . import handoff
-        files = handoff.write(here / folder, getattr(args, "seed", 1))
+        files = handoff.write(here / folder, getattr(args, "seed", 1), getattr(args, "adapter", None))
         (here / folder / "task.md").write_text(kit.task_markdown(r, files + ["task.md"]), encoding="utf-8")
     else:
         data = progress.load(here)
         learner = getattr(args, "learner", None)
+        if learner is None and not data.get("variant") and not any(e.get("kit") for e in data["rungs"].values()):
+            from .facilitator import room_variant
+            variant = room_variant(here)              # a room seed: a kit of the folder's own
+            if variant is not None:
+                data["variant"] = variant
+                progress.save(here, data)
         if learner is not None:
             if not learner.strip():
                 raise UsageError("--learner: give a name, e.g. --learner ana")
@@ -92,10 +114,13 @@ def _start(args, here: Path) -> int:
                                  "start in a folder of your own")
             data["variant"] = data["learner"] = learner
             progress.save(here, data)
-        files = kit.write(r, here / folder, progress.offset(data))
+        files = kit.write(r, here / folder, progress.offset(data), data.get("variant"))
     data = progress.load(here)
     e = progress.entry(data, r.id)
     e["kit"] = os.path.relpath(here / folder, here)
+    if e.get("status") == "not started":
+        e["status"] = "started"
+
     progress.save(here, data)
     print(f"rung {r.id}: {r.title}\nkit: {folder}/ ({', '.join(files)})")
     print(f"read {folder}/task.md, then: crashlab workshop check {r.id}")
@@ -112,7 +137,9 @@ def _check(args, here: Path) -> int:
     data = progress.load(here)
     kit_dir = _kit_dir(data, r.id, here)
     from .regrade import grade_rung
-    outcome = grade_rung(r, kit_dir, wire=args.wire, adapter=args.adapter, offset=progress.offset(data))
+    e = progress.entry(data, r.id)
+    outcome = grade_rung(r, kit_dir, wire=args.wire, adapter=args.adapter, offset=progress.offset(data),
+                         held=progress.held(e, G.MAX_TRIES), variant=data.get("variant"))
     passed, lines = outcome.passed, list(outcome.lines)
     if r.questions or r.kind == "table":
         lines += _measured(r, outcome.answers, args.adapter)
@@ -122,25 +149,69 @@ def _check(args, here: Path) -> int:
                                               "adapter": args.adapter, "wire": bool(args.wire),
                                               "passed": outcome.lines[0].startswith("code: PASS")}
     progress.record_attempt(data, r.id, passed)
-    e = progress.entry(data, r.id)
-    if args.hint:
-        if e["hints"] < len(r.hints):
-            e["hints"] += 1
-        else:
-            lines.append("(no more hints; `crashlab workshop reveal` shows the model answer)")
-    for i in range(e["hints"]):
-        lines.append(f"hint {i + 1}/{len(r.hints)}: {r.hints[i]}")
+    before = progress.held(e, G.MAX_TRIES)
+    progress.record_tries(e, outcome.tried)
+    from .regrade import held_line
+    lines += [held_line(r, f).replace("check no longer grades it", "the next check will not grade it")
+              for f in sorted(progress.held(e, G.MAX_TRIES) - before)]
+    lines += _hints(r, e, outcome, args.hint)
     progress.save(here, data)
     print("\n".join(lines))
     print(f"rung {r.id}: {'PASSED' if passed else 'not yet'}")
     return 0 if passed else 1
 
 
+def _hints(r, e: dict, outcome, more: bool) -> list[str]:
+    """The hints earned so far. ``--hint`` follows the wrong field: the first wrong answer whose
+    field has a hint not yet given, else (nothing wrong: blanks or code) the rung's next hint."""
+    given = e.setdefault("field_hints", [])
+    lines = []
+    if more:
+        field = next((f for f, _ in outcome.tried if f not in given and r.field_hint(f)), None)
+        if field:
+            given.append(field)
+        elif e["hints"] < len(r.hints):
+            e["hints"] += 1
+        else:
+            lines.append("(no more hints; `crashlab workshop reveal` shows the model answer)")
+    lines += [f"hint {i + 1}/{len(r.hints)}: {r.hints[i]}" for i in range(e["hints"])]
+    lines += [f"hint for {f}: {r.field_hint(f)}" for f in given if f in outcome.open_fields]
+    return lines
+
+
+def _release(args, here: Path) -> int:
+    r = get_rung(args.rung)
+    data = progress.load(here)
+    e = data["rungs"].get(r.id) or {}
+    if args.field not in progress.held(e, G.MAX_TRIES):
+        held = ", ".join(sorted(progress.held(e, G.MAX_TRIES))) or "none"
+        raise UsageError(f"release {r.id} {args.field}: that field is not held (held on {r.id}: {held})")
+    progress.release(e, args.field)
+    progress.save(here, data)
+    print(f"rung {r.id}: {args.field} released; the roster shows the release")
+    return 0
+
+
+def _room(args, here: Path) -> int:
+    from . import facilitator
+    print("\n".join(facilitator.set_room(Path(args.folder), no_answers=args.no_answers, unlock=args.unlock,
+                                         lock=args.lock, seed=args.seed)))
+    return 0
+
+
+def _plan(args, here: Path) -> int:
+    from . import facilitator
+    text = facilitator.plan_markdown(args.minutes)
+    print(f"opening figure (answers no rung): {facilitator.opening_command()}\n")
+    print(text, end="")
+    return 0
+
+
 def _measured(r, answers: dict, adapter: str | None) -> list[str]:
     """The measured comparison a designs or rubric rung prints after grading."""
     if r.kind == "designs":
         from . import weak
-        rows = [(answers[p], weak.measure(p, weak.DESIGNS[answers[p]])) for p in weak.PROFILES if answers.get(p)]
+        rows = [(answers["as_is"], weak.measure("as_is", weak.DESIGNS[answers["as_is"]]))] if answers.get("as_is") else []
         if adapter:
             from ..drivers import load_adapter
             spec = load_adapter(adapter)
@@ -175,11 +246,16 @@ def _reveal(args, here: Path) -> int:
     e = data["rungs"].get(r.id, {})
     if e.get("attempts", 0) < 1:
         raise UsageError(f"rung {r.id}: reveal comes after an attempt; run `crashlab workshop check {r.id}` first")
+    from .facilitator import locked
+    room = locked(here, r.id)
+    if room is not None:
+        raise UsageError(f"rung {r.id}: the facilitator has locked the answers in this room ({room}); ask them, "
+                         f"they unlock it with `crashlab workshop room {room} --unlock {r.id}`")
     kit_dir = _kit_dir(data, r.id, here)
     e["revealed"] = True            # recorded before anything is shown: a closed pipe still counts
     progress.save(here, data)
     print(f"rung {r.id}: model answer")
-    model = G.model_answers(r, progress.offset(data))
+    model = G.model_answers(r, progress.offset(data), data.get("variant"))
     for qid, value in model["answers"].items():
         print(f"  {qid}: {value}")
     if r.kind == "rubric":
@@ -187,10 +263,16 @@ def _reveal(args, here: Path) -> int:
         from . import rubric
         print("\ncrashlab's score of exhibit R:\n")
         print(format_scorecard(rubric.card()))
+        for label, (entry, scenario) in rubric.FAILURES.items():
+            print(f"exhibit {label}: the gallery's {entry} on {scenario}")
     if r.kind == "designs":
         from . import weak
-        print("\nevery design on every profile (measured):\n")
-        print(weak.table([(d, weak.measure(p, s)) for p in weak.PROFILES for d, s in weak.DESIGNS.items()]))
+        print("\nthe chapter's three bounded options (options.yaml form), measured:\n")
+        import yaml
+        print(yaml.safe_dump({"options": [dict(o) for o in weak.MODEL_OPTIONS]}, sort_keys=False))
+        print(weak.table([(o["design"], weak.measure_option(o)) for o in weak.MODEL_OPTIONS]))
+        print("\nevery design on the weak service as it is (measured):\n")
+        print(weak.table([(d, weak.measure("as_is", s)) for d, s in weak.DESIGNS.items()]))
     if r.kind == "handoff":
         from . import handoff
         plan = handoff.read_plan(kit_dir / handoff.PLAN)
@@ -211,7 +293,7 @@ def _reveal(args, here: Path) -> int:
             print(f"exhibit {label}: {entry.adapter} on {scenario}: {entry.statement}")
             print(f"  the chapter ({entry.section}): \"{entry.quote}\"")
     for name in r.scenarios:
-        card = E.scenario_of(name).card
+        card = E.card(name)
         if card:
             print(f"\nteaching card ({name}):")
             for k, v in card.items():

@@ -12,7 +12,6 @@ starter itself imports; an ``--adapter`` naming the reference or the gallery is 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import shlex
 import sys
 from pathlib import Path
@@ -90,21 +89,28 @@ def refuse_spec(spec: str) -> None:
 
 
 # --------------------------------------------------------------------------- loading and grading
-def load_kit_adapter(path: Path):
-    from ..drivers import AdapterSpec
-
-    if not path.exists():
-        raise UsageError(f"{path}: no adapter here; run `crashlab workshop start` again to restore it")
-    name = f"crashlab_workshop_{abs(hash(str(path.resolve())))}_{path.stat().st_mtime_ns}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
+def _compiles(path: Path) -> None:
+    """A kit adapter that does not parse is the learner's error with its line, not a lost run."""
     try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - the learner's code
-        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
-    if not hasattr(module, "Adapter"):
-        raise UsageError(f"{path}: no class Adapter (keep the plumbing section at the end of the file)")
-    return AdapterSpec(text=f"workshop:{path.name}", kind="python", factory=module.Adapter)
+        compile(path.read_text(encoding="utf-8"), str(path), "exec")
+    except SyntaxError as exc:
+        raise UsageError(f"{path}:{exc.lineno}: not valid Python ({exc.msg})") from None
+
+
+def _run(scenario, spec, kit: Path | None):
+    """One scenario in a worker process; a kit's adapter.py is imported there from the kit folder."""
+    import os
+
+    from ..conformance import run_checked
+
+    if kit is None:
+        return run_checked(scenario, spec)
+    before = os.getcwd()
+    os.chdir(kit)
+    try:
+        return run_checked(scenario, spec)
+    finally:
+        os.chdir(before)
 
 
 def source(kit_dir: Path, *, wire: bool, adapter: str | None) -> str:
@@ -117,13 +123,16 @@ def source(kit_dir: Path, *, wire: bool, adapter: str | None) -> str:
 
 
 def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None):
-    """Run every scenario of the rung with the learner's adapter; -> (passed, lines)."""
-    from ..conformance import failure_message, run_one
+    """Run every scenario of the rung with the learner's adapter; -> (passed, lines). The
+    learner's code runs only in supervised worker processes (as ``crashlab run`` runs any
+    adapter: crashlab.judge, crashlab.jobs); crashlab checks the traces here."""
+    from ..conformance import failure_message
     from ..drivers import load_adapter
 
+    here = None
     if adapter:
         refuse_spec(adapter)
-        spec = load_adapter(adapter)
+        spec = load_adapter(adapter, import_code=False)
     elif wire and (kit_dir / "wire_adapter.py").exists():
         guard(kit_dir / "wire_adapter.py", r.wire_starter or r.starter)
         spec = load_adapter(f"exec:{shlex.quote(sys.executable)} {shlex.quote(str(kit_dir.resolve() / 'wire_adapter.py'))}")
@@ -137,13 +146,14 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
             raise UsageError(f"{kit_dir / 'adapter.py'}: no adapter here; run `crashlab workshop start` again "
                              "to restore it")
         guard(kit_dir / "adapter.py", r.starter)
-        spec = load_kit_adapter(kit_dir / "adapter.py")
+        _compiles(kit_dir / "adapter.py")
+        spec, here = load_adapter("adapter:Adapter", import_code=False), kit_dir.resolve()
     names = scenarios(r)
     lines, failed = [], 0
     again = "crashlab workshop check " + r.id + (" --wire" if wire else "") + \
         (f" --adapter {shlex.quote(adapter)}" if adapter else "")
     for name in names:
-        _, verdict = run_one(E.scenario_of(name), spec)
+        verdict = _run(E.scenario_of(name), spec, here)
         if verdict.verdict == "pass":
             lines.append(f"  pass  {name} (disposition {verdict.disposition})")
             continue

@@ -8,6 +8,9 @@ from the same trace with the selectors below, never from hard-coded numbers.
 from __future__ import annotations
 
 import functools
+import hashlib
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -23,6 +26,15 @@ def scenario_of(name: str) -> Scenario:
     """A library id, or a workshop-only scenario shipped in the package data."""
     local = DATA / "scenarios" / f"{name}.yaml"
     return load_file(local) if local.exists() else resolve(name)
+
+
+def card(name: str) -> dict:
+    """The teaching card reveal shows: the scenario's own, restated where data/cards.yaml says
+    its trace shows otherwise."""
+    import yaml
+
+    fixes = yaml.safe_load((DATA / "cards.yaml").read_text(encoding="utf-8")) or {}
+    return {**dict(scenario_of(name).card or {}), **(fixes.get(name) or {})}
 
 
 @functools.cache
@@ -70,6 +82,65 @@ def shift(events: Iterable[dict], offset: int) -> list[dict]:
     return out
 
 
+_TOKEN = re.compile(r"\b([A-Za-z]+)-(\d+)\b")
+_HEX = re.compile(r"\b[0-9a-f]{12,}\b")
+#: Names that are the chapter's, never a run's identifiers.
+_KEEP = frozenset({"AR-08"})
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A learner's own identifiers, clock and event numbers, derived from their name only.
+
+    Every ``PREFIX-N`` identifier (runs, workers, incidents, parts, slots, technicians, refs,
+    event ids) gets another number by a bijection per learner (two identifiers never merge),
+    every long hex string (keys, hashes) another hex string, and the listing's clock starts
+    some seconds later; the lesson (which event shows what) is unchanged."""
+
+    name: str
+
+    def _n(self, salt: str) -> int:
+        return int(hashlib.sha256(f"{self.name}\0{salt}".encode()).hexdigest(), 16)
+
+    def text(self, s: str) -> str:
+        def number(m: re.Match) -> str:
+            if m.group(0) in _KEEP:
+                return m.group(0)
+            digits = m.group(2)
+            modulus = 10 ** max(3, len(digits))
+            a = 1 + 2 * (self._n("a" + m.group(1)) % (modulus // 2))
+            while a % 5 == 0:
+                a += 2
+            value = (a * int(digits) + self._n("b" + m.group(1))) % modulus
+            return f"{m.group(1)}-{value or modulus}"
+
+        s = _TOKEN.sub(number, s)
+        return _HEX.sub(lambda m: hashlib.sha256(f"{self.name}\0{m.group(0)}".encode()).hexdigest()[:len(m.group(0))], s)
+
+    def value(self, v: Any) -> Any:
+        if isinstance(v, str):
+            return self.text(v)
+        if isinstance(v, dict):
+            return {self.text(k) if isinstance(k, str) else k: self.value(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [self.value(x) for x in v]
+        return v
+
+    @property
+    def clock_ms(self) -> int:
+        """How much later the listing's clock starts (seconds and milliseconds, never a minute)."""
+        return 1000 * (7 + self._n("clock") % 50) + self._n("ms") % 1000
+
+    def events(self, events: Iterable[dict]) -> list[dict]:
+        out = []
+        for ev in events:
+            ev = {k: (v if k in ("seq", "call", "t", "lane", "kind") else self.value(v)) for k, v in ev.items()}
+            if ev["kind"] == "header" and isinstance(ev.get("origin_ms"), int):
+                ev["origin_ms"] += self.clock_ms
+            out.append(ev)
+        return out
+
+
 # --------------------------------------------------------------------------- listing
 def _key(ev: dict) -> str:
     key = ev.get("key") or ""
@@ -98,6 +169,10 @@ def summary(ev: dict, origin_ms: int) -> str | None:
             if "ref" in value and "committed_at" in value:
                 return f"result of #{ev['call']}: accepted ref={value['ref']}" + (
                     "" if ev.get("delivered", True) else " (never delivered: the worker died)")
+            if "lookup" in value and "idempotency" in value:    # the service profile a worker read
+                return (f"result of #{ev['call']}: service profile idempotency={value.get('idempotency')} "
+                        f"lookup={value.get('lookup')} consistency={value.get('consistency')} "
+                        f"compensation={value.get('compensation')}")
             if "live" in value:
                 return f"result of #{ev['call']}: authority live={value['live']} ({value.get('reason')})"
             if value.get("events"):

@@ -28,9 +28,13 @@ def questions() -> tuple[Question, ...]:
     out = []
     for label in EXHIBITS:
         out.append(Question(id=f"{label}_rule", type="choice", vocab=RULES,
-                            prompt=f"Exhibit {label}: which invariant does it break?"))
+                            prompt=f"Exhibit {label}: which invariant does it break?",
+                            hint=f"Exhibit {label}: start from its finish and its ledger lines: what does it claim, "
+                                 "and which result or REMOTE line did it observe? Then read the rule list in vocab.md."))
         out.append(Question(id=f"{label}_evidence", type="event",
-                            prompt=f"Exhibit {label}: cite an event that shows the violation."))
+                            prompt=f"Exhibit {label}: cite an event that shows the violation.",
+                            hint=f"Exhibit {label}: cite the line where the rule you named is broken (the claim or "
+                                 "the act), not the fault that preceded it."))
     return tuple(out)
 
 

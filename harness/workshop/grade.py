@@ -14,6 +14,7 @@ A wrong answer is reported by question (and by row and column), never with the r
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,16 @@ class Grade:
     passed: tuple[str, ...]
     wrong: tuple[str, ...]       # "question: what is wrong"
     blank: tuple[str, ...]
+    held: tuple[str, ...] = ()   # fields not graded any more: too many wrong tries (see MAX_TRIES)
+    tried: tuple[tuple[str, str], ...] = ()   # (field, the wrong value given) for each wrong field
 
     @property
     def ok(self) -> bool:
-        return not self.wrong and not self.blank
+        return not self.wrong and not self.blank and not self.held
+
+
+#: Distinct wrong answers a field takes before check stops grading it and points at the trace.
+MAX_TRIES = 3
 
 
 def columns(rung: Rung) -> dict[str, tuple]:
@@ -201,14 +208,20 @@ def _check_type(q, value: Any, fail) -> None:
 
 
 # --------------------------------------------------------------------------- grading
-def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, offset: int = 0) -> Grade:
-    """``offset``: how far the learner's kit moved its event numbers (their answers move back)."""
+def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, offset: int = 0,
+          held: frozenset = frozenset()) -> Grade:
+    """``offset``: how far the learner's kit moved its event numbers (their answers move back).
+    ``held``: fields that took MAX_TRIES wrong answers; they are not graded (the learner reads
+    the trace instead of trying again)."""
     expected = expected if expected is not None else K.expected(rung)
-    passed, wrong, blank_ = [], [], []
+    passed, wrong, blank_, held_, tried = [], [], [], [], []
     for q in rung.questions:
         if q.type == "table":
             continue
         value = answers.get(q.id)
+        if q.id in held:
+            held_.append(q.id)
+            continue
         if value is None:
             blank_.append(q.id)
             continue
@@ -220,7 +233,9 @@ def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, 
         problem = expected[q.id].judge(value)
         if problem is None:
             passed.append(q.id)
-        elif q.type == "event":
+            continue
+        tried.append((q.id, _tried(shown)))
+        if q.type == "event":
             wrong.append(f"{q.id}: event #{shown} is not the evidence asked for")
         else:
             wrong.append(f"{q.id}: your answer {problem}" + _why(q, value, expected[q.id]))
@@ -228,13 +243,21 @@ def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, 
         given = table.get(row_id, {})
         for col, exp in cells.items():
             name = f"{row_id}.{col}"
-            if given.get(col) is None:
+            if name in held:
+                held_.append(name)
+            elif given.get(col) is None:
                 blank_.append(name)
             elif exp.judge(given[col]) is None:
                 passed.append(name)
             else:
+                tried.append((name, _tried(given[col])))
                 wrong.append(f"row {row_id}, column {col}: not what the trace shows at that event")
-    return Grade(passed=tuple(passed), wrong=tuple(wrong), blank=tuple(blank_))
+    return Grade(passed=tuple(passed), wrong=tuple(wrong), blank=tuple(blank_), held=tuple(held_), tried=tuple(tried))
+
+
+def _tried(value: Any) -> str:
+    """A wrong answer as the progress file counts it (the same answer checked again is one try)."""
+    return str(sorted(map(str, value)) if isinstance(value, list) else value)
 
 
 @functools.cache
@@ -265,15 +288,52 @@ def _why(q, value: Any, exp) -> str:
     return ""
 
 
-def model_answers(rung: Rung, offset: int = 0) -> dict:
-    """The model answer (for reveal and for tests), in the numbering of a kit moved by ``offset``."""
+# --------------------------------------------------------------------------- a learner's own rows
+def row_ids(rung: Rung, offset: int = 0, variant: str | None = None) -> dict[str, str]:
+    """Canonical row id -> the id the learner's kit shows. A drill row is named by its event
+    (moved by ``offset``); the rows of a learner's kit get their ids in an order of their own
+    (``r1``..), so a neighbour's table, keyed by row, does not pass as is."""
+    if rung.kind != "table":
+        return {}
+    from . import evidence as E
+    rows = K.anchors(rung, E.trace(rung.scenario, K.REFERENCE))
+    if rung.rows_from is not None:
+        return {row_id: f"e{seq + offset}" for row_id, seq, _ in rows}
+    if not variant:
+        return {row_id: row_id for row_id, _, _ in rows}
+    order = sorted((row_id for row_id, _, _ in rows),
+                   key=lambda i: hashlib.sha256(f"{variant}\0{i}".encode()).hexdigest())
+    return {row_id: f"r{order.index(row_id) + 1}" for row_id, _, _ in rows}
+
+
+def _row_question(q, ids: dict) -> bool:
+    return q.type == "set" and bool(ids) and set(q.vocab) == set(ids)
+
+
+def to_canonical(rung: Rung, answers: dict, table: dict, ids: dict) -> tuple[dict, dict]:
+    """A learner's answers with their row ids read back as the canonical ones."""
+    if not ids or all(k == v for k, v in ids.items()):
+        return answers, table
+    back = {kit: canon for canon, kit in ids.items()}
+    table = {back.get(k, f"unknown:{k}"): cells for k, cells in table.items()}
+    answers = dict(answers)
+    for q in rung.questions:
+        if _row_question(q, ids) and isinstance(answers.get(q.id), list):
+            answers[q.id] = [back.get(v, v) for v in answers[q.id]]
+    return answers, table
+
+
+def model_answers(rung: Rung, offset: int = 0, variant: str | None = None) -> dict:
+    """The model answer (for reveal and for tests), in the numbering of a kit moved by ``offset``
+    (and, for a learner's kit, with the row ids of ``variant``)."""
     out = {"answers": {}, "table": {}}
     if not rung.graded_by_worksheet and rung.kind != "exhibits":
         return out
     expected = K.expected(rung)
+    ids = row_ids(rung, offset, variant)
     for qid, exp in expected.items():
         if qid == "table":
-            out["table"] = {r: {c: e.shown for c, e in cells.items()} for r, cells in exp.items()}
+            out["table"] = {ids.get(r, r): {c: e.shown for c, e in cells.items()} for r, cells in exp.items()}
         else:
             q = next((x for x in rung.questions if x.id == qid), None)
             shown = exp.shown
@@ -281,5 +341,7 @@ def model_answers(rung: Rung, offset: int = 0) -> dict:
                 shown += offset
             elif offset and q is not None and q.type == "events" and isinstance(shown, list):
                 shown = [v + offset for v in shown]
+            elif q is not None and _row_question(q, ids) and isinstance(shown, list):
+                shown = sorted(ids.get(v, v) for v in shown)
             out["answers"][qid] = shown
     return out

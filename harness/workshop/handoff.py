@@ -29,6 +29,16 @@ ACTIONS = ("acquire_new_epoch", "preserve_cancellation", "query_semantic_key", "
            "compare_intent_fields", "replay_recorded_result", "migrate_checkpoint", "pin_old_code",
            "communicate_manually", "preserve_both_histories", "escalate_to_operator", "dispatch_again",
            "dispatch_new_key", "compensate_again", "edit_ledger", "refresh_approval")
+#: Why each prohibited action is prohibited: the chapter's sentence (a kit's check names the step).
+WHY_PROHIBITED = {
+    "dispatch_again": "Blind retry can duplicate a non-idempotent action.",
+    "dispatch_new_key": "minting a new key for an unchanged retry could duplicate it.",
+    "compensate_again": "A compensation request can itself time out after commit, creating another ambiguous effect.",
+    "edit_ledger": "A human can provide evidence or exercise authorized override, but direct ledger editing "
+                   "destroys traceability.",
+    "refresh_approval": "A design that passes each single fault can still fail when cancellation is applied after "
+                        "a stale worker resumes or when migration accidentally refreshes old authority.",
+}
 MISSING = ("which_read_is_authoritative", "key_retention", "late_callback_policy", "compensation_authority",
            "owner_after_deadline", "none")
 
@@ -113,11 +123,13 @@ def _contracts_markdown() -> str:
                       "| field | type | required |", "|---|---|---|", *table(EFFECT_ENTRY_FIELDS)]) + "\n"
 
 
-def blank_plan(seed: int) -> str:
+def blank_plan(seed: int, adapter: str | None = None) -> str:
     lines = ["# yaml-language-server: $schema=plan.schema.json",
              "# Your recovery plan for each run: actions (from vocab.md), the final disposition the",
              "# evidence will permit, and who acts next. missing_information is not graded: it records",
-             "# what you had to ask for (compare shows it).", f"seed: {seed}", "reviewer: ~", "runs:"]
+             "# what you had to ask for (compare shows it). Where the answer depends on a read, write",
+             "# disposition (and next_owner) per outcome, e.g. {found: X, absent: Y, unavailable: Z}.",
+             f"seed: {seed}"] + ([f"adapter: {adapter}"] if adapter else []) + ["reviewer: ~", "runs:"]
     for label in TRACE_LABELS[:3]:
         lines += [f"  {label}:", "    actions: ~", "    disposition: ~", "    next_owner: ~",
                   "    missing_information: ~"]
@@ -125,58 +137,83 @@ def blank_plan(seed: int) -> str:
 
 
 def plan_schema() -> dict:
+    def either(values):   # one value, or one per read outcome
+        return {"oneOf": [{"enum": [*values, None]},
+                          {"type": "object", "additionalProperties": False, "minProperties": 1,
+                           "properties": {o: {"enum": list(values)} for o in vocab("outcomes")}}]}
+
     run = {"type": "object", "additionalProperties": False, "properties": {
         "actions": {"type": ["array", "null"], "items": {"enum": list(ACTIONS)}, "uniqueItems": True},
-        "disposition": {"enum": [*vocab("disposition"), None]},
-        "next_owner": {"enum": [*vocab("next_owner"), None]},
+        "disposition": either(vocab("disposition")),
+        "next_owner": either(vocab("next_owner")),
         "missing_information": {"type": ["array", "null"], "items": {"enum": list(MISSING)}}}}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "crashlab handoff plan",
             "type": "object", "required": ["seed", "runs"], "additionalProperties": False,
             "properties": {"seed": {"type": "integer"}, "reviewer": {"type": ["string", "null"]},
+                           "adapter": {"type": "string"},
                            "runs": {"type": "object", "additionalProperties": False,
                                     "properties": {label: run for label in TRACE_LABELS[:3]}}}}
 
 
-def write(folder: Path, seed: int) -> list[str]:
+def write(folder: Path, seed: int, adapter: str | None = None) -> list[str]:
+    """The rehearsal's artifacts for ``seed``: the runs as ``adapter`` (default: the reference
+    design) left them, so a team repeats the rehearsal on its own adapter."""
     if (folder / PLAN).exists():
         existing = read_plan(folder / PLAN)
         if existing["seed"] != seed:
             raise UsageError(f"{folder / PLAN}: this folder holds a plan for seed {existing['seed']}; "
                              f"give another --dir for seed {seed}")
+        if existing.get("adapter") != adapter:
+            raise UsageError(f"{folder / PLAN}: this folder holds a plan for the runs of "
+                             f"{existing.get('adapter') or 'the reference design'}; give another --dir")
     folder.mkdir(parents=True, exist_ok=True)
     files = []
+    listings = []
     for label, name in zip(TRACE_LABELS, pick(seed)):
-        art = artifacts(E.trace(name, REFERENCE), label)
+        art = artifacts(E.trace(name, adapter or REFERENCE), label)
         run_dir = folder / f"run-{label}"
         run_dir.mkdir(exist_ok=True)
         (run_dir / "checkpoint.json").write_text(json.dumps(art["checkpoint"], indent=2, sort_keys=True) + "\n")
         (run_dir / "ledger.json").write_text(json.dumps(art["ledger"], indent=2, sort_keys=True) + "\n")
         write_jsonl(art["trace"], run_dir / "trace-until-handoff.jsonl")
         (run_dir / "listing.txt").write_text(E.listing(art["trace"]))
+        listings.append((f"run {label}: checkpoint", json.dumps(art["checkpoint"], indent=2, sort_keys=True)))
+        listings.append((f"run {label}: ledger", json.dumps(art["ledger"], indent=2, sort_keys=True)))
+        listings.append((f"run {label}: the trace up to the handoff", E.listing(art["trace"])))
         files += [f"run-{label}/{f}" for f in ("checkpoint.json", "ledger.json", "trace-until-handoff.jsonl",
                                                "listing.txt")]
     eight = folder / "eight-traces"
     eight.mkdir(exist_ok=True)
+    from .ladder import rung
     for i in range(1, 9):
-        name = next(s for s in ("t1-crash-before-dispatch", "t2-commit-before-record", "t3-record-before-response",
-                                "t4-approval-wait-crash", "t5-incompatible-deployment", "t6-duplicate-input-event",
-                                "t7-late-callback", "t8-compensation-failure") if s.startswith(f"t{i}-"))
-        (eight / f"{name}.txt").write_text(E.listing(E.sanitize(E.trace(name, REFERENCE))))
+        name = rung(f"t{i}").scenario            # the eight traces as the ladder shows them
+        (eight / f"{name.removeprefix('workshop-')}.txt").write_text(E.listing(E.sanitize(E.trace(name, REFERENCE))))
     files.append("eight-traces/")
     for fname, text in (("recovery-matrix.md", _matrix_markdown()), ("compatibility.md", _compatibility_markdown()),
                         ("contracts.md", _contracts_markdown()),
-                        ("vocab.md", "# Vocabularies\n\n" + "\n".join(
-                            ["- **actions**: " + ", ".join(f"`{a}`" for a in ACTIONS),
-                             "- **disposition**: " + ", ".join(f"`{d}`" for d in vocab("disposition")),
-                             "- **next_owner**: " + ", ".join(f"`{d}`" for d in vocab("next_owner")),
-                             "- **missing_information**: " + ", ".join(f"`{d}`" for d in MISSING)]) + "\n"),
+                        ("vocab.md", vocab_markdown()),
                         ("plan.schema.json", json.dumps(plan_schema(), indent=2) + "\n")):
         (folder / fname).write_text(text)
         files.append(fname)
     if not (folder / PLAN).exists():
-        (folder / PLAN).write_text(blank_plan(seed))
+        (folder / PLAN).write_text(blank_plan(seed, adapter))
     files.append(PLAN)
+    from .kit import handout_html
+    from .ladder import rung
+    (folder / "handout.html").write_text(handout_html(rung("handoff"), listings, blank_plan(seed, adapter), None,
+                                                      vocab_markdown()), encoding="utf-8")
+    files.append("handout.html")
     return files
+
+
+def vocab_markdown() -> str:
+    return "# Vocabularies\n\n" + "\n".join(
+        ["- **actions**: " + ", ".join(f"`{a}`" for a in ACTIONS),
+         "- **disposition**: " + ", ".join(f"`{d}`" for d in vocab("disposition")),
+         "- **next_owner**: " + ", ".join(f"`{d}`" for d in vocab("next_owner")),
+         "- **missing_information**: " + ", ".join(f"`{d}`" for d in MISSING),
+         "- **read outcomes** (the branches of a conditional disposition or next owner): "
+         + ", ".join(f"`{d}`" for d in vocab("outcomes"))]) + "\n"
 
 
 # --------------------------------------------------------------------------- reading, grading, comparing
@@ -217,8 +254,17 @@ def read_plan(path: Path) -> dict:
                 if value not in allowed:
                     fail(run, field, f"{value!r} is not in the vocabulary (vocab.md)")
         for field, allowed in (("disposition", vocab("disposition")), ("next_owner", vocab("next_owner"))):
-            if run.get(field) is not None and run[field] not in allowed:
-                fail(run, field, f"{run[field]!r} is not in the vocabulary (vocab.md)")
+            value = run.get(field)
+            if isinstance(value, dict):      # conditional: one value per read outcome
+                if not value:
+                    fail(run, field, "give one value per read outcome, e.g. {found: ..., absent: ...}")
+                for outcome, v in value.items():
+                    if outcome not in vocab("outcomes"):
+                        fail(value, outcome, f"{outcome!r} is not a read outcome ({', '.join(vocab('outcomes'))})")
+                    if v not in allowed:
+                        fail(value, outcome, f"{v!r} is not in the vocabulary (vocab.md)")
+            elif value is not None and value not in allowed:
+                fail(run, field, f"{value!r} is not in the vocabulary (vocab.md)")
     return doc
 
 
@@ -230,14 +276,17 @@ def grade(plan: dict) -> tuple[list[str], list[str]]:
         run = plan["runs"].get(label) or {}
         actions = set(run.get("actions") or [])
         problems = []
-        if run.get("disposition") not in key["dispositions"]:
-            problems.append("the disposition is not one the evidence permits")
-        if run.get("next_owner") not in key["next_owner"]:
-            problems.append("the next owner is not right")
+        problems += _branches(run.get("disposition"), key["dispositions"], "the disposition",
+                              "is not one the evidence permits")
+        problems += _branches(run.get("next_owner"), key["next_owner"], "the next owner", "is not right")
+        if isinstance(run.get("disposition"), dict):
+            problems += [f"the disposition if the read says {o} does not state what that read shows"
+                         for o, d in run["disposition"].items() if not _truthful(o, d)]
         if any(not actions & set(group) for group in key["required"]):
             problems.append("the actions miss a required step")
-        if actions & set(key["prohibited"]):
-            problems.append("the actions include a prohibited step")
+        for step in sorted(actions & set(key["prohibited"])):
+            problems.append(f"the actions include the prohibited step {step}: the chapter: "
+                            f"\"{WHY_PROHIBITED[step]}\"")
         if problems:
             wrong += [f"run {label}: {p}" for p in problems]
         else:
@@ -245,33 +294,70 @@ def grade(plan: dict) -> tuple[list[str], list[str]]:
     return passed, wrong
 
 
+def _branches(value, permitted, what: str, wrong: str) -> list[str]:
+    """A plain value, or a conditional one (read outcome -> value): every branch permitted."""
+    if isinstance(value, dict):
+        return [f"{what} if the read says {o} {wrong}" for o, v in value.items() if v not in permitted]
+    return [] if value in permitted else [f"{what} {wrong}"]
+
+
+#: What a disposition may say after each read outcome: found is an effect, absent is none, the
+#: rest leave it unknown (or wait for someone who can find out).
+_TRUTHFUL = {"found": ("SUCCEEDED", "EFFECT_REMAINS", "WAITING_"), "absent": ("NO_EFFECT", "WAITING_"),
+             "unavailable": ("UNKNOWN", "WAITING_"), "conflict": ("UNKNOWN", "WAITING_"),
+             "in_flight": ("UNKNOWN", "WAITING_")}
+
+
+def _truthful(outcome: str, disposition: str) -> bool:
+    return any(part in disposition for part in _TRUTHFUL.get(outcome, ("",)))
+
+
+def _shown(value) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{o}: {v}" for o, v in sorted(value.items()))
+    return ", ".join(value) if isinstance(value, list) else str(value)
+
+
 def compare(a: dict, b: dict, name_a: str, name_b: str) -> tuple[list[str], int]:
     """Side by side; -> (lines, number of disagreements)."""
     if a["seed"] != b["seed"]:
         raise UsageError(f"the plans recover different runs (seed {a['seed']} and {b['seed']}); "
                          "compare plans written for the same --seed")
+    if a.get("adapter") != b.get("adapter"):
+        raise UsageError("the plans recover the runs of different adapters; compare plans written for the "
+                         "same --seed and --adapter")
     lines = [f"{'run':<4} {'field':<20} {name_a:<32} {name_b:<32}"]
     disagreements = 0
+    gaps = 0
     for label in TRACE_LABELS[:3]:
         ra, rb = a["runs"].get(label) or {}, b["runs"].get(label) or {}
         for field in ("disposition", "next_owner", "actions", "missing_information"):
             va, vb = ra.get(field), rb.get(field)
-            if isinstance(va, list) or isinstance(vb, list):
+            if field in ("actions", "missing_information"):
                 va, vb = sorted(va or []), sorted(vb or [])
             same = va == vb
-            shown_a = ", ".join(va) if isinstance(va, list) else str(va)
-            shown_b = ", ".join(vb) if isinstance(vb, list) else str(vb)
-            lines.append(f"{label:<4} {field:<20} {shown_a:<32} {shown_b:<32} {'' if same else '<- differs'}")
-            if not same and field != "missing_information":
+            note = "" if same else "<- differs" + (" (not graded)" if field == "missing_information" else "")
+            lines.append(f"{label:<4} {field:<20} {_shown(va):<32} {_shown(vb):<32} {note}")
+            if not same and field == "missing_information":
+                gaps += 1
+            elif not same:
                 disagreements += 1
                 if field == "actions":
                     only_a, only_b = sorted(set(va) - set(vb)), sorted(set(vb) - set(va))
                     lines.append(f"     only {name_a}: {', '.join(only_a) or '-'}; only {name_b}: {', '.join(only_b) or '-'}")
-    lines.append(f"{disagreements} disagreement(s)" + (
-        ": each is an underspecified contract or a policy decision that needs an owner; resolve it with "
-        "the service or domain owner, do not average the decisions" if disagreements else
-        ": the same permitted disposition from the same evidence"))
-    return lines, disagreements
+    _, wrong_a = grade(a)
+    _, wrong_b = grade(b)
+    lines.append(f"{disagreements} disagreement(s) in disposition, next owner or actions"
+                 + (f"; {gaps} run(s) where the missing information differs (not graded)" if gaps else "")
+                 + (": each is an underspecified contract or a policy decision that needs an owner; resolve "
+                    "it with the service or domain owner, do not average the decisions" if disagreements else ""))
+    for name, wrong in ((name_a, wrong_a), (name_b, wrong_b)):
+        lines += [f"{name}: {w}" for w in wrong]
+    if not disagreements and not wrong_a and not wrong_b:
+        lines.append("the same permitted disposition from the same evidence")
+    elif not disagreements:
+        lines.append("the reviewers agree, but not on what the evidence permits: agreement is not the pass")
+    return lines, disagreements + len(wrong_a) + len(wrong_b)
 
 
 def model_plan(seed: int, reviewer: str = "model") -> dict:

@@ -194,7 +194,13 @@ def _rubric(events, spec, keys):
     return measured(spec["category"])
 
 
+def _failure_exhibit(events, spec, keys):
+    from .rubric import failure_expected
+    return failure_expected(spec["label"], spec["part"])
+
+
 DERIVE = {"safe_designs": _safe_designs, "unambiguous_options": _unambiguous_options, "rubric": _rubric,
+          "failure_exhibit": _failure_exhibit,
           "revalidated": _revalidated, "same_key": _same_key, "read_of": _read_of,
           "compatibility": _compatibility, "later_duplicates": _later_duplicates,
           "mismatch_rows": _mismatch_rows}
@@ -222,6 +228,9 @@ def _one(events_by: dict, spec: dict, keys: dict, rung: Rung) -> Expected:
         return Expected(mode="one_of", accepted=frozenset({n}), shown=n)
     if "value" in spec:
         return Expected(mode="one_of", accepted=frozenset({spec["value"]}), shown=spec["value"])
+    if "set" in spec and "must" in spec:     # every value of must, and others only from set
+        return Expected(mode="subset", accepted=frozenset(spec["set"]), must=frozenset(spec["must"]),
+                        shown=list(spec["must"]))
     if "set" in spec:
         return Expected(mode="exact", accepted=frozenset(spec["set"]), shown=list(spec["set"]))
     if "derive" in spec:

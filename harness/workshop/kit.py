@@ -47,7 +47,7 @@ def evidence_sets(rung: Rung) -> list[tuple[str, list[dict]]]:
     if rung.kind == "rubric":
         from . import rubric
         return [(f"R-{name.split('-')[0]}" if name.startswith("t") else f"R-{name}", events)
-                for name, events in rubric.traces()]
+                for name, events in rubric.traces()] + rubric.failure_traces()
     return [(TRACE_LABELS[i], E.sanitize(E.trace(name, keys.REFERENCE))) for i, name in enumerate(rung.scenarios)]
 
 
@@ -94,12 +94,17 @@ def vocab_markdown(rung: Rung) -> str:
     if rung.kind == "exhibits":
         lines += ["", "## Invariants (the rules an exhibit may break)", "", exhibits.rules_markdown()]
     if rung.kind == "rubric":
-        from ..checks.docs import rubric_markdown
-        lines += ["", rubric_markdown()]
+        lines += ["", "The twenty points and the five automatic failures: `rubric.md`."]
     return "\n".join(lines) + "\n"
 
 
-def handout_html(rung: Rung, listings: list[tuple[str, str]], worksheet: str, starter: str | None) -> str:
+def rubric_markdown() -> str:
+    from ..checks.docs import rubric_markdown as points
+    return "\n".join(line for line in points().splitlines() if not line.startswith("<!--")) + "\n"
+
+
+def handout_html(rung: Rung, listings: list[tuple[str, str]], worksheet: str, starter: str | None,
+                 vocab: str = "") -> str:
     """A printable page: the task, the blank worksheet, and the evidence listings."""
     e = html.escape
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Rung {e(rung.id)}</title>",
@@ -112,6 +117,8 @@ def handout_html(rung: Rung, listings: list[tuple[str, str]], worksheet: str, st
         parts.append(f"<p>{e(rung.code_task)}</p>")
     if worksheet:
         parts += ["<h2>Worksheet</h2>", f"<pre>{e(worksheet)}</pre>"]
+    if vocab:
+        parts += ["<h2>Vocabularies</h2>", f"<pre>{e(vocab)}</pre>"]
     for label, text in listings:
         parts += [f"<h2>Evidence {e(label)}</h2>", f"<pre>{e(text)}</pre>"]
     if starter:
@@ -120,10 +127,13 @@ def handout_html(rung: Rung, listings: list[tuple[str, str]], worksheet: str, st
     return "\n".join(parts)
 
 
-def write(rung: Rung, folder: Path, offset: int = 0) -> list[str]:
+def write(rung: Rung, folder: Path, offset: int = 0, variant: str | None = None) -> list[str]:
     """Write the kit into ``folder``; -> the file names written. An existing worksheet or
     adapter is kept (the learner's work is never overwritten). ``offset`` moves every event
-    number (a per-learner kit; the grader moves the learner's answers back)."""
+    number (a per-learner kit; the grader moves the learner's answers back); ``variant`` (the
+    learner's name) also gives the evidence and the scenario the learner's own identifiers,
+    keys and clock (E.Variant)."""
+    own = E.Variant(variant) if variant else None
     folder.mkdir(parents=True, exist_ok=True)
     files: list[str] = []
 
@@ -137,6 +147,8 @@ def write(rung: Rung, folder: Path, offset: int = 0) -> list[str]:
     sets = evidence_sets(rung)
     for label, events in sets:
         events = E.shift(events, offset)
+        if own:
+            events = own.events(events)
         suffix = "" if len(sets) == 1 and rung.kind != "exhibits" else f"-{label}"
         prefix = "exhibit" if rung.kind in ("exhibits", "rubric") else "trace"
         write_jsonl(events, folder / f"{prefix}{suffix}.jsonl")
@@ -146,23 +158,32 @@ def write(rung: Rung, folder: Path, offset: int = 0) -> list[str]:
         listings.append((label, text))
     for i, name in enumerate(rung.scenarios):
         suffix = "" if len(rung.scenarios) == 1 else f"-{TRACE_LABELS[i]}"
-        put(f"scenario{suffix}.yaml", scenario_text(name))
+        put(f"scenario{suffix}.yaml", own.text(scenario_text(name)) if own else scenario_text(name))
     if rung.code_scenario:
-        put("code-scenario.yaml", scenario_text(rung.code_scenario))
+        put("code-scenario.yaml", own.text(scenario_text(rung.code_scenario)) if own else
+            scenario_text(rung.code_scenario))
     worksheet = ""
     if rung.questions or rung.kind == "table":
-        rows = [(row_id, seq + offset, label) for row_id, seq, label in table_rows(rung)]
+        ids = grade.row_ids(rung, offset, variant)
+        rows = sorted(((ids.get(row_id, row_id), seq + offset, label) for row_id, seq, label in table_rows(rung)),
+                      key=lambda row: row[1])
         worksheet = grade.blank(rung, rows)
         put(grade.WORKSHEET, worksheet, keep=True)
         put("worksheet.schema.json", json.dumps(grade.schema(rung, rows), indent=2) + "\n")
         put("vocab.md", vocab_markdown(rung))
+    if rung.kind == "rubric":
+        put("rubric.md", rubric_markdown())
+    if rung.kind == "designs":
+        from . import weak
+        put(weak.OPTIONS, weak.blank_options(), keep=True)
     starter = None
     if rung.starter:
         starter = (STARTERS / f"{rung.starter}.py").read_text(encoding="utf-8")
         put("adapter.py", starter, keep=True)
     if rung.wire_starter:
         put("wire_adapter.py", (STARTERS / f"{rung.wire_starter}.py").read_text(encoding="utf-8"), keep=True)
-    put("handout.html", handout_html(rung, listings, worksheet, starter))
+    put("handout.html", handout_html(rung, listings, worksheet, starter,
+                                     vocab_markdown(rung) if worksheet else ""))
     files.append("task.md")
     (folder / "task.md").write_text(task_markdown(rung, files), encoding="utf-8")
     return files

@@ -42,10 +42,17 @@ class Rung:
     rows: tuple[Row, ...] = ()
     rows_from: dict | None = None
     columns: dict = field(default_factory=dict)    # column -> vocabulary name
+    column_hints: dict = field(default_factory=dict)   # column -> where to look when a cell is wrong
 
     @property
     def scenarios(self) -> tuple[str, ...]:
         return ((self.scenario,) if self.scenario else ()) + self.extra_scenarios
+
+    def field_hint(self, name: str) -> str | None:
+        """The hint for one field: a question id, ``row.column`` of a table, or ``run X`` of a plan."""
+        if "." in name:
+            return self.column_hints.get(name.split(".", 1)[1])
+        return next((q.hint for q in self.questions if q.id == name), None)
 
     @property
     def graded_by_worksheet(self) -> bool:
@@ -72,7 +79,8 @@ def rungs() -> tuple[Rung, ...]:
     out = []
     for raw in _doc()["rungs"]:
         questions = tuple(Question(id=q["id"], type=q["type"], prompt=q["prompt"],
-                                   vocab=vocab(q["vocab"]) if "vocab" in q else (), max=q.get("max"))
+                                   vocab=vocab(q["vocab"]) if "vocab" in q else (), max=q.get("max"),
+                                   hint=q.get("hint"))
                           for q in raw.get("questions", ()))
         rows = tuple(Row(id=r["id"], at=dict(r["at"]), label=r["label"]) for r in raw.get("rows", ()))
         out.append(Rung(id=raw["id"], title=raw["title"], kind=raw["kind"], chapter=" ".join(raw["chapter"].split()),
@@ -82,7 +90,8 @@ def rungs() -> tuple[Rung, ...]:
                         code_scenarios=tuple(raw.get("code_scenarios", ())), wire_starter=raw.get("wire_starter"),
                         code_task=" ".join(raw["code_task"].split()) if raw.get("code_task") else None,
                         questions=questions, hints=tuple(raw.get("hints", ())), rows=rows,
-                        rows_from=raw.get("rows_from"), columns=dict(raw.get("columns", {}))))
+                        rows_from=raw.get("rows_from"), columns=dict(raw.get("columns", {})),
+                        column_hints=dict(raw.get("column_hints", {}))))
     return tuple(out)
 
 

@@ -40,6 +40,31 @@ def entry(data: dict, rung_id: str) -> dict:
                                              "revealed": False})
 
 
+def record_tries(e: dict, tried) -> None:
+    """Count each distinct wrong answer per field (checking the same answer again is no new try)."""
+    tries = e.setdefault("tries", {})
+    for name, value in tried:
+        seen = tries.setdefault(name, [])
+        if value not in seen:
+            seen.append(value)
+
+
+def held(e: dict, limit: int) -> frozenset:
+    """The fields that took ``limit`` distinct wrong answers: no longer graded until released."""
+    tries = e.get("tries") if isinstance(e.get("tries"), dict) else {}
+    return frozenset(f for f, seen in tries.items() if isinstance(seen, list) and len(seen) >= limit)
+
+
+def release(e: dict, name: str) -> None:
+    """The facilitator gives a held field its tries back (recorded: the roster shows it)."""
+    (e.get("tries") or {}).pop(name, None)
+    e.setdefault("released", []).append(name)
+
+
+def hints_used(e: dict) -> int:
+    return int(e.get("hints") or 0) + len(e.get("field_hints") or ())
+
+
 def status(data: dict, rung_id: str) -> str:
     return data["rungs"].get(rung_id, {}).get("status", "not started")
 
@@ -60,3 +85,52 @@ def offset(data: dict) -> int:
     if not name:
         return 0
     return 101 + int(hashlib.sha256(str(name).encode("utf-8")).hexdigest(), 16) % 799
+
+
+# --------------------------------------------------------------------------- answers shown elsewhere
+def find(start: Path) -> Path | None:
+    """The learner's working folder: ``start`` or the nearest parent holding a progress file."""
+    for folder in (Path(start).resolve(), *Path(start).resolve().parents):
+        if path(folder).is_file():
+            return folder
+    return None
+
+
+def rungs_answered_by(scenario_id: str) -> list[str]:
+    """The rungs whose answer a scenario's teaching card gives away: those read from its trace
+    (or from the workshop's own version of it, ``workshop-ID``), and the handoff rehearsal when
+    it is one of the runs to recover."""
+    from .ladder import rungs
+
+    out = [r.id for r in rungs() if scenario_id in r.scenarios or f"workshop-{scenario_id}" in r.scenarios]
+    if scenario_id in _handoff_pool():
+        out.append("handoff")
+    return out
+
+
+def _handoff_pool() -> set[str]:
+    from .keys import _answers
+
+    return set(_answers()["handoff"])
+
+
+def record_shown(scenario_id: str, how: str, start: Path) -> list[str]:
+    """Any display of a rung's answer counts as a reveal: called before a teaching card is shown
+    in a learner's folder. A rung already passed keeps its pass (the display is noted, not held
+    against it). -> the rungs recorded as revealed."""
+    folder = find(start)
+    hit = rungs_answered_by(scenario_id)
+    if folder is None or not hit:
+        return []
+    data = load(folder)
+    revealed = []
+    for rung_id in hit:
+        e = data["rungs"].get(rung_id) or entry(data, rung_id)
+        if not e.get("kit"):
+            e["status"] = "not started"     # recorded, not started: start keeps the record
+        e.setdefault("shown", []).append({"by": how, "after_pass": e.get("status") == "passed"})
+        if e.get("status") != "passed":
+            e["revealed"] = True
+            revealed.append(rung_id)
+    save(folder, data)
+    return revealed

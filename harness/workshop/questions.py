@@ -18,6 +18,7 @@ class Question:
     prompt: str
     vocab: tuple = ()
     max: int | None = None
+    hint: str | None = None     # where to look when this answer is wrong (never the answer)
 
     def __post_init__(self) -> None:
         if self.type not in TYPES:

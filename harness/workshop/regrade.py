@@ -24,12 +24,16 @@ class Outcome:
     lines: tuple[str, ...]
     stuck: str | None          # the first field (or "code", a plan's run) not yet right
     answers: dict
+    tried: tuple = ()          # (field, wrong value) of this check, for the progress file's try count
+    open_fields: tuple = ()    # every field not yet right: the wrong ones first, then blank, then held
 
 
-def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset: int = 0) -> Outcome:
-    """Grade the rung's code, plan and worksheet in ``kit_dir``; UsageError on unreadable input."""
+def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset: int = 0,
+               held: frozenset = frozenset(), variant: str | None = None) -> Outcome:
+    """Grade the rung's code, plan and worksheet in ``kit_dir``; UsageError on unreadable input.
+    ``held``: the fields that took too many wrong tries (not graded; the learner is sent to the trace)."""
     lines: list[str] = []
-    passed, stuck, answers = True, None, {}
+    passed, stuck, answers, tried = True, None, {}, ()
     if r.starter:
         from .codecheck import grade_code
         ok, out = grade_code(r, kit_dir, wire=wire, adapter=adapter)
@@ -43,21 +47,65 @@ def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
         lines += [f"plan: {len(ok_runs)} of 3 runs recovered within what the evidence permits"] + [
             f"  wrong  {w}" for w in wrong]
         stuck = stuck or (wrong[0].split(":")[0] if wrong else None)
+    if r.kind == "designs":
+        from . import weak
+        rows, wrong = weak.grade_options(weak.read_options(kit_dir / weak.OPTIONS))
+        passed &= not wrong
+        lines += [f"options: {len(rows)} proposed, measured on the five criteria:", weak.table(rows) if rows else "-"]
+        lines += [f"  wrong  {w}" for w in wrong]
+        stuck = stuck or ("options" if wrong else None)
     if r.questions or r.kind == "table":
         answers, table = G.read(kit_dir / G.WORKSHEET, r)
+        ids = G.row_ids(r, offset, variant)
+        canon_answers, table = G.to_canonical(r, answers, table, ids)
         override = None
         if r.kind == "rubric" and adapter:
             from .rubric import measured
-            override = {q.id: measured(q.id, adapter) for q in r.questions}
-        g = G.grade(r, answers, table, override, offset)
+            from ..checks.docs import CATEGORY_MAX
+            from . import keys as K
+            override = {**K.expected(r), **{q.id: measured(q.id, adapter) for q in r.questions
+                                            if q.id in CATEGORY_MAX or q.id == "automatic_failure"}}
+        back = {canon: kit for canon, kit in ids.items()}
+        held = frozenset(_rename(f, {v: k for k, v in back.items()}) for f in held)
+        g = G.grade(r, canon_answers, table, override, offset, held)
+        if any(k != v for k, v in back.items()):   # feedback in the learner's own row ids
+            g = G.Grade(passed=tuple(_rename(f, back) for f in g.passed),
+                        wrong=tuple(_rename_row(w, back) for w in g.wrong), blank=tuple(_rename(f, back) for f in g.blank),
+                        held=tuple(_rename(f, back) for f in g.held),
+                        tried=tuple((_rename(f, back), v) for f, v in g.tried))
         passed &= g.ok
-        lines.append(f"worksheet: {len(g.passed)} right, {len(g.wrong)} wrong, {len(g.blank)} blank")
+        lines.append(f"worksheet: {len(g.passed)} right, {len(g.wrong)} wrong, {len(g.blank)} blank"
+                     + (f", {len(g.held)} held" if g.held else ""))
         lines += [f"  wrong  {w}" for w in g.wrong]
         if g.blank:
             lines.append(f"  blank  {', '.join(g.blank)}")
-        first = [w.split(":")[0] for w in g.wrong] + list(g.blank)
+        lines += [held_line(r, name) for name in g.held]
+        first = [f for f, _ in g.tried] + list(g.blank) + list(g.held)
         stuck = stuck or (first[0] if first else None)
-    return Outcome(passed=passed, lines=tuple(lines), stuck=stuck, answers=answers)
+        tried = g.tried
+        open_fields = tuple(first)
+    return Outcome(passed=passed, lines=tuple(lines), stuck=stuck, answers=answers, tried=tuple(tried),
+                   open_fields=open_fields if r.questions or r.kind == "table" else ())
+
+
+def _rename(field: str, ids: dict) -> str:
+    row, dot, col = field.partition(".")
+    return f"{ids.get(row, row)}.{col}" if dot else field
+
+
+def _rename_row(line: str, ids: dict) -> str:
+    if line.startswith("row "):
+        row, _, rest = line[4:].partition(",")
+        return f"row {ids.get(row, row)},{rest}"
+    return line
+
+
+def held_line(r, name: str) -> str:
+    """A field that took MAX_TRIES wrong answers: the learner is sent to the trace, not to another try."""
+    look = r.field_hint(name) or "the listing, from the finish backwards."
+    return (f"  held   {name}: {G.MAX_TRIES} wrong tries; check no longer grades it. Read the trace instead: "
+            f"{look} Then explain your answer to the facilitator, who releases it "
+            f"(`crashlab workshop release {r.id} {name}`), or see `crashlab workshop reveal {r.id}`.")
 
 
 # --------------------------------------------------------------------------- the roster
@@ -83,7 +131,8 @@ def regrade(folder: Path, data: dict, rung_id: str) -> tuple[str, Outcome | None
     try:
         with _in(folder):
             outcome = grade_rung(r, folder / e["kit"], wire=bool(code.get("wire")), adapter=code.get("adapter"),
-                                 offset=progress.offset(data))
+                                 offset=progress.offset(data), held=progress.held(e, G.MAX_TRIES),
+                                 variant=data.get("variant"))
     except UsageError as exc:
         outcome, problem = None, str(exc).splitlines()[0]
     else:
@@ -114,7 +163,10 @@ def class_table(folder: Path) -> str:
         name = str(f.parent.relative_to(folder)) if f.parent != folder else data["learner"]
         learners.append((name, f.parent.resolve(), data, {i: regrade(f.parent.resolve(), data, i) for i in ids}))
     width = max(len(n) for n, *_ in learners + [("learner",)])
-    lines = [f"{'learner':<{width}}  " + " ".join(ids) + "  passed"]
+    from .facilitator import describe, find_room, load_room
+    room = find_room(folder)
+    lines = [f"room {room}: {describe(load_room(room))}", ""] if room else []
+    lines += [f"{'learner':<{width}}  " + " ".join(ids) + "  passed"]
     for name, _, _, graded in learners:
         cells = [f"{MARK[graded[i][0]]:>{len(i)}}" for i in ids]
         passed = sum(graded[i][0] == "passed" for i in ids)
@@ -126,14 +178,27 @@ def class_table(folder: Path) -> str:
     for name, _, data, graded in learners:
         entries = {i: data["rungs"].get(i) or {} for i in ids}
         attempts = sum(int(e.get("attempts") or 0) for e in entries.values())
-        hints = sum(int(e.get("hints") or 0) for e in entries.values())
+        hints = sum(progress.hints_used(e) for e in entries.values())
         reveals = [i for i in ids if entries[i].get("revealed")]
         notes = [f"{attempts} attempts", f"{hints} hints", f"revealed {', '.join(reveals) or 'none'}"]
         stuck = next((i for i in ids if graded[i][0] in ("attempted", "started")), None)
         if stuck:
             outcome, problem = graded[stuck][1], graded[stuck][2]
             where = outcome.stuck if outcome else f"unreadable: {problem}"
-            notes.append(f"stuck on {stuck} ({where}) after {entries[stuck].get('attempts') or 0} attempts")
+            tries = len((entries[stuck].get("tries") or {}).get(where) or ()) if outcome else 0
+            notes.append(f"stuck on {stuck} ({where}{f', {tries} wrong tries' if tries else ''}) "
+                         f"after {entries[stuck].get('attempts') or 0} attempts")
+        held = [f"{i}.{f}" for i in ids for f in sorted(progress.held(entries[i], G.MAX_TRIES))]
+        if held:
+            notes.append(f"held after {G.MAX_TRIES} wrong tries: {', '.join(held)}")
+        for i in ids:
+            for shown in entries[i].get("shown") or ():
+                if isinstance(shown, dict):
+                    notes.append(f"{i}: answer shown by `{shown.get('by')}`"
+                                 + (" after its pass" if shown.get("after_pass") else ""))
+        released = [f"{i}.{f}" for i in ids for f in entries[i].get("released") or ()]
+        if released:
+            notes.append(f"released: {', '.join(released)}")
         for i in ids:
             code = entries[i].get("code")
             if isinstance(code, dict) and code.get("adapter"):

@@ -16,6 +16,37 @@ SHOWN = ("t1-crash-before-dispatch", "t2-commit-before-record", "t3-record-befor
          "t8-compensation-failure", "combined-cancellation-under-pressure", "matrix-reconciliation-down")
 
 
+#: One exhibit per automatic failure (label -> gallery entry, the scenario whose trace shows it);
+#: the labels are not in the rubric's order. The mapping is the answer: it never enters a kit.
+FAILURES = {"F1": ("compensation-as-rollback", "combined-cancel-ambiguous-commit"),
+            "F2": ("checkpoint-without-owner", "t1-crash-before-dispatch"),
+            "F3": ("blind-retry", "fieldops-no-key-lookup"),
+            "F4": ("inner-client-retry", "t1-crash-before-dispatch"),
+            "F5": ("exactly-once-claim", "combined-cancellation-under-pressure")}
+
+
+def failure_name(reason: str) -> str:
+    """A rubric reason as a vocabulary value: 'exactly-once claim' -> exactly_once_claim."""
+    return reason.replace("-", "_").replace(" ", "_")
+
+
+def _failure_adapter(label: str) -> str:
+    from crashlab.gallery import BY_ID
+
+    return BY_ID[FAILURES[label][0]].adapter
+
+
+def failure_expected(label: str, part: str) -> Expected:
+    """The automatic failure an exhibit's trace shows, and the events that show it."""
+    _, scenario = FAILURES[label]
+    found = [v for v in E.verdict(scenario, _failure_adapter(label)).violations if v.auto_fail]
+    if part == "failure":
+        names = sorted({failure_name(v.auto_fail) for v in found})
+        return Expected(mode="one_of", accepted=frozenset(names), shown=names[0] if names else None)
+    seqs = sorted({s for v in found for s in v.events})
+    return Expected(mode="one_of", accepted=frozenset(seqs), shown=seqs[0] if seqs else None)
+
+
 def adapter() -> str:
     from crashlab.gallery import BY_ID
 
@@ -40,6 +71,11 @@ def measured(category: str, spec: str | None = None) -> Expected:
 
 def traces() -> list[tuple[str, list[dict]]]:
     return [(name, E.sanitize(E.trace(name, adapter()), "exhibit-R")) for name in SHOWN]
+
+
+def failure_traces() -> list[tuple[str, list[dict]]]:
+    return [(label, E.sanitize(E.trace(scenario, _failure_adapter(label)), f"exhibit-{label}"))
+            for label, (_, scenario) in FAILURES.items()]
 
 
 def comparison(answers: dict, spec: str | None = None) -> str:

@@ -15,12 +15,31 @@ def dedup_key(delivery: dict) -> str:
 
 
 # ----------------------------------------------------------------- plumbing (no need to edit)
+from dataclasses import replace  # noqa: E402
+
 from crashlab.reference_impl import ReferenceAdapter, inbox  # noqa: E402
 from crashlab.reference_impl.behaviour import Behaviour  # noqa: E402
 
 
 def _absorb(record, events):
-    return inbox.absorb(record, [{**e, "event_id": dedup_key(dict(e))} for e in events])
+    """Deduplicate under dedup_key; record each event under its own id (the first delivery's),
+    with its key kept in the checkpoint so that a new worker deduplicates the same way."""
+    first = {v["detail"]["dedup_key"]: k for k, v in record.events.items()
+             if isinstance(v.get("detail"), dict) and v["detail"].get("dedup_key")}
+    taken = set(record.events)
+    renamed, keys = [], {}
+    for e in inbox.ordered(events):
+        key = str(dedup_key(dict(e)))
+        if key not in first:
+            recorded = e["event_id"] if e["event_id"] not in taken else f"{e['event_id']}~{e['seq']}"
+            first[key] = recorded
+            taken.add(recorded)
+            keys[recorded] = key
+        renamed.append({**e, "event_id": first[key]})
+    absorbed = inbox.absorb(record, renamed)
+    known = {k: ({**v, "detail": {**(v.get("detail") or {}), "dedup_key": keys[k]}} if k in keys else v)
+             for k, v in absorbed.record.events.items()}
+    return replace(absorbed, record=absorbed.record.evolve(events=known))
 
 
 class Adapter(ReferenceAdapter):
