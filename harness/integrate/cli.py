@@ -33,6 +33,10 @@ def add_parsers(cmd) -> None:
     p.add_argument("--out", default="crashlab-integrate", metavar="DIR",
                    help="folder for the traces, stores and worker logs (default: crashlab-integrate)")
     p.add_argument("--json", metavar="PATH", help="write every scenario's card as JSON here")
+    p.add_argument("--runtime", metavar="NAME",
+                   help="run the worker under a durable runtime (dbos, celery, temporal, restate; docs/runtimes/): "
+                        "crashlab starts its local server once, gives every worker its address ({runtime}) and a "
+                        "unit-of-work id per run ({runtime_id}), and shows the runtime's record on each card")
     p.set_defaults(handler=run)
 
 
@@ -56,14 +60,20 @@ def run(args: argparse.Namespace) -> int:
     if not args.time_scale > 0 or not args.wall_limit > 0:
         raise UsageError("--time-scale and --wall-limit must be positive")
     scenarios = [resolve(n) for n in names]
+    runtime = None
+    if getattr(args, "runtime", None):
+        from ..runtimes import load
+        runtime = load(args.runtime)          # a UsageError naming the extra when its package is missing
     codes, cards = [], []
-    for sc in scenarios:
-        outcome = integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
-                            time_scale=args.time_scale, wall_limit_s=args.wall_limit)
-        print(outcome.card.text())
-        print(f"  trace: {outcome.trace}", flush=True)
-        codes.append(outcome.card.exit_code)
-        cards.append({**outcome.card.to_json(), "trace": str(outcome.trace)})
+    with _runtime_server(runtime, Path(args.out)) as server:
+        for sc in scenarios:
+            outcome = integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
+                                time_scale=args.time_scale, wall_limit_s=args.wall_limit,
+                                runtime=runtime, server=server)
+            print(outcome.card.text())
+            print(f"  trace: {outcome.trace}", flush=True)
+            codes.append(outcome.card.exit_code)
+            cards.append({**outcome.card.to_json(), "trace": str(outcome.trace)})
     if args.json:
         import json
 
@@ -73,3 +83,44 @@ def run(args: argparse.Namespace) -> int:
     print(f"integration: {sum(c == 0 for c in codes)} pass, {sum(c == 1 for c in codes)} fail, "
           f"{sum(c == 2 for c in codes)} inconclusive of {len(codes)}")
     return 1 if 1 in codes else (2 if 2 in codes else 0)
+
+
+class _runtime_server:
+    """One runtime server per ``crashlab integrate``: started before the first scenario, stopped in a
+    ``finally``, also on Ctrl-C and on SIGTERM (turned into SystemExit while it runs)."""
+
+    def __init__(self, runtime, out) -> None:
+        self.runtime, self.out, self.server, self.previous = runtime, out, None, None
+
+    def __enter__(self):
+        if self.runtime is None:
+            return None
+        import signal
+
+        def terminate(signum, frame):
+            raise SystemExit(128 + signum)
+        try:
+            self.previous = signal.signal(signal.SIGTERM, terminate)
+        except ValueError:            # not the main thread: Ctrl-C and the finally still stop it
+            self.previous = None
+        work = self.out / f"runtime-{self.runtime.name}"
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            self.server = self.runtime.start(work)
+        except BaseException:
+            self._restore()
+            raise
+        return self.server
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if self.server is not None:
+                self.server.stop()
+        finally:
+            self._restore()
+
+    def _restore(self) -> None:
+        if self.previous is not None:
+            import signal
+            signal.signal(signal.SIGTERM, self.previous)
+            self.previous = None

@@ -6,14 +6,18 @@ worker to the end, writes the trace (``OUT/{scenario}.jsonl``, checkable by ``cr
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import secrets
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..checks.verdict import check_trace
 from ..results import ScenarioResult
+from ..runtimes import Runtime, Server
 from ..scenario_compiled import Scenario
 from ..trace import write_jsonl
-from .card import Card, card
+from ..files import atomic_writer
+from .card import Card, RuntimeRun, RuntimeSection, card
 from .supervisor import DEFAULT_TIME_SCALE, WALL_LIMIT_S, Supervisor
 
 #: The integration suite: library scenarios that a real worker process can meet as written
@@ -51,10 +55,17 @@ class Outcome:
 
 
 def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlite:{db}",
-              time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S) -> Outcome:
+              time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
+              runtime: Runtime | None = None, server: Server | None = None) -> Outcome:
+    """``runtime`` and its started ``server`` (crashlab.runtimes): every worker gets the server's
+    environment and its run's unit-of-work id; the runtime's record of each run is written beside
+    the trace and summarized on the card."""
     out = Path(out)
     work = out / scenario.id
-    sup = Supervisor(scenario, worker, store=store, out=work, time_scale=time_scale, wall_limit_s=wall_limit_s)
+    token = secrets.token_hex(4)
+    ids = {spec.id: f"{scenario.id}.{spec.id}.{token}" for spec in scenario.runs} if server is not None else {}
+    sup = Supervisor(scenario, worker, store=store, out=work, time_scale=time_scale, wall_limit_s=wall_limit_s,
+                     runtime_env=server.env if server is not None else None, runtime_ids=ids)
     events = sup.run()
     path = out / f"{scenario.id}.jsonl"
     write_jsonl(events, path)
@@ -62,5 +73,30 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     timed = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events
              if ev.anchor is None and ev.run is not None and ev.type != "other_actor"]
     views = set.intersection(*(rs.store.views_found for rs in sup.runs.values())) if sup.runs else set()
-    return Outcome(scenario=scenario.id, trace=path, result=result, card=card(result, views=views, notes=sup.notes,
-                                                                          cut=sup.cut, timed=timed))
+    verdict = card(result, views=views, notes=sup.notes, cut=sup.cut, timed=timed)
+    if server is not None and runtime is not None:
+        verdict = replace(verdict, runtime=runtime_section(runtime, server, ids, events, work))
+    return Outcome(scenario=scenario.id, trace=path, result=result, card=verdict)
+
+
+def runtime_section(runtime: Runtime, server: Server, ids: dict[str, str], events: list[dict],
+                    work: Path) -> RuntimeSection:
+    """Read the runtime's own record of every run, write it to ``runtime-record.{run}.json`` and
+    summarize it beside the sandbox's count of commits for that run."""
+    runs = []
+    for run, unit in ids.items():
+        try:
+            record = server.record(unit)
+        except Exception as exc:   # a runtime's record that cannot be read is shown, never a traceback
+            record = [{"error": f"the runtime's record could not be read: {type(exc).__name__}: {exc}"}]
+        path = work / f"runtime-record.{run}.json"
+        with atomic_writer(path) as fh:
+            fh.write(json.dumps({"runtime": runtime.name, "version": runtime.tested_version, "unit": unit,
+                                 "record": record}, indent=1, sort_keys=True, default=str) + "\n")
+        summarize = getattr(server, "summary", None)
+        line = summarize(record) if callable(summarize) else f"{len(record)} row(s) in the runtime's record"
+        commits = sum(1 for ev in events if ev.get("kind") == "effect" and ev.get("run") == run
+                      and ev.get("cause") != "other_actor")
+        runs.append(RuntimeRun(run=run, unit=unit, summary=line, commits=commits, record=str(path)))
+    return RuntimeSection(name=runtime.name, title=runtime.title, version=runtime.tested_version,
+                          settings=runtime.retry_owner_settings, runs=tuple(runs))
