@@ -86,41 +86,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 class _runtime_server:
-    """One runtime server per ``crashlab integrate``: started before the first scenario, stopped in a
-    ``finally``, also on Ctrl-C and on SIGTERM (turned into SystemExit while it runs)."""
+    """One runtime server per ``crashlab integrate``: started before the first scenario, stopped when
+    the last one ends, also on an error, on Ctrl-C and on SIGTERM (crashlab.cli turns both signals
+    into an exception that passes through here)."""
 
     def __init__(self, runtime, out) -> None:
-        self.runtime, self.out, self.server, self.previous = runtime, out, None, None
+        self.runtime, self.out, self.server = runtime, out, None
 
     def __enter__(self):
         if self.runtime is None:
             return None
-        import signal
-
-        def terminate(signum, frame):
-            raise SystemExit(128 + signum)
-        try:
-            self.previous = signal.signal(signal.SIGTERM, terminate)
-        except ValueError:            # not the main thread: Ctrl-C and the finally still stop it
-            self.previous = None
         work = self.out / f"runtime-{self.runtime.name}"
         work.mkdir(parents=True, exist_ok=True)
-        try:
-            self.server = self.runtime.start(work)
-        except BaseException:
-            self._restore()
-            raise
+        self.server = self.runtime.start(work)
         return self.server
 
     def __exit__(self, *exc) -> None:
-        try:
-            if self.server is not None:
-                self.server.stop()
-        finally:
-            self._restore()
-
-    def _restore(self) -> None:
-        if self.previous is not None:
-            import signal
-            signal.signal(signal.SIGTERM, self.previous)
-            self.previous = None
+        if self.server is not None:
+            self.server.stop()

@@ -45,6 +45,19 @@ SUITE: dict[str, str] = {
     "combined-cancel-racing-conditional-prepare": "cancellation anchored before prepare, after prepare, in flight",
 }
 
+#: The runtime subset (docs/runtimes/): where a durable runtime's own retry or redelivery meets an
+#: ambiguous effect. The naive runtime examples fail each of these for the chapter's rule and the
+#: careful ones pass them (tests/test_runtimes_*.py); ``--suite`` runs them all the same.
+#: ``integration-keyless-502`` is examples/integration/scenarios/keyless-502.yaml.
+RUNTIME_SUITE: dict[str, str] = {
+    "integration-keyless-502": "502 after the commit on a service with no keys: the runtime's retry duplicates (EFF-01, "
+                               "RETRY-01)",
+    "crash-4-after-commit-before-record": "kill after the commit: the recovered step or redelivered task resends with no "
+                                          "read (RETRY-01)",
+    "t2-commit-before-record": "kill after the commit, keyed service: one commit, yet a blind resend (RETRY-01)",
+    "matrix-weak-service": "lost response on a service with no keys and no lookup: the runtime's retry duplicates (EFF-01)",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:

@@ -56,7 +56,11 @@ class RedisServer:
             raise UsageError("runtime 'celery' needs Debian's redis-server, which is not installed",
                              hint="apt-get install redis-server (crashlab starts it itself, on 127.0.0.1)")
         self.work = Path(work).resolve()
-        self.work.mkdir(parents=True, exist_ok=True)
+        try:
+            self.work.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"redis-server's folder cannot be made in {work}: {exc.strerror or exc}",
+                             hint="give an --out folder crashlab can write") from None
         self.log = self.work / "redis.log"
         self.proc: subprocess.Popen | None = None
         for _ in range(3):                      # a free port can be taken between the probe and the bind
@@ -68,7 +72,12 @@ class RedisServer:
                  "--daemonize", "no", "--databases", "4"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                 preexec_fn=_die_with_parent, close_fds=True)
-            if self._ready():
+            try:
+                ready = self._ready()
+            except BaseException:             # Ctrl-C or SIGTERM while it starts: nothing is left running
+                self._kill()
+                raise
+            if ready:
                 break
             self._kill()
         else:

@@ -40,6 +40,11 @@ class DbosState:
     """The shared system database of one ``crashlab integrate`` invocation."""
 
     def __init__(self, work: Path) -> None:
+        try:
+            Path(work).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"DBOS's system database cannot be placed in {work}: {exc.strerror or exc}",
+                             hint="give an --out folder crashlab can write") from None
         self.path = Path(work).resolve() / "dbos-system.sqlite"
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
@@ -54,7 +59,8 @@ class DbosState:
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
             raise UsageError(f"DBOS could not prepare its system database {self.path}: " + " | ".join(tail),
-                             hint="pip install 'crashlab[dbos]' (DBOS Transact " + VERSION + ")")
+                             hint=f"check that {self.path.parent} is writable and that DBOS Transact {VERSION} is "
+                                  "installed (pip install 'crashlab[dbos]')")
 
     def _rows(self, sql: str, args: tuple) -> list[dict]:
         db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=2)
