@@ -114,3 +114,14 @@ def test_a_server_that_fails_to_start_shows_its_log_tail(tmp_path, monkeypatch):
         profile.start(tmp_path / "work")
     assert "FATAL: bind: Address already in use" in str(err.value)
     assert "apt-get install redis-server" in str(err.value.hint) and os.path.exists(tmp_path / "work" / "redis.log")
+
+
+@needs_redis
+def test_careful_a_paused_worker_past_its_lease_writes_nothing_and_the_run_resumes(server):
+    """The runtime does not fence a paused worker: the worker's own lease does (docs/runtimes/celery.md)."""
+    rt, srv, work = server
+    cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={work}"
+    outcome = integrate(resolve(str(KEYLESS.parent / "paused-past-lease.yaml")), worker=cmd, out=work / "paused",
+                        runtime=rt, server=srv)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    assert outcome.card.runtime.runs[0].commits == 1

@@ -86,3 +86,13 @@ def test_a_missing_system_database_folder_is_a_clear_error(tmp_path):
     blocker.write_text("")
     with pytest.raises(UsageError):
         load("dbos").start(blocker / "runtime")     # a path under a file: not creatable
+
+
+def test_careful_a_paused_worker_past_its_lease_writes_nothing_and_the_run_resumes(server):
+    """The runtime does not fence a paused worker: the worker's own lease does (docs/runtimes/dbos.md)."""
+    rt, srv, work = server
+    cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={work}"
+    outcome = integrate(resolve(str(KEYLESS.parent / "paused-past-lease.yaml")), worker=cmd, out=work / "paused",
+                        runtime=rt, server=srv)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    assert outcome.card.runtime.runs[0].commits == 1

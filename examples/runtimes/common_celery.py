@@ -28,6 +28,7 @@ from common import Stale, Unit, runtime_id
 TRANSPORT = {"visibility_timeout": 2, "unacked_restore_interval": 0.25, "unacked_restore_throttle": 1}
 
 FINISHED = threading.Event()
+STALE = threading.Event()
 
 
 def app(name: str) -> Celery:
@@ -62,13 +63,20 @@ def serve(a: Celery, unit: Unit, task) -> int:
     worker = a.Worker(pool="solo", concurrency=1, queues=[runtime_id()], without_heartbeat=True,
                       without_mingle=True, without_gossip=True, loglevel="WARNING", quiet=True)
     worker.start()
-    return 0 if unit.done() else (worker.exitcode or 1)
+    return 0 if unit.done() or STALE.is_set() else (worker.exitcode or 1)
 
 
 def finishing(unit: Unit, body: Callable[[], None]) -> None:
-    """Run ``body`` (the task's work), then let the process end once the run is finished."""
+    """Run ``body`` (the task's work), then let the process end once the run is finished. A worker
+    that finds a newer one owns the run (it was paused past its lease) gives the task back to the
+    queue unacknowledged, for the owner, and shuts down: a stale worker's task is not a failure."""
     try:
         body()
+    except Stale as exc:
+        from celery.exceptions import Reject
+        STALE.set()
+        FINISHED.set()
+        raise Reject(f"stale: {exc}", requeue=True) from None
     finally:
         if unit.done():
             FINISHED.set()
