@@ -28,11 +28,11 @@ from . import Runtime
 VERSION = "3.4.0"
 
 _MIGRATE = """
-import sys
+import os, sys
 from dbos import DBOS
 DBOS(config={"name": "crashlab", "system_database_url": sys.argv[1], "log_level": "ERROR"})
-DBOS.launch()
-DBOS.destroy()
+DBOS.launch()          # creates and migrates the schema, committed before it returns
+os._exit(0)            # DBOS.destroy() would wait about a second for its background threads
 """
 
 

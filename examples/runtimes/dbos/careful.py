@@ -16,29 +16,32 @@
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import Stale, Unit, runtime_id  # noqa: E402
-from dbos import DBOS, SetWorkflowID  # noqa: E402
+from common import Unit  # noqa: E402
+from common_dbos import fenced, serve  # noqa: E402
+from dbos import DBOS  # noqa: E402
 
 UNIT: Unit
 
 
 @DBOS.step()
+@fenced
 def prepare() -> str:
     return UNIT.prepare()
 
 
 @DBOS.step(retries_allowed=False)      # the adapter is the one retry owner
+@fenced
 def dispatch() -> str:
     return UNIT.careful_dispatch()     # SENT_UNKNOWN left by a dead attempt: read by key first
 
 
 @DBOS.step()
+@fenced
 def conclude() -> str:
     return UNIT.conclude()
 
@@ -54,27 +57,7 @@ def reservation() -> str:
 def main() -> int:
     global UNIT
     UNIT = Unit()
-    try:
-        if not UNIT.begin():
-            return 0
-    except Stale as exc:
-        print(f"stopping: {exc}", file=sys.stderr)
-        return 0
-    DBOS(config={"name": "crashlab-careful", "system_database_url": os.environ["CRASHLAB_RUNTIME"],
-                 "executor_id": runtime_id(), "log_level": "WARNING"})
-    DBOS.launch()                      # recovers this run's pending workflow, if a worker died in it
-    try:
-        if DBOS.get_workflow_status(runtime_id()) is None:
-            with SetWorkflowID(runtime_id()):
-                handle = DBOS.start_workflow(reservation)
-        else:
-            handle = DBOS.retrieve_workflow(runtime_id())
-        handle.get_result()
-    except Stale as exc:
-        print(f"stopping: {exc}", file=sys.stderr)
-    finally:
-        DBOS.destroy()
-    return 0
+    return serve(UNIT, "crashlab-careful", reservation)
 
 
 if __name__ == "__main__":

@@ -12,34 +12,38 @@ again with no read (RETRY-01).
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import Retryable, Stale, Unit, runtime_id  # noqa: E402
-from dbos import DBOS, SetWorkflowID  # noqa: E402
+from common import Unit  # noqa: E402
+from common_dbos import fenced, serve  # noqa: E402
+from dbos import DBOS  # noqa: E402
 
 UNIT: Unit
 
 
 @DBOS.step()
+@fenced
 def prepare() -> str:
     return UNIT.prepare()
 
 
 @DBOS.step(retries_allowed=True, max_attempts=3, interval_seconds=0.02, backoff_rate=2.0)
+@fenced
 def reserve() -> str:
     return UNIT.naive_send()          # raises Retryable on a 5xx, a timeout, a closed connection
 
 
 @DBOS.step()
+@fenced
 def gave_up(why: str) -> None:
     UNIT.gave_up(why)
 
 
 @DBOS.step()
+@fenced
 def conclude() -> str:
     return UNIT.conclude()
 
@@ -58,25 +62,7 @@ def reservation() -> str:
 def main() -> int:
     global UNIT
     UNIT = Unit()
-    try:
-        if not UNIT.begin():
-            return 0
-    except Stale as exc:
-        print(f"stopping: {exc}", file=sys.stderr)
-        return 0
-    DBOS(config={"name": "crashlab-naive", "system_database_url": os.environ["CRASHLAB_RUNTIME"],
-                 "executor_id": runtime_id(), "log_level": "WARNING"})
-    DBOS.launch()                     # recovers this run's pending workflow, if a worker died in it
-    try:
-        if DBOS.get_workflow_status(runtime_id()) is None:
-            with SetWorkflowID(runtime_id()):
-                handle = DBOS.start_workflow(reservation)
-        else:
-            handle = DBOS.retrieve_workflow(runtime_id())
-        handle.get_result()
-    finally:
-        DBOS.destroy()
-    return 0
+    return serve(UNIT, "crashlab-naive", reservation)
 
 
 if __name__ == "__main__":
