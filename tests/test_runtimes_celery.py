@@ -125,3 +125,19 @@ def test_careful_a_paused_worker_past_its_lease_writes_nothing_and_the_run_resum
                         runtime=rt, server=srv)
     assert outcome.card.verdict == "pass", outcome.card.text()
     assert outcome.card.runtime.runs[0].commits == 1
+
+
+@needs_redis
+def test_cli_starts_redis_once_on_loopback_and_leaves_no_port_behind(tmp_path, capsys):
+    import re
+
+    from crashlab.cli import main
+
+    cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={tmp_path}"
+    assert main(["integrate", str(KEYLESS), "--runtime", "celery", "--worker", cmd, "--out", str(tmp_path / "o")]) == 0
+    assert "runtime record run-82: Celery task SUCCESS" in capsys.readouterr().out
+    log = (tmp_path / "o" / "runtime-celery" / "redis.log").read_text()
+    port = int(re.search(r"port=(\d+)", log).group(1))
+    assert not _listening(port), "crashlab's redis-server still listens after the run"
+    assert not list((tmp_path / "o" / "runtime-celery").glob("dump.rdb"))
+    assert not _alive_with(str(tmp_path))
