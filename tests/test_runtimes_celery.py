@@ -141,3 +141,31 @@ def test_cli_starts_redis_once_on_loopback_and_leaves_no_port_behind(tmp_path, c
     assert not _listening(port), "crashlab's redis-server still listens after the run"
     assert not list((tmp_path / "o" / "runtime-celery").glob("dump.rdb"))
     assert not _alive_with(str(tmp_path))
+
+
+@needs_redis
+def test_a_sigkill_of_crashlab_takes_its_redis_server_along(tmp_path):
+    import re
+    import subprocess
+
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time\nwhile True: time.sleep(1)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "crashlab", "integrate", "matrix-throttling", "--runtime", "celery",
+                             "--worker", f"{sys.executable} {slow}", "--out", str(tmp_path / "o")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path / "o" / "runtime-celery" / "redis.log"
+    try:
+        deadline = time.monotonic() + 30
+        while not _alive_with(str(slow)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive_with(str(slow)), "the worker never started"
+        port = int(re.search(r"port=(\d+)", log.read_text()).group(1))
+        assert _listening(port)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    while (_listening(port) or _alive_with(str(slow))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _listening(port), "redis-server outlived a SIGKILL of crashlab"
+    assert not _alive_with(str(slow))
