@@ -154,6 +154,12 @@ def test_cli_names_what_is_wrong_with_the_runtime(fake, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "fake-server did not start: bind: address in use" in err and "apt-get install fake-server" in err
     assert "Traceback" not in err
+    monkeypatch.delenv("FAKE_RUNTIME_FAIL")
+    (fake / "a-file").write_text("")
+    assert main(["integrate", "matrix-throttling", "--runtime", "fake", "--worker", worker_cmd(fake),
+                 "--out", str(fake / "a-file" / "o")]) == 3
+    err = capsys.readouterr().err
+    assert "--out: cannot make" in err and "for the runtime" in err and "Traceback" not in err
 
 
 def test_sigterm_stops_the_server_and_every_worker(fake):

@@ -96,8 +96,13 @@ class _runtime_server:
     def __enter__(self):
         if self.runtime is None:
             return None
+        from ..errors import UsageError
+
         work = self.out / f"runtime-{self.runtime.name}"
-        work.mkdir(parents=True, exist_ok=True)
+        try:
+            work.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--out: cannot make {work} for the runtime: {exc.strerror or exc}") from None
         self.server = self.runtime.start(work)
         return self.server
 
