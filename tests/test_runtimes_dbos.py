@@ -31,6 +31,7 @@ NAIVE_FAILS = {
     "crash-4-after-commit-before-record": {"RETRY-01"},
     "t2-commit-before-record": {"RETRY-01"},
     "matrix-weak-service": {"EFF-01"},
+    "matrix-retry-amplification": {"RETRY-03", "EFF-01"},
 }
 
 

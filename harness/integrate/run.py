@@ -56,6 +56,8 @@ RUNTIME_SUITE: dict[str, str] = {
                                           "read (RETRY-01)",
     "t2-commit-before-record": "kill after the commit, keyed service: one commit, yet a blind resend (RETRY-01)",
     "matrix-weak-service": "lost response on a service with no keys and no lookup: the runtime's retry duplicates (EFF-01)",
+    "matrix-retry-amplification": "a proxy re-sends on 5xx and the runtime retries too: three retry owners, five holds "
+                                  "(RETRY-03, EFF-01)",
 }
 
 
