@@ -85,7 +85,7 @@ def test_naive_example_fails_for_the_chapters_rules(server, tmp_path):
     keyless = _integrate(server, KEYLESS_CRASH, "naive", tmp_path / "keyless")
     rules = statuses(keyless)
     assert rules["EFF-01"] == "fail" and rules["RETRY-01"] == "fail"     # two holds on a keyless service
-    assert any("2 commit(s)" in line and "ctx.run reserve, each once" in line for line in keyless.runtime)
+    assert any("2 commit(s)" in line and "ctx.run reserve, each once" in line for line in keyless.card.runtime.text())
 
 
 @pytest.mark.runtime_heavy

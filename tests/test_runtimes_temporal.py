@@ -61,12 +61,12 @@ def test_naive_example_fails_for_the_chapters_rules(server, tmp_path):
     rules = statuses(keyed)
     assert keyed.card.verdict == "fail"
     assert rules["RETRY-01"] == "fail" and rules["EFF-01"] == "pass"      # resent blind; the key saved it
-    assert any("attempt 2 completed; attempt 1 not in the history" in line for line in keyed.runtime)
+    assert any("attempt 2 completed; attempt 1 not in the history" in line for line in keyed.card.runtime.text())
     keyless = _integrate(server, KEYLESS_CRASH, "naive", tmp_path / "keyless")
     rules = statuses(keyless)
     assert rules["EFF-01"] == "fail" and rules["RETRY-01"] == "fail"     # two holds on a keyless service
-    assert any("2 commit(s)" in line for line in keyless.runtime)
-    assert any("attempt 1 not in the history" in line for line in keyless.runtime)   # only the sandbox saw it
+    assert any("2 commit(s)" in line for line in keyless.card.runtime.text())
+    assert any("attempt 1 not in the history" in line for line in keyless.card.runtime.text())   # only the sandbox saw it
 
 
 @pytest.mark.runtime_heavy
@@ -184,18 +184,18 @@ def test_the_wiring_gives_each_run_its_id_and_writes_the_record(tmp_path):
         assert address == "127.0.0.1:1" and rid == env_id and flag == "yes"
         assert rid.startswith("matrix-conflict-in-flight-second-run.run-82")
     assert json.loads((tmp_path / "matrix-conflict-in-flight-second-run" / "runtime-record.run-82.json")
-                      .read_text()) == [{"event": "started"}, {"event": "completed"}]
-    assert outcome.runtime[0].startswith("  runtime: Fake runtime, tested with 0")
-    assert sum("2 record row(s)" in line for line in outcome.runtime) == 2
+                      .read_text())["record"] == [{"event": "started"}, {"event": "completed"}]
+    assert outcome.card.runtime.text()[0].startswith("  runtime: Fake runtime 0")
+    assert sum("2 row(s) in the runtime's record" in line for line in outcome.card.runtime.text()) == 2
 
 
 def test_an_unreadable_record_is_said_beside_the_card_not_raised(tmp_path):
-    from crashlab.integrate.run import _runtime_section
+    from crashlab.integrate.run import runtime_section
     from crashlab.runtimes import Runtime
     fake = _FakeServer()
     rt = Runtime(name="fake", title="Fake", extra="fake", tested_version="0", retry_owner_settings=("none",),
                  start=lambda work: fake)
-    lines = _runtime_section(rt, fake, {"run-1": "s.run-1.broken"}, tmp_path, [])
-    assert "1 record row(s)" in lines[-1]
-    assert json.loads((tmp_path / "runtime-record.run-1.json").read_text()) == [
-        {"error": "RuntimeError: unreadable"}]
+    lines = runtime_section(rt, fake, {"run-1": "s.run-1.broken"}, [], tmp_path).text()
+    assert "1 row(s) in the runtime's record" in lines[-1]
+    assert json.loads((tmp_path / "runtime-record.run-1.json").read_text())["record"] == [
+        {"error": "the runtime's record could not be read: RuntimeError: unreadable"}]

@@ -62,11 +62,43 @@ class Line:
 
 
 @dataclass(frozen=True, slots=True)
+class RuntimeRun:
+    run: str
+    unit: str            # the run's workflow / task id in the runtime (CRASHLAB_RUNTIME_ID)
+    summary: str         # one line summarizing the runtime's own record of the run
+    commits: int         # the sandbox's count of commits for the run (its log, not the runtime's)
+    record: str          # where the runtime's record was written
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSection:
+    """The durable runtime the worker ran under (--runtime): evidence shown beside the verdict, never
+    deciding it."""
+    name: str
+    title: str
+    version: str
+    settings: tuple[str, ...]    # the runtime settings that make it a retry owner
+    runs: tuple[RuntimeRun, ...]
+
+    def text(self) -> list[str]:
+        out = [f"  runtime: {self.title} {self.version}; retry-owner settings: {', '.join(self.settings)}"]
+        out += [f"  runtime record {r.run}: {r.summary}; the sandbox counted {r.commits} commit(s)"
+                for r in self.runs]
+        return out
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "title": self.title, "version": self.version, "settings": list(self.settings),
+                "runs": [{"run": r.run, "unit": r.unit, "summary": r.summary, "commits": r.commits,
+                          "record": r.record} for r in self.runs]}
+
+
+@dataclass(frozen=True, slots=True)
 class Card:
     scenario: str
     verdict: str         # pass | fail | inconclusive
     lines: tuple[Line, ...]
     reasons: tuple[str, ...]
+    runtime: RuntimeSection | None = None
 
     @property
     def exit_code(self) -> int:
@@ -89,13 +121,18 @@ class Card:
         for why, ids in reasons.items():
             out.append(f"  not judgeable: {', '.join(ids)}: {why}")
         out.extend(f"  inconclusive: {r}" for r in self.reasons)
+        if self.runtime is not None:
+            out.extend(self.runtime.text())
         out.append(f"  limitation: {LIMITATION}")
         return "\n".join(out)
 
     def to_json(self) -> dict:
-        return {"scenario": self.scenario, "verdict": self.verdict, "limitation": LIMITATION,
-                "reasons": list(self.reasons),
-                "invariants": [{"id": l.invariant, "status": l.status, "why": l.why} for l in self.lines]}
+        out = {"scenario": self.scenario, "verdict": self.verdict, "limitation": LIMITATION,
+               "reasons": list(self.reasons),
+               "invariants": [{"id": l.invariant, "status": l.status, "why": l.why} for l in self.lines]}
+        if self.runtime is not None:
+            out["runtime"] = self.runtime.to_json()
+        return out
 
 
 def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut: list[str] = (),

@@ -34,9 +34,9 @@ def add_parsers(cmd) -> None:
                    help="folder for the traces, stores and worker logs (default: crashlab-integrate)")
     p.add_argument("--json", metavar="PATH", help="write every scenario's card as JSON here")
     p.add_argument("--runtime", metavar="NAME",
-                   help="a durable runtime the worker runs under (docs/runtimes/): crashlab starts its local server "
-                        "once, gives every worker {runtime} and {runtime_id}, and writes the runtime's own record "
-                        "beside each card")
+                   help="run the worker under a durable runtime (dbos, celery, temporal, restate; docs/runtimes/): "
+                        "crashlab starts its local server once, gives every worker its address ({runtime}) and a "
+                        "unit-of-work id per run ({runtime_id}), and shows the runtime's record on each card")
     p.set_defaults(handler=run)
 
 
@@ -60,33 +60,20 @@ def run(args: argparse.Namespace) -> int:
     if not args.time_scale > 0 or not args.wall_limit > 0:
         raise UsageError("--time-scale and --wall-limit must be positive")
     scenarios = [resolve(n) for n in names]
-    codes, cards = [], []
-    runtime = server = None
-    if args.runtime:
-        import signal
-
+    runtime = None
+    if getattr(args, "runtime", None):
         from ..runtimes import load
-        runtime = load(args.runtime)
-
-        def _term(signum, frame):     # SIGTERM ends the invocation like Ctrl-C: the server is stopped
-            raise KeyboardInterrupt
-        signal.signal(signal.SIGTERM, _term)
-        server = runtime.start(Path(args.out) / f"runtime-{runtime.name}")
-    try:
+        runtime = load(args.runtime)          # a UsageError naming the extra when its package is missing
+    codes, cards = [], []
+    with _runtime_server(runtime, Path(args.out)) as server:
         for sc in scenarios:
             outcome = integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
-                                time_scale=args.time_scale, wall_limit_s=args.wall_limit, runtime=runtime,
-                                server=server)
+                                time_scale=args.time_scale, wall_limit_s=args.wall_limit,
+                                runtime=runtime, server=server)
             print(outcome.card.text())
-            for line in outcome.runtime:
-                print(line)
             print(f"  trace: {outcome.trace}", flush=True)
             codes.append(outcome.card.exit_code)
-            cards.append({**outcome.card.to_json(), "trace": str(outcome.trace),
-                          **({"runtime": list(outcome.runtime)} if outcome.runtime else {})})
-    finally:
-        if server is not None:
-            server.stop()
+            cards.append({**outcome.card.to_json(), "trace": str(outcome.trace)})
     if args.json:
         import json
 
@@ -96,3 +83,29 @@ def run(args: argparse.Namespace) -> int:
     print(f"integration: {sum(c == 0 for c in codes)} pass, {sum(c == 1 for c in codes)} fail, "
           f"{sum(c == 2 for c in codes)} inconclusive of {len(codes)}")
     return 1 if 1 in codes else (2 if 2 in codes else 0)
+
+
+class _runtime_server:
+    """One runtime server per ``crashlab integrate``: started before the first scenario, stopped when
+    the last one ends, also on an error, on Ctrl-C and on SIGTERM (crashlab.cli turns both signals
+    into an exception that passes through here)."""
+
+    def __init__(self, runtime, out) -> None:
+        self.runtime, self.out, self.server = runtime, out, None
+
+    def __enter__(self):
+        if self.runtime is None:
+            return None
+        from ..errors import UsageError
+
+        work = self.out / f"runtime-{self.runtime.name}"
+        try:
+            work.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--out: cannot make {work} for the runtime: {exc.strerror or exc}") from None
+        self.server = self.runtime.start(work)
+        return self.server
+
+    def __exit__(self, *exc) -> None:
+        if self.server is not None:
+            self.server.stop()

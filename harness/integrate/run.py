@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..checks.verdict import check_trace
-from ..files import atomic_writer
 from ..results import ScenarioResult
+from ..runtimes import Runtime, Server
 from ..scenario_compiled import Scenario
 from ..trace import write_jsonl
-from .card import Card, card
+from ..files import atomic_writer
+from .card import Card, RuntimeRun, RuntimeSection, card
 from .supervisor import DEFAULT_TIME_SCALE, WALL_LIMIT_S, Supervisor
-
-if TYPE_CHECKING:                  # the runtimes import the supervisor's process helpers, not the reverse
-    from ..runtimes import Runtime, Server
 
 #: The integration suite: library scenarios that a real worker process can meet as written
 #: (their faults are on service calls or on the worker's store), with what each exercises.
@@ -48,6 +45,21 @@ SUITE: dict[str, str] = {
     "combined-cancel-racing-conditional-prepare": "cancellation anchored before prepare, after prepare, in flight",
 }
 
+#: The runtime subset (docs/runtimes/): where a durable runtime's own retry or redelivery meets an
+#: ambiguous effect. The naive runtime examples fail each of these for the chapter's rule and the
+#: careful ones pass them (tests/test_runtimes_*.py); ``--suite`` runs them all the same.
+#: ``integration-keyless-502`` is examples/integration/scenarios/keyless-502.yaml.
+RUNTIME_SUITE: dict[str, str] = {
+    "integration-keyless-502": "502 after the commit on a service with no keys: the runtime's retry duplicates (EFF-01, "
+                               "RETRY-01)",
+    "crash-4-after-commit-before-record": "kill after the commit: the recovered step or redelivered task resends with no "
+                                          "read (RETRY-01)",
+    "t2-commit-before-record": "kill after the commit, keyed service: one commit, yet a blind resend (RETRY-01)",
+    "matrix-weak-service": "lost response on a service with no keys and no lookup: the runtime's retry duplicates (EFF-01)",
+    "matrix-retry-amplification": "a proxy re-sends on 5xx and the runtime retries too: three retry owners, five holds "
+                                  "(RETRY-03, EFF-01)",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
@@ -55,46 +67,51 @@ class Outcome:
     trace: Path
     result: ScenarioResult
     card: Card
-    runtime: tuple[str, ...] = ()     # the card's runtime section (--runtime): title, settings, the record's summary
 
 
 def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlite:{db}",
               time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
               runtime: Runtime | None = None, server: Server | None = None) -> Outcome:
+    """``runtime`` and its started ``server`` (crashlab.runtimes): every worker gets the server's
+    environment and its run's unit-of-work id; the runtime's record of each run is written beside
+    the trace and summarized on the card."""
     out = Path(out)
     work = out / scenario.id
     token = secrets.token_hex(4)
     ids = {spec.id: f"{scenario.id}.{spec.id}.{token}" for spec in scenario.runs} if server is not None else {}
     sup = Supervisor(scenario, worker, store=store, out=work, time_scale=time_scale, wall_limit_s=wall_limit_s,
-                     runtime_env=dict(server.env) if server is not None else None, runtime_ids=ids)
+                     runtime_env=server.env if server is not None else None, runtime_ids=ids)
     events = sup.run()
-    lines: tuple[str, ...] = ()
-    if server is not None and runtime is not None:
-        lines = _runtime_section(runtime, server, ids, work, events)
     path = out / f"{scenario.id}.jsonl"
     write_jsonl(events, path)
     result = check_trace(events, trace_path=str(path))
     timed = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events
              if ev.anchor is None and ev.run is not None and ev.type != "other_actor"]
     views = set.intersection(*(rs.store.views_found for rs in sup.runs.values())) if sup.runs else set()
-    return Outcome(scenario=scenario.id, trace=path, result=result, card=card(result, views=views, notes=sup.notes,
-                                                                          cut=sup.cut, timed=timed), runtime=lines)
+    verdict = card(result, views=views, notes=sup.notes, cut=sup.cut, timed=timed)
+    if server is not None and runtime is not None:
+        verdict = replace(verdict, runtime=runtime_section(runtime, server, ids, events, work))
+    return Outcome(scenario=scenario.id, trace=path, result=result, card=verdict)
 
 
-def _runtime_section(runtime: Runtime, server: Server, ids: dict, work: Path, events: list[dict]) -> tuple[str, ...]:
-    """Write each run's runtime record to ``OUT/{scenario}/runtime-record.{run}.json`` and summarize it
-    beside the sandbox's count of commits: the runtime's record is evidence, the verdict stays the card's."""
-    lines = [f"  runtime: {runtime.title}, tested with {runtime.tested_version}",
-             f"    retry owner settings: {'; '.join(runtime.retry_owner_settings)}"]
-    for run, rid in ids.items():
+def runtime_section(runtime: Runtime, server: Server, ids: dict[str, str], events: list[dict],
+                    work: Path) -> RuntimeSection:
+    """Read the runtime's own record of every run, write it to ``runtime-record.{run}.json`` and
+    summarize it beside the sandbox's count of commits for that run."""
+    runs = []
+    for run, unit in ids.items():
         try:
-            rows = server.record(rid)
-        except Exception as exc:          # the record is evidence beside the card, never its verdict
-            rows = [{"error": f"{type(exc).__name__}: {exc}"}]
-        with atomic_writer(work / f"runtime-record.{run}.json") as fh:
-            fh.write(json.dumps(rows, indent=1, sort_keys=True, default=str) + "\n")
+            record = server.record(unit)
+        except Exception as exc:   # a runtime's record that cannot be read is shown, never a traceback
+            record = [{"error": f"the runtime's record could not be read: {type(exc).__name__}: {exc}"}]
+        path = work / f"runtime-record.{run}.json"
+        with atomic_writer(path) as fh:
+            fh.write(json.dumps({"runtime": runtime.name, "version": runtime.tested_version, "unit": unit,
+                                 "record": record}, indent=1, sort_keys=True, default=str) + "\n")
         summarize = getattr(server, "summary", None)
-        said = summarize(rows) if callable(summarize) else f"{len(rows)} record row(s)"
-        commits = sum(1 for ev in events if ev.get("kind") == "effect" and ev.get("run") == run)
-        lines.append(f"    {run}: {said}; the sandbox logged {commits} commit(s)")
-    return tuple(lines)
+        line = summarize(record) if callable(summarize) else f"{len(record)} row(s) in the runtime's record"
+        commits = sum(1 for ev in events if ev.get("kind") == "effect" and ev.get("run") == run
+                      and ev.get("cause") != "other_actor")
+        runs.append(RuntimeRun(run=run, unit=unit, summary=line, commits=commits, record=str(path)))
+    return RuntimeSection(name=runtime.name, title=runtime.title, version=runtime.tested_version,
+                          settings=runtime.retry_owner_settings, runs=tuple(runs))

@@ -25,6 +25,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,7 +81,7 @@ class Supervisor(Hooks):
 
     def __init__(self, scenario: Scenario, worker: str, *, store: str = "sqlite:{db}", out: Path,
                  time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
-                 runtime_env: dict | None = None, runtime_ids: dict | None = None) -> None:
+                 runtime_env: Mapping[str, str] | None = None, runtime_ids: Mapping[str, str] | None = None) -> None:
         if not worker.strip():
             raise UsageError("--worker needs a command, e.g. --worker 'python3 worker.py {url} {db}'")
         try:
@@ -107,9 +108,10 @@ class Supervisor(Hooks):
         self.cut: list[str] = []           # the wall-clock limits that ended a run
         self.token = secrets.token_hex(8)  # in every worker's environment: finds what escaped its group
         self.ended = False                 # the trace has its end: nothing more is written
-        self.runtime_env = dict(runtime_env or {})   # a durable runtime's server (--runtime): every worker's env
-        self.runtime_ids = dict(runtime_ids or {})   # run -> CRASHLAB_RUNTIME_ID (its workflow / invocation id)
         self._timers: list[threading.Timer] = []
+        # a durable runtime (--runtime): its server's environment, and each run's unit-of-work id
+        self.runtime_env = dict(runtime_env or {})
+        self.runtime_ids = dict(runtime_ids or {})
 
     # ------------------------------------------------------------------ hooks (sandbox threads)
     def observe(self, caller: Caller) -> None:
@@ -265,20 +267,20 @@ class Supervisor(Hooks):
         rs.workers += 1
         caller = sb.register(rs.id, rs.workers)
         rs.failpoints = self._failpoints(rs)
-        values = {"url": sb.url(caller), "db": rs.store.worker_db, "worker": caller.name, "run": rs.id,
-                  "runtime": self.runtime_env.get("CRASHLAB_RUNTIME", ""), "runtime_id": self.runtime_ids.get(rs.id, "")}
+        values = {"url": sb.url(caller), "db": rs.store.worker_db, "worker": caller.name, "run": rs.id}
+        runtime = self._runtime_values(rs)
         try:
-            argv = [part.format(**values) for part in self.argv_template]
+            argv = [part.format(**values, **runtime) for part in self.argv_template]
         except (KeyError, IndexError, ValueError) as exc:
-            raise UsageError(f"--worker: unknown placeholder {exc} (use {{url}}, {{db}}, {{worker}}, {{run}}, "
-                             "{{runtime}}, {{runtime_id}}; "
-                             "double a literal brace)") from None
+            raise UsageError(f"--worker: unknown placeholder {exc} (use {{url}}, {{db}}, {{worker}}, {{run}}"
+                             f"{', {runtime}, {runtime_id} with --runtime' if not runtime else ', {runtime}, {runtime_id}'}"
+                             "; double a literal brace)") from None
         env = {**os.environ, "CRASHLAB_URL": values["url"], "CRASHLAB_DB": values["db"],
                "CRASHLAB_WORKER": caller.name, "CRASHLAB_RUN": rs.id, "CRASHLAB_EPOCH": str(caller.number),
                "CRASHLAB_FAILPOINT": ",".join(spec for spec, _ in rs.failpoints),
-               "CRASHLAB_SESSION": f"{self.token}/{caller.slug}", **self.runtime_env}
-        if self.runtime_ids:
-            env["CRASHLAB_RUNTIME_ID"] = values["runtime_id"]
+               "CRASHLAB_SESSION": f"{self.token}/{caller.slug}"}
+        if runtime:
+            env.update(self.runtime_env, CRASHLAB_RUNTIME_ID=runtime["runtime_id"])
         rs.log = self.out / f"{caller.slug}.log"
         with sb.lock:
             sb.emit(events.Start, worker=caller.name, run=rs.id, number=caller.number, env=dict(self.scenario.env))
@@ -300,6 +302,13 @@ class Supervisor(Hooks):
                 rs.proc = None
                 raise UsageError(f"--worker: cannot start {argv[0]!r}: {exc.strerror or exc}",
                                  hint="give a command on PATH or a path to an executable") from None
+
+    def _runtime_values(self, rs: RunState) -> dict:
+        """``{runtime}`` and ``{runtime_id}`` under --runtime (none without it): the same unit-of-work id
+        for every worker of a run, so a restart resumes the run's workflow or task."""
+        if not self.runtime_ids:
+            return {}
+        return {"runtime": self.runtime_env.get("CRASHLAB_RUNTIME", ""), "runtime_id": self.runtime_ids[rs.id]}
 
     def _failpoints(self, rs: RunState) -> list:
         """Crash rules on the worker's own store that this worker should meet: ``port.op:nth:boundary``."""

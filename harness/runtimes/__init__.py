@@ -30,6 +30,9 @@ class Server(Protocol):
     def stop(self) -> None:
         """Stop the server and remove what it left; safe to call twice."""
 
+    # Optional: ``summary(record) -> str``, one line for the card saying what the record shows
+    # (without it the card counts the record's rows).
+
 
 @dataclass(frozen=True, slots=True)
 class Runtime:

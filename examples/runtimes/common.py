@@ -1,0 +1,159 @@
+"""Shared by the runtime examples: the careful integration worker (examples/integration/worker.py),
+cut into the phases a durable runtime runs as steps or tasks.
+
+Both examples of a runtime keep their state in the same store crashlab reads (the views
+crashlab_checkpoints, crashlab_ledger, crashlab_finish), outside the runtime's own record, so the
+integration card can judge them. They differ only in who retries and whether a resend is preceded
+by a read:
+
+- ``Unit.naive_send``: one send, SENT_UNKNOWN appended before it, and any 5xx, timeout or closed
+  connection raised as an exception, for the runtime's retries to handle (the tutorials' way:
+  "let the runtime retry the flaky call"). A restart re-runs it as it is, with no read.
+- ``Unit.careful_dispatch``: the careful worker's dispatch. On entry, a key left in SENT_UNKNOWN
+  (a previous attempt, killed or unanswered) is resolved by a read by key before anything is sent
+  again; an ambiguous answer is resolved the same way, never resent blind; the runtime's own
+  retries stay off, so the adapter is the one retry owner.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+
+from worker import (LEASE_TTL_MS, TERMINAL, Ambiguous, Stale, Worker,  # noqa: E402  (the careful worker)
+                    canonical)
+
+__all__ = ["Unit", "Retryable", "Stale", "runtime_id"]
+
+
+class Retryable(Exception):
+    """An outcome the naive examples hand to the runtime's retries (a 5xx, a timeout, a closed connection)."""
+
+
+def runtime_id() -> str:
+    """The run's unit-of-work id, the same for every worker of the run: the workflow or task id."""
+    return os.environ["CRASHLAB_RUNTIME_ID"]
+
+
+class Unit(Worker):
+    """One run's unit of work, from the environment crashlab gives every worker (CRASHLAB_URL,
+    CRASHLAB_DB, CRASHLAB_WORKER, CRASHLAB_EPOCH, CRASHLAB_RUN)."""
+
+    def __init__(self) -> None:
+        super().__init__(os.environ["CRASHLAB_URL"], os.environ["CRASHLAB_DB"], None)
+        if isinstance(getattr(self.store, "db", None), sqlite3.Connection):
+            # a runtime runs steps and tasks on its own threads, one at a time: share the connection
+            self.store.db.close()
+            self.store.db = sqlite3.connect(os.environ["CRASHLAB_DB"], timeout=10, isolation_level=None,
+                                            check_same_thread=False)
+
+    # -- once per process, outside any step: the inbox, the profile, the lease, the store's state
+    def begin(self) -> bool:
+        """Read the intake and the store; False when there is nothing left to do (already finished)."""
+        if self.store.finished():
+            return False
+        deadline = time.monotonic() + 10
+        intake = None
+        while intake is None and time.monotonic() < deadline:
+            intake = next((e for e in self.poll() if e["type"] == "intake"), None)
+            if intake is None:
+                time.sleep(0.01)
+        if intake is None:
+            raise SystemExit("no intake event arrived")
+        _, self.profile, _ = self.client.call("GET", "/reservation")
+        self.store.acquire(self.epoch, self.worker, LEASE_TTL_MS / 1000 / self.profile.get("time_scale", 1))
+        self.intent = intake["payload"]["intent"]
+        self.key = "rsv-" + hashlib.sha256(canonical(self.intent).encode()).hexdigest()[:20]
+        self.notify_user = bool(intake["payload"].get("notify"))
+        self.notice_key = "msg-" + self.key[4:]
+        self.notice_intent = {"tenant": self.intent.get("tenant"), "to": self.intent.get("technician"),
+                              "message": f"part {self.intent.get('part')} reserved for {self.intent.get('incident')}"}
+        notices = self.store.entries(self.notice_key)
+        self.notice = notices[-1]["knowledge"] if notices else None
+        entries = self.store.entries(self.key)
+        self.knowledge = entries[-1]["knowledge"] if entries else None
+        last = self.store.checkpoint()
+        self.state = last["control"]["state"] if last else "INTAKE"
+        if self.state in TERMINAL:       # decided, but the finish row was lost in a crash
+            self.store.finish({"disposition": self.state, "reason": "recorded before a crash",
+                               "next_owner": None, "effects": self.effects()})
+            return False
+        return True
+
+    def done(self) -> bool:
+        return self.store.finished()
+
+    # -- step 1: prepare (PROPOSED in the worker's store before anything leaves)
+    def prepare(self) -> str:
+        if self.knowledge is None and not self.done():
+            if self.cancelled():
+                self.finish("CANCELLED_NO_EFFECT", "cancelled before anything was prepared")
+                return "cancelled"
+            order = ["INTAKE", "VALIDATED", "PROPOSED", "APPROVED"]
+            for state in order[order.index(self.state) + 1:] if self.state in order else ():
+                self.write(state)
+            self.append("PROPOSED", note="prepared before any send")
+            self.write("EFFECT_PREPARED", "PROPOSED")
+        return str(self.knowledge)
+
+    # -- step 2, careful: the adapter owns retries and reads by key before any resend
+    def careful_dispatch(self) -> str:
+        if self.done():
+            return "finished"
+        if self.knowledge == "SENT_UNKNOWN":     # attempt > 1: an earlier send may have committed
+            self.reconcile()
+        if self.knowledge == "PROPOSED" and not self.done():
+            self.dispatch()
+        return str(self.knowledge)
+
+    # -- step 2, naive: one send; whatever is not a 200 is raised for the runtime to retry
+    def naive_send(self) -> str:
+        if self.done() or self.knowledge == "CONFIRMED":
+            return str(self.knowledge)
+        self.append("SENT_UNKNOWN", note="about to send")
+        if self.state != "EFFECT_IN_FLIGHT":
+            self.write("EFFECT_IN_FLIGHT", self.knowledge)
+        try:
+            status, data, _ = self.client.call("POST", "/reservation/reserve", {"intent": self.intent}, key=self.key)
+        except Ambiguous as exc:
+            raise Retryable(f"no answer: {exc}") from None
+        if status == 200:
+            self.append("CONFIRMED", remote_ref=data["ref"], evidence=[f"reserve answered 200 with {data['ref']}"],
+                        observations=[{"outcome": "accepted", "status": 200}])
+            self.write("EFFECT_CONFIRMED", "CONFIRMED")
+            return "CONFIRMED"
+        if status >= 500 or status in (409, 429):
+            raise Retryable(f"HTTP {status}")
+        code = (data.get("error") or {}).get("code")
+        self.append("REJECTED", evidence=[f"definite refusal: HTTP {status} {code}"])
+        self.finish("FAILED_NO_EFFECT", f"the service refused the request: {code}")
+        return "REJECTED"
+
+    def gave_up(self, why: str) -> None:
+        """The naive examples' ending once the runtime's retries are spent: 'it failed'."""
+        if not self.done():
+            self.finish("FAILED_NO_EFFECT", f"the runtime's retries were exhausted: {why}")
+
+    # -- step 3: conclude (the notification, then the finish row)
+    def conclude(self) -> str:
+        if self.done():
+            return "finished"
+        if self.knowledge == "CONFIRMED":
+            if self.state != "EFFECT_CONFIRMED":
+                self.write("EFFECT_CONFIRMED", "CONFIRMED")
+            if self.cancelled():
+                self.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains",
+                            next_owner="requester")
+            else:
+                if self.notify_user:
+                    self.send_notice()
+                self.finish("SUCCEEDED", "the hold is confirmed by the service",
+                            next_owner="operator" if self.notice == "SENT_UNKNOWN" else None)
+        elif self.knowledge == "SENT_UNKNOWN":
+            self.finish("FAILED_EFFECT_UNKNOWN", "the effect stayed unresolved", next_owner="operator")
+        return "finished"

@@ -1,0 +1,99 @@
+"""DBOS Transact under ``crashlab integrate --runtime dbos``: on the runtime subset, the naive
+example (the effect sent from a step that DBOS retries and re-runs on recovery) fails for the
+chapter's rules and the careful one (the adapter table of docs/runtimes/dbos.md) passes."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from crashlab.integrate.run import RUNTIME_SUITE, integrate
+from crashlab.scenario_loader import resolve
+from test_integrate import _alive_with
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "runtimes" / "dbos"
+KEYLESS = ROOT / "examples" / "integration" / "scenarios" / "keyless-502.yaml"
+
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc: Linux only"),
+    pytest.mark.skipif(importlib.util.find_spec("dbos") is None,
+                       reason="DBOS is not installed: pip install -e '.[dbos]' (DBOS Transact 3.4.0)"),
+]
+
+#: scenario -> the rules the naive example must fail there (the chapter's: duplicate effect, a second
+#: retry owner resending with no read)
+NAIVE_FAILS = {
+    "integration-keyless-502": {"EFF-01", "RETRY-01"},
+    "crash-4-after-commit-before-record": {"RETRY-01"},
+    "t2-commit-before-record": {"RETRY-01"},
+    "matrix-weak-service": {"EFF-01"},
+    "matrix-retry-amplification": {"RETRY-03", "EFF-01"},
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from crashlab.runtimes import load
+
+    rt = load("dbos")
+    work = tmp_path_factory.mktemp("dbos")
+    srv = rt.start(work / "runtime")
+    yield rt, srv, work
+    srv.stop()
+    deadline = time.monotonic() + 5
+    while _alive_with(str(work)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive_with(str(work)), "a worker process outlived its integration run"
+
+
+def scenario(name: str):
+    return resolve(str(KEYLESS) if name == "integration-keyless-502" else name)
+
+
+def test_the_subset_is_the_documented_one():
+    assert set(NAIVE_FAILS) == set(RUNTIME_SUITE)
+
+
+@pytest.mark.parametrize("name", list(RUNTIME_SUITE))
+def test_naive_fails_for_the_chapters_rule_and_careful_passes(server, name):
+    rt, srv, work = server
+    cards = {}
+    for example in ("naive", "careful"):
+        # the work folder in the command line lets the fixture find any process left behind
+        cmd = f"{sys.executable} {EXAMPLES / (example + '.py')} --marker={work}"
+        cards[example] = integrate(scenario(name), worker=cmd, out=work / example, runtime=rt, server=srv).card
+    failed = {line.invariant for line in cards["naive"].lines if line.status == "fail"}
+    assert cards["naive"].verdict == "fail" and NAIVE_FAILS[name] <= failed, cards["naive"].text()
+    assert cards["careful"].verdict == "pass", cards["careful"].text()
+    # DBOS's own record, beside the card: the workflow, and the steps it recorded
+    careful = cards["careful"].runtime
+    assert careful.name == "dbos" and careful.version == "3.4.0"
+    assert careful.runs[0].summary.startswith("DBOS workflow SUCCESS") and careful.runs[0].commits == 1
+    record = Path(careful.runs[0].record).read_text()
+    assert '"operation_outputs"' in record and '"dispatch"' in record
+    if name.startswith(("crash-4", "t2-")):     # the kill: DBOS recovered the workflow in the next worker
+        assert "started 2 time(s)" in careful.runs[0].summary
+
+
+def test_a_missing_system_database_folder_is_a_clear_error(tmp_path):
+    from crashlab.errors import UsageError
+    from crashlab.runtimes import load
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(UsageError):
+        load("dbos").start(blocker / "runtime")     # a path under a file: not creatable
+
+
+def test_careful_a_paused_worker_past_its_lease_writes_nothing_and_the_run_resumes(server):
+    """The runtime does not fence a paused worker: the worker's own lease does (docs/runtimes/dbos.md)."""
+    rt, srv, work = server
+    cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={work}"
+    outcome = integrate(resolve(str(KEYLESS.parent / "paused-past-lease.yaml")), worker=cmd, out=work / "paused",
+                        runtime=rt, server=srv)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    assert outcome.card.runtime.runs[0].commits == 1
