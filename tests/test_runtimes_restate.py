@@ -68,7 +68,7 @@ def test_careful_example_passes(server, scenario, tmp_path):
     assert outcome.card.verdict == "pass", outcome.card.text()
     services = []
     for path in tmp_path.glob("*/runtime-record.*.json"):     # each run its own invocation, served by its own worker
-        record = json.loads(path.read_text())
+        record = json.loads(path.read_text())["record"]
         assert [r["status"] for r in record if r["row"] == "invocation"] == ["completed"]
         assert [r["name"] for r in record if r.get("entry_type") == "Command: Run"] == ["prepare", "effect"]
         services += [r["target"].split("/")[0] for r in record if r["row"] == "invocation"]

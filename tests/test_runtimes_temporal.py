@@ -51,7 +51,7 @@ def _integrate(server, scenario, worker_name: str, out: Path):
 def test_careful_example_passes(server, scenario, tmp_path):
     outcome = _integrate(server, scenario, "careful", tmp_path)
     assert outcome.card.verdict == "pass", outcome.card.text()
-    record = json.loads(next(tmp_path.glob("*/runtime-record.run-82.json")).read_text())
+    record = json.loads(next(tmp_path.glob("*/runtime-record.run-82.json")).read_text())["record"]
     assert [r["activity"] for r in record if r["event"] == "ACTIVITY_TASK_COMPLETED"] == ["prepare", "effect"]
 
 

@@ -23,7 +23,7 @@ import restate
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import careful_effect  # noqa: E402
-import common  # noqa: E402
+import restate_common as common  # noqa: E402
 
 #: the single retry owner: ctx.run's retries, bounded by the worker's attempt ceiling
 EFFECT_RETRY = restate.RunOptions(max_attempts=careful_effect.ATTEMPT_CEILING,

@@ -21,7 +21,7 @@ import restate
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import careful_effect  # noqa: E402
-import common  # noqa: E402
+import restate_common as common  # noqa: E402
 
 def _send() -> str:
     try:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 with workflow.unsafe.imports_passed_through():
     import careful_effect  # noqa: E402
-    import common  # noqa: E402
+    import temporal_common as common  # noqa: E402
 
 HEARTBEAT = timedelta(seconds=2)
 #: the single retry owner: Temporal's activity retry policy, bounded by the worker's attempt ceiling
