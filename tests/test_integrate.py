@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.integrate.card import MINIMUM, card
-from crashlab.integrate.run import SUITE, integrate
+from crashlab.integrate.run import integrate, suite
 from crashlab.results import ScenarioResult
 from crashlab.scenario_loader import load_file, resolve
 
@@ -65,7 +65,7 @@ def failing(outcome) -> dict[str, str]:
     return {line.invariant: line.why for line in outcome.card.lines if line.status == "fail"}
 
 
-@pytest.mark.parametrize("scenario", sorted(SUITE))
+@pytest.mark.parametrize("scenario", [sc.id for sc in suite()])
 def test_the_careful_worker_passes_the_integration_suite(out, scenario):
     outcome = integrate(resolve(scenario), worker=careful(out), out=out)
     assert outcome.card.verdict == "pass", outcome.card.text()
@@ -281,3 +281,34 @@ def test_a_paused_worker_is_replaced_and_its_lease_fences_it_when_it_resumes(out
 def test_a_worker_without_a_lease_resumes_stale_and_fails_term01(out):
     outcome = integrate(load_file(PAUSED), worker=careful(out, "--mistake=no_lease"), out=out)
     assert "TERM-01" in failing(outcome), outcome.card.text()
+
+
+def test_the_suite_is_the_integration_tag_and_docs_list_every_library_scenario_in_or_out():
+    import re
+
+    from crashlab.integrate.run import SUITE_TAG, exercises
+    from crashlab.scenario_loader import library
+
+    text = (ROOT / "docs" / "integration.md").read_text()
+    table = text.split("<!-- the suite table: every library scenario, in or out -->")[1].split("<!-- end of")[0]
+    rows = dict(re.findall(r"^\| `([^`]+)` \| (in|out) \|", table, re.M))
+    ids = [sc.id for sc in library()]
+    assert sorted(rows) == sorted(ids), "docs/integration.md: the suite table must list every library scenario once"
+    tagged = {sc.id for sc in library() if SUITE_TAG in sc.tags}
+    assert {k for k, v in rows.items() if v == "in"} == tagged == {sc.id for sc in suite()}
+    assert all(exercises(sc) for sc in suite()), "a suite scenario must say what it exercises with real processes"
+    assert not any(r.endswith("| out | ? |") or "| out |  |" in r for r in table.splitlines())
+
+
+def test_suite_means_the_tag_on_the_command_line(monkeypatch):
+    import crashlab.integrate.run as run_module
+    from crashlab.cli import main
+
+    seen = []
+
+    def stop(sc, **kw):
+        seen.append(sc.id)
+        raise KeyboardInterrupt       # no worker runs: the first scenario named is all this test needs
+    monkeypatch.setattr(run_module, "integrate", stop)
+    assert main(["integrate", "--suite", "--worker", sys.executable]) == 130
+    assert seen == [suite()[0].id]

@@ -431,8 +431,10 @@ class Worker:
         self.store.own()             # still the owner, right before the send
         try:
             # retry_owner: this worker owns retries; a proxy in between must not re-send on its own
-            status, data, headers = self.client.call("POST", "/reservation/reserve",
-                                                     {"intent": self.intent, "retry_owner": "caller"}, key=self.key)
+            body = {"intent": self.intent, "retry_owner": "caller"}
+            if self.profile.get("fencing"):          # the service checks the lease epoch as a fencing token
+                body["fence"] = self.epoch
+            status, data, headers = self.client.call("POST", "/reservation/reserve", body, key=self.key)
         except Closed as exc:
             if self.mistake == "sent_unknown_after":
                 self.append("SENT_UNKNOWN", note="recorded after the answer")
@@ -459,6 +461,8 @@ class Worker:
             return
         if status == 409 and code == "conflict_in_flight":
             return self.reconcile()
+        if code == "fenced":                         # a newer worker's epoch reached the service first
+            raise Stale("the service fenced this worker's epoch")
         if status >= 500:
             return self.ambiguous(f"HTTP {status} ({code})")
         self.append("REJECTED", evidence=[f"definite refusal: HTTP {status} {code}"])

@@ -231,8 +231,9 @@ class Sandbox:
         if crash is not None and crash.boundary == "before":
             self.hooks.crash(caller, "before", crash)
             return Answer.closed(seq)
-        if pause is not None and pause.boundary == "before":
+        if pause is not None and pause.boundary == "before":   # the request leaves when the worker runs again
             self.hooks.pause(caller, pause, seq)
+            self.hold(self.clock.real_s(pause.resume_after_ms))
         answer = self._execute(svc, caller, call, seq, fault)
         self.anchored("after", caller, call, nth)
         if crash is not None:   # after: it took effect; the worker never sees the answer
