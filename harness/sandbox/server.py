@@ -34,6 +34,7 @@ from ..trace import Trace
 from .httpmap import STATUS
 
 MAX_HOLD_S = 30.0           # no request is held longer than this, whatever the scale
+MAX_REQUESTS = 5_000        # requests per worker (the simulator's step budget): beyond it, a flood
 
 
 class Clock:
@@ -61,6 +62,7 @@ class Caller:
     run: str
     number: int
     name: str
+    requests: int = 0
 
 
 class Hooks:
@@ -84,6 +86,9 @@ class Hooks:
     def knowledge(self, run: str, key: Any) -> str | None:
         """The latest ledger knowledge of ``key`` in ``run`` (for rules matching on knowledge)."""
         return None
+
+    def over_budget(self, caller: Caller, budget: int) -> None:
+        """The worker sent more than ``budget`` requests: stop it (a recorded fault)."""
 
 
 class Sandbox:
@@ -191,6 +196,20 @@ class Sandbox:
             if run in self.inbox and number.isdigit() and int(number) > 0:
                 found = self.register(run, int(number))
         return found
+
+    def admit(self, caller: Caller) -> bool:
+        """Count one request of ``caller``; False (close the connection unanswered) past its budget,
+        the first time telling the supervisor, which stops the worker."""
+        if not self.hooks.supervised:            # ``serve``: a session by hand has no budget
+            return True
+        with self.lock:
+            caller.requests += 1
+            if caller.requests <= MAX_REQUESTS:
+                return True
+            first = caller.requests == MAX_REQUESTS + 1
+        if first:
+            self.hooks.over_budget(caller, MAX_REQUESTS)
+        return False
 
     # ------------------------------------------------------------------ the trace
     def _emit_locked(self, event, /, **data):
