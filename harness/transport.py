@@ -22,13 +22,17 @@ answers a tuple of steps; an interpreter runs them in order:
     Fail(code, ...)       an answer with an error status (429, 502, 503, ...).
     Close(code, ...)      no answer: the connection closes (the caller sees ``code``).
 
-Nothing here reads a clock or draws a random number: durations are named, and each interpreter
-measures them (the world with its seeded jitter, the sandbox with the scaled real clock).
+Nothing here reads a clock: durations are named, and each interpreter measures them (the world
+with its seeded jitter, the sandbox with the scaled real clock). Other actors' background traffic
+on a service (``background_ms``) is here too, drawn from a named stream of the scenario's seed, so
+the simulator and the sandbox send the same requests at the same scenario times.
 """
 from __future__ import annotations
 
+import hashlib
+import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from . import events
 from .events import Event
@@ -152,3 +156,29 @@ def _proxy(kind: str, profile: dict, op: str, args: dict) -> tuple:
         out += [Wait("latency"), Emit(events.ProxyRetry, {"attempt": attempt + 1}),
                 Commit("proxy_retry", "ignore"), Callback()]
     return tuple(out)
+
+
+# --------------------------------------------------------------------------- other actors
+def named_stream(seed: int, name: str) -> random.Random:
+    """The random stream ``name`` of a seed: independent of every other name's."""
+    material = hashlib.sha256(f"crashlab:{seed}:{name}".encode()).digest()
+    return random.Random(int.from_bytes(material[:8], "big"))
+
+
+def background(stream: random.Random, mean_ms: int, parts: list[str]) -> Iterator[tuple[int, dict]]:
+    """Other actors' reservations on a service, forever: (ms after the previous one, reserve args).
+    Holds on the runs' parts under other incidents, so aggregate reads are genuinely ambiguous."""
+    n = 0
+    while True:
+        gap = 1 + stream.randint(mean_ms // 2, mean_ms + mean_ms // 2)
+        n += 1
+        intent = {"tenant": "T-OTHER", "incident": f"I-BG-{n}", "part": stream.choice(parts),
+                  "slot": f"S-BG-{stream.randint(1, 99)}", "technician": "TECH-OTHER", "quantity": 1,
+                  "principal": "U-OTHER"}
+        yield gap, {"key": f"background-{n}", "intent": intent}
+
+
+def background_parts(runs, service: str) -> list[str]:
+    """The parts other actors reserve on ``service``: the runs' own parts there (or P-1)."""
+    return sorted({str(r.intent.get("part")) for r in runs
+                   if r.service == service and r.intent.get("part")}) or ["P-1"]

@@ -10,7 +10,6 @@ never shifts another's draws. Nothing here reads the wall clock.
 """
 from __future__ import annotations
 
-import hashlib
 import random
 from dataclasses import dataclass, field
 from typing import Any, Generator
@@ -44,8 +43,7 @@ class Streams:
     def get(self, name: str) -> random.Random:
         stream = self._streams.get(name)
         if stream is None:
-            material = hashlib.sha256(f"crashlab:{self.seed}:{name}".encode()).digest()
-            stream = self._streams[name] = random.Random(int.from_bytes(material[:8], "big"))
+            stream = self._streams[name] = transport.named_stream(self.seed, name)
         return stream
 
 
@@ -307,22 +305,13 @@ class World:
                 self.env.process(self._background(svc))
 
     def _background(self, svc: Service):
-        """Other actors' traffic on the same service, from its own seeded stream, so aggregate
-        reads are genuinely ambiguous: holds on the runs' parts under other incidents."""
-        stream = self.streams.get(f"background:{svc.name}")
-        parts = sorted({str(r.spec.intent.get("part")) for r in self.runs.values()
-                        if r.spec.service == svc.name and r.spec.intent.get("part")}) or ["P-1"]
-        mean = svc.profile["background_ms"]
-        n = 0
-        while True:
-            yield self.env.timeout(1 + stream.randint(mean // 2, mean + mean // 2))
-            n += 1
-            intent = {"tenant": "T-OTHER", "incident": f"I-BG-{n}", "part": stream.choice(parts),
-                      "slot": f"S-BG-{stream.randint(1, 99)}", "technician": "TECH-OTHER", "quantity": 1,
-                      "principal": "U-OTHER"}
+        """Other actors' traffic on the same service (transport.background, its own seeded stream)."""
+        parts = transport.background_parts([r.spec for r in self.runs.values()], svc.name)
+        for gap, args in transport.background(self.streams.get(f"background:{svc.name}"),
+                                              svc.profile["background_ms"], parts):
+            yield self.env.timeout(gap)
             try:
-                svc.execute("reserve", {"key": f"background-{n}", "intent": intent}, cause="other_actor",
-                            run=None, call=None)
+                svc.execute("reserve", args, cause="other_actor", run=None, call=None)
             except PortError as exc:
                 self.emit(events.OtherActorRejected, code=exc.code)
 

@@ -116,6 +116,7 @@ class Sandbox:
         self.anchors_fired: set[int] = set()
         self._stop = threading.Event()
         self._timers: list[threading.Timer] = []
+        self._threads: list[threading.Thread] = []   # other actors' background traffic
         self._event_ids = 0
         self._port = port
         self.httpd: "Server | None" = None
@@ -155,6 +156,8 @@ class Sandbox:
             self.httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        for thread in self._threads:
+            thread.join(timeout=5)
 
     def emit(self, event, /, **data) -> dict:
         """Record an event (call with the lock held); after the end event, nothing is recorded (a
@@ -419,6 +422,30 @@ class Sandbox:
         for index, ev in enumerate(self.scenario.events):
             if ev.anchor is None:
                 self._at(ev.at_ms, lambda e=ev: self._world_event(e))
+        for svc in self.services.values():
+            if svc.profile.get("background_ms"):
+                thread = threading.Thread(target=self._background, args=(svc,), name=f"crashlab-bg-{svc.name}",
+                                          daemon=True)
+                self._threads.append(thread)
+                thread.start()
+
+    def _background(self, svc: Service) -> None:
+        """Other actors' reservations on ``svc`` (transport.background: the simulator's requests, at
+        the same scenario times), until the sandbox stops."""
+        parts = transport.background_parts(self.scenario.runs, svc.name)
+        at = 0
+        for gap, args in transport.background(transport.named_stream(self.scenario.seed, f"background:{svc.name}"),
+                                              svc.profile["background_ms"], parts):
+            at += gap
+            if self._stop.wait(self.clock.real_s(at - self.clock.now())):
+                return
+            with self.lock:
+                if self.ended:
+                    return
+                try:
+                    svc.execute("reserve", args, cause="other_actor", run=None, call=None)
+                except PortError as exc:
+                    self.emit(events.OtherActorRejected, code=exc.code)
 
     def _at(self, t_ms: int, action: Callable[[], None]) -> None:
         if t_ms <= self.clock.now():
