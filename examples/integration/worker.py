@@ -363,7 +363,7 @@ class Worker:
         if self.knowledge == "PROPOSED":
             self.dispatch()
         if self.knowledge == "CONFIRMED" and self.state not in TERMINAL:
-            if self.state != "EFFECT_CONFIRMED":
+            if self.state not in ("EFFECT_CONFIRMED", "NOTIFYING"):   # a restart while notifying stays there
                 self.write("EFFECT_CONFIRMED", "CONFIRMED")
             if self.cancelled():
                 self.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains",
@@ -501,6 +501,10 @@ class Worker:
             if lookup == "by_key":
                 found = [data["record"]] if data.get("found") else []
                 settled = not data.get("in_flight")
+                if found and found[0].get("intent") != self.intent:   # our key, someone else's parameters
+                    self.finish("FAILED_EFFECT_UNKNOWN", f"the record under our key {found[0].get('ref')} holds other "
+                                "parameters: it is not our effect, and ours may still exist", next_owner="operator")
+                    return
             else:
                 found = [r for r in data.get("records", []) if r.get("intent") == self.intent]
                 settled = time.time() - sent > bound_s       # nothing can land any more

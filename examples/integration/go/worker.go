@@ -327,6 +327,11 @@ func (w *worker) reconcile() {
 			settled := data["in_flight"] != true
 			if w.lookup == "by_key" {
 				found, _ = data["record"].(M)
+				if got, _ := json.Marshal(found["intent"]); found != nil && !bytes.Equal(got, want) {
+					// our key, someone else's parameters: not our effect, and ours may still exist
+					w.finish("FAILED_EFFECT_UNKNOWN", fmt.Sprintf("the record under our key %v holds other parameters", found["ref"]), "operator")
+					return
+				}
 			} else {
 				for _, r := range data["records"].([]any) {
 					got, _ := json.Marshal(r.(M)["intent"])
@@ -479,7 +484,7 @@ func (w *worker) main() int {
 		w.send()
 	}
 	if w.know == "CONFIRMED" && !terminal[w.state] {
-		if w.state != "EFFECT_CONFIRMED" {
+		if w.state != "EFFECT_CONFIRMED" && w.state != "NOTIFYING" { // a restart while notifying stays there
 			w.checkpoint("EFFECT_CONFIRMED")
 		}
 		if w.cancelled() {
