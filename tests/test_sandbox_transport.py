@@ -94,3 +94,67 @@ def test_no_interpreter_decides_a_fault_by_its_name(module):
              "server_error_after", "lost_response", "duplicate_delivery")
     found = [n for n in names if re.search(rf"[\"']{n}[\"']", source)]
     assert not found, f"{module} branches on {found}: move the decision into transport.plan()"
+
+
+def _expected_kinds(steps) -> list[str]:
+    """The remote-lane events a plan's steps produce when every commit is new (no refusal)."""
+    out = []
+    for step in steps:
+        if isinstance(step, tp.Emit):
+            out.append(step.event.kind)
+        elif isinstance(step, tp.Commit):
+            out.append("effect")
+        elif isinstance(step, tp.Later):
+            out += _expected_kinds(step.steps)
+    return out
+
+
+@pytest.mark.parametrize("fault", ["lost_response", "server_error_after", "server_error_before", "drop_request",
+                                   "duplicate_delivery", "late_arrival", "throttled", "refused"])
+def test_the_sandbox_does_over_http_what_the_plan_says(fault):
+    """The sandbox interprets the same plan the simulator does: the remote events of one reserve over a
+    real socket (on a keyless service, so every commit is a new effect) are the plan's."""
+    import http.client
+    import json
+    import time
+
+    from crashlab.sandbox import Sandbox
+    from crashlab.scenario_loader import from_dict
+
+    profile = {"proxy_retries": 1, "idempotency": "none", "lookup": "by_incident_slot"}   # every commit is new
+    sc = from_dict({"id": "plan-test", "title": "plan test", "seed": 1, "clock": {"origin": "10:00", "horizon": "10:10"},
+                    "services": {"reservation": profile},
+                    "runs": [{"id": "run-1", "intent": INTENT, "approval": {"mode": "none"}}],
+                    "faults": [{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "fault": fault,
+                                **({"delay": "2s"} if fault == "late_arrival" else {})}]})
+    sb = Sandbox(sc, time_scale=1000.0)
+    sb.start()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", sb.httpd.server_address[1], timeout=10)
+        status = None
+        try:
+            conn.request("POST", "/w/run-1.w1/reservation/reserve", json.dumps({"intent": INTENT}),
+                         {"Content-Type": "application/json", "Idempotency-Key": "k1"})
+            status = conn.getresponse().status
+        except (http.client.HTTPException, ConnectionError):
+            pass                        # closed with no answer
+        finally:
+            conn.close()
+        deadline = time.monotonic() + 10
+        while sb.pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with sb.lock:
+            seen = [e["kind"] for e in sb.trace.events if e["lane"] == "remote"]
+    finally:
+        sb.stop()
+    rule = sc.rules[0]
+    steps = tp.plan("reservation", "reservation", sc.services["reservation"], "reserve", {"key": "k1"}, rule)
+    expected = _expected_kinds(steps)
+    assert seen == expected, (seen, expected)
+    final = steps[-1]
+    if isinstance(final, tp.Close):
+        assert status is None
+    elif isinstance(final, tp.Fail):
+        assert status == (final.status or {"throttled": 429}.get(final.code, 503))
+    else:
+        assert status == 200
