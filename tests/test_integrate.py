@@ -394,3 +394,15 @@ def test_the_listening_check_sees_a_listening_socket():
         port = sock.getsockname()[1]
         assert _listening(port)
     assert not _listening(port)
+
+
+def test_other_actors_background_traffic_runs_beside_a_real_worker(out):
+    from crashlab.trace import read_jsonl
+
+    outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "background-traffic.yaml"),
+                        worker=careful(out), out=out)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    effects = [e for e in read_jsonl(outcome.trace) if e["kind"] == "effect"]
+    others = [e for e in effects if e["cause"] == "other_actor"]
+    assert others and all(e["intent"]["part"] == "P-204" and e["intent"]["tenant"] == "T-OTHER" for e in others)
+    assert [e["run"] for e in effects if e["cause"] != "other_actor"] == ["run-82"]

@@ -60,3 +60,11 @@ def test_the_go_worker_fences_itself_when_it_resumes_after_a_takeover(binary, tm
     outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "paused-past-lease.yaml"),
                         worker=f"{binary} {{url}} {{db}}", out=tmp_path)
     assert outcome.card.verdict == "pass", outcome.card.text()
+
+
+def test_the_go_worker_finds_its_own_hold_among_other_actors(binary, tmp_path):
+    from crashlab.scenario_loader import load_file
+
+    outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "background-traffic.yaml"),
+                        worker=f"{binary} {{url}} {{db}}", out=tmp_path)
+    assert outcome.card.verdict == "pass", outcome.card.text()
