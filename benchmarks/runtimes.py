@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from crashlab.errors import UsageError  # noqa: E402
-from crashlab.integrate.run import RUNTIME_SUITE, SUITE, integrate  # noqa: E402
+from crashlab.integrate.run import RUNTIME_SUITE, integrate, suite  # noqa: E402
 from crashlab.integrate.supervisor import DEFAULT_TIME_SCALE  # noqa: E402
 from crashlab.runtimes import load  # noqa: E402
 from crashlab.scenario_loader import resolve  # noqa: E402
@@ -39,8 +39,8 @@ PLAIN = ROOT / "examples" / "integration" / "worker.py"
 NEEDS = {"dbos": ("dbos", None), "celery": ("celery", "redis-server")}
 
 
-def scenario_names(suite: bool) -> list[str]:
-    names = list(SUITE) if suite else [n for n in RUNTIME_SUITE if n != "integration-keyless-502"]
+def scenario_names(whole: bool) -> list[str]:
+    names = [sc.id for sc in suite()] if whole else [n for n in RUNTIME_SUITE if n != "integration-keyless-502"]
     return [str(KEYLESS)] + names
 
 

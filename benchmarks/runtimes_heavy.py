@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from crashlab.errors import CrashlabError  # noqa: E402
-from crashlab.integrate.run import SUITE, integrate  # noqa: E402
+from crashlab.integrate.run import integrate, suite  # noqa: E402
 from crashlab.integrate.supervisor import DEFAULT_TIME_SCALE  # noqa: E402
 from crashlab.runtimes import load  # noqa: E402
 from crashlab.scenario_loader import load_file, resolve  # noqa: E402
@@ -118,7 +118,7 @@ def main() -> int:
                     for example in ("naive", "careful"):
                         run_set(name, runtime, server, example, list(SUBSET), Path(tmp), args.time_scale)
                     if args.suite:
-                        run_set(name, runtime, server, "careful", list(SUITE), Path(tmp) / "suite", args.time_scale)
+                        run_set(name, runtime, server, "careful", [sc.id for sc in suite()], Path(tmp) / "suite", args.time_scale)
                 finally:
                     server.stop()
         except CrashlabError as exc:

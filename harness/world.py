@@ -10,18 +10,17 @@ never shifts another's draws. Nothing here reads the wall clock.
 """
 from __future__ import annotations
 
-import hashlib
 import random
 from dataclasses import dataclass, field
 from typing import Any, Generator
 
 import simpy
 
-from . import events
+from . import events, transport
 from .boundary import refuse_malformed
 from .events import Event
 from .faults import Rules
-from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, PortCall
+from .model import PLATFORM_PORTS, SERVICE_OPS, PortCall
 from .platform import (Approval, Authority, CheckpointStore, Inbox, Lease, Leases, Ledger,
                        RunControl)
 from .ports import PortError
@@ -44,8 +43,7 @@ class Streams:
     def get(self, name: str) -> random.Random:
         stream = self._streams.get(name)
         if stream is None:
-            material = hashlib.sha256(f"crashlab:{self.seed}:{name}".encode()).digest()
-            stream = self._streams[name] = random.Random(int.from_bytes(material[:8], "big"))
+            stream = self._streams[name] = transport.named_stream(self.seed, name)
         return stream
 
 
@@ -210,7 +208,7 @@ class World:
     def _platform(self, run: RunWorld, worker: WorkerState, call: PortCall, call_seq: int) -> dict:
         return self._handlers[call.port, call.op](run, worker, call.args, call_seq)
 
-    # -- transport to services ----------------------------------------------------------
+    # -- transport to services (the plan of steps: transport.py) -------------------------
     def _service_call(self, run, worker, call, call_seq, fault):
         svc = self.services[call.port]
         prof = svc.profile
@@ -223,121 +221,72 @@ class World:
         jitter = self.streams.get("transport")
         latency = prof["latency_ms"]
         one_way = latency + jitter.randint(0, max(1, latency // 4))
-        timeout = prof["timeout_ms"]
-        kind = fault.fault if fault is not None else None
+        steps = transport.plan(call.port, svc.kind, prof, call.op, args, fault)
+        return (yield from self._steps(steps, run, svc, call, args, call_seq, one_way))
+
+    def _span(self, span: str, svc: Service, args: dict, one_way: int) -> int:
+        prof = svc.profile
+        if span == "one_way":
+            return one_way
+        if span == "round_trip":
+            return 2 * one_way
+        if span == "timeout":
+            return prof["timeout_ms"]
+        if span == "timeout_rest":       # the caller's timeout, less the way the request took
+            return max(0, prof["timeout_ms"] - one_way)
+        if span == "latency":
+            return prof["latency_ms"]
+        rec = getattr(svc, "jobs", {}).get(args.get("job_id"))          # job
+        remaining = max(0, prof.get("job_ms", 0) - (self.now - rec.committed_at)) if rec else 0
+        return min(max(0, int(args.get("wait_ms", 0) or 0)), remaining) + 2 * one_way
+
+    def _steps(self, steps, run, svc, call, args, call_seq, one_way):
+        """Run a transport plan in simulated time: returns the answer or raises PortError."""
         rid = run.spec.id
-        if call.op == "wait_job":
-            wait = args.get("wait_ms", 0)
-            rec = getattr(svc, "jobs", {}).get(args.get("job_id"))
-            remaining = max(0, prof.get("job_ms", 0) - (self.now - rec.committed_at)) if rec else 0
-            yield self.env.timeout(min(max(0, int(wait or 0)), remaining) + 2 * one_way)
-            return svc.execute(call.op, args, cause="adapter", run=rid, call=call_seq)
-
-        def arrive(cause="adapter"):
-            return svc.execute(call.op, args, cause=cause, run=rid, call=call_seq)
-
-        if kind == "refused":
-            raise PortError("refused", f"{call.port}: connection refused")
-        if kind == "timeout_before_send":
-            yield self.env.timeout(timeout)
-            raise PortError("timeout_before_send", f"{call.port}: connect timed out; nothing was sent")
-        if kind == "throttled":
-            yield self.env.timeout(one_way * 2)
-            retry_after = fault.delay_ms if fault.delay_ms is not None else 1000
-            raise PortError("throttled", f"{call.port}: 429 too many requests",
-                            details={"retry_after_ms": retry_after})
-        if kind in ("unavailable", "error"):
-            yield self.env.timeout(one_way * 2)
-            code = fault.code or "unavailable"
-            raise PortError(code, f"{call.port}.{call.op}: injected {code}")
-        if kind == "drop_request":
-            yield self.env.timeout(timeout)
-            self.emit(events.Dropped, run=rid, service=call.port, op=call.op, call=call_seq)
-            raise PortError("timeout", f"{call.port}: no response within {timeout} ms")
-        if kind == "late_arrival":
-            delay = fault.delay_ms if fault.delay_ms is not None else timeout + 1000
-            self.env.process(self._late(run, svc, call, args, call_seq, delay))
-            yield self.env.timeout(timeout)
-            raise PortError("timeout", f"{call.port}: no response within {timeout} ms")
-
-        # The request travels to the service.
-        yield self.env.timeout(one_way)
-        svc.refuse_in_flight(call.op, args)
-        if kind == "server_error_before":
-            self.emit(events.ServerError, run=rid, service=call.port, op=call.op,
-                      call=call_seq, committed=False)
-            yield from self._proxy_retries(run, svc, call, args, call_seq, arrive)
-            yield self.env.timeout(one_way)
-            raise PortError("server_error", f"{call.port}: 503 service unavailable")
-        result = arrive()
-        if kind == "duplicate_delivery":
-            delay = fault.delay_ms if fault.delay_ms is not None else 5
-            self.env.process(self._duplicate(run, svc, call, args, call_seq, delay))
-        # the service carried the request out: its completion callback goes out whatever
-        # becomes of the response
-        self._committed(run, svc, call, result)
-        if kind == "server_error_after":
-            self.emit(events.ServerError, run=rid, service=call.port, op=call.op,
-                      call=call_seq, committed=True)
-            yield from self._proxy_retries(run, svc, call, args, call_seq, arrive)
-            yield self.env.timeout(one_way)
-            raise PortError("server_error", f"{call.port}: 502 bad gateway")
-        if kind == "lost_response":
-            yield self.env.timeout(max(0, timeout - one_way))
-            self.emit(events.ResponseLost, run=rid, service=call.port, op=call.op, call=call_seq)
-            raise PortError("timeout", f"{call.port}: no response within {timeout} ms")
-        yield self.env.timeout(one_way)
+        result, committed = None, False
+        for step in steps:
+            t = type(step)
+            if t is transport.Wait:
+                yield self.env.timeout(self._span(step.span, svc, args, one_way))
+            elif t is transport.Admit:
+                svc.refuse_in_flight(call.op, args)
+            elif t is transport.Commit:
+                try:
+                    result = svc.execute(call.op, args, cause=step.cause, run=rid, call=call_seq)
+                    committed = True
+                except PortError as exc:
+                    committed = False
+                    if step.on_refusal == "raise":
+                        raise
+                    if step.on_refusal == "record":
+                        self.emit(events.LateRejected, run=rid, service=svc.name, call=call_seq, code=exc.code)
+            elif t is transport.Callback:
+                if committed:
+                    delay = svc.callback_delay(call.op, result)
+                    if delay is not None:
+                        self.env.process(self._callback(run, svc, call, result, delay))
+            elif t is transport.Emit:
+                self.emit(step.event, run=rid, service=svc.name, op=call.op, call=call_seq, **step.fields)
+            elif t is transport.Later:
+                self.env.process(self._later(step, run, svc, call, args, call_seq, one_way))
+            elif t is transport.Answer:
+                return result
+            elif t is transport.Fail:
+                raise PortError(step.code, step.message, details=step.details)
+            else:   # Close
+                raise PortError(step.code, step.message)
         return result
 
-    def _committed(self, run, svc, call, result) -> None:
-        """A completion callback for a request the service carried out, whether or not its answer
-        reaches the caller (lost response, 5xx after commit, late arrival, duplicate delivery,
-        proxy re-send): one for each new commit, none for a replay of an earlier one."""
-        delay = svc.callback_delay(call.op, result)
-        if delay is not None:
-            self.env.process(self._callback(run, svc, call, result, delay))
-
-    def _proxy_retries(self, run, svc, call, args, call_seq, arrive):
-        """A proxy between worker and service that re-sends on 5xx by itself, unless the caller
-        declares it owns retries (``retry_owner: "caller"`` in the request)."""
-        if call.op not in EFFECT_OPS[svc.kind] or args.get("retry_owner") == "caller":
-            return
-        rid = run.spec.id
-        for attempt in range(svc.profile["proxy_retries"]):
-            yield self.env.timeout(svc.profile["latency_ms"])
-            self.emit(events.ProxyRetry, run=rid, service=svc.name, op=call.op, call=call_seq,
-                      attempt=attempt + 1)
-            try:
-                self._committed(run, svc, call, arrive("proxy_retry"))
-            except PortError:
-                pass
-
-    def _late(self, run, svc, call, args, call_seq, delay):
-        # the request is executing at the service until it lands: a lookup reports it
-        # in flight and a same-key request meets a 409
-        rid = run.spec.id
-        key = args.get("key")
+    def _later(self, step, run, svc, call, args, call_seq, one_way):
+        # a late arrival is executing at the service until it lands: a lookup reports it in
+        # flight and a same-key request meets a 409
+        key = args.get("key") if step.holds_key else None
         if key is not None:
             svc.in_flight[key] = svc.in_flight.get(key, 0) + 1
-        yield self.env.timeout(delay)
+        yield self.env.timeout(step.delay_ms)
         if key is not None:
             svc.in_flight[key] -= 1
-        self.emit(events.LateArrival, run=rid, service=svc.name, op=call.op, call=call_seq,
-                  delay_ms=delay)
-        try:
-            self._committed(run, svc, call, svc.execute(call.op, args, cause="adapter", run=rid, call=call_seq))
-        except PortError as exc:
-            self.emit(events.LateRejected, run=rid, service=svc.name, call=call_seq, code=exc.code)
-
-    def _duplicate(self, run, svc, call, args, call_seq, delay):
-        rid = run.spec.id
-        yield self.env.timeout(delay)
-        self.emit(events.DuplicateDelivery, run=rid, service=svc.name, op=call.op, call=call_seq)
-        try:
-            self._committed(run, svc, call, svc.execute(call.op, args, cause="duplicate_delivery", run=rid,
-                                                        call=call_seq))
-        except PortError as exc:
-            self.emit(events.LateRejected, run=rid, service=svc.name, call=call_seq, code=exc.code)
+        yield from self._steps(step.steps, run, svc, call, args, call_seq, one_way)
 
     def _callback(self, run, svc, call, result, delay):
         yield self.env.timeout(delay)
@@ -356,22 +305,13 @@ class World:
                 self.env.process(self._background(svc))
 
     def _background(self, svc: Service):
-        """Other actors' traffic on the same service, from its own seeded stream, so aggregate
-        reads are genuinely ambiguous: holds on the runs' parts under other incidents."""
-        stream = self.streams.get(f"background:{svc.name}")
-        parts = sorted({str(r.spec.intent.get("part")) for r in self.runs.values()
-                        if r.spec.service == svc.name and r.spec.intent.get("part")}) or ["P-1"]
-        mean = svc.profile["background_ms"]
-        n = 0
-        while True:
-            yield self.env.timeout(1 + stream.randint(mean // 2, mean + mean // 2))
-            n += 1
-            intent = {"tenant": "T-OTHER", "incident": f"I-BG-{n}", "part": stream.choice(parts),
-                      "slot": f"S-BG-{stream.randint(1, 99)}", "technician": "TECH-OTHER", "quantity": 1,
-                      "principal": "U-OTHER"}
+        """Other actors' traffic on the same service (transport.background, its own seeded stream)."""
+        parts = transport.background_parts([r.spec for r in self.runs.values()], svc.name)
+        for gap, args in transport.background(self.streams.get(f"background:{svc.name}"),
+                                              svc.profile["background_ms"], parts):
+            yield self.env.timeout(gap)
             try:
-                svc.execute("reserve", {"key": f"background-{n}", "intent": intent}, cause="other_actor",
-                            run=None, call=None)
+                svc.execute("reserve", args, cause="other_actor", run=None, call=None)
             except PortError as exc:
                 self.emit(events.OtherActorRejected, code=exc.code)
 

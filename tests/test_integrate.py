@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.integrate.card import MINIMUM, card
-from crashlab.integrate.run import SUITE, integrate
+from crashlab.integrate.run import integrate, suite
 from crashlab.results import ScenarioResult
 from crashlab.scenario_loader import load_file, resolve
 
@@ -39,6 +39,32 @@ def _alive_with(marker: str) -> list[int]:
         if marker in cmd and state != "Z" and " -m crashlab " not in cmd:   # a worker, not crashlab itself
             found.append(int(pid))
     return found
+
+
+def _port_of(marker: str) -> int:
+    """The sandbox port in the command line of a live worker (its {url})."""
+    import re
+
+    for pid in _alive_with(marker):
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", cmd)
+        if found:
+            return int(found.group(1))
+    raise AssertionError("no worker with a sandbox URL")
+
+
+def _listening(port: int) -> bool:
+    """Whether any socket on this machine listens on ``port`` (/proc/net/tcp and tcp6, state 0A)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
 
 
 @pytest.fixture
@@ -65,7 +91,7 @@ def failing(outcome) -> dict[str, str]:
     return {line.invariant: line.why for line in outcome.card.lines if line.status == "fail"}
 
 
-@pytest.mark.parametrize("scenario", sorted(SUITE))
+@pytest.mark.parametrize("scenario", [sc.id for sc in suite()])
 def test_the_careful_worker_passes_the_integration_suite(out, scenario):
     outcome = integrate(resolve(scenario), worker=careful(out), out=out)
     assert outcome.card.verdict == "pass", outcome.card.text()
@@ -173,6 +199,8 @@ def test_killing_crashlab_itself_leaves_no_worker_behind(out):
         while not _alive_with(str(marker)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _alive_with(str(marker)), "the worker never started"
+        port = _port_of(str(marker))
+        assert _listening(port)
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -180,6 +208,7 @@ def test_killing_crashlab_itself_leaves_no_worker_behind(out):
     while _alive_with(str(marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive_with(str(marker))
+    assert not _listening(port), f"the sandbox's port {port} still listens after crashlab was killed"
 
 
 def test_cli_integrate_and_its_usage_errors(out, capsys):
@@ -237,6 +266,8 @@ def test_ctrl_c_stops_the_run_and_leaves_nothing_behind(out):
         while not _alive_with(str(marker)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _alive_with(str(marker)), "the worker never started"
+        port = _port_of(str(marker))
+        assert _listening(port)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
     finally:
@@ -245,6 +276,7 @@ def test_ctrl_c_stops_the_run_and_leaves_nothing_behind(out):
             proc.wait()
     assert proc.returncode == 130 and b"interrupted" in err and b"Traceback" not in err, err
     assert not _alive_with(str(marker))
+    assert not _listening(port), f"the sandbox's port {port} still listens after Ctrl-C"
 
 
 def test_a_worker_that_forks_out_of_its_group_is_a_recorded_fault_and_nothing_survives(out):
@@ -281,3 +313,96 @@ def test_a_paused_worker_is_replaced_and_its_lease_fences_it_when_it_resumes(out
 def test_a_worker_without_a_lease_resumes_stale_and_fails_term01(out):
     outcome = integrate(load_file(PAUSED), worker=careful(out, "--mistake=no_lease"), out=out)
     assert "TERM-01" in failing(outcome), outcome.card.text()
+
+
+def test_the_suite_is_the_integration_tag_and_docs_list_every_library_scenario_in_or_out():
+    import re
+
+    from crashlab.integrate.run import SUITE_TAG, exercises
+    from crashlab.scenario_loader import library
+
+    text = (ROOT / "docs" / "integration.md").read_text()
+    table = text.split("<!-- the suite table: every library scenario, in or out -->")[1].split("<!-- end of")[0]
+    rows = dict(re.findall(r"^\| `([^`]+)` \| (in|out) \|", table, re.M))
+    ids = [sc.id for sc in library()]
+    assert sorted(rows) == sorted(ids), "docs/integration.md: the suite table must list every library scenario once"
+    tagged = {sc.id for sc in library() if SUITE_TAG in sc.tags}
+    assert {k for k, v in rows.items() if v == "in"} == tagged == {sc.id for sc in suite()}
+    assert all(exercises(sc) for sc in suite()), "a suite scenario must say what it exercises with real processes"
+    assert not any(r.endswith("| out | ? |") or "| out |  |" in r for r in table.splitlines())
+
+
+def test_suite_means_the_tag_on_the_command_line(monkeypatch):
+    import crashlab.integrate.run as run_module
+    from crashlab.cli import main
+
+    seen = []
+
+    def stop(sc, **kw):
+        seen.append(sc.id)
+        raise KeyboardInterrupt       # no worker runs: the first scenario named is all this test needs
+    monkeypatch.setattr(run_module, "integrate", stop)
+    assert main(["integrate", "--suite", "--worker", sys.executable]) == 130
+    assert seen == [suite()[0].id]
+
+
+def test_a_worker_flooding_the_sandbox_with_requests_is_a_recorded_fault(out, monkeypatch):
+    import crashlab.sandbox.server as server
+
+    monkeypatch.setattr(server, "MAX_REQUESTS", 50)
+    worker = script(out, """
+        import http.client, sys, urllib.parse
+        u = urllib.parse.urlsplit(sys.argv[1])
+        while True:
+            try:
+                c = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
+                c.request("GET", u.path + "/inbox?after_seq=0")
+                c.getresponse().read()
+                c.close()
+            except Exception:
+                pass
+        """)
+    outcome = integrate(resolve("matrix-throttling"), worker=worker, out=out, wall_limit_s=20.0)
+    fault = [e for e in outcome.result.violations if e.invariant == "ADAPTER-FAULT"]
+    assert fault and "more than 50 requests" in fault[0].message, outcome.card.text()
+    assert outcome.card.verdict in ("fail", "inconclusive")
+
+
+def test_a_finished_run_leaves_no_listening_port_and_no_worker(out):
+    from crashlab.integrate.supervisor import Supervisor
+
+    sup = Supervisor(resolve("matrix-ambiguous-effect"), careful(out), out=out / "w")
+    seen = []
+    real_start = sup._start
+
+    def start(rs):
+        real_start(rs)
+        seen.append(sup.sandbox.httpd.server_address[1])
+        assert _listening(seen[-1])
+    sup._start = start
+    sup.run()
+    assert seen and not _listening(seen[0]), "the sandbox's port still listens after the run"
+    assert not _alive_with(str(out))
+
+
+def test_the_listening_check_sees_a_listening_socket():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        assert _listening(port)
+    assert not _listening(port)
+
+
+def test_other_actors_background_traffic_runs_beside_a_real_worker(out):
+    from crashlab.trace import read_jsonl
+
+    outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "background-traffic.yaml"),
+                        worker=careful(out), out=out)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    effects = [e for e in read_jsonl(outcome.trace) if e["kind"] == "effect"]
+    others = [e for e in effects if e["cause"] == "other_actor"]
+    assert others and all(e["intent"]["part"] == "P-204" and e["intent"]["tenant"] == "T-OTHER" for e in others)
+    assert [e["run"] for e in effects if e["cause"] != "other_actor"] == ["run-82"]

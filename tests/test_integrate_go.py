@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.integrate.run import SUITE, integrate
+from crashlab.integrate.run import integrate, suite
 from crashlab.scenario_loader import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +39,7 @@ def binary(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("scenario", sorted(SUITE))
+@pytest.mark.parametrize("scenario", [sc.id for sc in suite()])
 def test_the_careful_go_worker_passes_the_integration_suite(binary, tmp_path, scenario):
     outcome = integrate(resolve(scenario), worker=f"{binary} {{url}} {{db}}", out=tmp_path)
     assert outcome.card.verdict == "pass", outcome.card.text()
@@ -58,5 +58,13 @@ def test_the_go_worker_fences_itself_when_it_resumes_after_a_takeover(binary, tm
     from crashlab.scenario_loader import load_file
 
     outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "paused-past-lease.yaml"),
+                        worker=f"{binary} {{url}} {{db}}", out=tmp_path)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+
+
+def test_the_go_worker_finds_its_own_hold_among_other_actors(binary, tmp_path):
+    from crashlab.scenario_loader import load_file
+
+    outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "background-traffic.yaml"),
                         worker=f"{binary} {{url}} {{db}}", out=tmp_path)
     assert outcome.card.verdict == "pass", outcome.card.text()

@@ -288,3 +288,34 @@ def test_sandbox_serve_on_the_command_line(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "crashlab", "sandbox", "serve", "no-such-scenario"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 3 and "Traceback" not in bad.stderr
+
+
+def test_other_actors_background_traffic_is_the_simulators_and_stops_with_the_sandbox(serve):
+    from itertools import islice
+
+    from crashlab import transport
+    from crashlab.runner import run_scenario
+
+    sc = scenario({"background": "1m"}, horizon="10:30")
+    sb = serve(sc, scale=6000.0)            # one scenario minute is 10 ms
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with sb.lock:
+            got = [e for e in sb.trace.events if e["kind"] == "effect" and e.get("cause") == "other_actor"]
+        if len(got) >= 3:
+            break
+        time.sleep(0.01)
+    expected = [args["intent"] for _, args in islice(transport.background(
+        transport.named_stream(sc.seed, "background:reservation"), 60_000, ["P-204"]), 3)]
+    assert [e["intent"] for e in got[:3]] == expected
+    simulated = [e["intent"] for e in run_scenario(sc).events if e["kind"] == "effect" and e["cause"] == "other_actor"]
+    assert simulated[:3] == expected          # the simulator sends the same requests
+    sb.stop()
+    assert not any(t.is_alive() for t in sb._threads)
+
+
+def test_a_sandbox_without_background_traffic_sends_none(serve):
+    sb = serve(scenario(), scale=6000.0)
+    time.sleep(0.05)
+    with sb.lock:
+        assert not [e for e in sb.trace.events if e.get("cause") == "other_actor"] and not sb._threads

@@ -363,7 +363,7 @@ class Worker:
         if self.knowledge == "PROPOSED":
             self.dispatch()
         if self.knowledge == "CONFIRMED" and self.state not in TERMINAL:
-            if self.state != "EFFECT_CONFIRMED":
+            if self.state not in ("EFFECT_CONFIRMED", "NOTIFYING"):   # a restart while notifying stays there
                 self.write("EFFECT_CONFIRMED", "CONFIRMED")
             if self.cancelled():
                 self.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains",
@@ -431,8 +431,10 @@ class Worker:
         self.store.own()             # still the owner, right before the send
         try:
             # retry_owner: this worker owns retries; a proxy in between must not re-send on its own
-            status, data, headers = self.client.call("POST", "/reservation/reserve",
-                                                     {"intent": self.intent, "retry_owner": "caller"}, key=self.key)
+            body = {"intent": self.intent, "retry_owner": "caller"}
+            if self.profile.get("fencing"):          # the service checks the lease epoch as a fencing token
+                body["fence"] = self.epoch
+            status, data, headers = self.client.call("POST", "/reservation/reserve", body, key=self.key)
         except Closed as exc:
             if self.mistake == "sent_unknown_after":
                 self.append("SENT_UNKNOWN", note="recorded after the answer")
@@ -459,6 +461,8 @@ class Worker:
             return
         if status == 409 and code == "conflict_in_flight":
             return self.reconcile()
+        if code == "fenced":                         # a newer worker's epoch reached the service first
+            raise Stale("the service fenced this worker's epoch")
         if status >= 500:
             return self.ambiguous(f"HTTP {status} ({code})")
         self.append("REJECTED", evidence=[f"definite refusal: HTTP {status} {code}"])
@@ -497,6 +501,10 @@ class Worker:
             if lookup == "by_key":
                 found = [data["record"]] if data.get("found") else []
                 settled = not data.get("in_flight")
+                if found and found[0].get("intent") != self.intent:   # our key, someone else's parameters
+                    self.finish("FAILED_EFFECT_UNKNOWN", f"the record under our key {found[0].get('ref')} holds other "
+                                "parameters: it is not our effect, and ours may still exist", next_owner="operator")
+                    return
             else:
                 found = [r for r in data.get("records", []) if r.get("intent") == self.intent]
                 settled = time.time() - sent > bound_s       # nothing can land any more

@@ -17,7 +17,8 @@ def add_parsers(cmd) -> None:
             "each request, and judge the trace on the integration card (docs/integration.md). Exit 0 pass, "
             "1 fail, 2 inconclusive.")
     p.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="library scenario ids or .yaml files")
-    p.add_argument("--suite", action="store_true", help="the integration suite (docs/integration.md)")
+    p.add_argument("--suite", action="store_true",
+                   help="the integration suite: every library scenario tagged 'integration' (docs/integration.md)")
     p.add_argument("--tag", action="append", metavar="TAG",
                    help="also every library scenario with this tag (repeatable), e.g. --tag crash-point")
     p.add_argument("--worker", required=True, metavar="CMD",
@@ -45,15 +46,16 @@ def run(args: argparse.Namespace) -> int:
 
     from ..errors import UsageError
     from ..scenario_loader import resolve
-    from .run import SUITE, integrate
+    from .run import SUITE_TAG, integrate
 
-    names = list(args.scenarios) + (list(SUITE) if args.suite else [])
-    if args.tag:
+    names = list(args.scenarios)
+    tags = list(args.tag or ()) + ([SUITE_TAG] if args.suite else [])
+    if tags:
         from ..scenario_loader import library
 
-        tagged = [sc.id for sc in library() if set(args.tag) & set(sc.tags)]
+        tagged = [sc.id for sc in library() if set(tags) & set(sc.tags)]
         if not tagged:
-            raise UsageError(f"no library scenario has the tag {', '.join(args.tag)}", hint="crashlab list shows the tags")
+            raise UsageError(f"no library scenario has the tag {', '.join(tags)}", hint="crashlab list shows the tags")
         names += [n for n in tagged if n not in names]
     if not names:
         raise UsageError("name at least one scenario, or --suite, or --tag TAG")

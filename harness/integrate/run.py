@@ -20,30 +20,24 @@ from ..files import atomic_writer
 from .card import Card, RuntimeRun, RuntimeSection, card
 from .supervisor import DEFAULT_TIME_SCALE, WALL_LIMIT_S, Supervisor
 
-#: The integration suite: library scenarios that a real worker process can meet as written
-#: (their faults are on service calls or on the worker's store), with what each exercises.
-SUITE: dict[str, str] = {
-    "crash-1-before-prepare": "failpoint before the first ledger append: nothing was prepared",
-    "crash-2-after-prepare-before-send": "failpoint before the second ledger append: PROPOSED proves nothing left",
-    "crash-3-after-send-before-commit-known": "late arrival, then a kill: the held request lands after the restart",
-    "crash-4-after-commit-before-record": "SIGKILL after the commit, before the answer",
-    "crash-5-after-record-before-checkpoint": "failpoint after the CONFIRMED append, before the checkpoint",
-    "crash-6-after-checkpoint-before-notify": "failpoint before the notification is prepared: sent once, after",
-    "crash-7-after-notify-before-finish": "failpoint before the finish, after the notification",
-    "t1-crash-before-dispatch": "T1: a kill before the dispatch",
-    "t2-commit-before-record": "T2: SIGKILL after the commit, before the answer: recover by lookup",
-    "t3-record-before-response": "T3: failpoint before the finish, after the record",
-    "fieldops-worked-recovery": "lost response after the commit, then a kill: recover by lookup",
-    "matrix-ambiguous-effect": "502 after the commit: ambiguous, resolved by lookup",
-    "matrix-conflict-in-flight": "409: the key is in flight; wait and read",
-    "matrix-conflict-in-flight-second-run": "409 from a held request of another run under the same key",
-    "matrix-throttling": "429 with Retry-After, twice",
-    "matrix-late-arrival-search-only": "late arrival on a keyless service read only by search",
-    "matrix-retry-amplification": "a proxy that re-sends on 5xx unless the caller owns retries",
-    "matrix-weak-service": "lost response on a service with no keys and no lookup: the effect stays unknown",
-    "matrix-duplicate-callback": "a completion callback delivered twice",
-    "combined-cancel-racing-conditional-prepare": "cancellation anchored before prepare, after prepare, in flight",
-}
+#: The integration suite is the library scenarios with this tag: those a real worker process can
+#: meet as written (their faults are on service calls, the worker's store or its process group).
+SUITE_TAG = "integration"
+#: Each suite scenario's description says what it exercises with real processes, after this.
+EXERCISES = "With real processes:"
+
+
+def suite() -> list[Scenario]:
+    """The integration suite: every library scenario tagged ``integration``, in library order."""
+    from ..scenario_loader import library
+
+    return [sc for sc in library() if SUITE_TAG in sc.tags]
+
+
+def exercises(sc: Scenario) -> str:
+    """What a scenario exercises with real processes (the end of its description)."""
+    _, found, text = str(sc.raw.get("description") or "").partition(EXERCISES)
+    return " ".join(text.split()).rstrip(".") if found else ""
 
 #: The runtime subset (docs/runtimes/): where a durable runtime's own retry or redelivery meets an
 #: ambiguous effect. The naive runtime examples fail each of these for the chapter's rule and the

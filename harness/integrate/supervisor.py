@@ -74,6 +74,7 @@ class RunState:
     stopped: set = field(default_factory=set)        # slugs of workers stopped by a pause, not yet resumed
     ledger_count: int = 0
     store_problem: str | None = None
+    flooded: str | None = None         # why the current worker is to be stopped for its requests
 
 
 class Supervisor(Hooks):
@@ -134,6 +135,11 @@ class Supervisor(Hooks):
             self.sandbox.emit(events.Crash, worker=caller.name, run=caller.run, boundary=boundary,
                               rule_line=rule.line, restart_after_ms=rule.restart_after_ms)
         self._kill(rs)
+
+    def over_budget(self, caller: Caller, budget: int) -> None:
+        rs = self.runs[caller.run]
+        if rs.caller is caller:          # the main loop stops it and records the fault
+            rs.flooded = f"the worker sent more than {budget} requests to the sandbox (a request flood)"
 
     def pause(self, caller: Caller, rule: Rule, call_seq: int) -> None:
         rs = self.runs[caller.run]
@@ -476,6 +482,11 @@ class Supervisor(Hooks):
                         self._start(rs)
                     elif rs.proc is not None and rs.proc.poll() is not None:
                         self._exited(rs)
+                    elif rs.flooded is not None and rs.proc is not None:
+                        self._kill(rs)
+                        rs.proc = None
+                        self._read(rs, rs.caller)
+                        self._fault(rs, "step_budget", rs.flooded)
                     elif rs.log is not None and rs.log.stat().st_size > MAX_OUTPUT_BYTES:
                         self._kill(rs)
                         rs.proc = None

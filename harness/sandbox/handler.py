@@ -48,6 +48,9 @@ class Handler(BaseHTTPRequestHandler):
         if caller is None:
             return self._problem(404, "bad_request", f"no worker {segs[1]!r} here: use the base URL you were "
                                  "started with (/w/{run}.w{number})")
+        if not sb.admit(caller):
+            self.close_connection = True       # past its request budget: no answer
+            return
         body = self._body(method)
         if body is None:
             return

@@ -70,7 +70,7 @@ FAULTS: dict[str, tuple[str, str, str]] = {
                      "no answer; the effect lands afterwards"),
     "server_error_before": ("503 without committing (a proxy may re-send: proxy_retries)", "no", "503"),
     "server_error_after": ("committed, then 502", "yes", "502"),
-    "lost_response": ("committed, then the connection closed with no answer", "yes",
+    "lost_response": ("committed, held for timeout_ms, then the connection closed with no answer", "yes",
                       "a closed connection with no status line"),
     "duplicate_delivery": ("committed and answered; the request is executed again after the delay", "yes",
                            "200; a second delivery follows"),

@@ -1,8 +1,9 @@
 """The sandbox: a scenario's synthetic services as real HTTP endpoints on 127.0.0.1.
 
-The semantics are crashlab.services' (the same classes the simulator runs) and the rules are
-matched by crashlab.faults; this module applies each request and each fault (what to answer, or
-to close with no answer), handler.py reads and writes the HTTP by the mapping in httpmap.py.
+The semantics are crashlab.services' (the same classes the simulator runs), the rules are
+matched by crashlab.faults and what a fault does to a call is crashlab.transport's plan; this
+module runs each request's plan on the socket (hold, commit, answer, or close with no answer),
+handler.py reads and writes the HTTP by the mapping in httpmap.py.
 Everything the services do is written to one trace in crashlab's vocabulary (``Sandbox.trace``): every request as a ``call`` and its answer as a ``result``
 on the port lane, every commit, replay, refusal and fault on the remote and fault lanes.
 
@@ -22,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import quote
 
-from .. import events
+from .. import events, transport
 from ..errors import UsageError
 from ..faults import Rules
-from ..model import EFFECT_OPS, PortCall
+from ..model import PortCall
 from ..ports import PortError
 from ..scenario_compiled import Rule, Scenario
 from ..services import SERVICE_CLASSES, Service
@@ -33,6 +34,7 @@ from ..trace import Trace
 from .httpmap import STATUS
 
 MAX_HOLD_S = 30.0           # no request is held longer than this, whatever the scale
+MAX_REQUESTS = 5_000        # requests per worker (the simulator's step budget): beyond it, a flood
 
 
 class Clock:
@@ -60,6 +62,7 @@ class Caller:
     run: str
     number: int
     name: str
+    requests: int = 0
 
 
 class Hooks:
@@ -83,6 +86,9 @@ class Hooks:
     def knowledge(self, run: str, key: Any) -> str | None:
         """The latest ledger knowledge of ``key`` in ``run`` (for rules matching on knowledge)."""
         return None
+
+    def over_budget(self, caller: Caller, budget: int) -> None:
+        """The worker sent more than ``budget`` requests: stop it (a recorded fault)."""
 
 
 class Sandbox:
@@ -110,6 +116,7 @@ class Sandbox:
         self.anchors_fired: set[int] = set()
         self._stop = threading.Event()
         self._timers: list[threading.Timer] = []
+        self._threads: list[threading.Thread] = []   # other actors' background traffic
         self._event_ids = 0
         self._port = port
         self.httpd: "Server | None" = None
@@ -149,6 +156,8 @@ class Sandbox:
             self.httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        for thread in self._threads:
+            thread.join(timeout=5)
 
     def emit(self, event, /, **data) -> dict:
         """Record an event (call with the lock held); after the end event, nothing is recorded (a
@@ -191,6 +200,20 @@ class Sandbox:
                 found = self.register(run, int(number))
         return found
 
+    def admit(self, caller: Caller) -> bool:
+        """Count one request of ``caller``; False (close the connection unanswered) past its budget,
+        the first time telling the supervisor, which stops the worker."""
+        if not self.hooks.supervised:            # ``serve``: a session by hand has no budget
+            return True
+        with self.lock:
+            caller.requests += 1
+            if caller.requests <= MAX_REQUESTS:
+                return True
+            first = caller.requests == MAX_REQUESTS + 1
+        if first:
+            self.hooks.over_budget(caller, MAX_REQUESTS)
+        return False
+
     # ------------------------------------------------------------------ the trace
     def _emit_locked(self, event, /, **data):
         with self.lock:
@@ -230,8 +253,9 @@ class Sandbox:
         if crash is not None and crash.boundary == "before":
             self.hooks.crash(caller, "before", crash)
             return Answer.closed(seq)
-        if pause is not None and pause.boundary == "before":
+        if pause is not None and pause.boundary == "before":   # the request leaves when the worker runs again
             self.hooks.pause(caller, pause, seq)
+            self.hold(self.clock.real_s(pause.resume_after_ms))
         answer = self._execute(svc, caller, call, seq, fault)
         self.anchored("after", caller, call, nth)
         if crash is not None:   # after: it took effect; the worker never sees the answer
@@ -251,73 +275,72 @@ class Sandbox:
                   value=answer.value, error=error.to_json() if error is not None else None, delivered=delivered)
 
     def _execute(self, svc: Service, caller: Caller, call: PortCall, seq: int, fault: Rule | None) -> "Answer":
-        prof, rid, op, args = svc.profile, caller.run, call.op, dict(call.args)
-        kind = fault.fault if fault is not None else None
-        timeout_s = self.clock.real_s(prof["timeout_ms"])
-
-        def arrive(cause: str = "adapter") -> dict:
-            with self.lock:
-                value = svc.execute(op, args, cause=cause, run=rid, call=seq)
-            self._committed(svc, op, args, rid, value)
-            return value
-
-        if op == "describe":
+        if call.op == "describe":
             return Answer.ok(self.describe(svc), seq)
-        if kind == "refused":
-            return Answer.closed(seq, PortError("refused", f"{svc.name}: connection closed before the service"))
-        if kind == "timeout_before_send":
-            self.hold(timeout_s)
-            return Answer.closed(seq, PortError("timeout_before_send", f"{svc.name}: closed after timeout_ms"))
-        if kind == "throttled":
-            retry_after = fault.delay_ms if fault.delay_ms is not None else 1000
-            real_ms = max(1, round(retry_after / self.clock.scale))
-            return Answer.failed(PortError("throttled", f"{svc.name}: 429 too many requests",
-                                          details={"retry_after_ms": real_ms}), seq,
-                                {"Retry-After": str(max(1, math.ceil(real_ms / 1000))),
-                                 "Retry-After-Ms": str(real_ms)})
-        if kind in ("unavailable", "error"):
-            code = fault.code or "unavailable"
-            return Answer.failed(PortError(code, f"{svc.name}.{op}: injected {code}"), seq)
-        if kind == "drop_request":
-            with self.lock:
-                self.emit(events.Dropped, run=rid, service=svc.name, op=op, call=seq)
-            self.hold(timeout_s)
-            return Answer.closed(seq, PortError("timeout", f"{svc.name}: no answer; the connection was closed"))
-        if kind == "late_arrival":
-            delay = fault.delay_ms if fault.delay_ms is not None else prof["timeout_ms"] + 1000
-            self._late(svc, op, args, rid, seq, delay)
-            self.hold(min(timeout_s, self.clock.real_s(delay)))
-            return Answer.closed(seq, PortError("timeout", f"{svc.name}: no answer; the connection was closed"))
-        if op == "wait_job":
-            rec = getattr(svc, "jobs", {}).get(args.get("job_id"))
-            with self.lock:
-                remaining = max(0, prof.get("job_ms", 0) - (self.clock.now() - rec.committed_at)) if rec else 0
-            self.hold(self.clock.real_s(min(max(0, int(args.get("wait_ms") or 0)), remaining)))
-        try:
-            with self.lock:
-                svc.refuse_in_flight(op, args)
-            if kind == "server_error_before":
+        args = dict(call.args)
+        steps = transport.plan(svc.name, svc.kind, svc.profile, call.op, args, fault)
+        return self._steps(steps, svc, caller.run, call.op, args, seq)
+
+    def _hold_s(self, span: str, svc: Service, args: dict) -> float:
+        """Real seconds a span holds the connection: the caller's timeout and a job's wait (the
+        network spans are the real network's)."""
+        prof = svc.profile
+        if span not in transport.HELD_SPANS:
+            return 0.0
+        if span != "job":
+            return self.clock.real_s(prof["timeout_ms"])
+        rec = getattr(svc, "jobs", {}).get(args.get("job_id"))
+        with self.lock:
+            remaining = max(0, prof.get("job_ms", 0) - (self.clock.now() - rec.committed_at)) if rec else 0
+        return self.clock.real_s(min(max(0, int(args.get("wait_ms") or 0)), remaining))
+
+    def _steps(self, steps: tuple, svc: Service, rid: str, op: str, args: dict, seq: int) -> "Answer":
+        """Run a transport plan on the socket: returns what to answer, or to close with no answer."""
+        value, committed = None, False
+        for step in steps:
+            t = type(step)
+            if t is transport.Wait:
+                self.hold(self._hold_s(step.span, svc, args))
+            elif t is transport.Admit or t is transport.Commit:
+                try:
+                    with self.lock:
+                        if t is transport.Admit:
+                            svc.refuse_in_flight(op, args)
+                            continue
+                        value, committed = svc.execute(op, args, cause=step.cause, run=rid, call=seq), True
+                except PortError as exc:
+                    committed = False
+                    if t is transport.Admit or step.on_refusal == "raise":
+                        return Answer.failed(exc, seq)
+                    if step.on_refusal == "record":
+                        with self.lock:
+                            self.emit(events.LateRejected, run=rid, service=svc.name, call=seq, code=exc.code)
+            elif t is transport.Callback:
+                if committed:
+                    self._committed(svc, op, args, rid, value)
+            elif t is transport.Emit:
                 with self.lock:
-                    self.emit(events.ServerError, run=rid, service=svc.name, op=op, call=seq, committed=False)
-                self._proxy_retries(svc, op, args, rid, seq, arrive)
-                return Answer.failed(PortError("server_error", f"{svc.name}: 503 service unavailable"), seq,
-                                    status=503)
-            value = arrive()
-        except PortError as exc:
-            return Answer.failed(exc, seq)
-        if kind == "duplicate_delivery":
-            self._later(fault.delay_ms if fault.delay_ms is not None else 5,
-                        lambda: self._land(svc, op, args, rid, seq, events.DuplicateDelivery, "duplicate_delivery"))
-        if kind == "server_error_after":
-            with self.lock:
-                self.emit(events.ServerError, run=rid, service=svc.name, op=op, call=seq, committed=True)
-            self._proxy_retries(svc, op, args, rid, seq, arrive)
-            return Answer.failed(PortError("server_error", f"{svc.name}: 502 bad gateway"), seq, status=502)
-        if kind == "lost_response":
-            with self.lock:
-                self.emit(events.ResponseLost, run=rid, service=svc.name, op=op, call=seq)
-            return Answer.closed(seq, PortError("timeout", f"{svc.name}: the connection closed with no answer"))
+                    self.emit(step.event, run=rid, service=svc.name, op=op, call=seq, **step.fields)
+            elif t is transport.Later:
+                self._plan_later(step, svc, rid, op, args, seq)
+            elif t is transport.Answer:
+                return Answer.ok(value, seq)
+            elif t is transport.Fail:
+                return self._failed(step, seq)
+            else:   # Close: no status line
+                return Answer.closed(seq, PortError(step.code, step.message))
         return Answer.ok(value, seq)
+
+    def _failed(self, step: "transport.Fail", seq: int) -> "Answer":
+        """An error answer; its durations scaled, and a ``retry_after_ms`` also as Retry-After headers."""
+        details = {name: max(1, round(v / self.clock.scale)) if name.endswith("_ms") and isinstance(v, int) else v
+                   for name, v in (step.details or {}).items()}
+        headers = None
+        if "retry_after_ms" in details:
+            real_ms = details["retry_after_ms"]
+            headers = {"Retry-After": str(max(1, math.ceil(real_ms / 1000))), "Retry-After-Ms": str(real_ms)}
+        return Answer.failed(PortError(step.code, step.message, details=details or None), seq, headers,
+                             status=step.status)
 
     def _committed(self, svc: Service, op: str, args: dict, rid: str, value: Any) -> None:
         """The service's completion callback for a request it carried out (services.callback_delay:
@@ -328,37 +351,20 @@ class Sandbox:
                 rid, "callback", {"service": svc.name, "op": op, "key": args.get("key"), "result": value},
                 producer=svc.name))
 
-    def _proxy_retries(self, svc, op, args, rid, seq, arrive) -> None:
-        if op not in EFFECT_OPS[svc.kind] or args.get("retry_owner") == "caller":
-            return
-        for attempt in range(svc.profile["proxy_retries"]):
+    def _plan_later(self, step: "transport.Later", svc: Service, rid: str, op: str, args: dict, seq: int) -> None:
+        """Steps that run a scenario duration from now (a late arrival holds its key in flight until
+        it lands: a lookup reports it and a same-key request meets 409)."""
+        key = args.get("key") if step.holds_key else None
+        if key is not None:
             with self.lock:
-                self.emit(events.ProxyRetry, run=rid, service=svc.name, op=op, call=seq, attempt=attempt + 1)
-            try:
-                arrive("proxy_retry")
-            except PortError:
-                pass
-
-    def _late(self, svc, op, args, rid, seq, delay) -> None:
-        key = args.get("key")
-        with self.lock:
-            if key is not None:
                 svc.in_flight[key] = svc.in_flight.get(key, 0) + 1
 
         def land() -> None:
-            with self.lock:
-                if key is not None:
+            if key is not None:
+                with self.lock:
                     svc.in_flight[key] -= 1
-            self._land(svc, op, args, rid, seq, events.LateArrival, "adapter", delay_ms=delay)
-        self._later(delay, land)
-
-    def _land(self, svc, op, args, rid, seq, event, cause, **extra) -> None:
-        with self.lock:
-            self.emit(event, run=rid, service=svc.name, op=op, call=seq, **extra)
-            try:
-                self._committed(svc, op, args, rid, svc.execute(op, args, cause=cause, run=rid, call=seq))
-            except PortError as exc:
-                self.emit(events.LateRejected, run=rid, service=svc.name, call=seq, code=exc.code)
+            self._steps(step.steps, svc, rid, op, args, seq)
+        self._later(step.delay_ms, land)
 
     def _later(self, delay_ms: int, action: Callable[[], None]) -> None:
         """Run ``action`` a scenario duration from now (a pending landing: ``pending`` counts it)."""
@@ -416,6 +422,30 @@ class Sandbox:
         for index, ev in enumerate(self.scenario.events):
             if ev.anchor is None:
                 self._at(ev.at_ms, lambda e=ev: self._world_event(e))
+        for svc in self.services.values():
+            if svc.profile.get("background_ms"):
+                thread = threading.Thread(target=self._background, args=(svc,), name=f"crashlab-bg-{svc.name}",
+                                          daemon=True)
+                self._threads.append(thread)
+                thread.start()
+
+    def _background(self, svc: Service) -> None:
+        """Other actors' reservations on ``svc`` (transport.background: the simulator's requests, at
+        the same scenario times), until the sandbox stops."""
+        parts = transport.background_parts(self.scenario.runs, svc.name)
+        at = 0
+        for gap, args in transport.background(transport.named_stream(self.scenario.seed, f"background:{svc.name}"),
+                                              svc.profile["background_ms"], parts):
+            at += gap
+            if self._stop.wait(self.clock.real_s(at - self.clock.now())):
+                return
+            with self.lock:
+                if self.ended:
+                    return
+                try:
+                    svc.execute("reserve", args, cause="other_actor", run=None, call=None)
+                except PortError as exc:
+                    self.emit(events.OtherActorRejected, code=exc.code)
 
     def _at(self, t_ms: int, action: Callable[[], None]) -> None:
         if t_ms <= self.clock.now():

@@ -79,6 +79,7 @@ type worker struct {
 	key, state, know string
 	seen             int
 	lookup           string
+	fencing          bool    // the service checks the lease epoch as a fencing token
 	bound            float64 // the service's late-delivery bound, in seconds
 	ttl              float64 // the lease's time to live, in seconds
 }
@@ -326,6 +327,11 @@ func (w *worker) reconcile() {
 			settled := data["in_flight"] != true
 			if w.lookup == "by_key" {
 				found, _ = data["record"].(M)
+				if got, _ := json.Marshal(found["intent"]); found != nil && !bytes.Equal(got, want) {
+					// our key, someone else's parameters: not our effect, and ours may still exist
+					w.finish("FAILED_EFFECT_UNKNOWN", fmt.Sprintf("the record under our key %v holds other parameters", found["ref"]), "operator")
+					return
+				}
 			} else {
 				for _, r := range data["records"].([]any) {
 					got, _ := json.Marshal(r.(M)["intent"])
@@ -353,7 +359,11 @@ func (w *worker) reconcile() {
 
 func (w *worker) send() {
 	w.own() // still the owner, right before the send
-	status, data, headers, err := w.call("POST", "/reservation/reserve", M{"intent": w.intent, "retry_owner": "caller"}, w.key)
+	body := M{"intent": w.intent, "retry_owner": "caller"}
+	if w.fencing {
+		body["fence"] = w.epoch
+	}
+	status, data, headers, err := w.call("POST", "/reservation/reserve", body, w.key)
 	if err != nil || status >= 500 {
 		w.reconcile()
 		return
@@ -372,6 +382,8 @@ func (w *worker) send() {
 		w.append("PROPOSED", M{"evidence": []any{"429: throttled before execution (definite)"}})
 	case status == 409 && errCode == "conflict_in_flight":
 		w.reconcile()
+	case errCode == "fenced": // a newer worker's epoch reached the service first
+		stale("the service fenced this worker's epoch")
 	default:
 		w.append("REJECTED", M{"evidence": []any{fmt.Sprintf("definite refusal: HTTP %d %s", status, errCode)}})
 		w.finish("FAILED_NO_EFFECT", "the service refused the request: "+errCode, nil)
@@ -415,6 +427,7 @@ func (w *worker) main() int {
 	}
 	w.acquire(30 / scale) // 30 s of scenario time: one owner at a time
 	w.lookup, _ = profile["lookup"].(string)
+	w.fencing, _ = profile["fencing"].(bool)
 	if ms, ok := profile["max_delivery_delay_ms"].(float64); ok {
 		w.bound = ms / 1000
 	}
@@ -471,7 +484,7 @@ func (w *worker) main() int {
 		w.send()
 	}
 	if w.know == "CONFIRMED" && !terminal[w.state] {
-		if w.state != "EFFECT_CONFIRMED" {
+		if w.state != "EFFECT_CONFIRMED" && w.state != "NOTIFYING" { // a restart while notifying stays there
 			w.checkpoint("EFFECT_CONFIRMED")
 		}
 		if w.cancelled() {

@@ -1,8 +1,8 @@
 """The integration suite's wall time and the stability of its verdicts: prints figures, asserts nothing.
 
-    python benchmarks/integration_bench.py                         # 3 suite runs, the Python example worker
-    python benchmarks/integration_bench.py --runs 20 --burners 3   # 20 runs beside 3 CPU-bound processes
-    python benchmarks/integration_bench.py --worker './worker {url} {db}'
+    python benchmarks/integration.py                         # 3 suite runs, the Python example worker
+    python benchmarks/integration.py --runs 20 --burners 3   # 20 runs beside 3 CPU-bound processes
+    python benchmarks/integration.py --worker './worker {url} {db}'
 
 Per scenario: the median and the longest wall time; per suite run: the total; and whether every run
 gave every scenario the same verdict (the issue's "20 consecutive suite runs give identical verdicts").
@@ -22,9 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from crashlab.integrate.run import SUITE, integrate  # noqa: E402
+from crashlab.integrate.run import integrate, suite  # noqa: E402
 from crashlab.integrate.supervisor import DEFAULT_TIME_SCALE  # noqa: E402
-from crashlab.scenario_loader import resolve  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "integration" / "worker.py"
 
@@ -36,7 +35,7 @@ def main() -> int:
     ap.add_argument("--worker", default=f"{sys.executable} {EXAMPLE} {{url}} {{db}}")
     ap.add_argument("--time-scale", type=float, default=DEFAULT_TIME_SCALE)
     args = ap.parse_args()
-    scenarios = [resolve(s) for s in SUITE]
+    scenarios = suite()
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
                for _ in range(args.burners)]
     times: dict[str, list[float]] = {sc.id: [] for sc in scenarios}
@@ -68,6 +67,9 @@ def main() -> int:
     print(f"suite: median {statistics.median(totals):.1f} s, max {max(totals):.1f} s; longest scenario "
           f"{max(max(t) for t in times.values()):.2f} s; verdicts identical in every run: "
           f"{all(len(set(v)) == 1 for v in verdicts.values())}")
+    slow = [sc.id for sc in scenarios if max(times[sc.id]) > 5.0]
+    print(f"limits: suite <= 60 s in every run: {max(totals) <= 60.0}; every scenario <= 5 s: {not slow}"
+          + (f" (over: {', '.join(slow)})" if slow else ""))
     return 0
 
 
