@@ -406,3 +406,25 @@ def test_other_actors_background_traffic_runs_beside_a_real_worker(out):
     others = [e for e in effects if e["cause"] == "other_actor"]
     assert others and all(e["intent"]["part"] == "P-204" and e["intent"]["tenant"] == "T-OTHER" for e in others)
     assert [e["run"] for e in effects if e["cause"] != "other_actor"] == ["run-82"]
+
+
+def test_one_unreadable_view_is_named_and_leaves_the_others_readable(tmp_path):
+    """A ledger view with a renamed column is named with the database's reason; the checkpoints and
+    finish views are still read (they are not reported missing)."""
+    import sqlite3
+
+    from crashlab.integrate.store import SqliteStore
+
+    db = tmp_path / "run.sqlite"
+    store = SqliteStore(db)
+    conn = sqlite3.connect(db)
+    conn.executescript("""
+        CREATE TABLE crashlab_ledger (n INTEGER, record TEXT);
+        CREATE TABLE crashlab_checkpoints (version INTEGER, record TEXT);
+        CREATE TABLE crashlab_finish (seq INTEGER, record TEXT);
+    """)
+    conn.commit()
+    conn.close()
+    rows = store.read()
+    assert rows.problem and "crashlab_ledger" in rows.problem and "no such column" in rows.problem
+    assert "ledger" not in store.views_found and {"checkpoints", "finish"} <= store.views_found

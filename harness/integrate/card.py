@@ -158,7 +158,7 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
                   "order against the worker's requests is luck"
         if why is None and store_missing and inv.id in NEEDS_STORE:
             why = "the worker's store views were not readable (" + ", ".join(
-                sorted({"ledger", "checkpoints", "finish"} - views)) + " missing)"
+                sorted({"ledger", "checkpoints", "finish"} - views)) + ": missing, or unreadable as the reasons say)"
         if why is not None:
             lines.append(Line(inv.id, "not judgeable", why))
         elif inv.id == "EXP-EVIDENCE" and unobserved and inv.id not in findings:

@@ -85,22 +85,30 @@ class SqliteStore:
             out.problem = f"cannot open {self.path}: {exc}"
             return out
         found: dict[str, list] = {}
+        problems = []
         try:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('view', 'table')")}
             for name, (view, order) in VIEWS.items():
                 if view not in names:
                     continue
-                self.views_found.add(name)
                 last = self.seen[name]
-                rows = conn.execute(f"SELECT {order}, record FROM {view} WHERE ? IS NULL OR {order} > ? "
-                                    f"ORDER BY {order}", (last, last)).fetchall()
+                try:   # one unreadable view (a renamed column) leaves the others readable, and says why
+                    rows = conn.execute(f"SELECT {order}, record FROM {view} WHERE ? IS NULL OR {order} > ? "
+                                        f"ORDER BY {order}", (last, last)).fetchall()
+                except sqlite3.Error as exc:
+                    problems.append(f"the view {view} of {self.path} cannot be read: {exc} (docs/integration.md, "
+                                    f"\"The store views\": it needs the columns {order} and record)")
+                    continue
+                self.views_found.add(name)
                 found[name] = [(number, _record(text), None) for number, text in rows]
                 if rows:
                     self.seen[name] = rows[-1][0]
         except sqlite3.Error as exc:
-            out.problem = f"cannot read the views of {self.path}: {exc}"
+            problems.append(f"cannot read the views of {self.path}: {exc}")
         finally:
             conn.close()
+        if problems:
+            out.problem = "; ".join(problems)
         out.items = _ordered(found)
         return out
 
