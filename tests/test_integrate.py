@@ -428,3 +428,22 @@ def test_one_unreadable_view_is_named_and_leaves_the_others_readable(tmp_path):
     rows = store.read()
     assert rows.problem and "crashlab_ledger" in rows.problem and "no such column" in rows.problem
     assert "ledger" not in store.views_found and {"checkpoints", "finish"} <= store.views_found
+
+
+def test_an_approval_a_real_worker_never_receives_makes_the_expectations_not_judgeable():
+    """An approval scenario's expectations assume the approval arrived; the sandbox cannot deliver
+    it, so a miss there is not the worker's (the invariants still judge it)."""
+    from crashlab.results import Violation
+
+    miss = Violation(invariant="EXP-DISPOSITION", message="disposition WAITING_HUMAN not allowed", events=(1,))
+    result = ScenarioResult(id="x", title="x", verdict="fail", dispositions={}, violations=(miss,), notes=(), seed=0,
+                            repro="", trace=None, tags=())
+    views = {"ledger", "checkpoints", "finish"}
+    assert card(result, views=views).verdict == "fail"
+    spared = card(result, views=views, undelivered=["approve at 10:00:05"])
+    line = next(line for line in spared.lines if line.invariant == "EXP-DISPOSITION")
+    assert line.status == "not judgeable" and "approve at 10:00:05 is not delivered" in line.why
+    assert spared.verdict == "pass"
+    from crashlab.integrate import run as run_module
+    from crashlab.sandbox.server import UNDELIVERED
+    assert set(UNDELIVERED) == {"deploy", "approve", "revoke", "capability_change"} and run_module.UNDELIVERED is UNDELIVERED

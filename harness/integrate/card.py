@@ -136,12 +136,14 @@ class Card:
 
 
 def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut: list[str] = (),
-         timed: list[str] = ()) -> Card:
+         timed: list[str] = (), undelivered: list[str] = ()) -> Card:
     """The card of one integration trace's check result; ``views`` are the store views found; ``cut``
     the wall-clock limits that ended a run early (its scenario expectations are then not judgeable:
     what it would have done with more time is wall-clock luck; a violated invariant still fails); ``timed``
     the scenario's inbox events on the clock rather than anchored to a request (their order against the
-    worker's requests is wall-clock luck, so the expectations are not judgeable; the invariants are)."""
+    worker's requests is wall-clock luck, so the expectations are not judgeable; the invariants are);
+    ``undelivered`` the scenario's authority and deployment events, which a real worker never receives
+    (its expectations assume them, so they are not judgeable)."""
     store_missing = not {"ledger", "checkpoints", "finish"} <= views
     findings: dict[str, list] = {}
     unobserved = [v for v in result.violations if _unobservable(v)]
@@ -153,6 +155,9 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
         why = NOT_JUDGEABLE.get(inv.id)
         if why is None and cut and inv.id.startswith("EXP-"):
             why = f"the run was cut by the wall-clock limit ({cut[0]})"
+        if why is None and undelivered and inv.id.startswith("EXP-"):
+            why = f"the scenario's {undelivered[0]} is not delivered to a real worker (approvals, revocations and " \
+                  "deployments live in the simulator's platform ports), and its expectations assume it"
         if why is None and timed and inv.id.startswith("EXP-"):
             why = f"the scenario's {timed[0]} is on the clock, not anchored to a request: under real time its " \
                   "order against the worker's requests is luck"

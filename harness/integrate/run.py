@@ -13,10 +13,11 @@ from pathlib import Path
 
 from ..checks.verdict import check_trace
 from ..results import ScenarioResult
+from ..files import atomic_writer
 from ..runtimes import Runtime, Server
+from ..sandbox.server import UNDELIVERED
 from ..scenario_compiled import Scenario
 from ..trace import write_jsonl
-from ..files import atomic_writer
 from .card import Card, RuntimeRun, RuntimeSection, card
 from .supervisor import DEFAULT_TIME_SCALE, WALL_LIMIT_S, Supervisor
 
@@ -80,9 +81,11 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     write_jsonl(events, path)
     result = check_trace(events, trace_path=str(path))
     timed = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events
-             if ev.anchor is None and ev.run is not None and ev.type != "other_actor"]
+             if ev.anchor is None and ev.run is not None and ev.type != "other_actor"
+             and ev.type not in UNDELIVERED]
+    undelivered = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events if ev.type in UNDELIVERED]
     views = set.intersection(*(rs.store.views_found for rs in sup.runs.values())) if sup.runs else set()
-    verdict = card(result, views=views, notes=sup.notes, cut=sup.cut, timed=timed)
+    verdict = card(result, views=views, notes=sup.notes, cut=sup.cut, timed=timed, undelivered=undelivered)
     if server is not None and runtime is not None:
         verdict = replace(verdict, runtime=runtime_section(runtime, server, ids, events, work))
     return Outcome(scenario=scenario.id, trace=path, result=result, card=verdict)

@@ -36,6 +36,10 @@ from .httpmap import STATUS
 MAX_HOLD_S = 30.0           # no request is held longer than this, whatever the scale
 MAX_REQUESTS = 5_000        # requests per worker (the simulator's step budget): beyond it, a flood
 
+#: Scenario events the sandbox writes to the trace but cannot deliver: they live in the simulator's
+#: platform ports (authority, deployments), which a real worker does not call.
+UNDELIVERED = ("deploy", "approve", "revoke", "capability_change")
+
 
 class Clock:
     """Scenario milliseconds from a real monotonic clock, ``scale`` of them per real ms."""
@@ -485,7 +489,7 @@ class Sandbox:
                 except PortError as exc:
                     self.emit(events.OtherActorRejected, code=exc.code)
                 return
-            if ev.run is None or ev.type in ("deploy", "approve", "revoke", "capability_change"):
+            if ev.run is None or ev.type in UNDELIVERED:
                 return   # the platform's authority and deployments are not the sandbox's (docs/integration.md)
         etype = data.pop("kind", "event") if ev.type == "event" else ev.type
         copies = 1 + int(data.pop("duplicates", 0))
