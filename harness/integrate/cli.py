@@ -16,6 +16,20 @@ def add_parsers(cmd) -> None:
             "at the scenario's service boundaries and failpoints, read its store views while it is blocked on "
             "each request, and judge the trace on the integration card (docs/integration.md). Exit 0 pass, "
             "1 fail, 2 inconclusive.")
+    from .supervisor import MAX_OUTPUT_BYTES, MAX_WORKERS
+    from ..sandbox.server import MAX_REQUESTS
+
+    p.epilog = f"""exit codes:
+  0  pass            every scenario's integration card passed
+  1  fail            a rule failed on some card, or a worker misbehaved (a recorded fault)
+  2  inconclusive    nothing failed, but a rule of the minimum set (EFF-01, PREP-02, RETRY-01, REC-01,
+                     TRUTH-01) could not be judged, or a run was cut by the wall-clock limit
+  3  usage error     bad arguments, an unknown scenario, a bad --store URL, a runtime that is not installed
+  130, 143           interrupted by SIGINT (Ctrl-C) or SIGTERM: every worker and server is stopped first
+
+worker limits (docs/integration.md): {MAX_REQUESTS:,} requests per worker (beyond: a flood), {MAX_OUTPUT_BYTES >> 20} MiB
+of standard output and error per worker, {MAX_WORKERS} workers per run, --wall-limit seconds per scenario;
+no process may outlive its group. Each is a recorded fault of that scenario with a clear message."""
     p.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="library scenario ids or .yaml files")
     p.add_argument("--suite", action="store_true",
                    help="the integration suite: every library scenario tagged 'integration' (docs/integration.md)")
