@@ -317,7 +317,9 @@ class Worker:
         return events
 
     # -- the run ------------------------------------------------------------------------
-    def main(self) -> int:
+    def begin(self) -> int | None:
+        """Read the intake, the profile and the store, and take the lease: an exit status when there
+        is nothing left to do (0: already finished; 3: no intake), None to go on."""
         if self.store.finished():
             return 0
         deadline = time.monotonic() + 10
@@ -349,6 +351,12 @@ class Worker:
             self.store.finish({"disposition": self.state, "reason": "recorded before a crash",
                                "next_owner": None, "effects": self.effects()})
             return 0
+        return None
+
+    def main(self) -> int:
+        status = self.begin()
+        if status is not None:
+            return status
         if self.knowledge is None:
             if self.cancelled():
                 self.finish("CANCELLED_NO_EFFECT", "cancelled before anything was prepared")

@@ -16,17 +16,14 @@ by a read:
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
-from worker import (LEASE_TTL_MS, TERMINAL, Ambiguous, Stale, Worker,  # noqa: E402  (the careful worker)
-                    canonical)
+from worker import Ambiguous, Stale, Worker  # noqa: E402  (the careful worker)
 
 __all__ = ["Unit", "Retryable", "Stale", "runtime_id"]
 
@@ -54,36 +51,12 @@ class Unit(Worker):
 
     # -- once per process, outside any step: the inbox, the profile, the lease, the store's state
     def begin(self) -> bool:
-        """Read the intake and the store; False when there is nothing left to do (already finished)."""
-        if self.store.finished():
-            return False
-        deadline = time.monotonic() + 10
-        intake = None
-        while intake is None and time.monotonic() < deadline:
-            intake = next((e for e in self.poll() if e["type"] == "intake"), None)
-            if intake is None:
-                time.sleep(0.01)
-        if intake is None:
+        """Read the intake and the store (the careful worker's own start); False when there is
+        nothing left to do (already finished)."""
+        status = super().begin()
+        if status == 3:
             raise SystemExit("no intake event arrived")
-        _, self.profile, _ = self.client.call("GET", "/reservation")
-        self.store.acquire(self.epoch, self.worker, LEASE_TTL_MS / 1000 / self.profile.get("time_scale", 1))
-        self.intent = intake["payload"]["intent"]
-        self.key = "rsv-" + hashlib.sha256(canonical(self.intent).encode()).hexdigest()[:20]
-        self.notify_user = bool(intake["payload"].get("notify"))
-        self.notice_key = "msg-" + self.key[4:]
-        self.notice_intent = {"tenant": self.intent.get("tenant"), "to": self.intent.get("technician"),
-                              "message": f"part {self.intent.get('part')} reserved for {self.intent.get('incident')}"}
-        notices = self.store.entries(self.notice_key)
-        self.notice = notices[-1]["knowledge"] if notices else None
-        entries = self.store.entries(self.key)
-        self.knowledge = entries[-1]["knowledge"] if entries else None
-        last = self.store.checkpoint()
-        self.state = last["control"]["state"] if last else "INTAKE"
-        if self.state in TERMINAL:       # decided, but the finish row was lost in a crash
-            self.store.finish({"disposition": self.state, "reason": "recorded before a crash",
-                               "next_owner": None, "effects": self.effects()})
-            return False
-        return True
+        return status is None
 
     def done(self) -> bool:
         return self.store.finished()
