@@ -239,6 +239,9 @@ def _cmd_sweep(args) -> int:
     findings = check_output_dir(args.findings, "--findings") if args.findings else None
     adapter = _adapter(args)
     scenarios = _select(args)
+    if args.services:   # the crash points are built from each scenario's document, the profile's services in it
+        from .probe.profile import with_services
+        scenarios = with_services(scenarios, args.services)
 
     def run(executor, shard, progress, out_dir):
         card = sweep(adapter, scenarios, double=args.double, seed=args.seed, executor=executor, shard=shard,

@@ -172,6 +172,7 @@ def parser() -> argparse.ArgumentParser:
              "every durable call), check every invariant and score the whole as one suite. Each distinct "
              "failure is written to the findings folder as it is found, with a repro command.")
     _suite_options(sw, "the traces and scenario files of failing runs, and the journal")
+    sw.add_argument("--services", metavar="PROFILE.yaml", help=SERVICES_HELP)
     sw.add_argument("--double", action="store_true", help="two crashes at every durable call instead of one")
     sw.add_argument("--findings", metavar="DIR", help="folder for the findings (default: OUT/findings)")
     sw.add_argument("--keep-traces", choices=("failing", "all", "none"), default="failing",

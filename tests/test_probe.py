@@ -418,3 +418,18 @@ def test_a_scenario_whose_services_the_profile_changed_is_judged_by_the_invarian
     unchanged.write_text("services:\n  reservation: {idempotency: %s, lookup: %s}\n"
                          % (own.services["reservation"]["idempotency"], own.services["reservation"]["lookup"]))
     assert with_services([own], str(unchanged))[0].expect == own.expect
+
+
+def test_a_sweep_crashes_the_scenario_on_the_profiles_services(tmp_path):
+    from crashlab.drivers import load_adapter
+    from crashlab.probe.profile import with_services
+    from crashlab.scenario_loader import resolve
+    from crashlab.sweep import LocalExecutor, crash_jobs
+
+    path = tmp_path / "p.yaml"
+    path.write_text("services:\n  reservation: {idempotency: key_only, lookup: by_key}\n")
+    [sc] = with_services([resolve("t2-commit-before-record")], str(path))
+    jobs = crash_jobs([sc], load_adapter(None), double=False, executor=LocalExecutor(1, in_process=True))
+    assert jobs and all(job.doc["services"]["reservation"]["idempotency"] == "key_only" for job in jobs)
+    assert main(["sweep", "--scenario", "t2-commit-before-record", "--services", str(path), "-q", "-j", "1",
+                 "--out", str(tmp_path / "o")]) == 0
