@@ -326,7 +326,9 @@ ENTRIES: tuple[Entry, ...] = (
            invariants=("REC-02",), categories=("effect_correctness",),
            note="matrix-early-negative-read-cancelled: the request was dropped, so nothing arrives late and "
                 "CANCELLED_NO_EFFECT happens to be true; the read it rests on was taken before the provider's "
-                "late-delivery bound."),
+                "late-delivery bound. Everywhere else its early resend is collapsed by the key, which the library "
+                "accepts (matrix-eventual-consistency-lag: the worker may rely on \u201cthe service's key to "
+                "collapse a same-key redispatch\u201d)."),
     # -------------------------------------------------------------- correct alternatives
     _entry(alternatives.EscalateEveryAmbiguity, "escalate-every-ambiguity", "Worked FieldOps recovery",
            "It records FAILED_EFFECT_UNKNOWN, names the operator escalation, and stops. Durability "

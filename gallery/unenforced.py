@@ -111,6 +111,8 @@ class PreSendAsAmbiguous(ReferenceAdapter):
 
 
 def _answer_only(entry, profile, as_of, now, started_at):
+    if profile.get("idempotency") not in ("semantic", "key_only") or profile.get("lookup") != "by_key":
+        return effects.judge_negative(entry, profile, as_of, now, started_at)
     if now - entry["attempts"][0]["at"] >= profile["retention_ms"]:
         return "beyond_retention", 0
     horizon = effects.send_horizon(entry, started_at)
@@ -118,7 +120,7 @@ def _answer_only(entry, profile, as_of, now, started_at):
 
 
 class EarlyAbsenceClaim(ReferenceAdapter):
-    """Takes a negative read as soon as it covers the lost answer, without waiting for the
-    provider's late-delivery bound, both to resend and to claim there is no effect."""
+    """Takes a negative lookup by key on a deduplicating service as absence as soon as it covers
+    the lost answer, which is enough to resend under that key, and also to claim there is no effect."""
 
     behaviour = Behaviour(judge_negative=_answer_only)
