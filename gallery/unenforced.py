@@ -14,16 +14,22 @@ _AMBIGUOUS = next(row for row in matrix.ROWS if row.name == "ambiguous_effect")
 
 # --------------------------------------------------------------------------- PKT-02, MSG-01
 class _NarrativeSession(Session):
+    async def call(self, phase: str, request):
+        value = await super().call(phase, request)
+        if request.port == "inbox" and request.op == "poll" and isinstance(value, dict):
+            self.raw_inbox = [*getattr(self, "raw_inbox", []), *(value.get("events") or [])]
+        return value
+
     async def escalate(self, packet: dict) -> str:
-        intake = (self.record.intake or {}) if self.record is not None else {}
         return await super().escalate({**packet, "assessment": "the reservation probably went through; "
                                                                "the operator can likely close it",
-                                       "requester_context": dict(intake)})
+                                       "requester_context": [e.get("payload") for e in
+                                                             getattr(self, "raw_inbox", [])]})
 
 
 class SpeculativePacket(ReferenceAdapter):
     """Escalates a decision packet that adds the model's guess about the outcome and the raw
-    intake it received, beside the typed panels."""
+    payloads of the inbox events it read, beside the typed panels."""
 
     behaviour = Behaviour(session=_NarrativeSession)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..model import WAITING_STATES
-from .common import Finding, Invariant, inv
+from .common import TERMINAL, Finding, Invariant, inv
 from .index import TraceIndex
 from .values import dig, obj
 
@@ -62,7 +62,7 @@ def _dead_02(ix: TraceIndex) -> Iterator[Finding]:
             continue
         for cp in run.checkpoints:
             control = obj(dig(cp, "checkpoint", "control"))
-            if cp.get("state") == "INTAKE" or not control:
+            if cp.get("state") == "INTAKE" or cp.get("state") in TERMINAL or not control:
                 continue
             held = control.get("deadline")
             if isinstance(held, int) and not isinstance(held, bool) and held <= run.deadline:
@@ -105,7 +105,8 @@ OWNERSHIP: tuple[Invariant, ...] = (
         "while the business still waits for it.",
         "the lease call"),
     inv("DEAD-02", "Every checkpoint carries the run's business deadline.", "ownership", False, None, _dead_02,
-        "For a run whose intake names a business deadline, every accepted checkpoint past INTAKE holds "
+        "For a run whose intake names a business deadline, every accepted checkpoint past INTAKE and short "
+        "of a terminal state (a terminal record has no deadline left to keep) holds "
         "control.deadline as a time no later than it (a design may keep an earlier deadline of its own): "
         "null, a later time or no time drops the deadline for whoever recovers the run. A run without a "
         "business deadline is not judged.",

@@ -53,9 +53,18 @@ def _reads_key(call: dict, d: Dispatch) -> bool:
     return False
 
 
+def _records_absence(call: dict, key) -> bool:
+    """``call`` is a ledger append (answered or not) recording ``key`` as not sent."""
+    entry = obj(obj(call.get("args")).get("entry"))
+    return call["port"] == "ledger" and call["op"] == "append" and entry.get("semantic_key") == key \
+        and entry.get("knowledge") in ("PROPOSED", "REJECTED")
+
+
 def _as_ambiguous(ix: TraceIndex, run: RunIndex, d: Dispatch, code: str) -> tuple[str, int] | None:
     """What ``d``'s worker did after seeing ``d`` refused definitely that only an ambiguous
-    outcome calls for, before it sent the key again: (what, seq) or None."""
+    outcome calls for, before it sent the key again and before it tried to record the refusal
+    (an append of PROPOSED or REJECTED, even one a store refused: a worker that restarts from
+    durable state after that has forgotten the refusal on purpose): (what, seq) or None."""
     w = run.workers.get(d.worker)
     answered = d.result["seq"]
     until = min((x.seq for x in run.dispatches if x.seq > d.seq and x.worker == d.worker and x.key == d.key),
@@ -66,7 +75,11 @@ def _as_ambiguous(ix: TraceIndex, run: RunIndex, d: Dispatch, code: str) -> tupl
         if seq <= answered or (until is not None and seq >= until):
             continue
         call = run.calls.get(seq)
-        if call is not None and _reads_key(call, d):
+        if call is None:
+            continue
+        if _records_absence(call, d.key):
+            return None
+        if _reads_key(call, d):
             return f"read it back with {call['port']}.{call['op']} #{seq}", seq
     if until is not None:
         return None
@@ -156,7 +169,9 @@ CLASSIFICATION: tuple[Invariant, ...] = (
         "every earlier attempt of that key refused definitely too, it does not read the effect back by its "
         "identity (lookup by the key, search on the intent, version read) before sending the key again, "
         "nor, when it never sends it again, finish with the key listed SENT_UNKNOWN or the run's only "
-        "effect unknown: nothing was sent on, so there is nothing to reconcile.",
+        "effect unknown: nothing took effect, so there is nothing to reconcile. A worker that tried to "
+        "record the refusal first (a ledger append of PROPOSED or REJECTED for the key, even one a store "
+        "refused) classified it; what it does after restarting from durable state is not judged here.",
         "the dispatch, its refusal and the read or finish"),
 )
 EFFECTS: tuple[Invariant, ...] = (

@@ -33,8 +33,10 @@ from .values import obj
 
 #: The actions a packet may recommend (docs/adapters.md, "The decision packet").
 ACTIONS = ("RECONCILE", "COMPENSATE", "STOP", "RETRY", "MIGRATE", "PIN")
-_SPECULATION = re.compile(r"\b(probably|likely|maybe|perhaps|presumably|apparently|possibly|hopefully|"
-                          r"i think|i believe|i guess|we think|we believe|should have|must have|might have|"
+#: Hedged guesses. Stating uncertainty is honest ("the request may have left", "unknown"); guessing
+#: the answer is not ("it probably went through").
+_SPECULATION = re.compile(r"\b(probably|likely|maybe|perhaps|presumably|apparently|hopefully|"
+                          r"i think|i believe|i guess|we think|we believe|should have|must have|"
                           r"it seems|seems to|looks like)\b", re.I)
 _EXISTS = re.compile(r"\b(confirmed|succeeded|successful|successfully|went through|completed|reserved|booked|"
                      r"published|is in place)\b", re.I)
@@ -129,9 +131,11 @@ def _raw_inbox(run: RunIndex, value: Any, before: int) -> list[str]:
             continue
         for ev in events:
             event = obj(ev.get("event"))
-            if node == event or (event.get("payload") and node == event.get("payload")):
-                found.append(f"carries inbox event {event.get('event_id')} (#{ev['seq']}) whole: "
-                             "name it by its event id instead")
+            what = "inbox event" if node == event else \
+                "the payload of inbox event" if event.get("payload") and node == event.get("payload") else None
+            if what is not None:
+                found.append(f"copies {what} {event.get('event_id')} (#{ev['seq']}) whole: name the event by "
+                             "its event id instead")
                 break
     texts = [t for _, t in _texts(value)]
     for ev in events:
