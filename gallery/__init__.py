@@ -88,7 +88,7 @@ def _reference_table():
 
 
 from . import (alternatives, authority, blindspots, cancellation, identity, knowledge, ownership, recovery,  # noqa: E402
-               retries)
+               retries, unenforced)
 
 _IDEMPOTENCY = "Specify semantic idempotency, not merely a key header"
 _TRAPS = "Common durability traps"
@@ -276,6 +276,59 @@ ENTRIES: tuple[Entry, ...] = (
            invariants=("KEY-03",), categories=("effect_correctness",),
            note="matrix-same-key-other-parameters: the service refuses the second send (intent_mismatch), "
                 "so no second effect lands; the run ends FAILED_NO_EFFECT with nobody told of the collision."),
+    # -------------------------------------------------------------- what packets, messages and budgets say
+    _entry(unenforced.SpeculativePacket, "speculative-packet", "Communicate unresolved effects",
+           "Do not expose secrets, raw private context, or speculative model narratives. Evidence references "
+           "and typed parameters are usually sufficient.",
+           invariants=("PKT-02",), categories=("ownership",),
+           note="Every other panel of the packet is the reference's, so PKT-01 (what a packet must say) still "
+                "passes; only the check of what it may not say sees the guess and the copied intake."),
+    _entry(unenforced.RetryUnknownEffect, "retry-unknown-effect", "Operate the recovery system",
+           "An operator may acquire takeover, run a specific reconciliation read, approve a specific corrective "
+           "proposal, mark an external reference after independent verification, cancel new work, or close "
+           "with an unresolved disposition.",
+           invariants=("PKT-02",), categories=("ownership",),
+           note="matrix-weak-service, fieldops-no-key-lookup, notify-crash-delivery-unknown: the service has no "
+                "read, so the reference recommends STOP (effect unknown); this exhibit recommends RETRY instead, "
+                "\u201cthe next step is reconciliation, not repetition\u201d (Classify before retrying)."),
+    _entry(unenforced.ReassuringMessage, "reassuring-message", "Communicate unresolved effects",
+           "Instead of \u201cbooking failed,\u201d say that the confirmation response was lost, the system is "
+           "checking whether the reservation occurred, and another attempt is temporarily blocked to avoid "
+           "duplication.",
+           invariants=("MSG-01",), categories=("ownership",),
+           note="The disposition (FAILED_EFFECT_UNKNOWN, CANCELLED_EFFECT_UNKNOWN) is honest; only the reason "
+                "the requester reads claims a confirmation the ledger never held."),
+    _entry(unenforced.DayLongLease, "day-long-lease", "Checkpoint identity and ownership",
+           "Do not hold a lease forever. A lease has a short renewal interval, an expiry, and a monotonic epoch.",
+           invariants=("LEASE-01",), categories=("ownership",),
+           note="Where the owner crashes, no replacement can acquire the run for a day, so the scenarios that "
+                "expect the replacement's read also miss their evidence (EXP-EVIDENCE); LEASE-01 names the "
+                "cause on every run."),
+    _entry(unenforced.DeadlineDropped, "deadline-dropped", "Keep retry budgets end to end",
+           "A retry that starts inside the network deadline but completes after the business deadline is still "
+           "unacceptable. Use both an attempt ceiling and an absolute deadline.",
+           invariants=("DEAD-02",), categories=("ownership",),
+           note="The seven scenarios with a business deadline: the run keeps observing (or closes) at the "
+                "design's own 30-minute deadline; the expectations that time the disposition miss it too."),
+    _entry(unenforced.WaitsPastDeadline, "waits-past-deadline", "Runbook: ambiguous reservation",
+           "Close with a precise terminal disposition when the business deadline ends.",
+           invariants=("DEAD-01",), categories=("disposition",),
+           note="It escalates and names the operator (OWN-04, PKT-01 pass); in a scenario without a business "
+                "deadline the same wait is an honest durable state (docs/invariants.md, \u201cNo deadline\u201d)."),
+    _entry(unenforced.PreSendAsAmbiguous, "pre-send-as-ambiguous", "Assess the eight traces",
+           "A learner loses points for treating every timeout alike, but automatic failure is reserved for "
+           "blind retry of an ambiguous non-idempotent effect.",
+           invariants=("CLS-03",), categories=("classification",),
+           note="Its reconciliation finds nothing and it resends under the same key, so the outcome is right; "
+                "the read after a refusal that proves nothing left is the mistake (C3)."),
+    _entry(unenforced.EarlyAbsenceClaim, "early-absence-claim", _IDEMPOTENCY,
+           "Without that support, a negative read may be only temporarily negative.",
+           invariants=("REC-02",), categories=("effect_correctness",),
+           note="matrix-early-negative-read-cancelled: the request was dropped, so nothing arrives late and "
+                "CANCELLED_NO_EFFECT happens to be true; the read it rests on was taken before the provider's "
+                "late-delivery bound. Everywhere else its early resend is collapsed by the key, which the library "
+                "accepts (matrix-eventual-consistency-lag: the worker may rely on \u201cthe service's key to "
+                "collapse a same-key redispatch\u201d)."),
     # -------------------------------------------------------------- correct alternatives
     _entry(alternatives.EscalateEveryAmbiguity, "escalate-every-ambiguity", "Worked FieldOps recovery",
            "It records FAILED_EFFECT_UNKNOWN, names the operator escalation, and stops. Durability "

@@ -65,3 +65,25 @@ def kinds(result, kind, lane=None):
 
 def effects(result):
     return [e for e in result.events if e["lane"] == "remote" and e["kind"] == "effect"]
+
+
+_MESSAGE_FAULTS = [
+    (r"\bNone\b", "None"),
+    (r"\b(?:RunState|Knowledge|Action|Role)\.[A-Z_]+", "a raw enum"),
+    (r"<[\w.]+ object at|\bdict_(?:keys|values|items)\(", "a Python repr"),
+    (r"[\[{(]'|'[\]})]", "a Python repr of a list, dict or tuple"),
+    (r"(?i)\b(\w+) \1\b", "a doubled word"),
+    (r"\S  +\S", "a double space"),
+    (r" [,.;:)]", "a space before punctuation"),
+    (r"\(\s*\)|\[\s*\]|\"\"|''", "an empty value"),
+    (r"[,;:(]\s*$|^\s|\s$", "a dangling start or end"),
+    (r"(?<!\.)\.\.(?!\.)|,,|;;", "doubled punctuation"),
+]
+
+
+def message_faults(message: str) -> list[str]:
+    """What makes a violation message read badly: a Python repr or ``None``, a raw enum, broken
+    punctuation or a doubled word (the message templates of every invariant are held to it)."""
+    import re
+
+    return [why for pattern, why in _MESSAGE_FAULTS if re.search(pattern, message)]

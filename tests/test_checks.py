@@ -21,6 +21,7 @@ from crashlab.checks import EXPECTATIONS, INVARIANTS, check_trace, timelines  # 
 from crashlab.checks.invariants import BY_ID, KNOWLEDGE_GRAPH, RUN_GRAPH  # noqa: E402
 from crashlab.explore import crash_documents, probe_calls  # noqa: E402
 from crashlab.drivers import load_adapter  # noqa: E402
+from support import message_faults  # noqa: E402
 from crashlab.runner import run_scenario  # noqa: E402
 from crashlab.scenario import from_dict  # noqa: E402
 
@@ -147,6 +148,7 @@ def test_a_deliberate_mistake_is_caught(invariant, adapter, overrides, auto, cit
     assert v.run == "run-82" or invariant == "KEY-02"
     assert [describe(events, s) for s in v.events] == cites, v.message
     assert not [n for n in res.notes if "could not be evaluated" in n]
+    assert not message_faults(v.message), v.message
 
 
 def test_compensation_that_reuses_the_original_key_is_rollback():
@@ -448,7 +450,9 @@ def test_violations_are_capped_per_invariant_and_run():
 HAND_MADE = {"OWN-02", "OWN-03", "CKPT-01", "EVT-01", "TERM-01", "DISP-01", "MIG-01", "HIST-01", "CANCEL-02",
              "OWN-01", "EXP-DISPOSITION", "EXP-EFFECTS", "EXP-EVIDENCE",
              # tests/test_rules.py: hand-made traces, each also shown undetected with its rule switched off
-             "PKT-01", "FENCE-01", "PREP-02", "JIT-01", "EVT-02", "PIN-01", "KEY-03", "EXP-ABSENT", "EXP-DISPOSITION-AT"}
+             "PKT-01", "FENCE-01", "PREP-02", "JIT-01", "EVT-02", "PIN-01", "KEY-03", "EXP-ABSENT", "EXP-DISPOSITION-AT",
+             # tests/test_unenforced_rules.py: the same, and each rule's gallery exhibit caught by it alone
+             "CLS-03", "LEASE-01", "DEAD-02", "PKT-02", "MSG-01", "REC-02", "DEAD-01"}
 
 
 def test_every_invariant_has_a_test_that_catches_it():

@@ -11,6 +11,7 @@ from crashlab.checks import INVARIANTS
 from crashlab.checks.rubric import AUTO_FAIL_REASONS
 from crashlab.reference_impl import ReferenceAdapter
 from crashlab.reference_impl.behaviour import REFERENCE
+from support import message_faults
 
 MISTAKES = [e for e in ENTRIES if not e.correct]
 CORRECT = [e for e in ENTRIES if e.correct]
@@ -92,3 +93,30 @@ def test_registry_fields_are_well_formed():
         if not entry.correct:
             assert entry.invariants and entry.categories, entry.id
     assert len(CORRECT) >= 3
+
+
+def test_every_message_names_the_mistake_in_plain_words(outcomes):
+    """Every violation message every adapter of the gallery gets on the library: no Python repr,
+    no ``None``, no raw enum, no broken punctuation or doubled word."""
+    bad: dict = {}
+    rendered: set = set()
+    for outcome in outcomes:
+        for res in outcome.results:
+            for v in res.violations:
+                rendered.add(v.invariant)
+                for why in message_faults(v.message):
+                    bad.setdefault((v.invariant, why), (outcome.name, res.id, v.message))
+    assert not bad, bad
+    assert {"PKT-02", "MSG-01", "LEASE-01", "DEAD-02", "DEAD-01", "CLS-03", "REC-02", "RETRY-03"} <= rendered
+    two_owners = [v.message for o in outcomes for r in o.results for v in r.violations if v.invariant == "RETRY-03"]
+    assert all(m.startswith("two retry owners: ") and " re-sent " in m for m in two_owners), two_owners
+
+
+@pytest.mark.parametrize("message,fault", [
+    ("lists k-1 as None", "None"), ("moved to RunState.SUCCEEDED", "a raw enum"),
+    ("fields ['a', 'b']", "a Python repr of a list, dict or tuple"), ("the the key", "a doubled word"),
+    ("sent  twice", "a double space"), ("sent twice ,then", "a space before punctuation"),
+    ("names ()", "an empty value"), ("ends with:", "a dangling start or end")])
+def test_the_message_check_catches_what_it_names(message, fault):
+    assert fault in message_faults(message)
+    assert message_faults("reservation.reserve #73 was refused definitely (refused, #75): fine") == []

@@ -199,10 +199,12 @@ class Worker(Base):
         while True:
             yield from self.poll()
             if self.cancel:
+                yield from self.recheck_absence()
                 yield from self.record("REJECTED", note="cancelled before this send")
                 yield from self.finish("CANCELLED_NO_EFFECT", reason="cancelled before dispatch")
             now = yield from self.now()
             if self.deadline is not None and now >= self.deadline:
+                yield from self.recheck_absence()
                 yield from self.record("REJECTED", note="deadline passed; nothing left the worker")
                 yield from self.finish("FAILED_NO_EFFECT", reason="deadline reached before any send landed")
             if self.attempts_used >= self.ceiling:
@@ -289,9 +291,8 @@ class Worker(Base):
 
     # ------------------------------------------------------------------ reconciliation
     def reconcile(self):
-        """Read the effect back until it is found, proven absent, or the budget is spent: at least
-        ``reads`` reads, and never less than the service's declared late-delivery bound and lag
-        (read with ``describe``), so the outcome does not depend on the polling cadence."""
+        """Read the effect back until found, proven absent or the budget is spent: at least ``reads``
+        reads and through the declared late-delivery bound and lag, whatever the polling cadence."""
         n = 0
         if self.cfg.read_pause_ms:
             yield from self.sleep(self.cfg.read_pause_ms, "reconcile: a pause before the first read")
@@ -302,7 +303,8 @@ class Worker(Base):
                 yield from self.record("CONFIRMED", note="authoritative read found the effect",
                                        reconciliation=self.readings[-3:])
                 yield from self.confirmed()
-            if verdict == "absent":
+            if verdict == "absent" and (self.claimable or not (yield from self.claim_due())):
+                self.early_absence = not self.claimable
                 yield from self.record("PROPOSED", note="authoritative read proves absence",
                                        reconciliation=self.readings[-3:])
                 if self.cancel:
@@ -327,19 +329,18 @@ class Worker(Base):
                                next_owner="operator", escalate=True, reason=reason)
 
     def observe_until(self) -> int:
-        """The end of the declared observation window: the last send plus the service's
-        documented late-delivery bound and read lag."""
+        """The end of the observation window: the last send plus the late-delivery bound and lag."""
         sent = self.attempt_log[-1]["at"] if self.attempt_log else 0
         p = self.profile
         return sent + int(p.get("max_delivery_delay_ms") or 0) + int(p.get("lag_ms") or 0) + 1
 
     def read_once(self):
-        """One authoritative observation: found, absent, wait (not yet decisive), unavailable, none,
-        conflict (a record under this key with other parameters)."""
+        """One authoritative observation: found, absent, wait, unavailable, none or conflict."""
         p = self.profile
         now = yield from self.now()
         sent = self.sent_at if hasattr(self, "sent_at") else (self.attempt_log[-1]["at"] if self.attempt_log else 0)
         first = self.attempt_log[0]["at"] if self.attempt_log else sent
+        self.claimable = now >= sent + int(p.get("max_delivery_delay_ms") or 0)   # absent enough to claim it
         settled = now >= sent + int(p.get("max_delivery_delay_ms") or 0) or (
             self.cfg.early_redispatch and p.get("idempotency") in ("semantic", "key_only"))
         try:
@@ -442,8 +443,7 @@ class Worker(Base):
 
     # ------------------------------------------------------------------ compensation
     def compensate(self):
-        """Release a confirmed hold after a cancellation: a second effect with its own key,
-        authority, ledger entry and reconciliation. The original entry is never rewritten."""
+        """Release a confirmed hold after a cancellation: a second effect with its own key."""
         ckey = "release." + _digest({"compensates": self.key})
         cintent = {"compensates": self.key, "ref": self.ref, "tenant": self.intent.get("tenant"),
                    "principal": self.intent.get("principal")}

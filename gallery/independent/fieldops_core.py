@@ -78,6 +78,23 @@ class Base:
         self.retries: list = []
         self.inbox_record: dict = {}
         self.observations: list = []
+        self.claimable = True           # the last negative read was past the late-delivery bound
+        self.early_absence = False      # the PROPOSED in the ledger rests on an earlier one
+
+    # ------------------------------------------------------------------ absence: resend or claim
+    def claim_due(self):
+        """Whether the run must claim an outcome now rather than resend (it was cancelled, or its
+        deadline passed): a negative read good enough to resend under the same key is not enough."""
+        if self.cancel:
+            return True
+        return self.deadline is not None and (yield from self.now()) >= self.deadline
+
+    def recheck_absence(self):
+        """Before claiming no effect on a PROPOSED recorded from a read taken before the
+        late-delivery bound, read again past the bound (the late arrival may still land)."""
+        if self.early_absence:
+            self.early_absence = False
+            yield from self.reconcile()
 
     # ------------------------------------------------------------------ plumbing
     def call(self, port, op, **args):

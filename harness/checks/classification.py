@@ -17,7 +17,7 @@ from .evidence import Finding as Warrant
 from .evidence import PRESENT_KNOWLEDGE, absence, presence, resolve
 from .index import Dispatch, RunIndex, TraceIndex
 from .knowledge import EVER, knew, sending
-from .values import dig, effect_items, hashable, matches, obj, read_records
+from .values import dig, effect_items, hashable, matches, obj, read_records, shown
 
 _NEEDS = {(getattr(a, "value", a), b.value): text for (a, b), text in KNOWLEDGE_EVIDENCE.items()}
 _NON_RETRYABLE = frozenset({"validation_failed", "permission_denied", "intent_mismatch", "already_exists"})
@@ -175,7 +175,7 @@ def _claim_false(ix: TraceIndex, run: RunIndex, key, k: str, entry: dict) -> str
 def _diff(a, b) -> str:
     if not isinstance(a, dict) or not isinstance(b, dict):
         return "no intent"
-    fields = [f"{k}={a.get(k)!r}, not {v!r}" for k, v in b.items() if k != "proposal_hash" and a.get(k) != v]
+    fields = [f"{k}={shown(a.get(k))}, not {shown(v)}" for k, v in b.items() if k != "proposal_hash" and a.get(k) != v]
     return "; ".join(fields[:3])
 
 
@@ -280,8 +280,8 @@ def _auth_02(ix: TraceIndex) -> Iterator[Finding]:
                 continue
             p = d.intent.get("principal")
             if p is not None and p != principal:
-                yield run.id, f"{d.service}.{d.op} #{d.seq} acts as {p!r}, not the run's principal " \
-                              f"{principal!r}", (d.seq,), False
+                yield run.id, f"{d.service}.{d.op} #{d.seq} acts as {shown(p)}, not the run's principal " \
+                              f"{shown(principal)}", (d.seq,), False
 
 
 # --------------------------------------------------------------------------- MIG-01, PIN-01
@@ -365,7 +365,7 @@ def _pin_01(ix: TraceIndex) -> Iterator[Finding]:
                                                                (k in env and env[k] != contract[k]))]
             wrong = [k for k in named if pinned.get(k) != contract[k]]
             if wrong:
-                names = ", ".join(f"{k} {pinned.get(k)!r} (the checkpoint has {contract[k]!r})" for k in wrong)
+                names = ", ".join(f"{k} {shown(pinned.get(k))} (the checkpoint has {shown(contract[k])})" for k in wrong)
                 yield run.id, f"the PINNED finish at #{f['seq']} does not name the old versions it pins: {names}", \
                     (cps[-1]["seq"], f["seq"]), False
                 continue

@@ -114,6 +114,20 @@ def invariants_markdown() -> str:
             "a run already made terminal by a worker that did not know of it does not rewrite it.",
             "- **Inconclusive.** A run still active at the horizon without any violation is unknown, "
             "not fail.",
+            "- **No deadline.** A run whose intake names no business deadline (`deadline: null`) has none "
+            "to keep or to close at: DEAD-01 and DEAD-02 do not judge it, its decision packet says "
+            "`deadline: null`, and a durable waiting state is an honest end for as long as the owner it "
+            "names takes. A design may set a deadline of its own; only the business's is judged. With a "
+            "deadline, a wait ends when it does (`run.finish(..., wake_at=deadline)`, then a terminal "
+            "disposition); WAITING_RETRY after every attempt was refused before send is refinement R2's "
+            "(docs/adapters.md) and is not held to it.",
+            "- **What a packet or a message says.** Only what can be checked mechanically is judged "
+            "(PKT-02, MSG-01): no inbox event or its free text copied in, no hedged guess (probably, likely, "
+            "it seems, ...), no word saying the effect happened (confirmed, reserved, went through, ...) "
+            "or a message was delivered unless the ledger held it CONFIRMED at that moment (a clause that "
+            "negates or hedges the word claims nothing), and only a recommended action the packet may "
+            "recommend, never RETRY while an effect is unresolved. An effect's `intent` is typed parameters, "
+            "not text.",
             "- **A check that cannot read its input.** If an invariant raises on what an adapter wrote, only "
             "that invariant on that run is lost: the findings it made before, and every other run's and "
             "invariant's, are kept; a note names the invariant, the run and the event (the first event whose "

@@ -12,7 +12,7 @@ from .common import UNRESOLVED, Finding, Invariant, inv, is_compensation, stream
 from .evidence import PRESENT_KNOWLEDGE, resolve
 from .index import Dispatch, RunIndex, TraceIndex
 from .knowledge import EVER, acted_at, answered_ok, knew, polls_seen, sending, stalled_send
-from .values import dig, effect_items, effect_keys, hashable, identity, matches, obj, read_records
+from .values import dig, effect_items, effect_keys, hashable, identity, matches, obj, read_records, shown
 
 _KEPT_AFTER_CONFIRM = frozenset({"CONFIRMED", "COMPENSATION_PROPOSED", "COMPENSATED", "SENT_UNKNOWN"})
 
@@ -361,7 +361,7 @@ def _auth_01(ix: TraceIndex) -> Iterator[Finding]:
             bound = [a for a in run.approvals if a["seq"] < d.seq and a.get("proposal_hash") == phash
                      and a.get("action") == d.op]
             if not bound:
-                yield run.id, f"{d.service}.{d.op} #{d.seq} has no approval bound to proposal hash {phash!r}", \
+                yield run.id, f"{d.service}.{d.op} #{d.seq} has no approval bound to proposal hash {shown(phash)}", \
                     (d.seq,), False
                 continue
             reasons = []

@@ -10,7 +10,7 @@ from ..model import Knowledge
 from .common import CLAIM, TERMINAL, UNRESOLVED, Finding, Invariant, finish_call, inv, live, streams
 from .index import Dispatch, RunIndex, TraceIndex
 from .knowledge import acted_at, knew
-from .values import dig, effect_items, obj
+from .values import dig, effect_items, obj, shown
 
 _PACKET_SECTIONS = ("header", "effects", "authority", "compatibility", "budget", "recommended")
 #: The identifying reads each service kind offers, given its profile's lookup knob.
@@ -124,7 +124,7 @@ def _fence_01(ix: TraceIndex) -> Iterator[Finding]:
                 continue                     # OWN-02: no lease at all
             fence = d.args.get("fence")
             if fence != epoch or isinstance(fence, bool):
-                said = "no fence" if fence is None else f"fence {fence!r}"
+                said = "no fence" if fence is None else f"fence {shown(fence)}"
                 yield run.id, f"{d.service}.{d.op} #{d.seq} by {d.worker} carries {said} to a fencing service; " \
                               f"its lease epoch is {epoch}", (d.seq,), False
 
@@ -147,16 +147,21 @@ def _retry_03(ix: TraceIndex) -> Iterator[Finding]:
         for ev in run.proxy_retries:
             by_call.setdefault(ev.get("call"), []).append(ev["seq"])
         for call, seqs in by_call.items():
-            yield run.id, f"a proxy re-sent call #{call} {len(seqs)} time(s): the call did not declare " \
-                          f"retry_owner='caller'", (call, *seqs), True
+            sent = run.calls.get(call) or {}
+            what = f"{sent.get('port')}.{sent.get('op')} #{call}" if sent else f"call #{call}"
+            again = ", ".join(f"#{s}" for s in seqs)
+            yield run.id, f"two retry owners: a proxy re-sent {what} at {again}, because the call did not " \
+                          f"declare retry_owner='caller' (the worker's own retries are the only ones allowed)", \
+                (call, *seqs), True
         for prev, d in _same_worker_pairs(run):
             if prev.key != d.key:
                 continue
             then = knew(run, d.worker, d.seq)
             if then.appended(d.key, since=prev.seq) or then.backoff_since(prev.seq) or then.read_since(prev.seq):
                 continue
-            yield run.id, f"{d.worker} re-sent {d.key} at #{d.seq} right after #{prev.seq} with no ledger " \
-                          f"record, backoff or read in between: an inner retry loop", (prev.seq, d.seq), True
+            yield run.id, f"two retry owners: {d.worker} re-sent {d.service}.{d.op} under {d.key} at #{d.seq}, " \
+                          f"right after #{prev.seq}, with no ledger record, backoff or read in between (a retry " \
+                          f"loop below the worker's own)", (prev.seq, d.seq), True
 
 
 def _retry_02(ix: TraceIndex) -> Iterator[Finding]:
@@ -190,7 +195,7 @@ def _retry_02(ix: TraceIndex) -> Iterator[Finding]:
             if not then.appended(d.key, since=prev.seq):
                 continue                         # RETRY-03 reports it as an inner retry
             yield run.id, f"{d.worker} re-sent {d.key} at #{d.seq} after #{prev.seq} without a recorded " \
-                          f"backoff (clock.sleep reason 'backoff ...')", (prev.seq, d.seq), False
+                          f"backoff (a clock.sleep whose reason starts with \u201cbackoff\u201d)", (prev.seq, d.seq), False
 
 
 def _ceiling(run: RunIndex, d: Dispatch):
@@ -229,7 +234,7 @@ def _jit_01(ix: TraceIndex) -> Iterator[Finding]:
                     continue
                 judged = seq
                 if not any(previous < s < seq for s in mine):
-                    yield run.id, f"backoff sleep #{seq} by {w.name} ({reason!r}) draws no jitter from " \
+                    yield run.id, f"backoff sleep #{seq} by {w.name} (\u201c{reason}\u201d) draws no jitter from " \
                                   f"random.draw since {'its start' if previous == w.start_seq else f'#{previous}'}", \
                         (seq,), False
                 previous = seq

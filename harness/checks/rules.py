@@ -115,7 +115,7 @@ def resend_could_duplicate(ix: TraceIndex, run_id: str | None, first_seq: int, a
     if idem in (None, "none"):
         return f"{again.service} declares no idempotency"
     if idem != "natural_key" and again.key != first.key:
-        return f"a different key: {first.key!r} then {again.key!r}"
+        return f"a different key: {first.key} then {again.key}"
     if (again.intent or {}) != (first.intent or {}):
         return "a changed intent under the same key"
     retention = profile.get("retention_ms")

@@ -89,3 +89,18 @@ def read_records(value: Any) -> list[dict]:
     else:
         records = [value.get("record")] if value.get("found") else []
     return [r for r in records if isinstance(r, dict)]
+
+
+def shown(value) -> str:
+    """A value as a message shows it: text as itself, nothing as \u201cnothing\u201d, anything else
+    as JSON (never a Python repr)."""
+    import json
+
+    if value is None:
+        return "nothing"
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)

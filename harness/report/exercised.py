@@ -52,6 +52,8 @@ EXERCISED_BY: dict[str, tuple[str, ...]] = {
     "EXP-DISPOSITION": ("expect_dispositions",), "EXP-EFFECTS": ("expect_effects",),
     "EXP-EVIDENCE": ("expect_evidence",), "EXP-ABSENT": ("expect_absent",),
     "EXP-DISPOSITION-AT": ("expect_disposition_at",),
+    "CLS-03": ("refusals", "throttled", "retries"), "LEASE-01": ("runs",), "DEAD-02": ("checkpoints",),
+    "PKT-02": ("escalations",), "MSG-01": ("finishes",), "REC-02": ("ambiguous",), "DEAD-01": ("finishes",),
 }
 FENCE_CODES = frozenset({"fenced", "stale_epoch", "version_conflict"})   # not lease_held: waiting is not a refused write
 REFUSAL_CODES = frozenset({"validation_failed", "permission_denied", "intent_mismatch", "already_exists"})
