@@ -492,6 +492,9 @@ def load_adapter(spec: str | None, *, import_code: bool = True) -> AdapterSpec:
         spec.encode("utf-8")
     except UnicodeEncodeError:
         raise UsageError(f"--adapter {spec!r}: not valid UTF-8; name the adapter in UTF-8") from None
+    if spec.startswith("integrate:"):   # a trace's name for an integration run's worker, never an adapter
+        raise UsageError(f"--adapter {spec!r}: 'integrate:' names a real worker in an integration trace; a worker "
+                         "process is judged with crashlab integrate --worker CMD (docs/integration.md)")
     if spec.startswith("wire:"):
         inner = load_adapter(spec[5:], import_code=import_code)  # a clear error now if it does not import
         if inner.kind != "python":

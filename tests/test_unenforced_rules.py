@@ -301,3 +301,15 @@ def test_each_exhibit_is_caught_by_its_rule_alone(exhibit, scenario, inv_id, poi
     without(monkeypatch, inv_id)
     _, res = run_one(lib[scenario], f"crashlab.gallery.unenforced:{exhibit}")
     assert inv_id not in ids(res)
+
+
+def test_an_adapter_cannot_take_the_integration_traces_name_to_dodge_the_lease_rule():
+    """LEASE-01 leaves an integration trace's lease calls alone (they are crashlab's own grant); no
+    adapter spec may carry that name."""
+    import pytest
+
+    from crashlab.drivers import load_adapter
+    from crashlab.errors import UsageError
+
+    with pytest.raises(UsageError, match="integrate:"):
+        load_adapter("integrate:Adapter")

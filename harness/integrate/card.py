@@ -27,9 +27,10 @@ _LEASE = "the worker's lease is its own; the trace holds the supervisor's grant 
          "the worker's epochs and renewals"
 #: invariant -> why an integration run cannot judge it (absent: judgeable).
 NOT_JUDGEABLE: dict[str, str] = {
-    "OWN-01": _LEASE, "OWN-02": _LEASE, "OWN-03": _LEASE, "FENCE-01": _LEASE,
+    "OWN-01": _LEASE, "OWN-02": _LEASE, "OWN-03": _LEASE, "FENCE-01": _LEASE, "LEASE-01": _LEASE,
     "OWN-04": "escalation goes through the simulator's operator port; a real worker's escalation is not read",
     "PKT-01": "decision packets go through the simulator's operator port",
+    "PKT-02": "decision packets go through the simulator's operator port",
     "RETRY-02": "backoff is judged on clock.sleep records; a real worker's sleeps are not observed",
     "JIT-01": "jitter is judged on random.draw records; a real worker's draws are not observed",
     "AUTH-01": "approvals live in the simulator's authority port",
@@ -42,7 +43,8 @@ NOT_JUDGEABLE: dict[str, str] = {
 }
 #: invariants that need the worker's store views (the minimum set's reason when they are missing).
 NEEDS_STORE = {"PREP-01", "PREP-02", "REC-01", "TRUTH-01", "KEY-02", "KNOW-01", "KNOW-02", "EVID-01", "DISP-02",
-               "TRUTH-02", "CKPT-01", "TERM-01", "HIST-01", "COMP-01", "EXP-DISPOSITION"}
+               "TRUTH-02", "CKPT-01", "TERM-01", "HIST-01", "COMP-01", "EXP-DISPOSITION", "DEAD-01", "DEAD-02",
+               "REC-02", "CLS-03", "MSG-01"}
 
 
 #: ports whose calls a real worker makes inside itself: evidence of them cannot be observed
@@ -52,6 +54,18 @@ UNOBSERVED_PORTS = ("clock.", "random.", "lease.", "authority.", "operator.", "e
 def _unobservable(v) -> bool:
     """An EXP-EVIDENCE finding about evidence only the simulator's platform ports can show."""
     return v.invariant == "EXP-EVIDENCE" and any(f"'{p}" in v.message for p in UNOBSERVED_PORTS)
+
+
+#: transport refusals a real worker cannot tell from a close after sending (docs/integration.md)
+INDISTINCT = ("refused", "timeout_before_send")
+_INDISTINCT_WHY = ("over real sockets a refused connection, or one that timed out before sending, cannot be told "
+                   "from a close after sending (docs/integration.md, \"HTTP mapping\"), so reading the effect back "
+                   "after one is right there")
+
+
+def _indistinct(v) -> bool:
+    """A CLS-03 finding about a refusal only the simulator can call definite."""
+    return v.invariant == "CLS-03" and any(f"({code}," in v.message for code in INDISTINCT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +161,9 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
     store_missing = not {"ledger", "checkpoints", "finish"} <= views
     findings: dict[str, list] = {}
     unobserved = [v for v in result.violations if _unobservable(v)]
+    indistinct = [v for v in result.violations if _indistinct(v)]
     for v in result.violations:
-        if not _unobservable(v):
+        if not _unobservable(v) and not _indistinct(v):
             findings.setdefault(v.invariant, []).append(v)
     lines = []
     for inv in INVARIANTS + EXPECTATIONS:
@@ -169,6 +184,8 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
         elif inv.id == "EXP-EVIDENCE" and unobserved and inv.id not in findings:
             lines.append(Line(inv.id, "not judgeable", "the scenario requires evidence a real worker produces "
                               f"inside itself ({unobserved[0].message})"))
+        elif inv.id == "CLS-03" and indistinct and inv.id not in findings:
+            lines.append(Line(inv.id, "not judgeable", _INDISTINCT_WHY))
         elif inv.id in findings:
             lines.append(Line(inv.id, "fail", findings[inv.id][0].message))
         else:
