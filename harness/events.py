@@ -172,7 +172,7 @@ class Result(Event):
 # ------------------------------------------------------------------ run: the local run-state timeline
 @_kind("lease", "run")
 class Lease(Event):
-    """a lease was acquired or renewed"""
+    """a lease was acquired or renewed, or released by the worker whose finish was accepted (op release)"""
 
     op: str
     epoch: int

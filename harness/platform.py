@@ -403,6 +403,13 @@ class RunControl(Primitive):
                   next_owner=args.get("next_owner"), reason=args.get("reason") or "",
                   packet=args.get("packet"), accepted=accepted, stale=stale)
         if accepted:
+            lease = run.lease
+            if lease.owner == worker.name and lease.epoch == worker.epoch and lease.expires_at > self.now:
+                # a finished worker stops: its lease is released at once, so that the next worker
+                # (woken by a later inbox event or a wake-up) does not wait out the TTL
+                lease.owner, lease.expires_at = None, self.now
+                self.emit(events.Lease, worker=worker.name, run=run.spec.id, op="release",
+                          epoch=lease.epoch, owner=worker.name, expires_at=self.now, call=call_seq)
             if state in TERMINAL_STATES:
                 run.finished = disposition
                 run.waiting = None
