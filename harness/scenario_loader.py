@@ -373,7 +373,7 @@ def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at:
                            for i in range(len(items))]
     if "absent" in e:
         items = rd.items(e, "absent", "expect.absent")
-        out["absent"] = [rd.get(items, i, "expect.absent", lambda v: _evidence(v, services))
+        out["absent"] = [rd.get(items, i, "expect.absent", lambda v: _absent_item(v, services))
                          for i in range(len(items))]
     if "disposition_at" in e:
         d = rd.mapping(e, "disposition_at", "expect.disposition_at", frozenset({"at", "dispositions"}))
@@ -425,6 +425,22 @@ def _evidence_any(value: Any, services: dict) -> str:
                 _evidence(part[1:] if part.startswith("!") else part, services)
         if len(set(alts)) != len(alts):
             raise ValueError(f"{value!r} names an alternative twice")
+        return value
+    return _evidence(value, services)
+
+
+def _absent_item(value: Any, services: dict) -> str:
+    """An expect.absent item: one evidence item, or parts joined by '&' that must not occur
+    together (``finish:CANCELLED_EFFECT_UNKNOWN&ledger:CONFIRMED``: either alone is allowed)."""
+    if isinstance(value, str) and any(c in value for c in "|!"):
+        raise ValueError(f"{value!r}: expect.absent takes an item or items joined by '&' (both together "
+                         "are forbidden); alternatives '|' and '!' belong in expect.evidence")
+    if isinstance(value, str) and "&" in value:
+        parts = value.split("&")
+        for part in parts:
+            _evidence(part, services)
+        if len(set(parts)) != len(parts):
+            raise ValueError(f"{value!r} names a part twice")
         return value
     return _evidence(value, services)
 

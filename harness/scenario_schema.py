@@ -30,6 +30,12 @@ def _combined(items: list[str]) -> str:
     atom = "!?(?:" + "|".join(re.escape(x) for x in sorted(items, key=len, reverse=True)) + ")"
     return f"^(?:{atom}(?:[|&]{atom})+|!{atom[2:]})$"
 
+def _joined(items: list[str]) -> str:
+    """The pattern of an expect.absent conjunction: items joined by '&'."""
+    atom = "(?:" + "|".join(re.escape(x) for x in sorted(items, key=len, reverse=True)) + ")"
+    return f"^{atom}(?:&{atom})+$"
+
+
 def schema_document() -> dict:
     """The scenario format as a JSON Schema (draft 2020-12), built from the loader's own tables.
 
@@ -151,7 +157,9 @@ def schema_document() -> dict:
                   "evidence": {"type": "array", "items": {"anyOf": [evidence, {
                       "type": "string", "pattern": _combined(evidence["enum"]),
                       "description": "'a|b': any one of the alternatives; 'a&b': both parts; '!a': a never occurs"}]}},
-                  "absent": {"type": "array", "items": evidence},
+                  "absent": {"type": "array", "items": {"anyOf": [evidence, {
+                      "type": "string", "pattern": _joined(evidence["enum"]),
+                      "description": "'a&b': both parts together (either alone is allowed)"}]}},
                   "disposition_at": obj({"at": time, "dispositions": {"type": "array", "minItems": 1,
                                                                       "items": {"enum": sorted(DISPOSITIONS)}}}),
                   "violations": {"type": "array", "items": {"type": "string", "pattern": INVARIANT_PATTERN}},

@@ -66,15 +66,27 @@ def _evidence_items(ix: TraceIndex, ev: dict) -> tuple[str, ...]:
 
 
 def _exp_absent(ix: TraceIndex) -> Iterator[Finding]:
+    # an item 'a&b' forbids its parts together: it is met at the event that completes the set
     banned = {item for item in (ix.header.get("expect") or {}).get("absent") or () if isinstance(item, str)}
     if not banned:
         return
+    seen: dict[str, int] = {}
     for ev in ix.events:
-        for item in _evidence_items(ix, ev):
-            if item in banned:
-                banned.discard(item)
+        items = _evidence_items(ix, ev)
+        for item in items:
+            seen.setdefault(item, ev["seq"])
+        for item in sorted(banned):
+            parts = item.split("&")
+            if not any(p in items for p in parts) or not all(p in seen for p in parts):
+                continue
+            banned.discard(item)
+            if len(parts) == 1:
                 yield ev.get("run"), f"the scenario forbids evidence {item!r}, which appears at #{ev['seq']}", \
                     (ev["seq"],), False
+            else:
+                where = ", ".join(f"{p!r} at #{seen[p]}" for p in parts)
+                yield ev.get("run"), f"the scenario forbids {evidence_words(item)} together, which the trace " \
+                                     f"holds ({where})", tuple(sorted({seen[p] for p in parts})), False
 
 
 def _exp_disposition_at(ix: TraceIndex) -> Iterator[Finding]:
@@ -156,7 +168,8 @@ EXPECTATIONS: tuple[Invariant, ...] = (
     _expect("EXP-ABSENT", "The trace holds none of the evidence the scenario forbids.", "classification",
             _exp_absent,
             "expect.absent lists items (the expect.evidence grammar) that must not occur, e.g. "
-            "'reservation.release' or 'released'; the first occurrence of each is a violation.",
+            "'reservation.release' or 'released'; the first occurrence of each is a violation. 'a&b' forbids "
+            "its parts together (either alone is allowed): a violation where the second of them occurs.",
             "the forbidden event"),
     _expect("EXP-DISPOSITION-AT", "The disposition recorded at a named time is one the scenario allows.",
             "disposition", _exp_disposition_at,
