@@ -207,6 +207,16 @@ class CheckpointRejected(Event):
     current_epoch: int | Absent = ABSENT
 
 
+@_kind("cancel_recorded", "run")
+class CancelRecorded(Event):
+    """the platform recorded a delivered cancellation as the run's next checkpoint version (the adapter's
+    latest document, unchanged): a write against the earlier version now fails"""
+
+    version: int
+    event_id: str
+    state: str
+
+
 @_kind("ledger_rejected", "run")
 class LedgerRejected(Event):
     """a ledger append was refused because its lease epoch is not the current one (fenced)"""

@@ -26,10 +26,15 @@ EVENT_FIELDS: Mapping[str, frozenset[str]] = {
     "approve": frozenset(),
     "capability_change": frozenset(),
     "revoke": frozenset({"reason", "payload"}),
-    **{t: frozenset({"reason", "payload"}) | DELIVERY_FIELDS for t in INBOX_EVENTS - {"event"}},
+    **{t: frozenset({"reason", "payload"}) | DELIVERY_FIELDS for t in INBOX_EVENTS - {"event", "cancel"}},
+    "cancel": frozenset({"reason", "payload", "record"}) | DELIVERY_FIELDS,
     "event": frozenset({"kind", "reason", "payload"}) | DELIVERY_FIELDS,
 }
 RUNLESS_EVENTS = frozenset({"deploy", "other_actor"})
+#: ``cancel.record``: where the platform records a cancellation as it is delivered, besides the
+#: inbox. ``checkpoint``: as the run's next checkpoint version (a conditional write of its own), so
+#: that a dispatcher's write against the earlier version fails: the cancellation wins the version race.
+CANCEL_RECORDS = ("checkpoint",)
 #: ``deploy.alters``: what a code change alters (AR-08 "Deployment compatibility"), and the
 #: contract version the deploy must change with it so that new code can tell.
 DEPLOY_ALTERS: Mapping[str, str] = {
@@ -40,7 +45,7 @@ DEPLOY_ALTERS: Mapping[str, str] = {
     "authority_checks": "policy_version",
 }
 #: Payload keys the world reads as delivery controls: a payload may not use them.
-RESERVED_PAYLOAD_KEYS = DELIVERY_FIELDS | {"kind", "duplicate_after_ms"}
+RESERVED_PAYLOAD_KEYS = DELIVERY_FIELDS | {"kind", "duplicate_after_ms", "record"}
 
 FAULTS = frozenset({"refused", "timeout_before_send", "drop_request", "lost_response", "late_arrival",
                     "throttled", "server_error_before", "server_error_after", "duplicate_delivery",

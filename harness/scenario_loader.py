@@ -15,7 +15,8 @@ from typing import Any, Callable, Mapping
 from .errors import InvalidScenario
 from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, RUBRIC_POINT_IDS, SERVICE_OPS
 from .scenario_compiled import Match, Rule, RunSpec, Scenario, WorldEvent
-from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CARD_FIELDS, COMPENSATION_AUTHORITY,
+from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CANCEL_RECORDS, CARD_FIELDS,
+                              COMPENSATION_AUTHORITY,
                               DEFAULT_ENV, DEFAULT_HORIZON_MS, DEFAULT_ORIGIN_MS, DEPLOY_ALTERS, DISPOSITIONS,
                               EVENT_FIELDS, EVENT_TYPES, EVIDENCE_FORMS, EXPECT_FIELDS, EXPECT_RULE_FIELDS, FAULTS,
                               HISTORY_FIELDS, ID_PATTERN, INVARIANT_PATTERN, KNOWLEDGE, MATCH_FIELDS,
@@ -268,6 +269,12 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
                 data["producer_seq"] = rd.get(e, "producer_seq", path, _integer(0))
             if "producer" in e:
                 data["producer"] = rd.get(e, "producer", path, _string)
+            if "record" in e:
+                data["record"] = rd.get(e, "record", path, _choice(CANCEL_RECORDS, "place a cancellation is "
+                                                                         "recorded"))
+                if "duplicates" in e:
+                    rd.fail(e, "record", f"{path}.record", "a cancellation recorded as a checkpoint version is "
+                            "delivered once; drop duplicates (or record it on the first copy only)")
         events.append(WorldEvent(at_ms=t, type=etype, run=run, data=data, line=_line(events_doc, i),
                                  anchor=anchor, match=match))
     events.sort(key=lambda ev: (ev.anchor is not None, ev.at_ms))
@@ -359,12 +366,7 @@ def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at:
     e = rd.mapping(doc, "expect", "expect", EXPECT_FIELDS)
     out: dict[str, Any] = {}
     if "dispositions" in e:
-        items = rd.items(e, "dispositions", "expect.dispositions")
-        if not items:
-            rd.fail(e, "dispositions", "expect.dispositions", "list at least one allowed disposition, "
-                    "or drop the field")
-        out["dispositions"] = [rd.get(items, i, "expect.dispositions", _choice(DISPOSITIONS, "disposition"))
-                               for i in range(len(items))]
+        out["dispositions"] = _read_dispositions(rd, e, run_ids)
     if "remote_effects" in e:
         out["remote_effects"] = rd.get(e, "remote_effects", "expect", _remote_effects(run_ids))
     if "evidence" in e:
@@ -395,6 +397,27 @@ def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at:
     if "rules" in e:
         out["rules"] = _read_expect_rules(rd, e)
     return out
+
+
+def _disposition_list(rd: _Reader, parent: Any, key: Any, path: str) -> list[str]:
+    items = rd.items(parent, key, path)
+    if not items:
+        rd.fail(parent, key, path, "list at least one allowed disposition, or drop the field")
+    return [rd.get(items, i, path, _choice(DISPOSITIONS, "disposition")) for i in range(len(items))]
+
+
+def _read_dispositions(rd: _Reader, e: dict, run_ids: list[str]) -> list[str] | dict[str, list[str]]:
+    """``expect.dispositions``: one list for every run, or a list per run ``{run id: [...]}``
+    (every run of the scenario named once)."""
+    if not isinstance(e.get("dispositions"), dict):
+        return _disposition_list(rd, e, "dispositions", "expect.dispositions")
+    per_run = rd.mapping(e, "dispositions", "expect.dispositions", frozenset(run_ids),
+                         hint="a per-run list is keyed by the scenario's run ids")
+    missing = [r for r in run_ids if r not in per_run]
+    if missing:
+        rd.fail(e, "dispositions", "expect.dispositions", f"no list for run {', '.join(missing)}; a per-run "
+                "mapping names every run (or write one list for all runs)")
+    return {rid: _disposition_list(rd, per_run, rid, f"expect.dispositions.{rid}") for rid in run_ids}
 
 
 def _read_expect_rules(rd: _Reader, e: dict) -> dict[str, dict[str, str]]:

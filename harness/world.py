@@ -437,10 +437,13 @@ class World:
         event_id = data.pop("event_id", None)
         producer_seq = data.pop("producer_seq", None)
         producer = data.pop("producer", "user")     # every copy keeps the declared producer
+        record = data.pop("record", None)
         if event_id is None:
             event_id = self.inbox.new_event_id()
         for copy in range(copies):
             if copy and gap:
                 yield self.env.timeout(gap)
-            self.inbox.deliver(run, etype, data, producer=producer, event_id=event_id,
-                               producer_seq=producer_seq)
+            delivered = self.inbox.deliver(run, etype, data, producer=producer, event_id=event_id,
+                                           producer_seq=producer_seq)
+            if record == "checkpoint":
+                self.store.record_cancellation(run, delivered)

@@ -50,11 +50,11 @@ import json
 import sys
 
 try:
-    from .fieldops_core import (INDEFINITE, NOT_TRANSIENT, TERMINAL, Base, Config, Fenced, PortFailure, Stop,
-                                _digest)
+    from .fieldops_core import (INDEFINITE, NOT_TRANSIENT, TERMINAL, Base, Config, Fenced, PortFailure, Reread,
+                                Stop, _digest)
 except ImportError:    # run as a script: its own folder is on sys.path
-    from fieldops_core import (INDEFINITE, NOT_TRANSIENT, TERMINAL, Base, Config, Fenced, PortFailure, Stop,
-                               _digest)
+    from fieldops_core import (INDEFINITE, NOT_TRANSIENT, TERMINAL, Base, Config, Fenced, PortFailure, Reread,
+                               Stop, _digest)
 
 __all__ = ["Config", "PortFailure", "Worker", "main"]
 
@@ -65,7 +65,12 @@ class Worker(Base):
     # ------------------------------------------------------------------ the worker
     def run(self):
         try:
-            yield from self._run()
+            while True:
+                try:
+                    yield from self._run()
+                    return
+                except Reread:
+                    continue        # a newer version under this worker's own lease: reread, reclassify
         except Fenced as lost:
             try:
                 yield from self.call("run", "finish", disposition="WAITING_OPERATOR", effects=[],

@@ -9,11 +9,29 @@ from typing import Iterator
 from .common import Finding, Invariant, inv
 from .index import TraceIndex
 
+def allowed_dispositions(want, run_id) -> list:
+    """The dispositions ``expect.dispositions`` allows ``run_id``: one list for every run, or a
+    list per run (a mapping keyed by run id)."""
+    if isinstance(want, dict):
+        return list(want.get(run_id) or ())
+    return list(want or ())
+
+
+def dispositions_words(want) -> str:
+    """``expect.dispositions`` in words: 'A or B', or 'run-a: A; run-b: B or C' per run."""
+    if isinstance(want, dict):
+        return "; ".join(f"{rid}: {' or '.join(map(str, ds))}" for rid, ds in want.items())
+    return " or ".join(str(d) for d in want or ())
+
+
 def _exp_disposition(ix: TraceIndex) -> Iterator[Finding]:
-    allowed = (ix.header.get("expect") or {}).get("dispositions")
-    if not allowed:
+    want = (ix.header.get("expect") or {}).get("dispositions")
+    if not want:
         return
     for run in ix.runs.values():
+        allowed = allowed_dispositions(want, run.id)
+        if not allowed:
+            continue
         disp = run.disposition()
         if disp is not None and disp not in allowed:
             last = [f["seq"] for f in run.finishes if f.get("accepted")]
@@ -149,8 +167,9 @@ def _expect(id, statement, category, check, computed, evidence) -> Invariant:
 EXPECTATIONS: tuple[Invariant, ...] = (
     _expect("EXP-DISPOSITION", "The run ends in a disposition the scenario allows.", "disposition",
             _exp_disposition,
-            "expect.dispositions lists the allowed final dispositions (terminal or waiting); a run that has "
-            "one outside the list is a violation (a run with none is inconclusive).",
+            "expect.dispositions lists the allowed final dispositions (terminal or waiting), one list for every "
+            "run or a list per run ({run id: [...]}); a run that has one outside its list is a violation (a run "
+            "with none is inconclusive).",
             "the last accepted finish"),
     _expect("EXP-EFFECTS", "The services hold the number of effects the scenario expects.", "effect_correctness",
             _exp_effects,
