@@ -272,9 +272,6 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
             if "record" in e:
                 data["record"] = rd.get(e, "record", path, _choice(CANCEL_RECORDS, "place a cancellation is "
                                                                          "recorded"))
-                if "duplicates" in e:
-                    rd.fail(e, "record", f"{path}.record", "a cancellation recorded as a checkpoint version is "
-                            "delivered once; drop duplicates (or record it on the first copy only)")
         events.append(WorldEvent(at_ms=t, type=etype, run=run, data=data, line=_line(events_doc, i),
                                  anchor=anchor, match=match))
     events.sort(key=lambda ev: (ev.anchor is not None, ev.at_ms))

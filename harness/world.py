@@ -445,5 +445,5 @@ class World:
                 yield self.env.timeout(gap)
             delivered = self.inbox.deliver(run, etype, data, producer=producer, event_id=event_id,
                                            producer_seq=producer_seq)
-            if record == "checkpoint":
+            if record == "checkpoint" and not copy:     # the first copy is recorded; the others are duplicates
                 self.store.record_cancellation(run, delivered)
