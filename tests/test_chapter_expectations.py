@@ -104,3 +104,24 @@ def test_absent_conjunctions_load_and_bad_ones_name_the_line():
             load_text(HEAD + f'  absent: ["{bad}"]\n', file="a.yaml")
         text = str(exc.value)
         assert "a.yaml:6" in text and "expect.absent" in text and words in text, text
+
+
+def _ceiling_design(monkeypatch, name, ceiling):
+    import crashlab.gallery.independent as independent
+
+    cls = type(name, (independent.IndependentAdapter,), {"choices": {"attempt_ceiling": ceiling}})
+    monkeypatch.setattr(independent, name, cls, raising=False)
+    return f"crashlab.gallery.independent:{name}"
+
+
+@pytest.mark.parametrize("sid", ["matrix-throttling", "t1-crash-before-dispatch"])
+def test_a_smaller_attempt_ceiling_spent_honestly_costs_nothing(sid, monkeypatch):
+    run, res = run_one(resolve(sid), _ceiling_design(monkeypatch, "CeilingTwo", 2))
+    assert res.verdict == "pass", [(v.invariant, v.message) for v in res.violations]
+    assert run.events[-1]["runs"]["run-82"]["waiting"] == "WAITING_RETRY"
+    # within its own ceiling: no RETRY-02 (the attempt recorded before a crash counts too)
+
+
+def test_a_ceiling_that_leaves_no_backoff_is_still_caught(monkeypatch):
+    run, res = run_one(resolve("matrix-throttling"), _ceiling_design(monkeypatch, "CeilingOne", 1))
+    assert any(v.invariant == "EXP-EVIDENCE" and "clock.sleep" in v.message for v in res.violations), res.violations

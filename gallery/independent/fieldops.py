@@ -125,6 +125,9 @@ class Worker(Base):
             self.knowledge, self.ref = last["knowledge"], last.get("remote_ref")
             self.attempt_log = list(last.get("attempts") or [])
             self.observations = list(last.get("observations") or [])
+            # an attempt recorded in the ledger counts against the ceiling, even if the checkpoint
+            # that would have counted it was never written (a crash between the two)
+            self.attempts_used = max(self.attempts_used, len(self.attempt_log))
         yield from self.poll()
         if self.knowledge == "CONFIRMED":
             yield from self.verify_recorded()
