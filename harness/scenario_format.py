@@ -21,7 +21,7 @@ EVENT_TYPES = frozenset({"approve", "revoke", "capability_change", "deploy", "ot
 DELIVERY_FIELDS = frozenset({"duplicates", "duplicate_after", "event_id", "producer_seq", "producer"})
 #: The fields each event type takes besides at, type and run.
 EVENT_FIELDS: Mapping[str, frozenset[str]] = {
-    "deploy": frozenset(DEFAULT_ENV) | {"alters"},
+    "deploy": frozenset(DEFAULT_ENV) | {"alters", "services"},
     "other_actor": frozenset({"service", "op", "args", "same_key"}),
     "approve": frozenset(),
     "capability_change": frozenset(),
@@ -44,6 +44,9 @@ DEPLOY_ALTERS: Mapping[str, str] = {
     "capability_semantics": "capability_version",
     "authority_checks": "policy_version",
 }
+#: ``deploy.services``: the service-contract knobs a deployment may change (AR-08's "adapter"
+#: compatibility axis): how long keys are kept, how a request can be read back, how fresh reads are.
+CONTRACT_KNOBS = ("retention", "lookup", "consistency", "lag", "max_delivery_delay")
 #: Payload keys the world reads as delivery controls: a payload may not use them.
 RESERVED_PAYLOAD_KEYS = DELIVERY_FIELDS | {"kind", "duplicate_after_ms", "record"}
 

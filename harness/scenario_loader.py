@@ -16,7 +16,7 @@ from .errors import InvalidScenario
 from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, RUBRIC_POINT_IDS, SERVICE_OPS
 from .scenario_compiled import Match, Rule, RunSpec, Scenario, WorldEvent
 from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CANCEL_RECORDS, CARD_FIELDS,
-                              COMPENSATION_AUTHORITY,
+                              COMPENSATION_AUTHORITY, CONTRACT_KNOBS,
                               DEFAULT_ENV, DEFAULT_HORIZON_MS, DEFAULT_ORIGIN_MS, DEPLOY_ALTERS, DISPOSITIONS,
                               EVENT_FIELDS, EVENT_TYPES, EVIDENCE_FORMS, EXPECT_FIELDS, EXPECT_RULE_FIELDS, FAULTS,
                               HISTORY_FIELDS, ID_PATTERN, INVARIANT_PATTERN, KNOWLEDGE, MATCH_FIELDS,
@@ -214,7 +214,9 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
                 rd.fail(e, "type", path, "a deploy names the versions it changes, e.g. "
                         "canonicalization_version: 2")
             data = {k: rd.get(e, k, path, _integer(1)) for k in e if k in DEFAULT_ENV}
-            if not data:
+            if "services" in e:
+                data["services"] = _read_contract_change(rd, e, path, services)
+            elif not data:
                 rd.fail(e, "type", path, "a deploy names the versions it changes, e.g. "
                         "code_version: 2, policy_version: 2")
             for item in rd.get(e, "alters", path, _string_list, []):
@@ -276,6 +278,36 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
                                  anchor=anchor, match=match))
     events.sort(key=lambda ev: (ev.anchor is not None, ev.at_ms))
     return tuple(events)
+
+
+def _read_contract_change(rd: _Reader, e: dict, path: str, services: dict) -> dict[str, dict]:
+    """``deploy.services``: a deployment that changes a service's contract, ``{kind: {knob: value}}``
+    over CONTRACT_KNOBS; the changed profile must be one the service can honour."""
+    spath = f"{path}.services"
+    change_doc = rd.mapping(e, "services", spath, frozenset(services),
+                            hint="name a declared service and the contract knobs the deployment changes")
+    out: dict[str, dict] = {}
+    for name in change_doc:
+        kpath = f"{spath}.{name}"
+        knobs = rd.mapping(change_doc, name, kpath, frozenset(CONTRACT_KNOBS) & frozenset(
+            k[:-3] if k.endswith("_ms") else k for k in PROFILE_DEFAULTS[name]),
+            hint=f"a deployment changes {', '.join(CONTRACT_KNOBS)}")
+        if not knobs:
+            rd.fail(change_doc, name, kpath, "name at least one knob the deployment changes, e.g. retention: 10m")
+        changed: dict = {}
+        for knob in knobs:
+            if knob in PROFILE_CHOICES[name]:
+                changed[knob] = rd.get(knobs, knob, kpath, _choice(PROFILE_CHOICES[name][knob], knob))
+            else:
+                changed[f"{knob}_ms"] = rd.get(knobs, knob, kpath, parse_duration)
+        merged = {**services[name], **changed}
+        for knob, why in profile_conflicts(name, merged):
+            rd.fail(knobs, next(iter(knobs)), f"{kpath}.{knob}", f"after this deployment: {why}")
+        if merged.get("consistency") == "strong" and merged.get("lag_ms"):
+            rd.fail(knobs, next(iter(knobs)), kpath, "after this deployment reads would lag under consistency: "
+                    "strong; set consistency: eventual with the lag")
+        out[name] = changed
+    return out
 
 
 def _read_match(rd: _Reader, m: dict, mpath: str, ports: Mapping, run_ids: list[str], at) -> Match:

@@ -101,6 +101,8 @@ def schema_document() -> dict:
                    "args": {"type": "object"},
                    "same_key": {"type": "boolean", "description": "other_actor: reuse the key of the call the "
                                 "event is anchored to"},
+                   "services": {"type": "object", "description": "deploy: a service-contract change, "
+                                "{kind: {retention, lookup, consistency, lag, max_delivery_delay}}"},
                    "record": {"enum": list(CANCEL_RECORDS), "description": "cancel: the platform also records "
                               "the cancellation as the run's next checkpoint version (it wins the version race)"},
                    "alters": {"type": "array", "items": {"enum": sorted(DEPLOY_ALTERS)}, "description":

@@ -407,10 +407,15 @@ class World:
         run = self.runs.get(ev.run) if ev.run else None
         self.trace.emit_scenario(ev.type, run=ev.run, data=data, line=ev.line)
         if ev.type == "deploy":
-            self.env_current.update(data)
+            for name, changed in (data.get("services") or {}).items():
+                # the service's contract changes now, for every caller; a worker learns it from
+                # describe() (workers that started before keep what they read)
+                self.services[name].profile.update(changed)
+            versions = {k: v for k, v in data.items() if k != "services"}
+            self.env_current.update(versions)
             for rw in self.runs.values():
                 if rw.waiting != "PINNED":
-                    rw.env.update(data)
+                    rw.env.update(versions)
             return
         if ev.type == "other_actor":
             svc = self.services[data.get("service", "reservation")]

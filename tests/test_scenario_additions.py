@@ -96,3 +96,47 @@ def test_a_bad_record_names_the_line_and_field():
 def test_only_a_cancellation_is_recorded_as_a_checkpoint():
     text = _error(TWO_RUNS + "events:\n  - {at: '10:01', type: callback, record: checkpoint}\n")
     assert "s.yaml:7" in text and "record" in text, text
+
+
+# --------------------------------------------------------------------------- a deployment changes a service's contract
+def test_a_deployment_changes_the_service_contract_that_describe_reports():
+    run, res = run_one(resolve("matrix-contract-change-retention"), REFERENCE)
+    assert res.verdict == "pass", res.violations
+    seen = [e["value"]["retention_ms"] for e in run.events if e["kind"] == "result"
+            and isinstance(e.get("value"), dict) and "retention_ms" in e["value"]]
+    assert seen[0] == 24 * 3_600_000 and seen[-1] == 300_000
+    deploy = next(e for e in run.events if e["kind"] == "deploy")
+    assert deploy["data"]["services"] == {"reservation": {"retention_ms": 300_000}}
+
+
+def test_a_design_blind_to_the_new_retention_is_caught():
+    run, res = run_one(resolve("matrix-contract-change-retention"), "crashlab.gallery.knowledge:RetentionBlindRedispatch")
+    assert {"EFF-01", "EXP-EFFECTS"} <= {v.invariant for v in res.violations}
+
+
+def _deploy(body: str) -> str:
+    return TWO_RUNS + "events:\n  - at: '10:01'\n    type: deploy\n" + body
+
+
+def test_a_contract_change_loads_without_a_version():
+    sc = load_text(_deploy("    services:\n      reservation: {lookup: by_incident_slot, retention: 10m}\n"))
+    assert sc.events[0].data == {"services": {"reservation": {"lookup": "by_incident_slot", "retention_ms": 600_000}}}
+
+
+@pytest.mark.parametrize("body, words", [
+    ("    services:\n      registry: {retention: 5m}\n", "registry"),
+    ("    services:\n      reservation: {idempotency: none}\n", "idempotency"),
+    ("    services:\n      reservation: {lookup: sideways}\n", "sideways"),
+    ("    services:\n      reservation: {lag: 5s}\n", "consistency: eventual"),
+    ("    services:\n      reservation: {}\n", "at least one knob"),
+])
+def test_a_bad_contract_change_names_the_line_and_field(body, words):
+    text = _error(_deploy(body))
+    assert "s.yaml:" in text and "events[0].services" in text and words in text, text
+
+
+def test_a_contract_change_the_service_cannot_honour_is_refused():
+    text = _error("id: t\ntitle: t\nservices:\n  reservation: {idempotency: none, lookup: none}\nruns:\n"
+                  f"  - {{id: run-a, intent: {INTENT}}}\nevents:\n  - at: '10:01'\n    type: deploy\n"
+                  "    services:\n      reservation: {lookup: by_key}\n")
+    assert "s.yaml:11" in text and "after this deployment" in text and "key index" in text, text
