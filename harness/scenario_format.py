@@ -52,7 +52,9 @@ RESERVED_PAYLOAD_KEYS = DELIVERY_FIELDS | {"kind", "duplicate_after_ms", "record
 
 FAULTS = frozenset({"refused", "timeout_before_send", "drop_request", "lost_response", "late_arrival",
                     "throttled", "server_error_before", "server_error_after", "duplicate_delivery",
-                    "unavailable", "error"})
+                    "stale_read", "unavailable", "error"})
+#: Faults only a read can suffer (stale_read: a replica that misses recent commits answers as fresh).
+READ_FAULTS = frozenset({"stale_read"})
 #: Faults with a send boundary: they only make sense on a service port.
 TRANSPORT_FAULTS = FAULTS - {"unavailable", "error"}
 CARD_FIELDS = ("known_before_failure", "survived", "recovery_owner", "authoritative_query",

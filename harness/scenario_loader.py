@@ -20,7 +20,8 @@ from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CANCEL_RECORD
                               DEFAULT_ENV, DEFAULT_HORIZON_MS, DEFAULT_ORIGIN_MS, DEPLOY_ALTERS, DISPOSITIONS,
                               EVENT_FIELDS, EVENT_TYPES, EVIDENCE_FORMS, EXPECT_FIELDS, EXPECT_RULE_FIELDS, FAULTS,
                               HISTORY_FIELDS, ID_PATTERN, INVARIANT_PATTERN, KNOWLEDGE, MATCH_FIELDS,
-                              PRIMARY_OPERATION, PROFILE_CHOICES, RESERVED_PAYLOAD_KEYS, RULE_ACTION, RULE_FIELDS,
+                              PRIMARY_OPERATION, PROFILE_CHOICES, READ_FAULTS, RESERVED_PAYLOAD_KEYS, RULE_ACTION,
+                              RULE_FIELDS,
                               RUN_FIELDS, RUN_STATES, RUNLESS_EVENTS, SEED_MAX, TAG_PATTERN, TOP_FIELDS,
                               TRACE_KINDS, TRANSPORT_FAULTS, VERDICTS)
 from .scenario_yaml import (_boolean, _choice, _integer, _join, _line, _must, _parse, _pattern, _plain,
@@ -374,6 +375,10 @@ def _read_rules(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at) 
                     rd.fail(r, "fault", f"{path}.fault", f"{fault} is a transport fault of a service call; "
                             f"set match.port to a service ({', '.join(sorted(services))}) or use "
                             "fault: unavailable / error for a platform port")
+                if fault in READ_FAULTS and (match.op is None or match.op in EFFECT_OPS.get(port, ())
+                                             or match.op in ("describe", "release", "wait_job")):
+                    rd.fail(r, "fault", f"{path}.fault", f"{fault} answers a read from a stale replica; set "
+                            "match.op to an identifying read (lookup, search, aggregate, get_version)")
                 code = rd.get(r, "code", path, _choice(ERROR_CODES, "error code"), None)
                 if fault == "error" and code is None:
                     rd.fail(r, "fault", f"{path}.code", "fault: error needs a code, e.g. code: permission_denied")

@@ -100,6 +100,9 @@ class Service:
         self.in_flight: dict[str, int] = {}   # key -> requests executing
         self.max_fence = 0
         self._refs = 0
+        #: while one read is answered by a stale replica (fault stale_read): commits this recent are
+        #: invisible to it, which still reports itself fresh
+        self.stale_by_ms = 0
 
     # -- helpers -------------------------------------------------------------------------
     def describe(self) -> dict:
@@ -118,6 +121,8 @@ class Service:
         return rec
 
     def _visible(self, rec: Record) -> bool:
+        if self.stale_by_ms and rec.committed_at > self.now() - self.stale_by_ms:
+            return False
         if self.profile["consistency"] == "eventual":
             return rec.committed_at <= self.now() - self.profile["lag_ms"]
         return True

@@ -269,6 +269,16 @@ class World:
             yield from self._proxy_retries(run, svc, call, args, call_seq, arrive)
             yield self.env.timeout(one_way)
             raise PortError("server_error", f"{call.port}: 503 service unavailable")
+        if kind == "stale_read":
+            # another endpoint answers from a replica that misses the recent commits, and says it
+            # is fresh: two identifying reads can disagree about a real commit
+            svc.stale_by_ms = fault.delay_ms if fault.delay_ms is not None else 600_000
+            try:
+                result = arrive()
+            finally:
+                svc.stale_by_ms = 0
+            yield self.env.timeout(one_way)
+            return result
         result = arrive()
         if kind == "duplicate_delivery":
             delay = fault.delay_ms if fault.delay_ms is not None else 5

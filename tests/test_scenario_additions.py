@@ -140,3 +140,36 @@ def test_a_contract_change_the_service_cannot_honour_is_refused():
                   f"  - {{id: run-a, intent: {INTENT}}}\nevents:\n  - at: '10:01'\n    type: deploy\n"
                   "    services:\n      reservation: {lookup: by_key}\n")
     assert "s.yaml:11" in text and "after this deployment" in text and "key index" in text, text
+
+
+# --------------------------------------------------------------------------- two identifying reads disagree
+def test_a_stale_replica_hides_a_real_commit_from_one_read_only():
+    run, res = run_one(resolve("matrix-reads-disagree"), REFERENCE)
+    assert res.verdict == "pass", res.violations
+    calls = {e["seq"]: e for e in run.events if e["kind"] == "call"}
+    answers = {}
+    for e in run.events:
+        if e["kind"] == "result" and e.get("ok") and calls.get(e["call"], {}).get("op") in ("lookup", "search"):
+            answers.setdefault(calls[e["call"]]["op"], e["value"])
+    if "search" in answers:
+        assert answers["search"]["records"] == []
+    assert answers["lookup"]["found"] is True
+
+
+def test_concluding_absence_from_the_stale_reads_is_caught():
+    run, _ = run_one(resolve("matrix-reads-disagree"), REFERENCE)
+    events = copy.deepcopy(run.events)
+    for e in events:
+        if e["kind"] == "finish" and e.get("accepted"):
+            e["disposition"] = "FAILED_NO_EFFECT"
+        if e["kind"] == "end":
+            e["runs"]["run-82"]["finished"] = "FAILED_NO_EFFECT"
+    found = {(v.invariant, v.point) for v in check_trace(events).violations}
+    assert ("EXP-ABSENT", "C2") in found and ("EXP-EVIDENCE", "E4") in found, found
+
+
+@pytest.mark.parametrize("op", ["reserve", "release", "describe", None])
+def test_a_stale_read_on_anything_but_a_read_names_the_line(op):
+    match = "{port: reservation" + (f", op: {op}" if op else "") + "}"
+    text = _error(TWO_RUNS + f"faults:\n  - match: {match}\n    fault: stale_read\n")
+    assert "s.yaml:8" in text and "faults[0].fault" in text and "identifying read" in text, text
