@@ -34,7 +34,9 @@ def _chapter_for(check_id: str, point) -> tuple[str, str]:
 def _accepts(expect: dict) -> str:
     parts = []
     if expect.get("dispositions"):
-        parts.append("ends " + " or ".join(f"`{d}`" for d in expect["dispositions"]))
+        want = expect["dispositions"]
+        parts.append("ends " + ("; ".join(f"{run} " + " or ".join(f"`{d}`" for d in ds) for run, ds in want.items())
+                                if isinstance(want, dict) else " or ".join(f"`{d}`" for d in want)))
     effects = expect.get("remote_effects")
     if isinstance(effects, dict) and set(effects) <= {"min", "max"}:
         parts.append(f"remote effects {effects.get('min', 0)} to {effects.get('max', 'any')}")

@@ -172,7 +172,7 @@ class Result(Event):
 # ------------------------------------------------------------------ run: the local run-state timeline
 @_kind("lease", "run")
 class Lease(Event):
-    """a lease was acquired or renewed"""
+    """a lease was acquired or renewed, or released by the worker whose finish was accepted (op release)"""
 
     op: str
     epoch: int
@@ -205,6 +205,16 @@ class CheckpointRejected(Event):
     epoch: Any
     call: int
     current_epoch: int | Absent = ABSENT
+
+
+@_kind("cancel_recorded", "run")
+class CancelRecorded(Event):
+    """the platform recorded a delivered cancellation as the run's next checkpoint version (the adapter's
+    latest document, unchanged): a write against the earlier version now fails"""
+
+    version: int
+    event_id: str
+    state: str
 
 
 @_kind("ledger_rejected", "run")

@@ -23,6 +23,8 @@ from .crashpoints import (DURABLE_CALLS, Call, Point, crash_documents, double_cr
                           probe_calls, probe_points)
 from .drivers import AdapterSpec, load_adapter
 from .errors import Interrupted, clip
+from .explore_coverage import Coverage, situations
+from .model import SERVICE_OPS, is_dispatch
 from .runner import run_scenario
 from .scenario_compiled import Scenario
 from .scenario_loader import from_dict, library
@@ -142,11 +144,14 @@ def explore_chunk(chunk: Chunk, adapter: str, storage: str | None = None) -> dic
     if key not in _PROBES:
         _PROBES[key] = probe_calls(base, spec)
     tried = 0
+    coverage = Coverage()
 
     def fails(doc: dict) -> bool:
         nonlocal tried
         tried += 1
-        return check_run(run_scenario(from_dict(doc), spec)).verdict == "fail"
+        run = run_scenario(from_dict(doc), spec)
+        coverage.add(situations(run.events))
+        return check_run(run).verdict == "fail"
 
     config = settings(max_examples=chunk.examples, database=None, deadline=None,
                       suppress_health_check=list(HealthCheck))
@@ -154,7 +159,7 @@ def explore_chunk(chunk: Chunk, adapter: str, storage: str | None = None) -> dic
         doc = find(schedules(dict(base.raw), _PROBES[key]), fails, settings=config, random=random.Random(chunk.seed))
     except NoSuchExample:
         doc = None
-    return {"id": chunk.id, "base": chunk.base, "tried": tried, "failure": doc}
+    return {"id": chunk.id, "base": chunk.base, "tried": tried, "failure": doc, "coverage": dict(coverage.counts)}
 
 
 def read_journal(path: Path, header: dict, ids: set[str]) -> dict[str, dict]:
@@ -288,14 +293,17 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     ordered = [outcomes[c.id] for c in todo]
     tried = sum(o["tried"] for o in ordered)
     failures = [o for o in ordered if o["failure"] is not None]
+    coverage = total_coverage(ordered)
+    kinds = sorted({kind for s in pool for kind in s.services})
     if json_path is not None:
         atomic_write_text(json_path, json.dumps({
             "kind": "explore", "adapter": spec.text, "seed": seed, "examples": examples,
             "bases": [s.id for s in pool], **({"shard": shard.to_json()} if shard else {}),
-            "chunks": ordered}, indent=2, sort_keys=True) + "\n")
+            "coverage": coverage.to_json(kinds), "chunks": ordered}, indent=2, sort_keys=True) + "\n")
     if not failures:
         print(f"explored {tried} schedules in {len(ordered)} chunk(s) over {len(pool)} base scenario(s) with "
               f"{spec.text}: no invariant violated", file=out)
+        print(coverage.table(kinds), file=out)
         return 0
     doc = failures[0]["failure"]
     text = to_yaml(doc)
@@ -309,7 +317,18 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
         print(f"saved: {save} (run it with: crashlab run {save} --adapter {spec.text})", file=out)
     print(f"findings: {findings_dir}/ (one scenario file per distinct failure, each with its repro command)",
           file=out)
+    print(coverage.table(kinds), file=out)
     return 1
+
+
+def total_coverage(outcomes: list[dict]) -> Coverage:
+    """The situations of every chunk's schedules together (chunks journaled before coverage was
+    recorded add nothing)."""
+    coverage = Coverage()
+    for o in outcomes:
+        coverage.merge(o.get("coverage") or {})
+    coverage.schedules = sum(o.get("tried", 0) for o in outcomes)
+    return coverage
 
 
 def merge_explorations(parts: list[tuple[str, dict]]) -> dict:
@@ -326,7 +345,10 @@ def merge_explorations(parts: list[tuple[str, dict]]) -> dict:
                 raise UsageError(f"{name}: {field} differs from {first_name}'s; merge the shards of one exploration")
     order = shard_order([(name, data.get("shard")) for name, data in parts])
     ordered = _interleave([parts[i][1]["chunks"] for i in order])
-    return {**{k: first[k] for k in ("kind",) + same}, "chunks": ordered}
+    kinds = sorted({p["port"] for d in (data.get("coverage") or {} for _, data in parts)
+                    for p in d.get("situations", []) + d.get("not_exercised", []) if p["port"] in SERVICE_OPS})
+    return {**{k: first[k] for k in ("kind",) + same}, "coverage": total_coverage(ordered).to_json(kinds),
+            "chunks": ordered}
 
 
 def matrix_main(argv: list[str] | None = None, out=None) -> int:

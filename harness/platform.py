@@ -10,6 +10,8 @@ the handlers read and write stays on the run's record (``RunWorld``), one field 
 """
 from __future__ import annotations
 
+import copy
+
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
@@ -166,6 +168,24 @@ class CheckpointStore(Primitive):
                   version=version, state=control["state"], owner=control["owner"],
                   epoch=epoch, state_version=control["state_version"], checkpoint=checkpoint)
         return {"version": version}
+
+
+    def record_cancellation(self, run: RunWorld, event: dict) -> None:
+        """A cancellation recorded by the platform as the run's next checkpoint version (its own
+        conditional write on the latest). The adapter's document is its own and is kept as it was
+        (``history`` names the writer and the cancellation); a writer that expected the earlier
+        version now fails with version_conflict and, rereading, finds the cancellation in its
+        inbox. Before the run's first checkpoint there is nothing to advance."""
+        if not run.checkpoints:
+            return
+        latest = run.checkpoints[-1]
+        checkpoint = copy.deepcopy(latest["checkpoint"])
+        version = latest["version"] + 1
+        run.checkpoints.append({"version": version, "checkpoint": checkpoint, "at": self.now,
+                                "writer": "platform", "cancellation": {"event_id": event["event_id"],
+                                                                      "seq": event["seq"], "at": event["at"]}})
+        self.emit(events.CancelRecorded, run=run.spec.id, version=version, event_id=event["event_id"],
+                  state=checkpoint["control"]["state"])
 
 
 class Ledger(Primitive):
@@ -403,6 +423,13 @@ class RunControl(Primitive):
                   next_owner=args.get("next_owner"), reason=args.get("reason") or "",
                   packet=args.get("packet"), accepted=accepted, stale=stale)
         if accepted:
+            lease = run.lease
+            if lease.owner == worker.name and lease.epoch == worker.epoch and lease.expires_at > self.now:
+                # a finished worker stops: its lease is released at once, so that the next worker
+                # (woken by a later inbox event or a wake-up) does not wait out the TTL
+                lease.owner, lease.expires_at = None, self.now
+                self.emit(events.Lease, worker=worker.name, run=run.spec.id, op="release",
+                          epoch=lease.epoch, owner=worker.name, expires_at=self.now, call=call_seq)
             if state in TERMINAL_STATES:
                 run.finished = disposition
                 run.waiting = None

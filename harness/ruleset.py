@@ -177,7 +177,8 @@ def check_pinned(text: str) -> int:
         raise UsageError(f"{head}; there is no rule set {wanted} (the first is 1)")
     changed = "\n".join(what_changed(wanted, brief=True))
     raise UsageError(f"{head}, not by rule set {wanted} (crashlab {old.package}), which your project pinned, and "
-                     f"cannot judge as it did: rules changed since, not only new ones were added. What changed:\n"
+                     f"cannot judge as it did: rules changed since, not only new ones were added. What changed "
+                     f"(CHANGELOG.md has each rule with what to change):\n"
                      f"{changed}",
                      hint=f"verdicts of rule set {RULES} may differ from your certified ones; to move to it, read "
                           f"CHANGELOG.md (each rule with what to change) and pin --rules {RULES}; to keep "

@@ -21,15 +21,20 @@ EVENT_TYPES = frozenset({"approve", "revoke", "capability_change", "deploy", "ot
 DELIVERY_FIELDS = frozenset({"duplicates", "duplicate_after", "event_id", "producer_seq", "producer"})
 #: The fields each event type takes besides at, type and run.
 EVENT_FIELDS: Mapping[str, frozenset[str]] = {
-    "deploy": frozenset(DEFAULT_ENV) | {"alters"},
+    "deploy": frozenset(DEFAULT_ENV) | {"alters", "services"},
     "other_actor": frozenset({"service", "op", "args", "same_key"}),
     "approve": frozenset(),
     "capability_change": frozenset(),
     "revoke": frozenset({"reason", "payload"}),
-    **{t: frozenset({"reason", "payload"}) | DELIVERY_FIELDS for t in INBOX_EVENTS - {"event"}},
+    **{t: frozenset({"reason", "payload"}) | DELIVERY_FIELDS for t in INBOX_EVENTS - {"event", "cancel"}},
+    "cancel": frozenset({"reason", "payload", "record"}) | DELIVERY_FIELDS,
     "event": frozenset({"kind", "reason", "payload"}) | DELIVERY_FIELDS,
 }
 RUNLESS_EVENTS = frozenset({"deploy", "other_actor"})
+#: ``cancel.record``: where the platform records a cancellation as it is delivered, besides the
+#: inbox. ``checkpoint``: as the run's next checkpoint version (a conditional write of its own), so
+#: that a dispatcher's write against the earlier version fails: the cancellation wins the version race.
+CANCEL_RECORDS = ("checkpoint",)
 #: ``deploy.alters``: what a code change alters (AR-08 "Deployment compatibility"), and the
 #: contract version the deploy must change with it so that new code can tell.
 DEPLOY_ALTERS: Mapping[str, str] = {
@@ -39,12 +44,17 @@ DEPLOY_ALTERS: Mapping[str, str] = {
     "capability_semantics": "capability_version",
     "authority_checks": "policy_version",
 }
+#: ``deploy.services``: the service-contract knobs a deployment may change (AR-08's "adapter"
+#: compatibility axis): how long keys are kept, how a request can be read back, how fresh reads are.
+CONTRACT_KNOBS = ("retention", "lookup", "consistency", "lag", "max_delivery_delay")
 #: Payload keys the world reads as delivery controls: a payload may not use them.
-RESERVED_PAYLOAD_KEYS = DELIVERY_FIELDS | {"kind", "duplicate_after_ms"}
+RESERVED_PAYLOAD_KEYS = DELIVERY_FIELDS | {"kind", "duplicate_after_ms", "record"}
 
 FAULTS = frozenset({"refused", "timeout_before_send", "drop_request", "lost_response", "late_arrival",
                     "throttled", "server_error_before", "server_error_after", "duplicate_delivery",
-                    "unavailable", "error"})
+                    "stale_read", "unavailable", "error"})
+#: Faults only a read can suffer (stale_read: a replica that misses recent commits answers as fresh).
+READ_FAULTS = frozenset({"stale_read"})
 #: Faults with a send boundary: they only make sense on a service port.
 TRANSPORT_FAULTS = FAULTS - {"unavailable", "error"}
 CARD_FIELDS = ("known_before_failure", "survived", "recovery_owner", "authoritative_query",

@@ -15,11 +15,13 @@ from typing import Any, Callable, Mapping
 from .errors import InvalidScenario
 from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, RUBRIC_POINT_IDS, SERVICE_OPS
 from .scenario_compiled import Match, Rule, RunSpec, Scenario, WorldEvent
-from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CARD_FIELDS, COMPENSATION_AUTHORITY,
+from .scenario_format import (ANCHORS, APPROVAL_MODES, BOUNDARIES, CANCEL_RECORDS, CARD_FIELDS,
+                              COMPENSATION_AUTHORITY, CONTRACT_KNOBS,
                               DEFAULT_ENV, DEFAULT_HORIZON_MS, DEFAULT_ORIGIN_MS, DEPLOY_ALTERS, DISPOSITIONS,
                               EVENT_FIELDS, EVENT_TYPES, EVIDENCE_FORMS, EXPECT_FIELDS, EXPECT_RULE_FIELDS, FAULTS,
                               HISTORY_FIELDS, ID_PATTERN, INVARIANT_PATTERN, KNOWLEDGE, MATCH_FIELDS,
-                              PRIMARY_OPERATION, PROFILE_CHOICES, RESERVED_PAYLOAD_KEYS, RULE_ACTION, RULE_FIELDS,
+                              PRIMARY_OPERATION, PROFILE_CHOICES, READ_FAULTS, RESERVED_PAYLOAD_KEYS, RULE_ACTION,
+                              RULE_FIELDS,
                               RUN_FIELDS, RUN_STATES, RUNLESS_EVENTS, SEED_MAX, TAG_PATTERN, TOP_FIELDS,
                               TRACE_KINDS, TRANSPORT_FAULTS, VERDICTS)
 from .scenario_yaml import (_boolean, _choice, _integer, _join, _line, _must, _parse, _pattern, _plain,
@@ -219,7 +221,9 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
                 rd.fail(e, "type", path, "a deploy names the versions it changes, e.g. "
                         "canonicalization_version: 2")
             data = {k: rd.get(e, k, path, _integer(1)) for k in e if k in DEFAULT_ENV}
-            if not data:
+            if "services" in e:
+                data["services"] = _read_contract_change(rd, e, path, services)
+            elif not data:
                 rd.fail(e, "type", path, "a deploy names the versions it changes, e.g. "
                         "code_version: 2, policy_version: 2")
             for item in rd.get(e, "alters", path, _string_list, []):
@@ -274,10 +278,43 @@ def _read_events(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at,
                 data["producer_seq"] = rd.get(e, "producer_seq", path, _integer(0))
             if "producer" in e:
                 data["producer"] = rd.get(e, "producer", path, _string)
+            if "record" in e:
+                data["record"] = rd.get(e, "record", path, _choice(CANCEL_RECORDS, "place a cancellation is "
+                                                                         "recorded"))
         events.append(WorldEvent(at_ms=t, type=etype, run=run, data=data, line=_line(events_doc, i),
                                  anchor=anchor, match=match))
     events.sort(key=lambda ev: (ev.anchor is not None, ev.at_ms))
     return tuple(events)
+
+
+def _read_contract_change(rd: _Reader, e: dict, path: str, services: dict) -> dict[str, dict]:
+    """``deploy.services``: a deployment that changes a service's contract, ``{kind: {knob: value}}``
+    over CONTRACT_KNOBS; the changed profile must be one the service can honour."""
+    spath = f"{path}.services"
+    change_doc = rd.mapping(e, "services", spath, frozenset(services),
+                            hint="name a declared service and the contract knobs the deployment changes")
+    out: dict[str, dict] = {}
+    for name in change_doc:
+        kpath = f"{spath}.{name}"
+        knobs = rd.mapping(change_doc, name, kpath, frozenset(CONTRACT_KNOBS) & frozenset(
+            k[:-3] if k.endswith("_ms") else k for k in PROFILE_DEFAULTS[name]),
+            hint=f"a deployment changes {', '.join(CONTRACT_KNOBS)}")
+        if not knobs:
+            rd.fail(change_doc, name, kpath, "name at least one knob the deployment changes, e.g. retention: 10m")
+        changed: dict = {}
+        for knob in knobs:
+            if knob in PROFILE_CHOICES[name]:
+                changed[knob] = rd.get(knobs, knob, kpath, _choice(PROFILE_CHOICES[name][knob], knob))
+            else:
+                changed[f"{knob}_ms"] = rd.get(knobs, knob, kpath, parse_duration)
+        merged = {**services[name], **changed}
+        for knob, why in profile_conflicts(name, merged):
+            rd.fail(knobs, next(iter(knobs)), f"{kpath}.{knob}", f"after this deployment: {why}")
+        if merged.get("consistency") == "strong" and merged.get("lag_ms"):
+            rd.fail(knobs, next(iter(knobs)), kpath, "after this deployment reads would lag under consistency: "
+                    "strong; set consistency: eventual with the lag")
+        out[name] = changed
+    return out
 
 
 def _read_match(rd: _Reader, m: dict, mpath: str, ports: Mapping, run_ids: list[str], at) -> Match:
@@ -344,6 +381,10 @@ def _read_rules(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at) 
                     rd.fail(r, "fault", f"{path}.fault", f"{fault} is a transport fault of a service call; "
                             f"set match.port to a service ({', '.join(sorted(services))}) or use "
                             "fault: unavailable / error for a platform port")
+                if fault in READ_FAULTS and (match.op is None or match.op in EFFECT_OPS.get(port, ())
+                                             or match.op in ("describe", "release", "wait_job")):
+                    rd.fail(r, "fault", f"{path}.fault", f"{fault} answers a read from a stale replica; set "
+                            "match.op to an identifying read (lookup, search, aggregate, get_version)")
                 code = rd.get(r, "code", path, _choice(ERROR_CODES, "error code"), None)
                 if fault == "error" and code is None:
                     rd.fail(r, "fault", f"{path}.code", "fault: error needs a code, e.g. code: permission_denied")
@@ -365,12 +406,7 @@ def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at:
     e = rd.mapping(doc, "expect", "expect", EXPECT_FIELDS)
     out: dict[str, Any] = {}
     if "dispositions" in e:
-        items = rd.items(e, "dispositions", "expect.dispositions")
-        if not items:
-            rd.fail(e, "dispositions", "expect.dispositions", "list at least one allowed disposition, "
-                    "or drop the field")
-        out["dispositions"] = [rd.get(items, i, "expect.dispositions", _choice(DISPOSITIONS, "disposition"))
-                               for i in range(len(items))]
+        out["dispositions"] = _read_dispositions(rd, e, run_ids)
     if "remote_effects" in e:
         out["remote_effects"] = rd.get(e, "remote_effects", "expect", _remote_effects(run_ids))
     if "evidence" in e:
@@ -379,7 +415,7 @@ def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at:
                            for i in range(len(items))]
     if "absent" in e:
         items = rd.items(e, "absent", "expect.absent")
-        out["absent"] = [rd.get(items, i, "expect.absent", lambda v: _evidence(v, services))
+        out["absent"] = [rd.get(items, i, "expect.absent", lambda v: _absent_item(v, services))
                          for i in range(len(items))]
     if "disposition_at" in e:
         d = rd.mapping(e, "disposition_at", "expect.disposition_at", frozenset({"at", "dispositions"}))
@@ -401,6 +437,27 @@ def _read_expect(rd: _Reader, doc: dict, services: dict, run_ids: list[str], at:
     if "rules" in e:
         out["rules"] = _read_expect_rules(rd, e)
     return out
+
+
+def _disposition_list(rd: _Reader, parent: Any, key: Any, path: str) -> list[str]:
+    items = rd.items(parent, key, path)
+    if not items:
+        rd.fail(parent, key, path, "list at least one allowed disposition, or drop the field")
+    return [rd.get(items, i, path, _choice(DISPOSITIONS, "disposition")) for i in range(len(items))]
+
+
+def _read_dispositions(rd: _Reader, e: dict, run_ids: list[str]) -> list[str] | dict[str, list[str]]:
+    """``expect.dispositions``: one list for every run, or a list per run ``{run id: [...]}``
+    (every run of the scenario named once)."""
+    if not isinstance(e.get("dispositions"), dict):
+        return _disposition_list(rd, e, "dispositions", "expect.dispositions")
+    per_run = rd.mapping(e, "dispositions", "expect.dispositions", frozenset(run_ids),
+                         hint="a per-run list is keyed by the scenario's run ids")
+    missing = [r for r in run_ids if r not in per_run]
+    if missing:
+        rd.fail(e, "dispositions", "expect.dispositions", f"no list for run {', '.join(missing)}; a per-run "
+                "mapping names every run (or write one list for all runs)")
+    return {rid: _disposition_list(rd, per_run, rid, f"expect.dispositions.{rid}") for rid in run_ids}
 
 
 def _read_expect_rules(rd: _Reader, e: dict) -> dict[str, dict[str, str]]:
@@ -431,6 +488,22 @@ def _evidence_any(value: Any, services: dict) -> str:
                 _evidence(part[1:] if part.startswith("!") else part, services)
         if len(set(alts)) != len(alts):
             raise ValueError(f"{value!r} names an alternative twice")
+        return value
+    return _evidence(value, services)
+
+
+def _absent_item(value: Any, services: dict) -> str:
+    """An expect.absent item: one evidence item, or parts joined by '&' that must not occur
+    together (``finish:CANCELLED_EFFECT_UNKNOWN&ledger:CONFIRMED``: either alone is allowed)."""
+    if isinstance(value, str) and any(c in value for c in "|!"):
+        raise ValueError(f"{value!r}: expect.absent takes an item or items joined by '&' (both together "
+                         "are forbidden); alternatives '|' and '!' belong in expect.evidence")
+    if isinstance(value, str) and "&" in value:
+        parts = value.split("&")
+        for part in parts:
+            _evidence(part, services)
+        if len(set(parts)) != len(parts):
+            raise ValueError(f"{value!r} names a part twice")
         return value
     return _evidence(value, services)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from .model import EFFECT_OPS, ERROR_CODES, PLATFORM_PORTS, RUBRIC_POINT_IDS, SERVICE_OPS
 from .scenario_compiled import Scenario
-from .scenario_format import (APPROVAL_MODES, BOUNDARIES, CARD_FIELDS, COMPENSATION_AUTHORITY, DEFAULT_ENV,
+from .scenario_format import (APPROVAL_MODES, BOUNDARIES, CANCEL_RECORDS, CARD_FIELDS, COMPENSATION_AUTHORITY, DEFAULT_ENV,
                               DEPLOY_ALTERS, DISPOSITIONS, EVENT_FIELDS, EVENT_TYPES, EXPECT_FIELDS,
                               EXPECT_RULE_FIELDS, FAULTS, HISTORY_FIELDS, ID_PATTERN, INVARIANT_PATTERN, KNOWLEDGE,
                               PRIMARY_OPERATION, PROFILE_CHOICES, RESERVED_PAYLOAD_KEYS, RULE_FIELDS, RUN_STATES,
@@ -29,6 +29,12 @@ def _combined(items: list[str]) -> str:
     """The pattern of an evidence item with operators: items joined by '|' or '&', each maybe '!'."""
     atom = "!?(?:" + "|".join(re.escape(x) for x in sorted(items, key=len, reverse=True)) + ")"
     return f"^(?:{atom}(?:[|&]{atom})+|!{atom[2:]})$"
+
+def _joined(items: list[str]) -> str:
+    """The pattern of an expect.absent conjunction: items joined by '&'."""
+    atom = "(?:" + "|".join(re.escape(x) for x in sorted(items, key=len, reverse=True)) + ")"
+    return f"^{atom}(?:&{atom})+$"
+
 
 def schema_document() -> dict:
     """The scenario format as a JSON Schema (draft 2020-12), built from the loader's own tables.
@@ -95,6 +101,10 @@ def schema_document() -> dict:
                    "args": {"type": "object"},
                    "same_key": {"type": "boolean", "description": "other_actor: reuse the key of the call the "
                                 "event is anchored to"},
+                   "services": {"type": "object", "description": "deploy: a service-contract change, "
+                                "{kind: {retention, lookup, consistency, lag, max_delivery_delay}}"},
+                   "record": {"enum": list(CANCEL_RECORDS), "description": "cancel: the platform also records "
+                              "the cancellation as the run's next checkpoint version (it wins the version race)"},
                    "alters": {"type": "array", "items": {"enum": sorted(DEPLOY_ALTERS)}, "description":
                               "deploy: what the code change alters; each needs its contract version changed"},
                    **{k: {"type": "integer", "minimum": 1} for k in DEFAULT_ENV}}
@@ -146,12 +156,18 @@ def schema_document() -> dict:
                                         "propertyNames": {"pattern": ID_PATTERN},
                                         "additionalProperties": count}],
                       "description": "an exact total, {min, max}, or a count per run id"}
-    expect = obj({"dispositions": {"type": "array", "minItems": 1, "items": {"enum": sorted(DISPOSITIONS)}},
+    disposition_list = {"type": "array", "minItems": 1, "items": {"enum": sorted(DISPOSITIONS)}}
+    expect = obj({"dispositions": {"oneOf": [disposition_list, {
+                      "type": "object", "minProperties": 1, "propertyNames": {"pattern": ID_PATTERN},
+                      "additionalProperties": disposition_list}],
+                      "description": "one list for every run, or a list per run id"},
                   "remote_effects": remote_effects,
                   "evidence": {"type": "array", "items": {"anyOf": [evidence, {
                       "type": "string", "pattern": _combined(evidence["enum"]),
                       "description": "'a|b': any one of the alternatives; 'a&b': both parts; '!a': a never occurs"}]}},
-                  "absent": {"type": "array", "items": evidence},
+                  "absent": {"type": "array", "items": {"anyOf": [evidence, {
+                      "type": "string", "pattern": _joined(evidence["enum"]),
+                      "description": "'a&b': both parts together (either alone is allowed)"}]}},
                   "disposition_at": obj({"at": time, "dispositions": {"type": "array", "minItems": 1,
                                                                       "items": {"enum": sorted(DISPOSITIONS)}}}),
                   "violations": {"type": "array", "items": {"type": "string", "pattern": INVARIANT_PATTERN}},

@@ -112,8 +112,19 @@ class Service:
         self.errors: dict[str, tuple[PortError, str, int]] = {}   # error_replay: key -> (error, fingerprint, at)
         self.max_fence = 0
         self._refs = 0
+        #: while one read is answered by a stale replica (fault stale_read): commits this recent are
+        #: invisible to it, which still reports itself fresh
+        self.stale_by_ms = 0
 
     # -- helpers -------------------------------------------------------------------------
+    def execute_stale(self, stale_ms: int, op: str, args: dict, **kw) -> Any:
+        """``execute`` answered by a replica that misses the last ``stale_ms`` of commits (0: none)."""
+        self.stale_by_ms = stale_ms
+        try:
+            return self.execute(op, args, **kw)
+        finally:
+            self.stale_by_ms = 0
+
     def describe(self) -> dict:
         return {"service": self.name, "kind": self.kind, **self.profile}
 
@@ -130,6 +141,8 @@ class Service:
         return rec
 
     def _visible(self, rec: Record) -> bool:
+        if self.stale_by_ms and rec.committed_at > self.now() - self.stale_by_ms:
+            return False
         if self.profile["consistency"] == "eventual":
             return rec.committed_at <= self.now() - self.profile["lag_ms"]
         return True

@@ -31,9 +31,13 @@ from .model import EFFECT_OPS, PLATFORM_PORTS, SERVICE_OPS, RunState
 SERVICE_FAULTS = ("refused", "timeout_before_send", "drop_request", "lost_response", "late_arrival",
                   "throttled", "server_error_before", "server_error_after", "duplicate_delivery",
                   "unavailable")
-#: Faults the platform stores can suffer.
-STORE_FAULTS = (("checkpoints", "load"), ("checkpoints", "write"), ("ledger", "append"),
-                ("ledger", "read"), ("ledger", "by_run"), ("inbox", "poll"), ("authority", "check"))
+#: Faults the platform ports can suffer: every operation but the clock's, the random draw and the
+#: run's own reporting channel (run.info, run.finish: the harness's record of the run, not a store).
+STORE_FAULTS = tuple(sorted((port, op) for port, ops in PLATFORM_PORTS.items()
+                            if port not in ("clock", "random", "run") for op in ops))
+#: Definite refusals drawn on service calls, compensation included: the service answered and did
+#: nothing (a validation failure stops; a denied permission is an authority result).
+DEFINITE_ERRORS = ("validation_failed", "permission_denied", "intent_mismatch")
 Call = tuple[str, str, int]
 
 
@@ -92,6 +96,19 @@ def conflicts(services: Iterable[str], calls: Sequence[Call] = ()) -> st.SearchS
                      st.sampled_from(made))
 
 
+def definite_refusals(services: Iterable[str], calls: Sequence[Call] = ()) -> st.SearchStrategy[dict]:
+    """A definite refusal (validation_failed, permission_denied, intent_mismatch) of a service call
+    the adapter makes, once, or of every call of that operation (a release refused every time)."""
+    ops = [(svc, op) for svc in sorted(services) for op in sorted(SERVICE_OPS[svc]) if op != "describe"]
+    made = sorted({(p, o, n) for p, o, n in calls if (p, o) in set(ops)}) or [(*t, 1) for t in ops]
+
+    def refusal(target, code, every):
+        match = {"port": target[0], "op": target[1]} if every else \
+            {"port": target[0], "op": target[1], "nth": target[2]}
+        return {"match": match, "fault": "error", "code": code, **({"times": 0} if every else {})}
+    return st.builds(refusal, st.sampled_from(made), st.sampled_from(DEFINITE_ERRORS), st.booleans())
+
+
 def store_faults() -> st.SearchStrategy[dict]:
     return st.builds(
         lambda target, nth: {"match": {"port": target[0], "op": target[1], "nth": nth}, "fault": "unavailable"},
@@ -142,6 +159,61 @@ def anchored_cancellations(run_ids: Sequence[str], calls: Sequence[Call]) -> st.
         st.sampled_from(list(run_ids)))
 
 
+def situations(run_ids: Sequence[str], horizon_ms: int, calls: Sequence[Call]) -> st.SearchStrategy[dict]:
+    """Situations a single rule cannot draw, as ``{"events", "crashes", "lag"}`` parts of a schedule:
+
+    * a migration: new code (schema_version 9, transition meaning altered) deployed as a call the
+      adapter makes completes, the worker dying there so that its replacement runs the new code, and
+      now and then a cancellation just before or just after that call (cancellations around migrations);
+    * a cancellation at a time, and a crash right after the first inbox poll from that time (the one
+      that reads it): a crash right after the cancellation is read;
+    * reads lagging longer than the late-delivery bound (``lag``: a factor of the bound)."""
+    points = list(calls) or [("ledger", "append", 1)]
+    half = max(1, horizon_ms // 2 - 1)
+
+    def migration(call, cancel_side, run):
+        anchor = {"port": call[0], "op": call[1], "nth": call[2]}
+        events = [{"at": {"after": anchor}, "type": "deploy", "schema_version": 9, "alters": ["transition_meaning"]}]
+        if cancel_side is not None:
+            events.append({"at": {cancel_side: anchor}, "type": "cancel", "run": run})
+        return {"events": events, "crashes": [{"match": anchor, "boundary": "after"}]}
+
+    def read_then_crash(at, run):
+        return {"events": [{"at": f"{at}ms", "type": "cancel", "run": run}],
+                "crashes": [{"match": {"port": "inbox", "op": "poll", "run": run, "from": f"{at}ms"},
+                             "boundary": "after"}]}
+
+    return st.one_of(
+        st.builds(migration, st.sampled_from(points), st.sampled_from([None, "before", "after"]),
+                  st.sampled_from(list(run_ids))),
+        st.builds(read_then_crash, st.integers(0, half), st.sampled_from(list(run_ids))),
+        st.builds(lambda factor: {"lag": factor}, st.floats(min_value=1.05, max_value=2.0)))
+
+
+def _apply_situation(doc: dict, part: dict) -> None:
+    doc["events"] = list(doc.get("events") or []) + part.get("events", [])
+    doc["crashes"] = list(doc.get("crashes") or []) + part.get("crashes", [])
+    if "lag" in part:
+        services = doc.setdefault("services", {"reservation": {}}) or {}
+        doc["services"] = services
+        profile = services.get("reservation")
+        if "reservation" in services and isinstance(profile, dict | type(None)):
+            profile = dict(profile or {})
+            bound = _duration_ms(profile.get("max_delivery_delay", profile.get("max_delivery_delay_ms", 60_000)))
+            profile.pop("lag_ms", None)
+            profile.update(consistency="eventual", lag=f"{int(bound * part['lag'])}ms")
+            services["reservation"] = profile
+
+
+def _duration_ms(value) -> int:
+    from .timefmt import parse_duration
+
+    try:
+        return int(parse_duration(value))
+    except (TypeError, ValueError):
+        return 60_000
+
+
 @st.composite
 def duplicated(draw, events: list) -> list:
     """The base's own events with one inbox event (if any) delivered again, later."""
@@ -171,6 +243,8 @@ def schedules(draw, base: dict, calls: Sequence[Call] | None = None, *, max_cras
         horizon = _reused(_horizon, base)  # the base's own clock decides where events may fall
         doc["events"] = draw(duplicated(doc.get("events") or [])) + draw(
             _event_strategy(run_ids, horizon, points))
+        for part in draw(_reused(_situation_strategy, tuple(run_ids), horizon, tuple(points))):
+            _apply_situation(doc, part)
     doc["seed"] = draw(st.integers(min_value=0, max_value=2**31 - 1))
     doc["expect"] = {}  # a generated schedule is judged by the generic invariants alone
     doc["id"] = f"{base.get('id', 'schedule')}.generated"
@@ -203,10 +277,14 @@ def _horizon(base: dict) -> int:
 def _rule_strategies(services: list, points: list, max_crashes: int, max_faults: int) -> tuple:
     def build(services, points, max_crashes, max_faults):
         return (st.lists(boundaries(points), max_size=max_crashes),
-                st.lists(st.one_of(service_faults(services, points), store_faults(), conflicts(services, points)),
-                         max_size=max_faults),
+                st.lists(st.one_of(service_faults(services, points), store_faults(), conflicts(services, points),
+                                   definite_refusals(services, points)), max_size=max_faults),
                 st.lists(pauses(points), max_size=1))
     return _reused(build, services, points, max_crashes, max_faults)
+
+
+def _situation_strategy(run_ids: tuple, horizon: int, points: tuple) -> st.SearchStrategy:
+    return st.lists(situations(run_ids, horizon, points), max_size=1)
 
 
 def _event_strategy(run_ids: list, horizon: int, points: list) -> st.SearchStrategy:

@@ -58,6 +58,7 @@ class Admit:
 class Commit:
     cause: str = "adapter"
     on_refusal: str = "raise"        # raise | ignore | record
+    stale_ms: int = 0                # answered by a replica missing this much of the recent commits
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +128,11 @@ def plan(service: str, kind: str, profile: dict, op: str, args: dict, fault: Any
         return (Later(delay, land, holds_key=True), Wait("timeout"), no_answer)
 
     steps: list = [Wait("one_way"), Admit()]     # the request travels to the service
+    if fk == "stale_read":
+        # another endpoint answers from a replica that misses the recent commits, and says it is
+        # fresh: two identifying reads can disagree about a real commit
+        stale = fault.delay_ms if fault.delay_ms is not None else 600_000
+        return (*steps, Commit(stale_ms=stale), Wait("one_way"), Answer())
     if fk == "server_error_before":
         return (*steps, Emit(events.ServerError, {"committed": False}), *_proxy(kind, profile, op, args),
                 Wait("one_way"), Fail("server_error", f"{service}: 503 service unavailable", status=503))

@@ -252,7 +252,7 @@ class World:
                 svc.refuse_in_flight(call.op, args)
             elif t is transport.Commit:
                 try:
-                    result = svc.execute(call.op, args, cause=step.cause, run=rid, call=call_seq)
+                    result = svc.execute_stale(step.stale_ms, call.op, args, cause=step.cause, run=rid, call=call_seq)
                     committed = True
                 except PortError as exc:
                     committed = False
@@ -347,10 +347,15 @@ class World:
         run = self.runs.get(ev.run) if ev.run else None
         self.trace.emit_scenario(ev.type, run=ev.run, data=data, line=ev.line)
         if ev.type == "deploy":
-            self.env_current.update(data)
+            for name, changed in (data.get("services") or {}).items():
+                # the service's contract changes now, for every caller; a worker learns it from
+                # describe() (workers that started before keep what they read)
+                self.services[name].profile.update(changed)
+            versions = {k: v for k, v in data.items() if k != "services"}
+            self.env_current.update(versions)
             for rw in self.runs.values():
                 if rw.waiting != "PINNED":
-                    rw.env.update(data)
+                    rw.env.update(versions)
             return
         if ev.type == "other_actor":
             svc = self.services[data.get("service", "reservation")]
@@ -377,10 +382,13 @@ class World:
         event_id = data.pop("event_id", None)
         producer_seq = data.pop("producer_seq", None)
         producer = data.pop("producer", "user")     # every copy keeps the declared producer
+        record = data.pop("record", None)
         if event_id is None:
             event_id = self.inbox.new_event_id()
         for copy in range(copies):
             if copy and gap:
                 yield self.env.timeout(gap)
-            self.inbox.deliver(run, etype, data, producer=producer, event_id=event_id,
-                               producer_seq=producer_seq)
+            delivered = self.inbox.deliver(run, etype, data, producer=producer, event_id=event_id,
+                                           producer_seq=producer_seq)
+            if record == "checkpoint" and not copy:     # the first copy is recorded; the others are duplicates
+                self.store.record_cancellation(run, delivered)

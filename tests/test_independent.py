@@ -92,7 +92,8 @@ CHOICES = [
 #: key" (trace 2), "query the exact semantic key" (handoff run 1), and the in-flight conflicts,
 #: where only the lookup reports a request still in flight ("The ideal query accepts the semantic key").
 NAMES_THE_KEY = frozenset({"t2-commit-before-record", "handoff-1-sent-unknown-cancelled",
-                           "matrix-conflict-in-flight", "matrix-conflict-in-flight-second-run"})
+                           "matrix-conflict-in-flight", "matrix-conflict-in-flight-second-run",
+                           "matrix-reads-disagree"})
 
 
 def test_no_verdict_depends_on_the_adapters_free_choices(lib, monkeypatch):

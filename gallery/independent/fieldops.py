@@ -50,11 +50,11 @@ import json
 import sys
 
 try:
-    from .fieldops_core import (INDEFINITE, NOT_TRANSIENT, TERMINAL, Base, Config, Fenced, PortFailure, Stop,
-                                _digest)
+    from .fieldops_core import (INDEFINITE, NOT_TRANSIENT, TERMINAL, Base, Config, Fenced, PortFailure, Reread,
+                                Stop, _digest)
 except ImportError:    # run as a script: its own folder is on sys.path
-    from fieldops_core import (INDEFINITE, NOT_TRANSIENT, TERMINAL, Base, Config, Fenced, PortFailure, Stop,
-                               _digest)
+    from fieldops_core import (INDEFINITE, NOT_TRANSIENT, TERMINAL, Base, Config, Fenced, PortFailure, Reread,
+                               Stop, _digest)
 
 __all__ = ["Config", "PortFailure", "Worker", "main"]
 
@@ -65,7 +65,12 @@ class Worker(Base):
     # ------------------------------------------------------------------ the worker
     def run(self):
         try:
-            yield from self._run()
+            while True:
+                try:
+                    yield from self._run()
+                    return
+                except Reread:
+                    continue        # a newer version under this worker's own lease: reread, reclassify
         except Fenced as lost:
             try:
                 yield from self.call("run", "finish", disposition="WAITING_OPERATOR", effects=[],
@@ -120,6 +125,9 @@ class Worker(Base):
             self.knowledge, self.ref = last["knowledge"], last.get("remote_ref")
             self.attempt_log = list(last.get("attempts") or [])
             self.observations = list(last.get("observations") or [])
+            # an attempt recorded in the ledger counts against the ceiling, even if the checkpoint
+            # that would have counted it was never written (a crash between the two)
+            self.attempts_used = max(self.attempts_used, len(self.attempt_log))
         yield from self.poll()
         if self.knowledge == "CONFIRMED":
             yield from self.verify_recorded()

@@ -30,6 +30,11 @@ class Fenced(Stop):
     """The worker lost ownership: another worker holds a newer epoch or version."""
 
 
+class Reread(Exception):
+    """A conditional write lost to a newer version while this worker still holds the lease: reread
+    and reclassify (AR-08: "A worker with a lease but a stale expected version rereads and reclassifies")."""
+
+
 def _digest(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:24]
 
@@ -72,6 +77,7 @@ class Base:
         self.state = "INTAKE"
         self.epoch = None
         self.seen = 0
+        self.rereads = 0
         self.event_ids: set = set()
         self.admitted: list = []
         self.cancel = None
@@ -144,6 +150,11 @@ class Base:
             self.version = (yield from self.call("checkpoints", "write", checkpoint=doc,
                                                  expected_version=self.version, lease_epoch=self.epoch))["version"]
         except PortFailure as exc:
+            if exc.code == "version_conflict" and self.rereads < 3:
+                lease = yield from self.call("lease", "read")
+                if lease.get("epoch") == self.epoch and lease.get("owner") == self.worker:
+                    self.rereads += 1
+                    raise Reread(exc.code) from None
             if exc.code in ("version_conflict", "stale_epoch"):
                 raise Fenced(exc.code)
             raise

@@ -9,11 +9,29 @@ from typing import Iterator
 from .common import Finding, Invariant, inv
 from .index import TraceIndex
 
+def allowed_dispositions(want, run_id) -> list:
+    """The dispositions ``expect.dispositions`` allows ``run_id``: one list for every run, or a
+    list per run (a mapping keyed by run id)."""
+    if isinstance(want, dict):
+        return list(want.get(run_id) or ())
+    return list(want or ())
+
+
+def dispositions_words(want) -> str:
+    """``expect.dispositions`` in words: 'A or B', or 'run-a: A; run-b: B or C' per run."""
+    if isinstance(want, dict):
+        return "; ".join(f"{rid}: {' or '.join(map(str, ds))}" for rid, ds in want.items())
+    return " or ".join(str(d) for d in want or ())
+
+
 def _exp_disposition(ix: TraceIndex) -> Iterator[Finding]:
-    allowed = (ix.header.get("expect") or {}).get("dispositions")
-    if not allowed:
+    want = (ix.header.get("expect") or {}).get("dispositions")
+    if not want:
         return
     for run in ix.runs.values():
+        allowed = allowed_dispositions(want, run.id)
+        if not allowed:
+            continue
         disp = run.disposition()
         if disp is not None and disp not in allowed:
             last = [f["seq"] for f in run.finishes if f.get("accepted")]
@@ -66,15 +84,27 @@ def _evidence_items(ix: TraceIndex, ev: dict) -> tuple[str, ...]:
 
 
 def _exp_absent(ix: TraceIndex) -> Iterator[Finding]:
+    # an item 'a&b' forbids its parts together: it is met at the event that completes the set
     banned = {item for item in (ix.header.get("expect") or {}).get("absent") or () if isinstance(item, str)}
     if not banned:
         return
+    seen: dict[str, int] = {}
     for ev in ix.events:
-        for item in _evidence_items(ix, ev):
-            if item in banned:
-                banned.discard(item)
+        items = _evidence_items(ix, ev)
+        for item in items:
+            seen.setdefault(item, ev["seq"])
+        for item in sorted(banned):
+            parts = item.split("&")
+            if not any(p in items for p in parts) or not all(p in seen for p in parts):
+                continue
+            banned.discard(item)
+            if len(parts) == 1:
                 yield ev.get("run"), f"the scenario forbids evidence {item!r}, which appears at #{ev['seq']}", \
                     (ev["seq"],), False
+            else:
+                where = ", ".join(f"{p!r} at #{seen[p]}" for p in parts)
+                yield ev.get("run"), f"the scenario forbids {evidence_words(item)} together, which the trace " \
+                                     f"holds ({where})", tuple(sorted({seen[p] for p in parts})), False
 
 
 def _exp_disposition_at(ix: TraceIndex) -> Iterator[Finding]:
@@ -137,8 +167,9 @@ def _expect(id, statement, category, check, computed, evidence) -> Invariant:
 EXPECTATIONS: tuple[Invariant, ...] = (
     _expect("EXP-DISPOSITION", "The run ends in a disposition the scenario allows.", "disposition",
             _exp_disposition,
-            "expect.dispositions lists the allowed final dispositions (terminal or waiting); a run that has "
-            "one outside the list is a violation (a run with none is inconclusive).",
+            "expect.dispositions lists the allowed final dispositions (terminal or waiting), one list for every "
+            "run or a list per run ({run id: [...]}); a run that has one outside its list is a violation (a run "
+            "with none is inconclusive).",
             "the last accepted finish"),
     _expect("EXP-EFFECTS", "The services hold the number of effects the scenario expects.", "effect_correctness",
             _exp_effects,
@@ -156,7 +187,8 @@ EXPECTATIONS: tuple[Invariant, ...] = (
     _expect("EXP-ABSENT", "The trace holds none of the evidence the scenario forbids.", "classification",
             _exp_absent,
             "expect.absent lists items (the expect.evidence grammar) that must not occur, e.g. "
-            "'reservation.release' or 'released'; the first occurrence of each is a violation.",
+            "'reservation.release' or 'released'; the first occurrence of each is a violation. 'a&b' forbids "
+            "its parts together (either alone is allowed): a violation where the second of them occurs.",
             "the forbidden event"),
     _expect("EXP-DISPOSITION-AT", "The disposition recorded at a named time is one the scenario allows.",
             "disposition", _exp_disposition_at,

@@ -80,7 +80,8 @@ def _expected_observed(ix: TraceIndex, field: str, want: Any, run: str | None, m
                        cites: tuple[int, ...]) -> tuple[Any, Any]:
     if field == "dispositions":
         r = ix.runs.get(run)
-        return list(want or ()), (r.disposition() if r is not None else None)
+        allowed = want.get(run) if isinstance(want, dict) else want
+        return list(allowed or ()), (r.disposition() if r is not None else None)
     if field == "remote_effects":
         if isinstance(want, dict) and run in want:
             return {run: want[run]}, {run: len(cites)}

@@ -32,7 +32,7 @@ class StatePoint:
 class LeasePoint:
     t: int
     seq: int
-    op: str              # acquire | renew
+    op: str              # acquire | renew | release
     epoch: int
     owner: str
     expires_at: int

@@ -241,7 +241,9 @@ def expected_observed(item: Item) -> str:
     r = item.result
     exp, obs = [], []
     if expect.get("dispositions"):
-        exp.append("disposition: " + " or ".join(str(d) for d in expect["dispositions"]))
+        want = expect["dispositions"]
+        exp.append("disposition: " + ("; ".join(f"{run} {' or '.join(map(str, ds))}" for run, ds in want.items())
+                                      if isinstance(want, dict) else " or ".join(str(d) for d in want)))
     obs.append("disposition: " + (", ".join(f"{run} {d or 'none'}" for run, d in r.dispositions.items()) or "none"))
     if expect.get("remote_effects") is not None:
         exp.append(f"remote effects: {expect['remote_effects']}")

@@ -180,6 +180,11 @@ def _checkpoint_rejected(e: events.CheckpointRejected) -> str:
             f"epoch {e.epoch})")
 
 
+@_summary(events.CancelRecorded)
+def _cancel_recorded(e: events.CancelRecorded) -> str:
+    return f"cancellation {e.event_id} recorded by the platform as checkpoint v{e.version} (still {e.state})"
+
+
 @_summary(events.Lease)
 def _lease(e: events.Lease) -> str:
     return f"lease {e.op} epoch {e.epoch} by {e.owner}"

@@ -311,7 +311,8 @@ class Sandbox:
                         if t is transport.Admit:
                             svc.refuse_in_flight(op, args)
                             continue
-                        value, committed = svc.execute(op, args, cause=step.cause, run=rid, call=seq), True
+                        value, committed = svc.execute_stale(step.stale_ms, op, args, cause=step.cause, run=rid,
+                                                             call=seq), True
                 except PortError as exc:
                     committed = False
                     if t is transport.Admit or step.on_refusal == "raise":
