@@ -13,8 +13,10 @@ ratios, not as absolute times.
 
 Measured side by side in one process, on one core:
   1. full runs per second (simulate + check every invariant) over the scenario library;
-  2. the harness's cost per scheduled simpy event, against a bare simpy loop that schedules
-     the same number of events (the floor), as a ratio;
+  2. the harness's cost per scheduled simpy event (the adapter's own CPU taken out), against a
+     bare simpy program that schedules the same events as a library round (the floor): as many
+     processes started and ended, timeouts, plain events and conditions; and, for comparison,
+     against a loop of timeouts alone;
   3. simulated time per wall second on the chapter's 10:00-10:20 "cancellation under
      pressure" timeline, and its wall time;
   4. the wall time of the whole conformance suite, scoring included; and side by side, in
@@ -142,6 +144,69 @@ def bare_simpy(n_events: int) -> None:
     env.run()
 
 
+def event_mix(run_round) -> dict[str, int]:
+    """The simpy events one call of ``run_round`` schedules, by kind: processes started
+    (``Initialize``) and ended (``Process``), timeouts, plain events and conditions (``a | b``,
+    ``any_of``)."""
+    counts = {"Initialize": 0, "Process": 0, "Timeout": 0, "Event": 0, "Condition": 0}
+    original = simpy.Environment.schedule
+
+    def counted(self, event, priority=1, delay=0):
+        kind = type(event).__name__
+        kind = "Condition" if kind in ("AnyOf", "AllOf") else kind
+        counts[kind] = counts.get(kind, 0) + 1
+        return original(self, event, priority, delay)
+
+    simpy.Environment.schedule = counted
+    try:
+        run_round()
+    finally:
+        simpy.Environment.schedule = original
+    return counts
+
+
+def bare_simpy_mix(mix: dict[str, int], count: bool = False) -> dict[str, int] | None:
+    """A bare simpy program scheduling the same events as ``mix`` (:func:`event_mix`): a main
+    process starts every other process in turn and waits for each (on a condition ``proc | event``
+    for as many as the mix has conditions); the processes share the timeouts, wait on the plain
+    events (each triggered by its waiter's ``succeed``), and as many as the mix left running at
+    the end wait forever. With ``count``: the mix it scheduled (to compare)."""
+    env = simpy.Environment()
+    started, ended = mix["Initialize"], mix["Process"]
+    workers = max(0, started - 1)
+    hanging = max(0, started - ended)          # started but never ended (the main one always ends)
+    timeouts, plain, conditions = mix["Timeout"], mix["Event"], mix["Condition"]
+    never = env.event()
+
+    def worker(env, n_timeouts, n_events, hang):
+        for _ in range(n_timeouts):
+            yield env.timeout(1)
+        for _ in range(n_events):
+            ev = env.event()
+            ev.succeed()
+            yield ev
+        if hang:
+            yield never
+
+    def main(env):
+        for i in range(workers):
+            share_t = timeouts // workers + (i < timeouts % workers)
+            share_e = plain // workers + (i < plain % workers)
+            proc = env.process(worker(env, share_t, share_e, i < hanging))
+            if i < hanging:
+                continue
+            if i < hanging + conditions:
+                yield proc | env.event()
+            else:
+                yield proc
+
+    if not count:
+        env.process(main(env))
+        env.run()
+        return None
+    return event_mix(lambda: (env.process(main(env)), env.run()))
+
+
 def cpu_now() -> float:
     """CPU seconds of this process and of its reaped children (worker processes)."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -228,8 +293,9 @@ def main() -> int:
         adapter_cpu.append(AdapterClock.spent)
     adapter_cpu: list[float] = []
     probe_events = sum(_run(sc, adapter)[1] for sc in scenarios)
-    samples = cpu_samples({"full": all_runs, "simulate": with_clock, "bare": lambda: bare_simpy(probe_events)},
-                          rounds)
+    mix = event_mix(lambda: [_run(sc, adapter) for sc in scenarios])
+    samples = cpu_samples({"full": all_runs, "simulate": with_clock, "bare": lambda: bare_simpy_mix(mix),
+                           "timeouts": lambda: bare_simpy(probe_events)}, rounds)
     per_round_runs = runs // rounds
     per_round_events = probe_events
     wall = statistics.median(samples["full"])
@@ -244,10 +310,15 @@ def main() -> int:
           f"a round: {spread(samples['full'])})")
     print(f"simulate only                  {per_round_runs / sim_only:8.0f} runs/s/core   "
           f"(checks are {(wall - sim_only) / wall:.0%} of a full run)")
+    timeouts_only = statistics.median(samples["timeouts"])
     print(f"cost per simpy event           harness {harness_only / per_round_events * 1e6:6.2f} us   "
           f"bare simpy {bare / per_round_events * 1e6:6.2f} us   ratio {harness_only / bare:5.1f}x "
           f"(min {min(harness_rounds) / min(samples['bare']):.1f}x)   "
           f"({per_round_events} events per round, target <= 12x)")
+    print(f"  the bare baseline            the round's own mix: {mix['Initialize']} processes started, "
+          f"{mix['Process']} ended, {mix['Timeout']} timeouts, {mix['Event']} events, {mix['Condition']} "
+          f"conditions; a loop of {per_round_events} timeouts alone costs {timeouts_only / per_round_events * 1e6:.2f} us "
+          f"per event (ratio {harness_only / timeouts_only:.1f}x)")
     print(f"  with the adapter's own code  {sim_only / per_round_events * 1e6:6.2f} us per event, ratio "
           f"{sim_only / bare:5.1f}x (the adapter is {adapter_share:.0%} of simulate-only CPU, by its own CPU time)")
 

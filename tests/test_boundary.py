@@ -73,6 +73,33 @@ def test_a_wrong_shape_is_a_bad_request_naming_the_port_op_and_field(port, op, a
     assert err.value.details["field"] == field
 
 
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(port_calls())
+def test_the_quick_check_of_a_shape_agrees_with_the_full_one(call):
+    """The quick check that passes most calls never lets one through that the full check refuses,
+    and what it refuses, the full check names."""
+    from crashlab.boundary import _SHAPES, _problems
+
+    port, op, args = call
+    shape = _SHAPES.get((port, op))
+    if shape is None or type(args) is not dict:
+        return
+    full = _problems(shape, args)
+    if shape.fits(args):
+        assert full == []
+    assert argument_problems(port, op, args) == full
+
+
+@pytest.mark.parametrize("port, op, args", [
+    ("lease", "acquire", {"ttl_ms": True}), ("lease", "acquire", {}), ("lease", "acquire", {"ttl_ms": 1, "x": 1}),
+    ("clock", "sleep", {"ms": 1.5, "reason": "r"}), ("checkpoints", "write", {"checkpoint": {}, "lease_epoch": 1}),
+])
+def test_the_quick_check_refuses_what_does_not_fit(port, op, args):
+    from crashlab.boundary import _SHAPES
+
+    assert not _SHAPES[port, op].fits(args) and argument_problems(port, op, args)
+
+
 def test_what_the_reference_adapter_sends_fits_the_table():
     result = run(scenario(), "crashlab.reference_impl:ReferenceAdapter")
     calls = kinds(result, "call")
