@@ -67,6 +67,7 @@ class AdapterClock:
     coroutine), so the harness's own cost can be separated from the adapter's."""
 
     spent = 0.0
+    steps = 0
 
     @classmethod
     def install(cls) -> None:
@@ -79,9 +80,35 @@ class AdapterClock:
                     return fn(value)
                 finally:
                     cls.spent += time.process_time() - start
+                    cls.steps += 1
             return original(self, adapter_code, arg)
 
         InProcessChannel._step = timed_step
+
+    @classmethod
+    def own_cost(cls, n: int = 20_000) -> float:
+        """CPU seconds the clock itself adds to one step (a closure, two readings of the CPU
+        clock), measured on a step that does nothing: taken out of the harness's time."""
+        def step(fn, arg):
+            def adapter_code(value):
+                start = time.process_time()
+                try:
+                    return fn(value)
+                finally:
+                    cls.spent += time.process_time() - start
+                    cls.steps += 1
+            return adapter_code(arg)
+
+        saved = cls.spent, cls.steps
+        start = time.process_time()
+        for _ in range(n):
+            step(int, 0)
+        bare = time.process_time()
+        for _ in range(n):
+            int(0)
+        cost = ((bare - start) - (time.process_time() - bare)) / n
+        cls.spent, cls.steps = saved
+        return max(0.0, cost)
 
 
 def _run(scenario, adapter, seed=None):
@@ -289,10 +316,13 @@ def main() -> int:
     AdapterClock.install()
 
     def with_clock():
-        AdapterClock.spent = 0.0
+        AdapterClock.spent, AdapterClock.steps = 0.0, 0
         [_run(sc, adapter) for sc in scenarios]
         adapter_cpu.append(AdapterClock.spent)
+        clock_cpu.append(AdapterClock.steps * clock_cost)
+    clock_cost = statistics.median(AdapterClock.own_cost() for _ in range(5))
     adapter_cpu: list[float] = []
+    clock_cpu: list[float] = []
     probe_events = sum(_run(sc, adapter)[1] for sc in scenarios)
     mix = event_mix(lambda: [_run(sc, adapter) for sc in scenarios])
     samples = cpu_samples({"full": all_runs, "simulate": with_clock, "bare": lambda: bare_simpy_mix(mix),
@@ -302,7 +332,7 @@ def main() -> int:
     wall = statistics.median(samples["full"])
     sim_only = statistics.median(samples["simulate"])
     bare = statistics.median(samples["bare"])
-    harness_rounds = [s - a for s, a in zip(samples["simulate"], adapter_cpu)]
+    harness_rounds = [s - a - c for s, a, c in zip(samples["simulate"], adapter_cpu, clock_cpu)]
     harness_only = statistics.median(harness_rounds)
     adapter_share = statistics.median(adapter_cpu) / sim_only if adapter.kind == "python" else 0.0
     print()
@@ -320,6 +350,8 @@ def main() -> int:
           f"{mix['Process']} ended, {mix['Timeout']} timeouts, {mix['Event']} events, {mix['Condition']} "
           f"conditions; a loop of {per_round_events} timeouts alone costs {timeouts_only / per_round_events * 1e6:.2f} us "
           f"per event (ratio {harness_only / timeouts_only:.1f}x)")
+    print(f"  the adapter's time           its own CPU time in each step, plus what timing it costs "
+          f"({clock_cost * 1e6:.2f} us a step, {AdapterClock.steps} steps a round)")
     print(f"  with the adapter's own code  {sim_only / per_round_events * 1e6:6.2f} us per event, ratio "
           f"{sim_only / bare:5.1f}x (the adapter is {adapter_share:.0%} of simulate-only CPU, by its own CPU time)")
 
