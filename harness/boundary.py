@@ -188,6 +188,8 @@ def adapter_call(value: PortCall) -> PortCall:
     are strings and ``args`` an object of named arguments, as a request line must have them over
     the wire (docs/protocol.md "Envelope"). TypeError names what is wrong."""
     port, op, args = value.port, value.op, value.args
+    if type(port) is str and type(op) is str and type(args) is dict:    # the common case, plain values
+        return PortCall(port=port, op=op, args=adapter_value(args))
     for name, item in (("port", port), ("op", op)):
         if not isinstance(item, str):
             raise TypeError(f"{name} must be a string, got {type(item).__name__} {clip(repr(item), 40)}")
