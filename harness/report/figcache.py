@@ -6,11 +6,11 @@ drawing their figures (matplotlib: nearly all of a report's time) would give the
 figure is keyed by a digest of everything it is drawn from: the trace's events, the scenario's
 result (verdict, violations, notes; not where its trace was saved), the view (``linear``,
 ``window``, ``slides``, ``no_answers``), and the drawing code itself (crashlab's version, the
-source of crashlab.report, matplotlib's and Pillow's versions). ``figures/digests.json`` keeps
-the digest of each figure in the folder. A figure whose digest is unchanged and whose PNG is
-still there is read back instead of drawn; anything else is drawn, and its entry is dropped
-from ``digests.json`` before drawing starts, so an interrupted report never leaves a figure
-claimed by a digest it was not drawn from.
+source of crashlab.report and of the modules beside it, matplotlib's and Pillow's versions).
+``figures/digests.json`` keeps the digest of each figure in the folder. A figure whose digest
+is unchanged and whose PNG is still there is read back instead of drawn; anything else is
+drawn, and its entry is dropped from ``digests.json`` before drawing starts, so an interrupted
+report never leaves a figure claimed by a digest it was not drawn from.
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def _code_digest() -> str:
     from ..ruleset import package_version
 
     h = hashlib.sha256(f"{package_version()}|{matplotlib.__version__}|{PIL.__version__}".encode())
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    here = Path(__file__).parent      # crashlab.report, and the modules of crashlab it draws with
+    for path in sorted(here.glob("*.py")) + sorted(here.parent.glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
