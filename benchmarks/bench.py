@@ -348,7 +348,8 @@ def main() -> int:
           f"({per_round_events} events per round, target <= 12x)")
     print(f"  the bare baseline            the round's own mix: {mix['Initialize']} processes started, "
           f"{mix['Process']} ended, {mix['Timeout']} timeouts, {mix['Event']} events, {mix['Condition']} "
-          f"conditions; a loop of {per_round_events} timeouts alone costs {timeouts_only / per_round_events * 1e6:.2f} us "
+          f"conditions; a loop of {per_round_events} timeouts alone costs "
+          f"{timeouts_only / per_round_events * 1e6:.2f} us "
           f"per event (ratio {harness_only / timeouts_only:.1f}x)")
     print(f"  the adapter's time           its own CPU time in each step, plus what timing it costs "
           f"({clock_cost * 1e6:.2f} us a step, {AdapterClock.steps} steps a round)")

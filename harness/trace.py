@@ -69,7 +69,8 @@ class Trace:
     def size(self) -> int:
         """Bytes of the events as trace lines (jsonl). Counted when asked (the bound asks at every
         port call), all the events recorded since in one serialisation: an event's line is as long
-        with its keys sorted as without, and ``[a,b]`` is one byte longer than ``a\nb\n``."""
+        with its keys sorted as without, and a JSON array of n events is one byte longer than
+        their n lines."""
         events, sized = self.events, self._sized
         if sized < len(events):
             self._size += len(_dumps(events[sized:])) - 1
