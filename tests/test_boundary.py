@@ -215,3 +215,24 @@ def test_fuzz_the_shape_check_answers_or_lets_through_never_raises_otherwise(dra
         assert exc.message.startswith(f"{port}.{op}: ")
     else:
         assert not problems
+
+
+@pytest.mark.parametrize("value", [{"now": 5, "ok": True, "owner": None, "name": "w1"}, {"epoch": 2**63 - 1},
+                                   {"events": [{"seq": 1}]}, {"value": 1.5}, {}])
+def test_a_result_reaches_the_adapter_as_a_copy_equal_to_the_json_round_trip(value):
+    from crashlab.boundary import harness_value
+
+    copy = harness_value(value)
+    assert copy == json.loads(json.dumps(value)) and copy is not value
+    if isinstance(copy, dict) and copy.get("events"):
+        copy["events"][0]["seq"] = 99           # a nested object is a copy too: the world's stays
+        assert value["events"][0]["seq"] == 1
+
+
+def test_a_flat_result_copied_as_it_is_is_still_a_copy():
+    from crashlab.boundary import harness_value
+
+    stored = {"version": 3, "owner": "w1"}
+    copy = harness_value(stored)
+    copy["version"] = 99
+    assert stored == {"version": 3, "owner": "w1"}
