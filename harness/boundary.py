@@ -35,6 +35,9 @@ MAX_INT = (1 << 63) - 1            # integers are within +-(2**63 - 1); floats a
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+#: Values a JSON round trip gives back as they are (not floats: NaN comes back null); the integers
+#: the world answers with (times, versions, epochs) stay within 64 bits, which orjson writes.
+_FLAT = frozenset({str, int, bool, type(None)})
 
 
 class _Budget:
@@ -138,7 +141,9 @@ def adapter_value(value: Any) -> Any:
     if len(data) > MAX_LINE_BYTES:
         raise TypeError(f"larger than {MAX_LINE_BYTES} bytes")
     copy = orjson.loads(data)
-    deep = data.count(b"[") + data.count(b"{") > MAX_DEPTH and not _shallow(copy, MAX_DEPTH)
+    # deeper than MAX_DEPTH takes more than MAX_DEPTH opening brackets, and as many closing ones
+    deep = len(data) > 2 * MAX_DEPTH and len(data) - len(data.translate(None, b"[{")) > MAX_DEPTH \
+        and not _shallow(copy, MAX_DEPTH)
     if copy != value or deep or (wide and _huge_number(data)):
         return json_copy(value)  # NaN and infinities come back as null; the rest needs a closer look
     return copy
@@ -160,7 +165,11 @@ def _shallow(value: Any, limit: int) -> bool:
 
 
 def harness_value(value: Any) -> Any:
-    """A copy of a result the world hands to an adapter (it may never mutate the stores)."""
+    """A copy of a result the world hands to an adapter (it may never mutate the stores). A flat
+    object of plain strings, integers, booleans and nulls (most results) is copied as it is:
+    the JSON round trip would give the same object."""
+    if type(value) is dict and _FLAT.issuperset(map(type, value.values())):
+        return dict(value)
     try:
         return orjson.loads(orjson.dumps(value))
     except (orjson.JSONEncodeError, TypeError):
@@ -186,6 +195,8 @@ def adapter_call(value: PortCall) -> PortCall:
     are strings and ``args`` an object of named arguments, as a request line must have them over
     the wire (docs/protocol.md "Envelope"). TypeError names what is wrong."""
     port, op, args = value.port, value.op, value.args
+    if type(port) is str and type(op) is str and type(args) is dict:    # the common case, plain values
+        return PortCall(port=port, op=op, args=adapter_value(args))
     for name, item in (("port", port), ("op", op)):
         if not isinstance(item, str):
             raise TypeError(f"{name} must be a string, got {type(item).__name__} {clip(repr(item), 40)}")
@@ -200,14 +211,31 @@ _MISSING = object()
 
 class _Shape:
     """One operation's row of ARGUMENTS, compiled: the argument names it has, and per field its
-    path, accepted types (exact: bool is not an integer) and whether it is required."""
+    path, accepted types (exact: bool is not an integer) and whether it is required; ``flat``
+    the same for an operation whose fields are all top-level (None for one with a nested field),
+    what :func:`argument_problems` checks first."""
 
-    __slots__ = ("known", "fields")
+    __slots__ = ("known", "fields", "flat")
 
     def __init__(self, specs) -> None:
         self.known = frozenset(spec.path.split(".", 1)[0] for spec in specs)
         self.fields = tuple((spec.path, tuple(spec.path.split(".")), frozenset(spec.types), spec.required,
                              ANY in spec.types) for spec in specs)
+        self.flat = None if any("." in spec.path for spec in specs) else tuple(
+            (spec.path, None if ANY in spec.types else frozenset(spec.types), spec.required) for spec in specs)
+
+    def fits(self, args: dict) -> bool:
+        """Whether ``args`` surely fits (False: let the full check name what does not)."""
+        if self.flat is None or not self.known.issuperset(args):
+            return False
+        for name, types, required in self.flat:
+            value = args.get(name, _MISSING)
+            if value is _MISSING:
+                if required:
+                    return False
+            elif types is not None and type(value) not in types:
+                return False
+        return True
 
 
 _SHAPES = {key: _Shape(specs) for key, specs in ARGUMENTS.items()}
@@ -222,6 +250,13 @@ def argument_problems(port: str, op: str, args: Any) -> list[tuple[str, str]]:
         return []
     if type(args) is not dict:
         return [("args", f"expected an object, got {_json_name(args)}")]
+    if shape.fits(args):
+        return []
+    return _problems(shape, args)
+
+
+def _problems(shape: _Shape, args: dict) -> list[tuple[str, str]]:
+    """Every way ``args`` breaks ``shape`` (the full check: nested fields, each problem named)."""
     problems = [(clip(name, 40), "not an argument of this operation") for name in args if name not in shape.known]
     for path, parts, types, required, anything in shape.fields:
         value: Any = args

@@ -33,7 +33,7 @@ from typing import Any, Callable
 from .adapterspec import import_adapter, limit_child as _limit_child
 from .boundary import MAX_DEPTH, MAX_LINE_BYTES, adapter_call, harness_value, json_copy
 from .errors import Interrupted, UsageError, clip
-from .jobs import step_started
+from .jobs import STEP_CLOCK, step_started
 from .model import PortCall
 from .ports import PortError, Ports
 
@@ -149,12 +149,15 @@ class InProcessChannel:
                     signal.setitimer(signal.ITIMER_REAL, longest)
                     WallGuard.armed_until = now + longest
             _Forks.computing, _Forks.forked = True, False
-            step_started(time.monotonic())  # the watchdog outside this process times the step too
+            timed = STEP_CLOCK[0] is not None   # in a worker process: its watchdog times the step too
+            if timed:
+                step_started(time.monotonic())
             try:
                 value = fn(arg)
             finally:
                 _Forks.computing = False
-                step_started(0.0)
+                if timed:
+                    step_started(0.0)
         except StopIteration:
             raise Finished() from None
         except _Overrun:

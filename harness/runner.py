@@ -94,6 +94,8 @@ class Runner:
         self.scenario = scenario
         self.stderr: dict[str, str] = {}       # worker -> its adapter process's standard error tail
         self.deadline: float | None = None   # time.monotonic() at which the run's wall-clock bound ends
+        #: whether the scenario has rules of each action a worker matches its calls against itself
+        self.actions = {action: any(rule.action == action for rule in scenario.rules) for action in ("crash", "pause")}
 
     # -------------------------------------------------------------- supervisor
     def supervise(self, run: RunWorld):
@@ -212,44 +214,50 @@ class Runner:
         steps = 0
         if hasattr(channel, "run_deadline"):
             channel.run_deadline = self.deadline
+        # the hot loop's constants, looked up once per worker
+        emit, match_rules, execute, ordinals = world.emit, world.match_rules, world.execute, run.ordinals
+        budget, deadline, monotonic = self.limits.step_budget, self.deadline, time.monotonic
+        crashes, pauses = self.actions["crash"], self.actions["pause"]
+        Call, Result = events.Call, events.Result
         try:
             self._in_time()
             call = channel.start()
             while True:
                 steps += 1
-                self._in_time(channel)
-                if steps > self.limits.step_budget:
+                if deadline is not None and monotonic() > deadline:
+                    self._in_time(channel)
+                if steps > budget:
                     channel.kill()
-                    raise AdapterFault("step_budget", f"adapter made more than {self.limits.step_budget} "
+                    raise AdapterFault("step_budget", f"adapter made more than {budget} "
                                        "port calls in one worker (livelock?)")
-                key = (call.port, call.op)
-                nth = run.ordinals.get(key, 0) + 1
-                run.ordinals[key] = nth
-                call_ev = world.emit(events.Call, worker=name, run=rid, port=call.port, op=call.op,
-                                     args=call.args, nth=nth)
-                seq = call_ev["seq"]
-                crash = world.match_rules("crash", run, ws, call, nth)
-                pause = world.match_rules("pause", run, ws, call, nth)
+                port, op, args = call.port, call.op, call.args
+                key = (port, op)
+                nth = ordinals.get(key, 0) + 1
+                ordinals[key] = nth
+                seq = emit(Call, worker=name, run=rid, port=port, op=op, args=args, nth=nth)["seq"]
+                # a scenario without crash (pause) rules matches none: the look-up is skipped
+                crash = match_rules("crash", run, ws, call, nth) if crashes else None
+                pause = match_rules("pause", run, ws, call, nth) if pauses else None
                 if crash is not None and crash.boundary == "before":
                     raise Crash("before", crash)
                 if pause is not None and pause.boundary == "before":
                     yield from self._pause(run, ws, pause, seq)
                 try:
-                    value = yield from world.execute(run, ws, call, seq, nth)
+                    value = yield from execute(run, ws, call, seq, nth)
                     error = None
                 except PortError as exc:
                     value, error = None, exc
                 if crash is not None:  # boundary == "after": it took effect; the worker never sees it
-                    world.emit(events.Result, worker=name, run=rid, call=seq, ok=error is None,
-                               value=value, error=error.to_json() if error else None, delivered=False)
+                    emit(Result, worker=name, run=rid, call=seq, ok=error is None,
+                         value=value, error=error.to_json() if error else None, delivered=False)
                     raise Crash("after", crash)
                 if pause is not None and pause.boundary == "after":
                     yield from self._pause(run, ws, pause, seq)
-                world.emit(events.Result, worker=name, run=rid, call=seq, ok=error is None,
-                           value=value, error=error.to_json() if error else None, delivered=True)
-                if call.port == "inbox" and call.op == "poll" and error is None:
+                emit(Result, worker=name, run=rid, call=seq, ok=error is None,
+                     value=value, error=error.to_json() if error else None, delivered=True)
+                if error is None and port == "inbox" and op == "poll":
                     self.seen_inbox[rid] = len(run.inbox)
-                if call.port == "run" and call.op == "finish" and error is None:
+                if error is None and port == "run" and op == "finish":
                     if hasattr(channel, "close_after_finish"):
                         channel.close_after_finish()
                     else:

@@ -36,7 +36,7 @@ from .files import atomic_writer
 MAX_TRACE_EVENTS = 200_000
 MAX_TRACE_BYTES = 8 * 2**20
 
-_dumps, _SORT = orjson.dumps, orjson.OPT_SORT_KEYS
+_dumps = orjson.dumps
 _CALL = TYPES["call"]   # the event of an adapter's port call: the one the bound refuses
 
 
@@ -55,14 +55,27 @@ class TraceTooLarge(Exception):
 class Trace:
     """An append-only list of events with a clock source, bounded in events and bytes."""
 
-    __slots__ = ("events", "_now", "size", "max_events", "max_bytes")
+    __slots__ = ("events", "_now", "_size", "_sized", "max_events", "max_bytes")
 
     def __init__(self, now, *, max_events: int | None = None, max_bytes: int | None = None) -> None:
         self.events: list[dict[str, Any]] = []
         self._now = now
-        self.size = 0   # bytes of the events as trace lines (jsonl)
+        self._size = 0    # bytes of the first ``_sized`` events as trace lines (jsonl)
+        self._sized = 0
         self.max_events = MAX_TRACE_EVENTS if max_events is None else max_events
         self.max_bytes = MAX_TRACE_BYTES if max_bytes is None else max_bytes
+
+    @property
+    def size(self) -> int:
+        """Bytes of the events as trace lines (jsonl). Counted when asked (the bound asks at every
+        port call), all the events recorded since in one serialisation: an event's line is as long
+        with its keys sorted as without, and a JSON array of n events is one byte longer than
+        their n lines."""
+        events, sized = self.events, self._sized
+        if sized < len(events):
+            self._size += len(_dumps(events[sized:])) - 1
+            self._sized = len(events)
+        return self._size
 
     def emit(self, event: type[Event], /, *, worker: str | None = None, run: str | None = None,
              **data: Any) -> dict[str, Any]:
@@ -75,11 +88,10 @@ class Trace:
             _check(len(self.events), event, data)
         if event is _CALL and (len(self.events) >= self.max_events or self.size >= self.max_bytes):
             raise TraceTooLarge(self.over())
-        record = {"seq": len(self.events), "t": self._now(), "lane": event.lane, "kind": event.kind,
-                  "worker": worker, "run": run}
-        record.update(data)
-        self.events.append(record)
-        self.size += len(_dumps(record, option=_SORT)) + 1
+        events = self.events
+        record = {"seq": len(events), "t": self._now(), "lane": event.lane, "kind": event.kind,
+                  "worker": worker, "run": run, **data}
+        events.append(record)
         return record
 
     def over(self) -> str:
@@ -97,7 +109,6 @@ class Trace:
         record = {"seq": len(self.events), "t": self._now(), "lane": "world", "kind": kind,
                   "worker": None, "run": run, "data": data, "line": line}
         self.events.append(record)
-        self.size += len(_dumps(record, option=_SORT)) + 1
         return record
 
     def to_jsonl(self) -> str:

@@ -73,6 +73,33 @@ def test_a_wrong_shape_is_a_bad_request_naming_the_port_op_and_field(port, op, a
     assert err.value.details["field"] == field
 
 
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(port_calls())
+def test_the_quick_check_of_a_shape_agrees_with_the_full_one(call):
+    """The quick check that passes most calls never lets one through that the full check refuses,
+    and what it refuses, the full check names."""
+    from crashlab.boundary import _SHAPES, _problems
+
+    port, op, args = call
+    shape = _SHAPES.get((port, op))
+    if shape is None or type(args) is not dict:
+        return
+    full = _problems(shape, args)
+    if shape.fits(args):
+        assert full == []
+    assert argument_problems(port, op, args) == full
+
+
+@pytest.mark.parametrize("port, op, args", [
+    ("lease", "acquire", {"ttl_ms": True}), ("lease", "acquire", {}), ("lease", "acquire", {"ttl_ms": 1, "x": 1}),
+    ("clock", "sleep", {"ms": 1.5, "reason": "r"}), ("checkpoints", "write", {"checkpoint": {}, "lease_epoch": 1}),
+])
+def test_the_quick_check_refuses_what_does_not_fit(port, op, args):
+    from crashlab.boundary import _SHAPES
+
+    assert not _SHAPES[port, op].fits(args) and argument_problems(port, op, args)
+
+
 def test_what_the_reference_adapter_sends_fits_the_table():
     result = run(scenario(), "crashlab.reference_impl:ReferenceAdapter")
     calls = kinds(result, "call")
@@ -188,3 +215,24 @@ def test_fuzz_the_shape_check_answers_or_lets_through_never_raises_otherwise(dra
         assert exc.message.startswith(f"{port}.{op}: ")
     else:
         assert not problems
+
+
+@pytest.mark.parametrize("value", [{"now": 5, "ok": True, "owner": None, "name": "w1"}, {"epoch": 2**63 - 1},
+                                   {"events": [{"seq": 1}]}, {"value": 1.5}, {}])
+def test_a_result_reaches_the_adapter_as_a_copy_equal_to_the_json_round_trip(value):
+    from crashlab.boundary import harness_value
+
+    copy = harness_value(value)
+    assert copy == json.loads(json.dumps(value)) and copy is not value
+    if isinstance(copy, dict) and copy.get("events"):
+        copy["events"][0]["seq"] = 99           # a nested object is a copy too: the world's stays
+        assert value["events"][0]["seq"] == 1
+
+
+def test_a_flat_result_copied_as_it_is_is_still_a_copy():
+    from crashlab.boundary import harness_value
+
+    stored = {"version": 3, "owner": "w1"}
+    copy = harness_value(stored)
+    copy["version"] = 99
+    assert stored == {"version": 3, "owner": "w1"}

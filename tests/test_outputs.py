@@ -345,3 +345,18 @@ def test_check_reads_a_trace_line_by_line(tmp_path):
 def test_jsonl_is_what_the_bound_counts():
     result = run(scenario(), "support:Script")
     assert result.world.trace.size == len(jsonl(result.events).encode())
+
+
+def test_the_bound_counts_the_trace_as_it_grows():
+    """The size is counted when asked, the events since the last count at once: at every point it
+    is the length of the trace lines written so far, whatever was asked in between."""
+    from crashlab import events
+    from crashlab.trace import Trace
+
+    trace, counts = Trace(lambda: 5), []
+    for i in range(7):
+        trace.emit(events.OtherActorRejected, code="x" * i + "\u00e9")
+        if i % 3 == 0:
+            counts.append((trace.size, len(jsonl(trace.events).encode())))
+    counts.append((trace.size, len(jsonl(trace.events).encode())))
+    assert all(size == written for size, written in counts) and counts[-1][0] > counts[0][0]

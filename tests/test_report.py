@@ -91,7 +91,7 @@ def tags_of(text: str) -> list[tuple[str, dict]]:
 def test_every_scenario_gets_a_png_figure_and_a_page(rendered, tmp_path):
     index, results = rendered
     figures = index.parent / "figures"
-    assert sorted(p.name for p in figures.iterdir()) == sorted(f"{r.id}.png" for r in results)
+    assert sorted(p.name for p in figures.iterdir()) == sorted([f"{r.id}.png" for r in results] + ["digests.json"])
     assert sorted(p.name for p in (index.parent / "scenarios").iterdir()) == sorted(f"{r.id}.html" for r in results)
     for r in results:
         png = (figures / f"{r.id}.png").read_bytes()

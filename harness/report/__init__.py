@@ -266,14 +266,16 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
             except UsageError as exc:
                 raise UsageError(f"scenario {item.result.id}: {exc.message}", hint=exc.hint) from None
     view = (linear, window, slides)
+    items, keys, cache = _kept_figures(items, figures, fig_dir, no_answers, view)
     tasks = [(item, items[i - 1] if i else None, items[i + 1] if i + 1 < len(items) else None,
-              out_dir, no_answers, view, _draws(item, figures)) for i, item in enumerate(items)]
+              out_dir, no_answers, view, item.png is None and _draws(item, figures)) for i, item in enumerate(items)]
     # figures and their pages, the longest traces first (their figures take longest): no worker
     # is left drawing a big one at the end
     _scenarios(sorted((t for t in tasks if t[-1]), key=lambda t: -len(t[0].events)), progress, jobs)
     for task in tasks:
         if not task[-1]:
             _scenario(task)
+    cache.remember(keys)
     where = out_dir / "index.html"
     atomic_write_text(where, index.index_page(items, card, adapter=adapter, notes=notes, no_answers=no_answers))
     atomic_write_text(out_dir / "summary.md", markdown.summary(items, card, adapter, no_answers=no_answers))
@@ -282,6 +284,26 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
 
 #: Which scenarios get a figure: every one with a trace, or only those that did not pass.
 FIGURES = ("all", "failures")
+
+
+def _kept_figures(items: list, figures: str, fig_dir: Path, no_answers: bool, view: tuple):
+    """The items with the figures a previous report in this folder drew from the same inputs
+    (crashlab.report.figcache), the digest of every figure to draw or keep, and the cache."""
+    from dataclasses import replace
+
+    from .figcache import FigureCache, digest
+
+    cache = FigureCache(fig_dir)
+    keys, out = {}, []
+    for item in items:
+        if _draws(item, figures):
+            keys[item.name] = digest(item, no_answers, view)
+            png = cache.kept(item.name, keys[item.name])
+            if png is not None:
+                item = replace(item, png=png)
+        out.append(item)
+    cache.forget(item.name for item in out if item.name in keys and item.png is None)
+    return out, keys, cache
 
 
 def _draws(item, figures: str) -> bool:

@@ -1,0 +1,99 @@
+"""A report written again into the same folder keeps the figures whose inputs did not change."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+import crashlab.report as report  # noqa: E402
+from crashlab.report import render_inputs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = ["combined-cancel-after-finish.jsonl", "t2-commit-before-record.jsonl"]
+
+
+@pytest.fixture
+def traces(tmp_path):
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for name in TRACES:
+        shutil.copy(ROOT / "traces" / name, folder / name)
+    return folder
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The names of the figures drawn (not kept) by each render."""
+    names: list[str] = []
+    original = report._figure
+
+    def counted(job):
+        names.append(Path(job[3]).name)
+        return original(job)
+
+    monkeypatch.setattr(report, "_figure", counted)
+    return names
+
+
+def pages(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.suffix in (".html", ".png", ".md")}
+
+
+def test_a_report_written_again_draws_nothing_and_writes_the_same_bytes(traces, tmp_path, drawn):
+    out = tmp_path / "out"
+    render_inputs([traces], out, jobs=1)
+    first = pages(out)
+    assert len(drawn) == 2
+    drawn.clear()
+    render_inputs([traces], out, jobs=1)
+    assert drawn == []
+    assert pages(out) == first
+
+
+def test_a_changed_input_or_view_is_drawn_again(traces, tmp_path, drawn):
+    out = tmp_path / "out"
+    render_inputs([traces], out, jobs=1)
+    drawn.clear()
+    render_inputs([traces], out, jobs=1, linear=True)          # another view: every figure
+    assert sorted(drawn) == ["combined-cancel-after-finish", "t2-commit-before-record"]
+    drawn.clear()
+    lines = (traces / TRACES[1]).read_text().splitlines()
+    head = json.loads(lines[0])
+    head["title"] += " (edited)"
+    (traces / TRACES[1]).write_text("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+    render_inputs([traces], out, jobs=1, linear=True)          # one trace changed: its figure only
+    assert drawn == ["t2-commit-before-record"]
+
+
+def test_a_missing_figure_or_a_damaged_manifest_is_drawn_again(traces, tmp_path, drawn):
+    out = tmp_path / "out"
+    render_inputs([traces], out, jobs=1)
+    drawn.clear()
+    (out / "figures" / "t2-commit-before-record.png").unlink()
+    render_inputs([traces], out, jobs=1)
+    assert drawn == ["t2-commit-before-record"]
+    drawn.clear()
+    (out / "figures" / "digests.json").write_text("[not a manifest")
+    render_inputs([traces], out, jobs=1)
+    assert sorted(drawn) == ["combined-cancel-after-finish", "t2-commit-before-record"]
+
+
+def test_a_figure_being_redrawn_is_not_claimed_by_its_old_digest(traces, tmp_path, monkeypatch):
+    """Interrupted while drawing: the next report cannot keep a figure drawn from other inputs."""
+    out = tmp_path / "out"
+    render_inputs([traces], out, jobs=1)
+    before = json.loads((out / "figures" / "digests.json").read_text())
+    assert set(before) == {"combined-cancel-after-finish", "t2-commit-before-record"}
+
+    def interrupted(job):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "_figure", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        render_inputs([traces], out, jobs=1, linear=True)
+    assert json.loads((out / "figures" / "digests.json").read_text()) == {}
