@@ -371,17 +371,21 @@ class Worker:
         if self.knowledge == "PROPOSED":
             self.dispatch()
         if self.knowledge == "CONFIRMED" and self.state not in TERMINAL:
-            if self.state not in ("EFFECT_CONFIRMED", "NOTIFYING"):   # a restart while notifying stays there
-                self.write("EFFECT_CONFIRMED", "CONFIRMED")
-            if self.cancelled():
-                self.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains",
-                            next_owner="requester")
-            else:
-                if self.notify_user:
-                    self.send_notice()
-                self.finish("SUCCEEDED", "the hold is confirmed by the service",
-                            next_owner="operator" if self.notice == "SENT_UNKNOWN" else None)
+            self.conclude_confirmed()
         return 0
+
+    def conclude_confirmed(self) -> None:
+        """The hold is confirmed: record it, then finish (cancelled: it remains; else notify, succeed)."""
+        if self.state not in ("EFFECT_CONFIRMED", "NOTIFYING"):   # a restart while notifying stays there
+            self.write("EFFECT_CONFIRMED", "CONFIRMED")
+        if self.cancelled():
+            self.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains",
+                        next_owner="requester")
+        else:
+            if self.notify_user:
+                self.send_notice()
+            self.finish("SUCCEEDED", "the hold is confirmed by the service",
+                        next_owner="operator" if self.notice == "SENT_UNKNOWN" else None)
 
     def send_notice(self) -> None:
         """The user notification, a separate effect: prepared, SENT_UNKNOWN before its one send. The

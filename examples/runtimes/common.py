@@ -117,16 +117,7 @@ class Unit(Worker):
         if self.done():
             return "finished"
         if self.knowledge == "CONFIRMED":
-            if self.state != "EFFECT_CONFIRMED":
-                self.write("EFFECT_CONFIRMED", "CONFIRMED")
-            if self.cancelled():
-                self.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains",
-                            next_owner="requester")
-            else:
-                if self.notify_user:
-                    self.send_notice()
-                self.finish("SUCCEEDED", "the hold is confirmed by the service",
-                            next_owner="operator" if self.notice == "SENT_UNKNOWN" else None)
+            self.conclude_confirmed()
         elif self.knowledge == "SENT_UNKNOWN":
             self.finish("FAILED_EFFECT_UNKNOWN", "the effect stayed unresolved", next_owner="operator")
         return "finished"
