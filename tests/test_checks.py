@@ -586,3 +586,20 @@ def test_the_ledger_refuses_a_stale_epoch_like_the_checkpoint_store():
     assert result["error"]["code"] == "stale_epoch" and result["error"]["definite"]
     assert not [e for e in events if e["kind"] == "ledger" and e["seq"] > rejected[0]["seq"]
                 and e["worker"] == rejected[0]["worker"]]
+
+
+def test_a_record_a_read_found_is_not_outvoted_by_a_later_stale_miss():
+    """Two identifying reads disagree (a stale replica answers the search and says it is fresh):
+    the lookup that found the hold warrants CONFIRMED whatever order the reads came in ("do not
+    majority-vote"); the read order is the design's to choose."""
+    stale = [*LOST, {"match": {"port": "reservation", "op": "search"}, "fault": "stale_read", "delay": "30m",
+                     "times": 0}]
+    late = [{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "after", "restart_after": "90s"}]
+    events, result = run("SearchAfterLookup", faults=stale, crashes=late)   # both reads past the delivery bound
+    searches = [e for e in events if e["kind"] == "call" and e.get("op") == "search"]
+    assert searches, "the design searched after its lookup"
+    assert any(e["kind"] == "fault" and e.get("fault") == "stale_read" for e in events)
+    assert not [v for v in result.violations if v.invariant in ("KNOW-02", "TRUTH-01")], result.violations
+    # the rule still bites: confirming with no read that found it is the exactly-once claim
+    _, claimed = run("ConfirmFromSend", faults=LOST)
+    assert only(claimed, "KNOW-02").auto_fail

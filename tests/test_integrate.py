@@ -189,11 +189,13 @@ def test_the_card_is_inconclusive_when_a_minimum_rule_cannot_be_judged():
     assert any("PREP-02 is in the minimum set" in r for r in partial.reasons)
 
 
-def test_killing_crashlab_itself_leaves_no_worker_behind(out):
+def _integrate_a_stuck_worker(out, stderr):
+    """``crashlab integrate`` as a subprocess whose worker never ends: (process, worker marker, the
+    sandbox's port), once the worker runs and the sandbox listens."""
     worker = script(out, "import time\nwhile True: time.sleep(1)\n")
     marker = out / "bad_worker.py"
     proc = subprocess.Popen([sys.executable, "-m", "crashlab", "integrate", "matrix-throttling", "--worker", worker,
-                             "--out", str(out / "o")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--out", str(out / "o")], stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         deadline = time.monotonic() + 20
         while not _alive_with(str(marker)) and time.monotonic() < deadline:
@@ -201,9 +203,17 @@ def test_killing_crashlab_itself_leaves_no_worker_behind(out):
         assert _alive_with(str(marker)), "the worker never started"
         port = _port_of(str(marker))
         assert _listening(port)
-    finally:
+    except BaseException:
         proc.kill()
         proc.wait(timeout=10)
+        raise
+    return proc, marker, port
+
+
+def test_killing_crashlab_itself_leaves_no_worker_behind(out):
+    proc, marker, port = _integrate_a_stuck_worker(out, subprocess.DEVNULL)
+    proc.kill()
+    proc.wait(timeout=10)
     deadline = time.monotonic() + 5
     while _alive_with(str(marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -257,17 +267,8 @@ def test_a_pause_stops_and_resumes_the_worker_group(out):
 
 
 def test_ctrl_c_stops_the_run_and_leaves_nothing_behind(out):
-    worker = script(out, "import time\nwhile True: time.sleep(1)\n")
-    marker = out / "bad_worker.py"
-    proc = subprocess.Popen([sys.executable, "-m", "crashlab", "integrate", "matrix-throttling", "--worker", worker,
-                             "--out", str(out / "o")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc, marker, port = _integrate_a_stuck_worker(out, subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 20
-        while not _alive_with(str(marker)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _alive_with(str(marker)), "the worker never started"
-        port = _port_of(str(marker))
-        assert _listening(port)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
     finally:

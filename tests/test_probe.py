@@ -6,7 +6,6 @@ so that the probe's real waits are the service's retention and lag."""
 from __future__ import annotations
 
 import re
-import socket
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from crashlab.probe.interpret import interpret
 from crashlab.probe.mapping import from_doc, load_map
 from crashlab.probe.plan import Observed, execute, worst_case
 from crashlab.probe.profile import apply_profile, load_profile, profile_text
-from crashlab.sandbox import Sandbox
 from crashlab.scenario_loader import from_dict, resolve
 from crashlab.scenario_yaml import parse_yaml
 
@@ -34,20 +32,9 @@ def scenario(**profile):
 
 
 @pytest.fixture
-def serve():
-    started = []
-
-    def start(sc):
-        sb = Sandbox(sc, time_scale=1.0)
-        sb.start()
-        started.append(sb)
-        return sb
-    yield start
-    for sb in started:
-        port = sb.httpd.server_address[1]
-        sb.stop()
-        with pytest.raises(OSError):   # nothing listens any more
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+def serve(serve):
+    """The shared sandbox fixture (tests/conftest.py) in real time: the probe's waits are real."""
+    return lambda sc: serve(sc, 1.0)
 
 
 def calls(sb):

@@ -24,23 +24,6 @@ def scenario(profile=None, faults=(), events=(), horizon="10:10"):
                       "faults": list(faults), "events": list(events)})
 
 
-@pytest.fixture
-def serve():
-    started = []
-
-    def start(sc, scale=100.0):
-        sb = Sandbox(sc, time_scale=scale)
-        sb.start()
-        started.append(sb)
-        return sb
-    yield start
-    for sb in started:
-        port = sb.httpd.server_address[1]
-        sb.stop()
-        with pytest.raises(OSError):   # nothing listens any more
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-
-
 class Client:
     def __init__(self, sb: Sandbox, worker="run-1.w1", timeout=5.0):
         self.port = sb.httpd.server_address[1]

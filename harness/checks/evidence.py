@@ -248,7 +248,11 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
         if f is None:
             continue
         if f.strength == "authoritative":
-            best_auth = f
+            # the latest authoritative read, except that a read which found the record is not
+            # outvoted by a later one that missed it: a record seen exists, a miss may be stale
+            # ("do not majority-vote"), whatever order the reads were made in
+            if best_auth is None or best_auth.state != "present" or f.state == "present":
+                best_auth = f
         else:
             best_weak = f
     if best_auth is not None:

@@ -33,6 +33,7 @@ class Good:
     DEADLINE_IS_FAILURE = False   # SENT_UNKNOWN -> REJECTED when reconciliation is unavailable
     CONFIRM_FROM_SEND = False     # CONFIRMED written from the local send record alone
     TRUST_STALE_READ = False      # any negative lookup is proof of absence
+    SEARCH_AFTER_LOOKUP = False   # (a free choice) a second read, by search, after the lookup found the hold
     IGNORE_CANCEL = False
     ROLLBACK = False              # compensation rewrites the original to REJECTED
     SKIP_PREPARE = False          # send before any ledger entry
@@ -339,6 +340,9 @@ class Good:
             if res["found"]:
                 rec = res["record"]
                 if all(rec["intent"].get(k) == v for k, v in self.intent.items()):
+                    if self.SEARCH_AFTER_LOOKUP:
+                        await p.service("reservation").call("search", incident=self.intent["incident"],
+                                                            slot=self.intent["slot"])
                     await self.append("CONFIRMED", evidence=["lookup found"], remote_ref=rec["ref"])
                     return "CONFIRMED"
                 await self.checkpoint("FAILED_EFFECT_UNKNOWN")
@@ -452,3 +456,4 @@ NoEvidence = mistake("NoEvidence", NO_EVIDENCE=True)
 PartialEffects = mistake("PartialEffects", PARTIAL_EFFECTS=True)
 StaleSend = mistake("StaleSend", TTL=10_000, IGNORE_LEASE_LOSS=True)
 Raises = mistake("Raises", RAISE=True)
+SearchAfterLookup = mistake("SearchAfterLookup", SEARCH_AFTER_LOOKUP=True)   # not a mistake: a free choice
