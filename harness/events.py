@@ -431,9 +431,11 @@ class Pause(Event):
 
 @_kind("resume", "fault")
 class Resume(Event):
-    """a paused worker resumed with its stale view"""
+    """a paused worker resumed with its stale view (handover, integration only, after a takeover: taken when
+    the run's next worker had made its first request, missed when none came within the supervisor's wait)"""
 
     call: int
+    handover: str | Absent = ABSENT
 
 
 # --------------------------------------------------------------------------------------- worker

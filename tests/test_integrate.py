@@ -448,3 +448,81 @@ def test_an_approval_a_real_worker_never_receives_makes_the_expectations_not_jud
     from crashlab.integrate import run as run_module
     from crashlab.sandbox.server import UNDELIVERED
     assert set(UNDELIVERED) == {"deploy", "approve", "revoke", "capability_change"} and run_module.UNDELIVERED is UNDELIVERED
+
+
+# --------------------------------------------------------------------------- pauses held until a handover
+def _late_replacement(out: Path, delay_s: float) -> str:
+    """The careful worker, but the run's second worker makes its first request ``delay_s`` late, as a
+    replacement does under a durable runtime that hands a stalled run over only after its own timeouts."""
+    inner = careful(out)
+    return f"sh -c 'if [ \"$CRASHLAB_EPOCH\" = 2 ]; then sleep {delay_s}; fi; exec {inner}'"
+
+
+def _first(events: list[dict], **match) -> int:
+    return next(i for i, e in enumerate(events) if all(e.get(k) == v for k, v in match.items()))
+
+
+def test_a_replaced_worker_resumes_only_after_its_late_replacement_acted(out):
+    from crashlab.trace import read_jsonl
+
+    # the rule resumes the stale worker 1.8 s (real) after the pause; the replacement's first request
+    # comes 2.5 s after the takeover: the stale worker stays stopped until the replacement had its time
+    outcome = integrate(load_file(PAUSED), worker=_late_replacement(out, 2.5), out=out)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    events = read_jsonl(outcome.trace)
+    first_call = _first(events, kind="call", worker="run-82/w2", op="poll")
+    resume = _first(events, kind="resume")
+    assert _first(events, kind="takeover") < first_call < resume
+    assert events[resume]["handover"] == "taken"
+    # the replacement read the key and finished before the stale worker ran again
+    assert first_call < _first(events, kind="call", op="lookup", worker="run-82/w2") < resume
+    assert _first(events, kind="finish") < resume
+
+
+def test_a_handover_that_never_came_is_inconclusive_not_a_verdict(out, monkeypatch):
+    from crashlab.integrate import supervisor
+    from crashlab.trace import read_jsonl
+
+    monkeypatch.setattr(supervisor, "HANDOVER_WAIT_S", 0.5)
+    outcome = integrate(load_file(PAUSED), worker=_late_replacement(out, 3.0), out=out)
+    events = read_jsonl(outcome.trace)
+    resume = _first(events, kind="resume")
+    assert events[resume]["handover"] == "missed"
+    assert not [e for e in events[:resume] if e["kind"] == "call" and e["worker"] == "run-82/w2"
+                and e["port"] != "lease"]        # (the lease call is the supervisor's grant at its start)
+    text = outcome.card.text()
+    assert outcome.card.verdict == "inconclusive", text
+    assert "made no request within 0.5 s of the takeover of run-82/w1" in text
+    lines = {line.invariant: line for line in outcome.card.lines}
+    assert lines["EXP-DISPOSITION"].status == "not judgeable" and "no handover" in lines["EXP-DISPOSITION"].why
+    assert lines["EFF-01"].status == "pass"     # the invariants are still judged
+
+
+def test_a_worker_stopped_past_its_client_timeout_finds_its_answer_waiting(out):
+    # a worker with a 1 s client timeout is stopped 3 s (real) with its reserve held: the request leaves
+    # when the worker is to run again, and its answer is in the socket before the worker runs
+    from crashlab.scenario_loader import from_dict
+
+    sc = from_dict({"id": "pause-answer", "title": "a long pause at the reserve", "seed": 1,
+                    "clock": {"origin": "10:00", "horizon": "10:30"}, "services": {"reservation": {}},
+                    "runs": [{"id": "run-1", "approval": {"mode": "none"},
+                              "intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
+                                         "technician": "X", "quantity": 1, "principal": "U-1"}}],
+                    "pauses": [{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "before",
+                                "resume_after": "5m", "restart_after": "20m"}]})
+    worker = script(out, """
+        import http.client, json, sys, urllib.parse
+        base = urllib.parse.urlsplit(sys.argv[1])
+        conn = http.client.HTTPConnection(base.hostname, base.port, timeout=1.0)
+        body = {"intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
+                           "technician": "X", "quantity": 1, "principal": "U-1"}, "retry_owner": "caller"}
+        conn.request("POST", base.path + "/reservation/reserve", json.dumps(body),
+                     {"Content-Type": "application/json", "Idempotency-Key": "rsv-1"})
+        try:
+            print("answered", conn.getresponse().status, flush=True)
+        except TimeoutError:
+            print("timed out", flush=True)
+        """)
+    outcome = integrate(sc, worker=worker, out=out)
+    log = (out / "pause-answer" / "run-1.w1.log").read_text()
+    assert "answered 200" in log, log

@@ -150,14 +150,16 @@ class Card:
 
 
 def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut: list[str] = (),
-         timed: list[str] = (), undelivered: list[str] = ()) -> Card:
+         timed: list[str] = (), undelivered: list[str] = (), missed: list[str] = ()) -> Card:
     """The card of one integration trace's check result; ``views`` are the store views found; ``cut``
     the wall-clock limits that ended a run early (its scenario expectations are then not judgeable:
     what it would have done with more time is wall-clock luck; a violated invariant still fails); ``timed``
     the scenario's inbox events on the clock rather than anchored to a request (their order against the
     worker's requests is wall-clock luck, so the expectations are not judgeable; the invariants are);
     ``undelivered`` the scenario's authority and deployment events, which a real worker never receives
-    (its expectations assume them, so they are not judgeable)."""
+    (its expectations assume them, so they are not judgeable); ``missed`` the takeovers whose replacement
+    made no request before the stale worker resumed (the scenario's stale-worker case did not happen: its
+    expectations are not judgeable and the verdict is at best inconclusive)."""
     store_missing = not {"ledger", "checkpoints", "finish"} <= views
     findings: dict[str, list] = {}
     unobserved = [v for v in result.violations if _unobservable(v)]
@@ -168,6 +170,8 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
     lines = []
     for inv in INVARIANTS + EXPECTATIONS:
         why = NOT_JUDGEABLE.get(inv.id)
+        if why is None and missed and inv.id.startswith("EXP-"):
+            why = f"no handover: {missed[0]}"
         if why is None and cut and inv.id.startswith("EXP-"):
             why = f"the run was cut by the wall-clock limit ({cut[0]})"
         if why is None and undelivered and inv.id.startswith("EXP-"):
@@ -196,6 +200,7 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
         reasons.extend(result.notes or ("the checks could not judge every run",))
     reasons.extend(notes)
     reasons.extend(cut)
+    reasons.extend(missed)
     failed = any(line.status == "fail" for line in lines)
     verdict = "fail" if failed else ("inconclusive" if reasons else "pass")
     return Card(scenario=result.id, verdict=verdict, lines=tuple(lines), reasons=tuple(reasons))

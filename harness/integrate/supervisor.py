@@ -23,7 +23,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from .. import events
 from ..errors import UsageError
 from ..model import TERMINAL_STATES, PortCall, WAITING_STATES, validate_checkpoint, validate_effect_entry
 from ..sandbox import Caller, Hooks, Sandbox
+from ..sandbox.server import Gate
 from ..scenario_compiled import Rule, Scenario
 from .store import PostgresStore, SqliteStore, open_store
 
@@ -40,6 +40,10 @@ DEFAULT_TIME_SCALE = 100.0
 WALL_LIMIT_S = 30.0            # a scenario's real-time limit: beyond it the worker is unresponsive
 MAX_OUTPUT_BYTES = 4 << 20     # a worker's stdout + stderr: beyond it, a flood
 MAX_WORKERS = 12
+#: after a takeover, how long a paused worker stays stopped waiting for the run's next worker to make
+#: its first request (under a durable runtime the handover is the runtime's, and takes real time)
+HANDOVER_WAIT_S = 15.0
+ANSWER_WAIT_S = 1.0     # a resuming worker's held request: how long its answer may take to reach its socket
 LEASE_TTL_MS = 10 ** 9         # the supervisor's grant: one live worker per run, until it is killed
 _TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
 _WAITING = frozenset(s.value for s in WAITING_STATES)
@@ -51,6 +55,24 @@ def _die_with_parent() -> None:   # in the child, before exec: SIGKILL when cras
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+@dataclass(slots=True)
+class Paused:
+    """A worker stopped by a pause rule. Unreplaced, it resumes at ``resume_at``. Replaced (a takeover
+    at ``takeover_at``), it resumes once the run's next worker has had, from its first request, the
+    time the rule gives a replacement before the stale worker resumes (resume_after − restart_after):
+    how long a durable runtime takes to hand the run over is its own, and does not eat into the
+    replacement's time, so the replacement acts before the stale worker as in the simulator. A
+    handover that does not come within ``HANDOVER_WAIT_S`` of the takeover is recorded as missed."""
+    caller: Caller
+    pgid: int
+    call: int
+    resume_at: float        # time.monotonic(): the rule's resume_after
+    takeover_at: float      # time.monotonic(): the rule's restart_after (the platform notices the silent worker)
+    gate: Gate = field(default_factory=Gate)   # its held request: opened when it is to run again (or is gone)
+    replaced_at: float | None = None
+    handed_at: float | None = None       # when the run's next worker made its first request
 
 
 @dataclass(slots=True)
@@ -70,8 +92,8 @@ class RunState:
     waiting: str | None = None
     knowledge: dict = field(default_factory=dict)    # key -> latest knowledge read
     zombies: list = field(default_factory=list)      # (proc, caller) of paused workers a replacement took over
-    takeover: Caller | None = None     # a paused worker whose replacement is due
-    stopped: set = field(default_factory=set)        # slugs of workers stopped by a pause, not yet resumed
+    paused: list = field(default_factory=list)       # Paused workers not yet resumed
+    last_writer: Caller | None = None  # the writer of the run's latest checkpoint (a finish row names none)
     ledger_count: int = 0
     store_problem: str | None = None
     flooded: str | None = None         # why the current worker is to be stopped for its requests
@@ -107,9 +129,8 @@ class Supervisor(Hooks):
         self.used: set[int] = set()        # failpoint rules already armed (they fire once)
         self.notes: list[str] = []
         self.cut: list[str] = []           # the wall-clock limits that ended a run
+        self.missed: list[str] = []        # takeovers whose replacement made no request while the stale worker waited
         self.token = secrets.token_hex(8)  # in every worker's environment: finds what escaped its group
-        self.ended = False                 # the trace has its end: nothing more is written
-        self._timers: list[threading.Timer] = []
         # a durable runtime (--runtime): its server's environment, and each run's unit-of-work id
         self.runtime_env = dict(runtime_env or {})
         self.runtime_ids = dict(runtime_ids or {})
@@ -141,10 +162,10 @@ class Supervisor(Hooks):
         if rs.caller is caller:          # the main loop stops it and records the fault
             rs.flooded = f"the worker sent more than {budget} requests to the sandbox (a request flood)"
 
-    def pause(self, caller: Caller, rule: Rule, call_seq: int) -> None:
+    def pause(self, caller: Caller, rule: Rule, call_seq: int) -> Gate | None:
         rs = self.runs[caller.run]
         if rs.proc is None or rs.caller is not caller:
-            return
+            return None
         pgid = rs.proc.pid
         with self.sandbox.lock:
             self.sandbox.emit(events.Pause, worker=caller.name, run=caller.run, call=call_seq,
@@ -152,29 +173,13 @@ class Supervisor(Hooks):
         try:
             os.killpg(pgid, signal.SIGSTOP)
         except OSError:
-            return
-        rs.stopped.add(caller.slug)
-
-        def resume() -> None:
-            with self.sandbox.lock:
-                rs.stopped.discard(caller.slug)
-                if self.ended:
-                    return
-                try:
-                    os.killpg(pgid, signal.SIGCONT)
-                except OSError:
-                    return        # killed meanwhile: nothing resumes
-                self.sandbox.emit(events.Resume, worker=caller.name, run=caller.run, call=call_seq)
-
-        def takeover() -> None:   # the platform notices the silent worker: a replacement starts (main thread)
-            with self.sandbox.lock:
-                if caller.slug in rs.stopped and rs.caller is caller and rs.finished is None:
-                    rs.takeover = caller
-        for delay, action in ((rule.resume_after_ms, resume), (rule.restart_after_ms, takeover)):
-            timer = threading.Timer(self.sandbox.clock.real_s(delay), action)
-            timer.daemon = True
-            self._timers.append(timer)
-            timer.start()
+            return None
+        now, real = time.monotonic(), self.sandbox.clock.real_s
+        paused = Paused(caller=caller, pgid=pgid, call=call_seq, resume_at=now + real(rule.resume_after_ms),
+                        takeover_at=now + real(rule.restart_after_ms))
+        with self.sandbox.lock:
+            rs.paused.append(paused)
+        return paused.gate
 
     # ------------------------------------------------------------------ the store, as trace events
     def _read(self, rs: RunState, caller: Caller | None) -> None:
@@ -199,7 +204,10 @@ class Supervisor(Hooks):
             epoch = record.get("lease_epoch")
             return next((c for c in self.sandbox.callers.values() if c.run == rs.id and c.number == epoch), None)
         owner = (record.get("control") or {}).get("owner") if view == "checkpoints" else record.get("owner")
-        return next((c for c in self.sandbox.callers.values() if c.run == rs.id and c.name == owner), None)
+        named = next((c for c in self.sandbox.callers.values() if c.run == rs.id and c.name == owner), None)
+        if named is None and view == "finish":
+            return rs.last_writer        # a finish follows its writer's terminal checkpoint
+        return named
 
     def _ledger_row(self, rs: RunState, who: Caller | None, number, record) -> None:
         sb, name = self.sandbox, who.name if who else None
@@ -228,6 +236,8 @@ class Supervisor(Hooks):
                     checkpoint=record)
         else:
             control = record["control"]
+            if who is not None:
+                rs.last_writer = who
             sb.emit(events.Checkpoint, worker=name, run=rs.id, version=int(number), state=control["state"],
                     owner=control["owner"], epoch=control["lease_epoch"], state_version=control["state_version"],
                     checkpoint=record, call=seq)
@@ -445,6 +455,51 @@ class Supervisor(Hooks):
             how = f"signal {signal.Signals(-code).name}" if code < 0 else f"code {code}"
             self._fault(rs, "died", f"the worker exited with {how} without finishing{self._tail(rs)}")
 
+    def _paused(self, rs: RunState, now: float) -> None:
+        """Paused workers: replace one whose restart_after has passed while it is stopped (the platform
+        noticed the silent worker: a takeover); resume one when its time has come (``Paused``)."""
+        sb = self.sandbox
+        for p in list(rs.paused):
+            if (p.replaced_at is None and p.takeover_at <= now < p.resume_at and rs.caller is p.caller
+                    and rs.proc is not None and rs.finished is None):
+                with sb.lock:
+                    sb.emit(events.Takeover, run=rs.id, stale=p.caller.name)
+                rs.zombies.append((rs.proc, rs.caller))
+                rs.proc, rs.restart_at, p.replaced_at = None, now, now
+            handover = None
+            if p.replaced_at is not None:
+                if p.handed_at is None and self._handed_over(rs, p.caller):
+                    p.handed_at = now
+                if p.handed_at is not None:
+                    handover = "taken"
+                    if now < max(p.resume_at, p.handed_at + (p.resume_at - p.takeover_at)):
+                        continue
+                elif now >= p.resume_at and (rs.done or now >= p.replaced_at + HANDOVER_WAIT_S):
+                    handover = "missed"
+                else:
+                    continue
+            elif now < p.resume_at:
+                continue
+            rs.paused.remove(p)
+            extra = {} if handover is None else {"handover": handover}
+            with sb.lock:
+                sb.emit(events.Resume, worker=p.caller.name, run=rs.id, call=p.call, **extra)
+            p.gate.opened.set()           # its request leaves; its answer is on the socket before it runs
+            p.gate.written.wait(ANSWER_WAIT_S)
+            try:
+                os.killpg(p.pgid, signal.SIGCONT)
+            except OSError:
+                continue                  # killed meanwhile: nothing resumes
+            if handover == "missed" and not rs.done:
+                self.missed.append(f"{rs.id}: the run's next worker made no request within {HANDOVER_WAIT_S:g} s "
+                                   f"of the takeover of {p.caller.name}, which then resumed: nothing handed the run "
+                                   "over while it was paused, so the stale-worker case was not exercised")
+
+    def _handed_over(self, rs: RunState, stale: Caller) -> bool:
+        """A later worker of the run has made a request: it has the run."""
+        return any(c.run == rs.id and c.number > stale.number and c.requests > 0
+                   for c in self.sandbox.callers.values())
+
     # ------------------------------------------------------------------ the whole scenario
     def run(self) -> list[dict]:
         sb = self.sandbox
@@ -466,13 +521,9 @@ class Supervisor(Hooks):
                     break
                 for rs in self.runs.values():
                     self._bury(rs)
+                    self._paused(rs, now)
                     if rs.done:
                         continue
-                    if rs.takeover is not None and rs.takeover is rs.caller and rs.proc is not None:
-                        with sb.lock:
-                            sb.emit(events.Takeover, run=rs.id, stale=rs.caller.name)
-                        rs.zombies.append((rs.proc, rs.caller))
-                        rs.proc, rs.takeover, rs.restart_at = None, None, now
                     if rs.proc is None and now >= rs.restart_at:
                         if rs.workers >= MAX_WORKERS:
                             with sb.lock:
@@ -500,6 +551,8 @@ class Supervisor(Hooks):
                 self.notes.append(f"{sb.pending} late arrival(s) still pending when the run ended")
         finally:
             for rs in self.runs.values():
+                for p in rs.paused:
+                    p.gate.opened.set()      # killed below: its held request is released
                 if rs.proc is not None:
                     self._kill(rs)
                     rs.proc = None
@@ -510,9 +563,5 @@ class Supervisor(Hooks):
             self._read(rs, rs.caller)
             if rs.store_problem:
                 self.notes.append(f"{rs.id}: {rs.store_problem}")
-        with sb.lock:
-            self.ended = True
-            for timer in self._timers:
-                timer.cancel()
         return sb.end({rs.id: {"finished": rs.finished, "waiting": rs.waiting, "workers": rs.workers}
                        for rs in self.runs.values()})

@@ -86,12 +86,16 @@ class Handler(BaseHTTPRequestHandler):
             key = self.headers.get("Idempotency-Key")
             args["key"] = key if key else None
         answer = sb.request(caller, svc.name, op, args)
-        if answer.status == 0:
-            self.close_connection = True       # no status line: the connection just closes
-            return
-        if answer.error is not None:
-            return self._send(answer.status, {"error": answer.error.to_json()}, answer.headers)
-        self._send(200, answer.value)
+        try:
+            if answer.status == 0:
+                self.close_connection = True       # no status line: the connection just closes
+            elif answer.error is not None:
+                self._send(answer.status, {"error": answer.error.to_json()}, answer.headers)
+            else:
+                self._send(200, answer.value)
+        finally:
+            if answer.written is not None:         # a paused worker's answer: its supervisor resumes it now
+                answer.written.set()
 
     def _body(self, method: str) -> dict | None:
         if method != "POST":

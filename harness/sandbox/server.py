@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import quote
 
@@ -69,6 +69,17 @@ class Caller:
     requests: int = 0
 
 
+@dataclass(slots=True)
+class Gate:
+    """A paused worker's request. The supervisor opens it when the worker is about to run again; the
+    sandbox then lets a request held at ``before`` leave, and sets ``written`` once the answer is on the
+    socket, so that the answer is waiting when the worker runs, as for a request that left at once
+    (a worker stopped past its client's timeout then reads its answer rather than timing out)."""
+
+    opened: threading.Event = field(default_factory=threading.Event)
+    written: threading.Event = field(default_factory=threading.Event)
+
+
 class Hooks:
     """What a supervisor does at the service boundaries; these defaults do nothing (``serve``)."""
 
@@ -84,8 +95,10 @@ class Hooks:
     def crash(self, caller: Caller, boundary: str, rule: Rule) -> None:
         """Kill the worker (its process group)."""
 
-    def pause(self, caller: Caller, rule: Rule, call_seq: int) -> None:
-        """Stop the worker and resume it later."""
+    def pause(self, caller: Caller, rule: Rule, call_seq: int) -> "Gate | None":
+        """Stop the worker and resume it later. Returns the paused request's Gate (a request held at
+        ``before`` leaves when it opens), or None to hold the request for the rule's ``resume_after``."""
+        return None
 
     def knowledge(self, run: str, key: Any) -> str | None:
         """The latest ledger knowledge of ``key`` in ``run`` (for rules matching on knowledge)."""
@@ -257,20 +270,26 @@ class Sandbox:
         if crash is not None and crash.boundary == "before":
             self.hooks.crash(caller, "before", crash)
             return Answer.closed(seq)
+        gate = None
         if pause is not None and pause.boundary == "before":   # the request leaves when the worker runs again
-            self.hooks.pause(caller, pause, seq)
-            self.hold(self.clock.real_s(pause.resume_after_ms))
+            gate = self.hooks.pause(caller, pause, seq)
+            if gate is None:
+                self.hold(self.clock.real_s(pause.resume_after_ms))
+            else:
+                self.hold_until(gate.opened)
         answer = self._execute(svc, caller, call, seq, fault)
         self.anchored("after", caller, call, nth)
         if crash is not None:   # after: it took effect; the worker never sees the answer
             with self.lock:
                 self._result(caller, seq, answer, delivered=False)
             self.hooks.crash(caller, "after", crash)
-            return Answer.closed(seq)
+            return Answer.closed(seq, written=gate.written if gate else None)
         if pause is not None and pause.boundary == "after":
-            self.hooks.pause(caller, pause, seq)
+            gate = self.hooks.pause(caller, pause, seq)
         with self.lock:
             self._result(caller, seq, answer, delivered=True)
+        if gate is not None:
+            answer.written = gate.written
         return answer
 
     def _result(self, caller: Caller, seq: int, answer: "Answer", *, delivered: bool) -> None:
@@ -391,6 +410,12 @@ class Sandbox:
     def hold(self, seconds: float) -> None:
         """Hold a request (bounded; ends at once when the sandbox stops)."""
         self._stop.wait(min(max(0.0, seconds), MAX_HOLD_S))
+
+    def hold_until(self, event: threading.Event) -> None:
+        """Hold a request until ``event`` is set (bounded; ends at once when the sandbox stops)."""
+        deadline = time.monotonic() + MAX_HOLD_S
+        while not event.wait(0.02) and not self._stop.is_set() and time.monotonic() < deadline:
+            pass
 
     # ------------------------------------------------------------------ inbox and world events
     def deliver(self, run: str, etype: str, payload: dict, *, producer: str, event_id: str | None = None,
@@ -520,6 +545,7 @@ class Answer:
     value: Any = None
     error: PortError | None = None
     headers: dict | None = None
+    written: threading.Event | None = None    # set by the HTTP face once this answer is on the socket
 
     @classmethod
     def ok(cls, value, seq) -> "Answer":
@@ -530,5 +556,5 @@ class Answer:
         return cls(seq, status or STATUS.get(exc.code, 400), None, exc, headers)
 
     @classmethod
-    def closed(cls, seq: int, exc: PortError | None = None) -> "Answer":
-        return cls(seq, 0, None, exc or PortError("timeout", "the worker was killed; no answer"))
+    def closed(cls, seq: int, exc: PortError | None = None, written: threading.Event | None = None) -> "Answer":
+        return cls(seq, 0, None, exc or PortError("timeout", "the worker was killed; no answer"), written=written)

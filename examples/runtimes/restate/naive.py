@@ -31,7 +31,7 @@ def _send() -> str:
 
 
 def workflow() -> restate.Workflow:
-    reserve = restate.Workflow(common.service_name("Reserve"))
+    reserve = common.reserve_workflow("Reserve")
 
     @reserve.main()
     async def run(ctx: restate.WorkflowContext) -> str:

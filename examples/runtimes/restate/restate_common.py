@@ -1,9 +1,11 @@
-"""What the two Restate examples share. The worker process serves its handlers over HTTP/2 on a
-loopback port (the same port for every worker process of a run, kept in a file beside the run's
-database, so the server's retries of the run's invocation reach whichever worker process is alive),
-registers them with crashlab's Restate server as a deployment, submits the workflow keyed
-CRASHLAB_RUNTIME_ID (a restarted worker process joins the same invocation), waits for its
-result and exits 0."""
+"""What the two Restate examples share. Each worker process serves its handlers over HTTP/2 on a
+loopback port of its own and makes the run's deployment point at it: the run's first worker process
+registers the deployment, every later one updates that deployment's URI (the admin API's
+``PATCH /deployments/{id}``), so the server's next attempt of the run's invocation, which stays
+pinned to its deployment, reaches the newest worker process, as a load balancer would send it to a
+live instance while a stalled one still holds its connection. It then submits the workflow keyed
+CRASHLAB_RUNTIME_ID (a restarted worker process joins the same invocation), waits for its result
+and exits 0."""
 from __future__ import annotations
 
 import asyncio
@@ -11,9 +13,9 @@ import hashlib
 import json
 import os
 import socket
+from datetime import timedelta
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import hypercorn.asyncio
 import hypercorn.config
@@ -38,6 +40,20 @@ def _http(method: str, url: str, body: dict | None = None, timeout: float = 30.0
             return exc.code, {"message": text.decode("utf-8", "replace")}
 
 
+#: when the server gives up on a silent attempt (a stalled or stopped worker process) and retries the
+#: invocation where the deployment now points: longer than any one step takes here, short against a
+#: stall. An attempt it gives up on may still be running its step: the store's lease fences it.
+#: Measured with restate-server 1.7.12: the next attempt starts about 5 s after the abort timeout
+#: (the server drains the stalled response stream first), so a stall is handed over in about 8 s.
+INACTIVITY_TIMEOUT = timedelta(seconds=2)
+ABORT_TIMEOUT = timedelta(seconds=1)
+
+
+def reserve_workflow(base: str) -> restate.Workflow:
+    """The run's workflow service, with the timeouts that hand a stalled attempt to a live worker."""
+    return restate.Workflow(service_name(base), inactivity_timeout=INACTIVITY_TIMEOUT, abort_timeout=ABORT_TIMEOUT)
+
+
 def service_name(base: str) -> str:
     """The workflow's service name, one per run: a Restate service name is served by its latest
     deployment, so two runs' worker processes registering the same name would take each other's
@@ -46,17 +62,30 @@ def service_name(base: str) -> str:
 
 
 def _port() -> int:
-    """The run's handler port: picked by its first worker process, reused by every later one."""
-    path = Path(os.environ["CRASHLAB_DB"] + ".restate-port")
-    key = os.environ["CRASHLAB_RUNTIME_ID"]
-    saved = path.read_text().split() if path.exists() else []
-    if len(saved) == 2 and saved[0] == key:          # a file left by an earlier invocation names another id
-        return int(saved[1])
+    """A free loopback port for this worker process's handlers."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    path.write_text(f"{key} {port}")
-    return port
+        return s.getsockname()[1]
+
+
+def _deployment_of(admin: str, service: str) -> str | None:
+    """The id of the deployment that serves ``service`` (this run's), if one is registered."""
+    status, body = _http("GET", f"{admin}/deployments")
+    if status >= 300:
+        raise SystemExit(f"listing the deployments failed: {status} {body}")
+    for deployment in body.get("deployments", []):
+        if any(svc.get("name") == service for svc in deployment.get("services", [])):
+            return deployment["id"]
+    return None
+
+
+def _point_the_deployment_here(admin: str, service: str, uri: str) -> tuple[int, dict]:
+    """Register the run's deployment at ``uri``, or move the registered one here: an invocation is
+    pinned to its deployment, so a new deployment would not receive the run's next attempt."""
+    found = _deployment_of(admin, service)
+    if found is None:
+        return _http("POST", f"{admin}/deployments", {"uri": uri})
+    return _http("PATCH", f"{admin}/deployments/{found}", {"uri": uri})
 
 
 async def _drive(workflow: restate.Workflow, port: int, stop: asyncio.Event) -> None:
@@ -64,15 +93,14 @@ async def _drive(workflow: restate.Workflow, port: int, stop: asyncio.Event) -> 
     key = os.environ["CRASHLAB_RUNTIME_ID"]
     loop = asyncio.get_running_loop()
     uri = f"http://127.0.0.1:{port}"
-    for _ in range(200):       # register (again) once the endpoint answers discovery
-        status, body = await loop.run_in_executor(None, _http, "POST", f"{admin}/deployments",
-                                                  {"uri": uri, "force": True})
+    name = workflow.name
+    for _ in range(200):       # once this process's endpoint answers the server's discovery
+        status, body = await loop.run_in_executor(None, _point_the_deployment_here, admin, name, uri)
         if status < 300:
             break
         await asyncio.sleep(0.05)
     else:
-        raise SystemExit(f"registering {uri} failed: {status} {body}")
-    name = workflow.name
+        raise SystemExit(f"pointing the deployment at {uri} failed: {status} {body}")
     status, body = await loop.run_in_executor(None, _http, "POST", f"{ingress}/{name}/{key}/run/send", None)
     if status >= 300 and status != 409:
         raise SystemExit(f"submitting the workflow failed: {status} {body}")
@@ -88,6 +116,7 @@ async def serve(workflow: restate.Workflow) -> int:
     port = _port()
     config.bind = [f"127.0.0.1:{port}"]
     config.loglevel = "WARNING"
+    config.graceful_timeout = 0.2      # at the end, a stale attempt's open stream does not hold the exit
     stop = asyncio.Event()
     driver = asyncio.create_task(_drive(workflow, port, stop))
     await hypercorn.asyncio.serve(app, config, shutdown_trigger=stop.wait)
