@@ -172,13 +172,16 @@ class Result(Event):
 # ------------------------------------------------------------------ run: the local run-state timeline
 @_kind("lease", "run")
 class Lease(Event):
-    """a lease was acquired or renewed, or released by the worker whose finish was accepted (op release)"""
+    """a lease was acquired or renewed, or released by the worker whose finish was accepted (op release);
+    in an integration trace, `granted_by: supervisor` and no `call`: crashlab's grant of the run to the
+    worker it starts (one live worker per run), which no worker asked for"""
 
     op: str
     epoch: int
     owner: str
     expires_at: int
-    call: int
+    call: int | Absent = ABSENT
+    granted_by: str | Absent = ABSENT
 
 
 @_kind("checkpoint", "run")

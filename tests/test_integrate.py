@@ -143,6 +143,25 @@ def test_the_integration_trace_reads_checks_and_shows_unchanged(out, capsys):
     assert (out / "report" / "index.html").exists() and (out / "report" / "figures").is_dir()
 
 
+def test_the_supervisors_grant_is_its_own_lease_record_and_never_a_worker_call(out):
+    from crashlab.checks.verdict import check_trace
+    from crashlab.trace import read_jsonl
+
+    outcome = integrate(resolve("t2-commit-before-record"), worker=careful(out), out=out)
+    events = read_jsonl(outcome.trace)
+    grants = [e for e in events if e["kind"] == "lease"]
+    assert [g["owner"] for g in grants] == ["run-82/w1", "run-82/w2"]
+    assert all(g["granted_by"] == "supervisor" and "call" not in g for g in grants)
+    assert not [e for e in events if e["kind"] == "call" and e["port"] == "lease"]   # no worker asked for it
+    # an integration trace is not exempt from LEASE-01: a lease call asked for hours is caught there too
+    seq = max(e["seq"] for e in events[:-1]) + 1
+    asked = {"seq": seq, "t": events[-2]["t"], "lane": "port", "kind": "call", "worker": "run-82/w2", "run": "run-82",
+             "port": "lease", "op": "acquire", "args": {"ttl_ms": 7_200_000}, "nth": 1}
+    end = dict(events[-1], seq=seq + 1)
+    found = [v for v in check_trace(events[:-1] + [asked, end]).violations if v.invariant == "LEASE-01"]
+    assert found and "2 h lease" in found[0].message
+
+
 def test_an_exiting_worker_is_a_recorded_fault(out):
     worker = script(out, "import sys; print('boom: no database today'); sys.exit(3)\n")
     outcome = integrate(resolve("matrix-throttling"), worker=worker, out=out)

@@ -43,8 +43,6 @@ def duration(ms: int) -> str:
 
 
 def _lease_01(ix: TraceIndex) -> Iterator[Finding]:
-    if str(ix.header.get("adapter", "")).startswith("integrate:"):
-        return   # an integration trace's lease calls are crashlab's own grant (one live worker per run), not a request
     for run in ix.runs.values():
         for seq, call in sorted(run.calls.items()):
             if call["port"] != "lease" or call["op"] not in ("acquire", "renew"):

@@ -300,13 +300,8 @@ class Supervisor(Hooks):
         rs.log = self.out / f"{caller.slug}.log"
         with sb.lock:
             sb.emit(events.Start, worker=caller.name, run=rs.id, number=caller.number, env=dict(self.scenario.env))
-            seq = self._call(caller, rs.id, "lease", "acquire", {"ttl_ms": LEASE_TTL_MS})
-            expires = sb.clock.now() + LEASE_TTL_MS
             sb.emit(events.Lease, worker=caller.name, run=rs.id, op="acquire", epoch=caller.number,
-                    owner=caller.name, expires_at=expires, call=seq)
-            sb.emit(events.Result, worker=caller.name, run=rs.id, call=seq, ok=True,
-                    value={"epoch": caller.number, "owner": caller.name, "expires_at": expires}, error=None,
-                    delivered=True)
+                    owner=caller.name, expires_at=sb.clock.now() + LEASE_TTL_MS, granted_by="supervisor")
         rs.caller, rs.killed = caller, None
         with open(rs.log, "wb") as log:
             try:
