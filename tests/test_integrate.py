@@ -208,6 +208,30 @@ def test_the_card_is_inconclusive_when_a_minimum_rule_cannot_be_judged():
     assert any("PREP-02 is in the minimum set" in r for r in partial.reasons)
 
 
+def test_a_refusal_a_socket_cannot_tell_apart_is_recognized_by_its_code_not_its_wording(out):
+    from crashlab.results import Violation
+    from crashlab.trace import read_jsonl
+
+    outcome = integrate(resolve("matrix-timeout-before-send"), worker=careful(out), out=out)
+    lines = {line.invariant: line for line in outcome.card.lines}
+    assert lines["CLS-03"].status == "not judgeable" and "cannot be told" in lines["CLS-03"].why, outcome.card.text()
+    cited = next(v for v in outcome.result.violations if v.invariant == "CLS-03")
+    refusal = next(e for e in read_jsonl(outcome.trace) if e["seq"] == cited.events[1])
+    assert refusal["error"]["code"] == "timeout_before_send"
+
+    # the same wording citing a refusal a real worker can tell (a fence) is a failure: the code decides
+    def judged(code: str) -> str:
+        v = Violation(invariant="CLS-03", message="reservation.reserve #5 was refused definitely (refused, #6): ...",
+                      events=(5, 6, 7))
+        result = ScenarioResult(id="x", title="x", verdict="fail", dispositions={}, violations=(v,), notes=(),
+                                seed=0, repro="", trace=None, tags=())
+        trace = [{"seq": 6, "kind": "result", "ok": False, "error": {"code": code, "definite": True}}]
+        got = card(result, views={"ledger", "checkpoints", "finish"}, trace=trace)
+        return next(line.status for line in got.lines if line.invariant == "CLS-03")
+    assert judged("refused") == "not judgeable"
+    assert judged("fenced") == "fail"
+
+
 def _integrate_a_stuck_worker(out, stderr):
     """``crashlab integrate`` as a subprocess whose worker never ends: (process, worker marker, the
     sandbox's port), once the worker runs and the sandbox listens."""

@@ -63,9 +63,16 @@ _INDISTINCT_WHY = ("over real sockets a refused connection, or one that timed ou
                    "after one is right there")
 
 
-def _indistinct(v) -> bool:
-    """A CLS-03 finding about a refusal only the simulator can call definite."""
-    return v.invariant == "CLS-03" and any(f"({code}," in v.message for code in INDISTINCT)
+def _indistinct(v, refusals: dict[int, str]) -> bool:
+    """A CLS-03 finding about a refusal only the simulator can call definite: the result it cites
+    (its second event, the refusal's answer) carries one of the INDISTINCT codes."""
+    return v.invariant == "CLS-03" and len(v.events) > 1 and refusals.get(v.events[1]) in INDISTINCT
+
+
+def refusal_codes(trace) -> dict[int, str]:
+    """Each refused result in a trace: its seq -> its error code."""
+    return {e["seq"]: str((e.get("error") or {}).get("code")) for e in trace
+            if e.get("kind") == "result" and e.get("ok") is False and isinstance(e.get("error"), dict)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +157,7 @@ class Card:
 
 
 def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut: list[str] = (),
-         timed: list[str] = (), undelivered: list[str] = (), missed: list[str] = ()) -> Card:
+         timed: list[str] = (), undelivered: list[str] = (), missed: list[str] = (), trace: list[dict] = ()) -> Card:
     """The card of one integration trace's check result; ``views`` are the store views found; ``cut``
     the wall-clock limits that ended a run early (its scenario expectations are then not judgeable:
     what it would have done with more time is wall-clock luck; a violated invariant still fails); ``timed``
@@ -159,13 +166,15 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
     ``undelivered`` the scenario's authority and deployment events, which a real worker never receives
     (its expectations assume them, so they are not judgeable); ``missed`` the takeovers whose replacement
     made no request before the stale worker resumed (the scenario's stale-worker case did not happen: its
-    expectations are not judgeable and the verdict is at best inconclusive)."""
+    expectations are not judgeable and the verdict is at best inconclusive); ``trace`` the events judged
+    (the codes of the refusals that CLS-03 findings cite)."""
     store_missing = not {"ledger", "checkpoints", "finish"} <= views
     findings: dict[str, list] = {}
     unobserved = [v for v in result.violations if _unobservable(v)]
-    indistinct = [v for v in result.violations if _indistinct(v)]
+    refusals = refusal_codes(trace)
+    indistinct = [v for v in result.violations if _indistinct(v, refusals)]
     for v in result.violations:
-        if not _unobservable(v) and not _indistinct(v):
+        if not _unobservable(v) and not _indistinct(v, refusals):
             findings.setdefault(v.invariant, []).append(v)
     lines = []
     for inv in INVARIANTS + EXPECTATIONS:

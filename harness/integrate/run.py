@@ -86,7 +86,7 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     undelivered = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events if ev.type in UNDELIVERED]
     views = set.intersection(*(rs.store.views_found for rs in sup.runs.values())) if sup.runs else set()
     verdict = card(result, views=views, notes=sup.notes, cut=sup.cut, timed=timed, undelivered=undelivered,
-                   missed=sup.missed)
+                   missed=sup.missed, trace=events)
     if server is not None and runtime is not None:
         verdict = replace(verdict, runtime=runtime_section(runtime, server, ids, events, work))
     return Outcome(scenario=scenario.id, trace=path, result=result, card=verdict)
