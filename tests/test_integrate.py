@@ -289,6 +289,8 @@ def test_cli_integrate_and_its_usage_errors(out, capsys):
     assert main(["integrate", "matrix-throttling", "--worker", "no-such-worker-command {url}", "--out",
                  str(out / "q")]) == 3
     assert "no such command" in capsys.readouterr().err
+    assert main(["integrate", "matrix-throttling", "--worker", careful(out), "--handover-wait", "0"]) == 3
+    assert "--handover-wait must be positive" in capsys.readouterr().err
 
 
 def test_a_pause_stops_and_resumes_the_worker_group(out):
@@ -522,12 +524,10 @@ def test_a_replaced_worker_resumes_only_after_its_late_replacement_acted(out):
     assert _first(events, kind="finish") < resume
 
 
-def test_a_handover_that_never_came_is_inconclusive_not_a_verdict(out, monkeypatch):
-    from crashlab.integrate import supervisor
+def test_a_handover_that_never_came_is_inconclusive_not_a_verdict(out):
     from crashlab.trace import read_jsonl
 
-    monkeypatch.setattr(supervisor, "HANDOVER_WAIT_S", 0.5)
-    outcome = integrate(load_file(PAUSED), worker=_late_replacement(out, 3.0), out=out)
+    outcome = integrate(load_file(PAUSED), worker=_late_replacement(out, 3.0), out=out, handover_wait_s=0.5)
     events = read_jsonl(outcome.trace)
     resume = _first(events, kind="resume")
     assert events[resume]["handover"] == "missed"

@@ -7,7 +7,7 @@ import argparse
 
 def add_parsers(cmd) -> None:
     from ..sandbox.cli import add_parser as add_sandbox
-    from .supervisor import DEFAULT_TIME_SCALE, WALL_LIMIT_S
+    from .supervisor import DEFAULT_TIME_SCALE, HANDOVER_WAIT_S, WALL_LIMIT_S
 
     add_sandbox(cmd)
     p = cmd("integrate", "judge a real worker process, with its own database, against the sandbox",
@@ -23,7 +23,8 @@ def add_parsers(cmd) -> None:
   0  pass            every scenario's integration card passed
   1  fail            a rule failed on some card, or a worker misbehaved (a recorded fault)
   2  inconclusive    nothing failed, but a rule of the minimum set (EFF-01, PREP-02, RETRY-01, REC-01,
-                     TRUTH-01) could not be judged, or a run was cut by the wall-clock limit
+                     TRUTH-01) could not be judged, a run was cut by the wall-clock limit, or a paused
+                     worker's replacement never got the run (no request within --handover-wait)
   3  usage error     bad arguments, an unknown scenario, a bad --store URL, a runtime that is not installed
   130, 143           interrupted by SIGINT (Ctrl-C) or SIGTERM: every worker and server is stopped first
 
@@ -45,6 +46,10 @@ no process may outlive its group. Each is a recorded fault of that scenario with
     p.add_argument("--wall-limit", type=float, default=WALL_LIMIT_S, metavar="S",
                    help=f"real seconds a scenario may take before the worker is declared unresponsive "
                         f"(default {WALL_LIMIT_S:g})")
+    p.add_argument("--handover-wait", type=float, default=HANDOVER_WAIT_S, metavar="S",
+                   help="after a paused worker is replaced, real seconds the stale worker stays stopped waiting "
+                        "for its replacement's first request (a durable runtime hands a stalled run over on its "
+                        f"own timeouts); none by then: the card is inconclusive (default {HANDOVER_WAIT_S:g})")
     p.add_argument("--out", default="crashlab-integrate", metavar="DIR",
                    help="folder for the traces, stores and worker logs (default: crashlab-integrate)")
     p.add_argument("--json", metavar="PATH", help="write every scenario's card as JSON here")
@@ -73,8 +78,10 @@ def run(args: argparse.Namespace) -> int:
         names += [n for n in tagged if n not in names]
     if not names:
         raise UsageError("name at least one scenario, or --suite, or --tag TAG")
-    if not args.time_scale > 0 or not args.wall_limit > 0:
-        raise UsageError("--time-scale and --wall-limit must be positive")
+    for flag, value in (("--time-scale", args.time_scale), ("--wall-limit", args.wall_limit),
+                        ("--handover-wait", args.handover_wait)):
+        if not value > 0:
+            raise UsageError(f"{flag} must be positive, got {value:g}")
     scenarios = [resolve(n) for n in names]
     runtime = None
     if getattr(args, "runtime", None):
@@ -85,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         for sc in scenarios:
             outcome = integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
                                 time_scale=args.time_scale, wall_limit_s=args.wall_limit,
-                                runtime=runtime, server=server)
+                                handover_wait_s=args.handover_wait, runtime=runtime, server=server)
             print(outcome.card.text())
             print(f"  trace: {outcome.trace}", flush=True)
             codes.append(outcome.card.exit_code)

@@ -19,7 +19,7 @@ from ..sandbox.server import UNDELIVERED
 from ..scenario_compiled import Scenario
 from ..trace import write_jsonl
 from .card import Card, RuntimeRun, RuntimeSection, card
-from .supervisor import DEFAULT_TIME_SCALE, WALL_LIMIT_S, Supervisor
+from .supervisor import DEFAULT_TIME_SCALE, HANDOVER_WAIT_S, WALL_LIMIT_S, Supervisor
 
 #: The integration suite is the library scenarios with this tag: those a real worker process can
 #: meet as written (their faults are on service calls, the worker's store or its process group).
@@ -66,7 +66,8 @@ class Outcome:
 
 def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlite:{db}",
               time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
-              runtime: Runtime | None = None, server: Server | None = None) -> Outcome:
+              handover_wait_s: float = HANDOVER_WAIT_S, runtime: Runtime | None = None,
+              server: Server | None = None) -> Outcome:
     """``runtime`` and its started ``server`` (crashlab.runtimes): every worker gets the server's
     environment and its run's unit-of-work id; the runtime's record of each run is written beside
     the trace and summarized on the card."""
@@ -75,7 +76,7 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     token = secrets.token_hex(4)
     ids = {spec.id: f"{scenario.id}.{spec.id}.{token}" for spec in scenario.runs} if server is not None else {}
     sup = Supervisor(scenario, worker, store=store, out=work, time_scale=time_scale, wall_limit_s=wall_limit_s,
-                     runtime_env=server.env if server is not None else None, runtime_ids=ids)
+                     handover_wait_s=handover_wait_s, runtime_env=server.env if server is not None else None, runtime_ids=ids)
     events = sup.run()
     path = out / f"{scenario.id}.jsonl"
     write_jsonl(events, path)

@@ -64,7 +64,7 @@ class Paused:
     time the rule gives a replacement before the stale worker resumes (resume_after − restart_after):
     how long a durable runtime takes to hand the run over is its own, and does not eat into the
     replacement's time, so the replacement acts before the stale worker as in the simulator. A
-    handover that does not come within ``HANDOVER_WAIT_S`` of the takeover is recorded as missed."""
+    handover that does not come within the handover wait (``--handover-wait``) is recorded as missed."""
     caller: Caller
     pgid: int
     call: int
@@ -104,7 +104,8 @@ class Supervisor(Hooks):
 
     def __init__(self, scenario: Scenario, worker: str, *, store: str = "sqlite:{db}", out: Path,
                  time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
-                 runtime_env: Mapping[str, str] | None = None, runtime_ids: Mapping[str, str] | None = None) -> None:
+                 handover_wait_s: float = HANDOVER_WAIT_S, runtime_env: Mapping[str, str] | None = None,
+                 runtime_ids: Mapping[str, str] | None = None) -> None:
         if not worker.strip():
             raise UsageError("--worker needs a command, e.g. --worker 'python3 worker.py {url} {db}'")
         try:
@@ -120,6 +121,7 @@ class Supervisor(Hooks):
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.wall_limit_s = wall_limit_s
+        self.handover_wait_s = handover_wait_s
         self.sandbox = Sandbox(scenario, time_scale=time_scale, hooks=self, adapter=f"integrate:{worker}")
         self.runs: dict[str, RunState] = {}
         for spec in scenario.runs:
@@ -469,7 +471,7 @@ class Supervisor(Hooks):
                     handover = "taken"
                     if now < max(p.resume_at, p.handed_at + (p.resume_at - p.takeover_at)):
                         continue
-                elif now >= p.resume_at and (rs.done or now >= p.replaced_at + HANDOVER_WAIT_S):
+                elif now >= p.resume_at and (rs.done or now >= p.replaced_at + self.handover_wait_s):
                     handover = "missed"
                 else:
                     continue
@@ -486,7 +488,7 @@ class Supervisor(Hooks):
             except OSError:
                 continue                  # killed meanwhile: nothing resumes
             if handover == "missed" and not rs.done:
-                self.missed.append(f"{rs.id}: the run's next worker made no request within {HANDOVER_WAIT_S:g} s "
+                self.missed.append(f"{rs.id}: the run's next worker made no request within {self.handover_wait_s:g} s "
                                    f"of the takeover of {p.caller.name}, which then resumed: nothing handed the run "
                                    "over while it was paused, so the stale-worker case was not exercised")
 
