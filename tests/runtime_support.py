@@ -49,3 +49,15 @@ def closed(port: int) -> bool:
 
 def statuses(outcome) -> dict:
     return {line.invariant: line.status for line in outcome.card.lines}
+
+
+def assert_handed_over_before_the_stale_worker_resumed(outcome) -> None:
+    """A stalled run (matrix-lease-loss) passed, its replacement read the key, then the stale worker resumed."""
+    from crashlab.trace import read_jsonl
+
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    events = read_jsonl(outcome.trace)
+    resume = next(i for i, e in enumerate(events) if e["kind"] == "resume")
+    assert events[resume]["handover"] == "taken"
+    read = next(i for i, e in enumerate(events) if e["kind"] == "call" and e["op"] in ("lookup", "search"))
+    assert events[read]["worker"] == "run-82/w2" and read < resume

@@ -293,16 +293,21 @@ def test_cli_integrate_and_its_usage_errors(out, capsys):
     assert "--handover-wait must be positive" in capsys.readouterr().err
 
 
-def test_a_pause_stops_and_resumes_the_worker_group(out):
+def _paused_at_reserve(sc_id: str, resume_after: str, restart_after: str):
+    """One run whose worker is paused with its first reserve held (``before``)."""
     from crashlab.scenario_loader import from_dict
 
-    sc = from_dict({"id": "pause-test", "title": "a pause at the reserve", "seed": 1,
-                    "clock": {"origin": "10:00", "horizon": "10:10"}, "services": {"reservation": {}},
-                    "runs": [{"id": "run-1", "approval": {"mode": "none"},
-                              "intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
-                                         "technician": "X", "quantity": 1, "principal": "U-1"}}],
-                    "pauses": [{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "before",
-                                "resume_after": "5s", "restart_after": "1m"}]})   # resumed before any takeover
+    return from_dict({"id": sc_id, "title": "a pause at the reserve", "seed": 1,
+                      "clock": {"origin": "10:00", "horizon": "10:30"}, "services": {"reservation": {}},
+                      "runs": [{"id": "run-1", "approval": {"mode": "none"},
+                                "intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
+                                           "technician": "X", "quantity": 1, "principal": "U-1"}}],
+                      "pauses": [{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "before",
+                                  "resume_after": resume_after, "restart_after": restart_after}]})
+
+
+def test_a_pause_stops_and_resumes_the_worker_group(out):
+    sc = _paused_at_reserve("pause-test", "5s", "1m")      # resumed before any takeover
     outcome = integrate(sc, worker=careful(out), out=out)
     assert outcome.card.verdict == "pass", outcome.card.text()
     from crashlab.trace import read_jsonl
@@ -544,15 +549,7 @@ def test_a_handover_that_never_came_is_inconclusive_not_a_verdict(out):
 def test_a_worker_stopped_past_its_client_timeout_finds_its_answer_waiting(out):
     # a worker with a 1 s client timeout is stopped 3 s (real) with its reserve held: the request leaves
     # when the worker is to run again, and its answer is in the socket before the worker runs
-    from crashlab.scenario_loader import from_dict
-
-    sc = from_dict({"id": "pause-answer", "title": "a long pause at the reserve", "seed": 1,
-                    "clock": {"origin": "10:00", "horizon": "10:30"}, "services": {"reservation": {}},
-                    "runs": [{"id": "run-1", "approval": {"mode": "none"},
-                              "intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
-                                         "technician": "X", "quantity": 1, "principal": "U-1"}}],
-                    "pauses": [{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "before",
-                                "resume_after": "5m", "restart_after": "20m"}]})
+    sc = _paused_at_reserve("pause-answer", "5m", "20m")
     worker = script(out, """
         import http.client, json, sys, urllib.parse
         base = urllib.parse.urlsplit(sys.argv[1])

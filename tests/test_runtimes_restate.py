@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime_support import KEYLESS_502, KEYLESS_CRASH, ROOT, closed, example, no_leftovers, statuses
+from runtime_support import (KEYLESS_502, KEYLESS_CRASH, ROOT, assert_handed_over_before_the_stale_worker_resumed, closed,
+                             example, no_leftovers, statuses)
 
 PIP = "pip install 'crashlab[restate]'"
 NPM = "npm install --prefix .runtimes/npm @restatedev/restate-server-linux-x64@1.7.12"
@@ -79,15 +80,7 @@ def test_careful_example_passes(server, scenario, tmp_path):
 @pytest.mark.runtime_heavy
 def test_a_stalled_run_is_handed_to_the_next_worker_before_the_stale_one_resumes(server, tmp_path):
     # its deployment moved to the replacement's process, the stalled attempt aborted after the service's inactivity and abort timeouts
-    from crashlab.trace import read_jsonl
-
-    outcome = _integrate(server, "matrix-lease-loss", "careful", tmp_path)
-    assert outcome.card.verdict == "pass", outcome.card.text()
-    events = read_jsonl(outcome.trace)
-    resume = next(i for i, e in enumerate(events) if e["kind"] == "resume")
-    assert events[resume]["handover"] == "taken"
-    read = next(i for i, e in enumerate(events) if e["kind"] == "call" and e["op"] in ("lookup", "search"))
-    assert events[read]["worker"] == "run-82/w2" and read < resume
+    assert_handed_over_before_the_stale_worker_resumed(_integrate(server, "matrix-lease-loss", "careful", tmp_path))
 
 
 @pytest.mark.runtime_heavy
