@@ -17,7 +17,9 @@ columns for all:
   the runtime's start in it and its recovery or redelivery;
 - the **handover wait**: after each takeover (a paused worker replaced), the real time from the
   takeover to the replacement's first request to the sandbox (any call by a later worker of the
-  run but the supervisor's lease grant): the runtime's time to hand a stalled run over.
+  run but the supervisor's lease grant): the runtime's time to hand a stalled run over (where the
+  example's process makes no request of its own before the runtime gives it the run: Temporal,
+  Restate; the DBOS and Celery examples read the inbox first, so theirs is the process's start).
 
 Under the table, every scenario a careful example did not pass, and every handover that was missed.
 Prints figures, asserts nothing; everything it starts is stopped at the end, whatever happens.
