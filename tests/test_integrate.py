@@ -361,9 +361,45 @@ def test_a_paused_worker_is_replaced_and_its_lease_fences_it_when_it_resumes(out
     assert not [e for e in events[resumed:] if e["kind"] in ("checkpoint", "ledger", "finish")]
 
 
-def test_a_worker_without_a_lease_resumes_stale_and_fails_term01(out):
+def test_a_worker_without_a_lease_resumes_stale_and_fails_term01_and_own03_on_its_store(out):
     outcome = integrate(load_file(PAUSED), worker=careful(out, "--mistake=no_lease"), out=out)
-    assert "TERM-01" in failing(outcome), outcome.card.text()
+    failed = failing(outcome)
+    assert "TERM-01" in failed, outcome.card.text()
+    assert "under lease epoch 1" in failed["OWN-03"] and "after one under epoch 2" in failed["OWN-03"]
+    fenced = integrate(load_file(PAUSED), worker=careful(out / "fenced"), out=out / "fenced")
+    own03 = next(line for line in fenced.card.lines if line.invariant == "OWN-03")
+    assert own03.status == "pass" and "judged on the worker's store alone" in own03.why
+
+
+def test_store_order_finds_a_stale_row_per_table_and_run_only():
+    from crashlab.integrate.card import stale_rows
+
+    def row(seq, kind, epoch, run="r"):
+        return {"seq": seq, "kind": kind, "epoch": epoch, "run": run}
+    # a checkpoint under epoch 1 after a ledger row under epoch 2: two tables, two orders (not a finding)
+    assert stale_rows([row(1, "ledger", 1), row(2, "ledger", 2), row(3, "checkpoint", 1)]) == []
+    # another run's higher epoch is not this run's successor
+    assert stale_rows([row(1, "ledger", 2, "a"), row(2, "ledger", 1, "b")]) == []
+    found = stale_rows([row(1, "ledger", 1), row(2, "ledger", 2), row(3, "ledger", 1), row(4, "ledger", True)])
+    assert len(found) == 1 and "(#3) landed after one under epoch 2 (#2)" in found[0]
+
+
+def test_a_scenario_whose_faults_never_met_a_request_under_real_time_is_inconclusive(out):
+    from crashlab.scenario_loader import from_dict
+
+    # the cancellation is on the clock at 10:00:00.001: it reaches the worker before its first request, the
+    # lost response never meets a reserve, and the scenario's point never happens
+    sc = from_dict({"id": "too-early", "title": "a cancel before the worker's first request", "seed": 1,
+                    "clock": {"origin": "10:00", "horizon": "10:10"}, "services": {"reservation": {}},
+                    "runs": [{"id": "run-1", "approval": {"mode": "none"},
+                              "intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
+                                         "technician": "X", "quantity": 1, "principal": "U-1"}}],
+                    "events": [{"at": "10:00:00.001", "type": "cancel"}],
+                    "faults": [{"match": {"port": "reservation", "op": "reserve", "nth": 1},
+                                "fault": "lost_response"}]})
+    outcome = integrate(sc, worker=careful(out), out=out)
+    assert outcome.card.verdict == "inconclusive", outcome.card.text()
+    assert any("none of the scenario's 1 fault, crash or pause rule(s) met a request" in r for r in outcome.card.reasons)
 
 
 def test_the_suite_is_the_integration_tag_and_docs_list_every_library_scenario_in_or_out():

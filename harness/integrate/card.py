@@ -75,6 +75,30 @@ def refusal_codes(trace) -> dict[int, str]:
             if e.get("kind") == "result" and e.get("ok") is False and isinstance(e.get("error"), dict)}
 
 
+#: OWN-03 on an integration card: what the worker's store alone shows of it
+STORE_ORDER = ("judged on the worker's store alone: in each of its tables, no row carries a lease epoch lower than "
+               "an earlier row's (whether an epoch was the live lease is the worker's own lease, not judgeable)")
+
+
+def stale_rows(trace) -> list[str]:
+    """Rows that landed in a store table (ledger, checkpoints) of a run under a lease epoch lower than
+    an earlier row's: the worker's store let a superseded worker write after its successor had. Each
+    table's rows reach the trace in the table's own order, so this needs no clock."""
+    out, top = [], {}
+    for e in trace:
+        kind, epoch = e.get("kind"), e.get("epoch")
+        if kind not in ("ledger", "checkpoint") or not isinstance(epoch, int) or isinstance(epoch, bool):
+            continue
+        best = top.get((e.get("run"), kind))
+        if best is not None and epoch < best[0]:
+            out.append(f"{e.get('run')}: a {kind} row under lease epoch {epoch} (#{e['seq']}) landed after one under "
+                       f"epoch {best[0]} (#{best[1]}): the worker's store let a superseded worker write after its "
+                       "successor had written (its lease did not fence it)")
+        elif best is None or epoch > best[0]:
+            top[(e.get("run"), kind)] = (epoch, e["seq"])
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Line:
     invariant: str
@@ -167,7 +191,7 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
     (its expectations assume them, so they are not judgeable); ``missed`` the takeovers whose replacement
     made no request before the stale worker resumed (the scenario's stale-worker case did not happen: its
     expectations are not judgeable and the verdict is at best inconclusive); ``trace`` the events judged
-    (the codes of the refusals that CLS-03 findings cite)."""
+    (the codes of the refusals that CLS-03 findings cite, and the store rows OWN-03 is judged on)."""
     store_missing = not {"ledger", "checkpoints", "finish"} <= views
     findings: dict[str, list] = {}
     unobserved = [v for v in result.violations if _unobservable(v)]
@@ -178,6 +202,10 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
             findings.setdefault(v.invariant, []).append(v)
     lines = []
     for inv in INVARIANTS + EXPECTATIONS:
+        if inv.id == "OWN-03" and trace and not store_missing:
+            stale = stale_rows(trace)
+            lines.append(Line(inv.id, "fail", stale[0]) if stale else Line(inv.id, "pass", STORE_ORDER))
+            continue
         why = NOT_JUDGEABLE.get(inv.id)
         if why is None and missed and inv.id.startswith("EXP-"):
             why = f"no handover: {missed[0]}"
