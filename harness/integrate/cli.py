@@ -28,6 +28,14 @@ def add_parsers(cmd) -> None:
   3  usage error     bad arguments, an unknown scenario, a bad --store URL, a runtime that is not installed
   130, 143           interrupted by SIGINT (Ctrl-C) or SIGTERM: every worker and server is stopped first
 
+worker command and environment (docs/integration.md, "The worker contract"):
+  {{url}} CRASHLAB_URL        the worker's base URL at the sandbox (services and inbox under it)
+  {{db}} CRASHLAB_DB          its store: a SQLite path or a PostgreSQL URL (--store)
+  {{worker}} CRASHLAB_WORKER  its name, run-82/w2; {{run}} CRASHLAB_RUN its run
+  CRASHLAB_EPOCH            its number in the run (1, 2, ...): a later worker's is higher (a lease epoch)
+  CRASHLAB_FAILPOINT        the store failpoints armed for it (port.op:nth:boundary, comma-separated)
+  {{runtime}} {{runtime_id}}    with --runtime: the runtime's address, and the run's unit-of-work id
+
 worker limits (docs/integration.md): {MAX_REQUESTS:,} requests per worker (beyond: a flood), {MAX_OUTPUT_BYTES >> 20} MiB
 of standard output and error per worker, {MAX_WORKERS} workers per run, --wall-limit seconds per scenario;
 no process may outlive its group. Each is a recorded fault of that scenario with a clear message."""
