@@ -90,6 +90,15 @@ def test_describe_answers_scaled_durations(serve):
     assert status == 200 and d["timeout_ms"] == 30 and d["time_scale"] == 100.0 and d["idempotency"] == "semantic"
 
 
+def test_every_answer_carries_the_scenario_clock(serve):
+    sb = serve(scenario({}), scale=100.0)
+    c = Client(sb)
+    _, d, first = c.get("/reservation")
+    _, rec, second = c.post("/reservation/reserve", {"intent": INTENT}, key="k1")
+    before, after = int(first["Crashlab-Now"]), int(second["Crashlab-Now"])
+    assert 0 <= before <= rec["committed_at"] <= after <= sb.clock.now()
+
+
 def test_throttled_answers_429_with_retry_after(serve):
     sb = serve(scenario(faults=[{"match": {"port": "reservation", "op": "reserve", "nth": 1},
                                  "fault": "throttled", "delay": "2s"}]))

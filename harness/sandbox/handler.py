@@ -127,6 +127,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            self.send_header("Crashlab-Now", str(self.sandbox.clock.now()))   # the scenario clock, in ms
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.end_headers()
