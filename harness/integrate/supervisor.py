@@ -66,6 +66,7 @@ class Paused:
     replacement's time, so the replacement acts before the stale worker as in the simulator. A
     handover that does not come within the handover wait (``--handover-wait``) is recorded as missed."""
     caller: Caller
+    proc: subprocess.Popen
     pgid: int
     call: int
     resume_at: float        # time.monotonic(): the rule's resume_after
@@ -168,7 +169,8 @@ class Supervisor(Hooks):
         rs = self.runs[caller.run]
         if rs.proc is None or rs.caller is not caller:
             return None
-        pgid = rs.proc.pid
+        proc = rs.proc
+        pgid = proc.pid
         with self.sandbox.lock:
             self.sandbox.emit(events.Pause, worker=caller.name, run=caller.run, call=call_seq,
                               boundary=rule.boundary, resume_after_ms=rule.resume_after_ms, rule_line=rule.line)
@@ -177,7 +179,7 @@ class Supervisor(Hooks):
         except OSError:
             return None
         now, real = time.monotonic(), self.sandbox.clock.real_s
-        paused = Paused(caller=caller, pgid=pgid, call=call_seq, resume_at=now + real(rule.resume_after_ms),
+        paused = Paused(caller=caller, proc=proc, pgid=pgid, call=call_seq, resume_at=now + real(rule.resume_after_ms),
                         takeover_at=now + real(rule.restart_after_ms))
         with self.sandbox.lock:
             rs.paused.append(paused)
@@ -457,6 +459,10 @@ class Supervisor(Hooks):
         noticed the silent worker: a takeover); resume one when its time has come (``Paused``)."""
         sb = self.sandbox
         for p in list(rs.paused):
+            if p.proc.poll() is not None:     # killed while stopped: it never runs again, nothing resumes
+                rs.paused.remove(p)
+                p.gate.cancel()
+                continue
             if (p.replaced_at is None and p.takeover_at <= now < p.resume_at and rs.caller is p.caller
                     and rs.proc is not None and rs.finished is None):
                 with sb.lock:
@@ -549,7 +555,7 @@ class Supervisor(Hooks):
         finally:
             for rs in self.runs.values():
                 for p in rs.paused:
-                    p.gate.opened.set()      # killed below: its held request is released
+                    p.gate.cancel()          # killed below, never to run again: its held request never left
                 if rs.proc is not None:
                     self._kill(rs)
                     rs.proc = None

@@ -1,0 +1,98 @@
+"""crashlab integrate: a paused worker's held request, when the worker never runs again or is held long.
+
+A request held at a ``before`` pause leaves when its worker is to run again. A worker that never runs
+again (killed while stopped, or cut by the wall-clock limit) never sent it: it is not executed, and no
+answer is recorded as delivered to it. Uses the ``out`` fixture of test_integrate (no process left)."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from crashlab.integrate.run import integrate
+from crashlab.scenario_loader import load_file
+from crashlab.trace import read_jsonl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_integrate import PAUSED, _late_replacement, _paused_at_reserve, careful, out  # noqa: E402,F401
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc: Linux only")
+
+
+def _held(events: list[dict]) -> int:
+    """The seq of the paused call."""
+    return next(e["call"] for e in events if e["kind"] == "pause")
+
+
+def _after(events: list[dict], seq: int) -> list[dict]:
+    """What the trace records of call ``seq`` once it was made: its effects and its result."""
+    return [e for e in events if e.get("call") == seq and e["kind"] in ("result", "effect")]
+
+
+def test_a_held_request_of_a_worker_cut_by_the_wall_limit_is_never_executed(out):
+    sc = _paused_at_reserve("pause-cut", "1h", "2h")          # stopped far past the wall limit
+    outcome = integrate(sc, worker=careful(out), out=out, wall_limit_s=2.0)
+    events = read_jsonl(outcome.trace)
+    assert any(e["kind"] == "adapter_fault" and e["fault"] == "step_timeout" for e in events)
+    held = _held(events)
+    assert _after(events, held) == [], "the killed worker's held reserve was executed and answered"
+    assert not [e for e in events if e["kind"] == "resume"]
+
+
+def _kill_when_stopped(out: Path, stale: str, replacement: str, done: threading.Event) -> None:
+    """SIGKILL ``stale``'s group once it is stopped and ``replacement`` has started (both found by their
+    CRASHLAB_WORKER, among processes whose command line names ``out``)."""
+    def find(name: str, state: str | None = None) -> int | None:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if str(out).encode() not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    continue
+                env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                st = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+            except OSError:
+                continue
+            if f"CRASHLAB_WORKER={name}".encode() in env and (state is None or st == state):
+                return int(pid)
+        return None
+    deadline = time.monotonic() + 20
+    while not done.is_set() and time.monotonic() < deadline:
+        pid = find(stale, "T")
+        if pid is not None and find(replacement) is not None:
+            os.killpg(pid, signal.SIGKILL)
+            return
+        time.sleep(0.02)
+
+
+def test_a_replaced_worker_killed_while_stopped_is_not_resumed_and_its_request_never_leaves(out):
+    done = threading.Event()
+    killer = threading.Thread(target=_kill_when_stopped, args=(out, "run-82/w1", "run-82/w2", done), daemon=True)
+    killer.start()
+    try:
+        outcome = integrate(load_file(PAUSED), worker=_late_replacement(out, 1.0), out=out)
+    finally:
+        done.set()
+        killer.join()
+    events = read_jsonl(outcome.trace)
+    assert [e for e in events if e["kind"] == "takeover"]
+    assert not [e for e in events if e["kind"] == "resume"], "a dead worker is recorded as resumed"
+    assert _after(events, _held(events)) == [], "the dead worker's held reserve was executed and answered"
+    assert outcome.card.verdict == "pass", outcome.card.text()
+
+
+def test_a_request_held_longer_than_the_sandbox_hold_bound_leaves_only_at_the_resume(out, monkeypatch):
+    import crashlab.sandbox.server as server
+
+    monkeypatch.setattr(server, "MAX_HOLD_S", 0.3)          # the bound on a service's own holds
+    sc = _paused_at_reserve("pause-long", "3m", "1h")         # 1.8 s (real) stopped, no takeover
+    outcome = integrate(sc, worker=careful(out), out=out)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    events = read_jsonl(outcome.trace)
+    kinds = [e["kind"] for e in events]
+    held = _held(events)
+    result = next(i for i, e in enumerate(events) if e["kind"] == "result" and e["call"] == held)
+    assert kinds.index("resume") < result, "the held request left while its worker was still stopped"
