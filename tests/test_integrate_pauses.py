@@ -96,3 +96,17 @@ def test_a_request_held_longer_than_the_sandbox_hold_bound_leaves_only_at_the_re
     held = _held(events)
     result = next(i for i, e in enumerate(events) if e["kind"] == "result" and e["call"] == held)
     assert kinds.index("resume") < result, "the held request left while its worker was still stopped"
+
+
+def test_a_finish_written_by_the_replacement_of_a_crashed_worker_is_the_replacements(out):
+    from crashlab.scenario_loader import resolve
+
+    # the first worker wrote its terminal checkpoint and died before its finish; the replacement finds
+    # the decision and writes the finish (no owner in the row): the finish is the replacement's, not
+    # the dead worker's whose checkpoint is the run's latest
+    outcome = integrate(resolve("crash-7-after-notify-before-finish"), worker=careful(out), out=out)
+    events = read_jsonl(outcome.trace)
+    crash = next(e for e in events if e["kind"] == "crash")
+    finish = next(e for e in events if e["kind"] == "finish")
+    assert crash["worker"] == "run-82/w1" and finish["reason"] == "recorded before a crash"
+    assert finish["worker"] == "run-82/w2", "a finish attributed to a worker that had crashed before it"

@@ -94,7 +94,7 @@ class RunState:
     knowledge: dict = field(default_factory=dict)    # key -> latest knowledge read
     zombies: list = field(default_factory=list)      # (proc, caller) of paused workers a replacement took over
     paused: list = field(default_factory=list)       # Paused workers not yet resumed
-    last_writer: Caller | None = None  # the writer of the run's latest checkpoint (a finish row names none)
+    last_writer: Caller | None = None  # the writer of a checkpoint in the rows being read (a finish row names none)
     ledger_count: int = 0
     store_problem: str | None = None
     flooded: str | None = None         # why the current worker is to be stopped for its requests
@@ -194,6 +194,7 @@ class Supervisor(Hooks):
             return
         who = caller or rs.caller
         with self.sandbox.lock:
+            rs.last_writer = None    # a finish is its checkpoint writer's only when both are read together
             for view, number, record in rows.items:
                 {"ledger": self._ledger_row, "checkpoints": self._checkpoint_row,
                  "finish": self._finish_row}[view](rs, self._writer(rs, view, record) or who, number, record)
@@ -210,7 +211,7 @@ class Supervisor(Hooks):
         owner = (record.get("control") or {}).get("owner") if view == "checkpoints" else record.get("owner")
         named = next((c for c in self.sandbox.callers.values() if c.run == rs.id and c.name == owner), None)
         if named is None and view == "finish":
-            return rs.last_writer        # a finish follows its writer's terminal checkpoint
+            return rs.last_writer        # a finish read with a checkpoint follows its writer's terminal checkpoint
         return named
 
     def _ledger_row(self, rs: RunState, who: Caller | None, number, record) -> None:
