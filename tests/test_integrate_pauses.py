@@ -110,3 +110,23 @@ def test_a_finish_written_by_the_replacement_of_a_crashed_worker_is_the_replacem
     finish = next(e for e in events if e["kind"] == "finish")
     assert crash["worker"] == "run-82/w1" and finish["reason"] == "recorded before a crash"
     assert finish["worker"] == "run-82/w2", "a finish attributed to a worker that had crashed before it"
+
+
+def test_a_crash_rule_on_a_paused_call_whose_worker_was_replaced_meanwhile_is_spent(out):
+    import yaml
+    from crashlab.scenario_loader import from_dict
+
+    # the held reserve also meets a crash rule (after): by the time it leaves its worker is a zombie,
+    # which no crash rule kills, so its answer is delivered as for any zombie's request; the sandbox
+    # does not close the connection on a worker it does not kill (an unrecorded transport fault)
+    spec = yaml.safe_load(PAUSED.read_text())
+    spec["id"] = "pause-and-crash"
+    spec["crashes"] = [{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "after",
+                        "restart_after": "1s"}]
+    outcome = integrate(from_dict(spec), worker=careful(out), out=out)
+    events = read_jsonl(outcome.trace)
+    assert [e for e in events if e["kind"] == "takeover"] and not [e for e in events if e["kind"] == "crash"]
+    held = _held(events)
+    result = next(e for e in events if e["kind"] == "result" and e["call"] == held)
+    assert result["delivered"] is True, "a zombie's answer withheld by a crash rule that killed no one"
+    assert outcome.card.verdict == "pass", outcome.card.text()

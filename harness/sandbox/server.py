@@ -286,6 +286,8 @@ class Sandbox:
                 self.hold_until(gate.opened)
                 if gate.cancelled or not gate.opened.is_set():
                     return Answer.closed(seq, written=gate.written)   # it never left: no effect, no answer
+                if crash is not None and not self.hooks.killable(caller):
+                    crash = None     # replaced while it was stopped (a zombie): no one to kill; the rule is spent
         answer = self._execute(svc, caller, call, seq, fault)
         self.anchored("after", caller, call, nth)
         if crash is not None:   # after: it took effect; the worker never sees the answer
