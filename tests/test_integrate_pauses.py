@@ -130,3 +130,54 @@ def test_a_crash_rule_on_a_paused_call_whose_worker_was_replaced_meanwhile_is_sp
     result = next(e for e in events if e["kind"] == "result" and e["call"] == held)
     assert result["delivered"] is True, "a zombie's answer withheld by a crash rule that killed no one"
     assert outcome.card.verdict == "pass", outcome.card.text()
+
+
+def test_a_worker_paused_on_two_requests_at_once_resumes_only_after_its_replacement_acted(out):
+    from test_integrate import script
+
+    # the first worker sends two reserves at once, each meeting a pause rule: it is stopped once, replaced
+    # once, and must stay stopped until its (late) replacement made its first request, for both
+    # held requests, not resume at the second rule's own resume_after as if it had never been replaced
+    spec = yaml_spec()
+    spec["id"] = "pause-twice"
+    spec["pauses"].append(dict(spec["pauses"][0], match={"port": "reservation", "op": "reserve", "nth": 2}))
+    worker = script(out, """
+        import http.client, json, os, sys, time, urllib.parse
+        base = urllib.parse.urlsplit(sys.argv[1])
+        if os.environ["CRASHLAB_EPOCH"] != "1":
+            time.sleep(2.5)                  # a late replacement: its first request comes 2.5 s after it starts
+            conn = http.client.HTTPConnection(base.hostname, base.port, timeout=5)
+            conn.request("GET", base.path + "/inbox?after_seq=0")
+            conn.getresponse().read()
+            time.sleep(2.5)
+            sys.exit(0)
+        conns = []
+        for n in (1, 2):                     # both requests on the wire before either is answered
+            conn = http.client.HTTPConnection(base.hostname, base.port, timeout=30)
+            body = {"intent": {"tenant": "T-1", "incident": f"I-{n}", "part": "P-1", "slot": "S-1",
+                               "technician": "X", "quantity": 1, "principal": "U-1"}, "retry_owner": "caller"}
+            conn.request("POST", base.path + "/reservation/reserve", json.dumps(body),
+                         {"Content-Type": "application/json", "Idempotency-Key": f"rsv-{n}"})
+            conns.append(conn)
+        for conn in conns:
+            conn.getresponse().read()
+        """) + f" --out-marker={out}"
+    outcome = integrate(from_dict_(spec), worker=worker, out=out)
+    events = read_jsonl(outcome.trace)
+    assert [e["call"] for e in events if e["kind"] == "pause"] and len([e for e in events if e["kind"] == "takeover"]) == 1
+    first = next(i for i, e in enumerate(events) if e["kind"] == "call" and e["worker"] == "run-82/w2")
+    resumes = [i for i, e in enumerate(events) if e["kind"] == "resume"]
+    assert resumes and all(first < i for i in resumes), "the stale worker ran again before its replacement acted"
+    assert all(events[i].get("handover") == "taken" for i in resumes)
+
+
+def yaml_spec() -> dict:
+    import yaml
+
+    return yaml.safe_load(PAUSED.read_text())
+
+
+def from_dict_(spec: dict):
+    from crashlab.scenario_loader import from_dict
+
+    return from_dict(spec)

@@ -469,7 +469,10 @@ class Supervisor(Hooks):
                 with sb.lock:
                     sb.emit(events.Takeover, run=rs.id, stale=p.caller.name)
                 rs.zombies.append((rs.proc, rs.caller))
-                rs.proc, rs.restart_at, p.replaced_at = None, now, now
+                rs.proc, rs.restart_at = None, now
+                for q in rs.paused:           # every request it holds: one worker, replaced once
+                    if q.caller is p.caller and q.replaced_at is None:
+                        q.replaced_at = now
             handover = None
             if p.replaced_at is not None:
                 if p.handed_at is None and self._handed_over(rs, p.caller):
