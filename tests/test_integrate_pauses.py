@@ -185,3 +185,20 @@ def from_dict_(spec: dict):
     from crashlab.scenario_loader import from_dict
 
     return from_dict(spec)
+
+
+def test_a_pause_that_finds_its_worker_gone_records_no_pause_and_drops_the_held_request(tmp_path):
+    import subprocess
+
+    from crashlab.integrate.supervisor import Supervisor
+
+    sc = _paused_at_reserve("pause-gone", "5s", "1m")
+    sup = Supervisor(sc, "true", out=tmp_path)
+    rs = sup.runs["run-1"]
+    rs.caller = sup.sandbox.register("run-1", 1)
+    rs.proc = subprocess.Popen(["true"], start_new_session=True)
+    rs.proc.wait()                                   # exited and reaped: its group is gone
+    gate = sup.pause(rs.caller, sc.rules[0], 7)
+    assert gate is not None and gate.cancelled and gate.opened.is_set()
+    assert not [e for e in sup.sandbox.trace.events if e["kind"] == "pause"], "a pause recorded for no process"
+    assert rs.paused == []

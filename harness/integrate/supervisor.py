@@ -171,13 +171,15 @@ class Supervisor(Hooks):
             return None
         proc = rs.proc
         pgid = proc.pid
+        try:
+            os.killpg(pgid, signal.SIGSTOP)
+        except OSError:           # it is gone: nothing is paused, and a request it held never leaves
+            gone = Gate()
+            gone.cancel()
+            return gone
         with self.sandbox.lock:
             self.sandbox.emit(events.Pause, worker=caller.name, run=caller.run, call=call_seq,
                               boundary=rule.boundary, resume_after_ms=rule.resume_after_ms, rule_line=rule.line)
-        try:
-            os.killpg(pgid, signal.SIGSTOP)
-        except OSError:
-            return None
         now, real = time.monotonic(), self.sandbox.clock.real_s
         paused = Paused(caller=caller, proc=proc, pgid=pgid, call=call_seq, resume_at=now + real(rule.resume_after_ms),
                         takeover_at=now + real(rule.restart_after_ms))
