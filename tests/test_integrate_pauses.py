@@ -34,9 +34,25 @@ def _after(events: list[dict], seq: int) -> list[dict]:
     return [e for e in events if e.get("call") == seq and e["kind"] in ("result", "effect")]
 
 
+def _reserve_once(out: Path) -> str:
+    """A worker whose first request is the reserve (it reaches the pause at once)."""
+    from test_integrate import script
+
+    return script(out, """
+        import http.client, json, sys, urllib.parse
+        base = urllib.parse.urlsplit(sys.argv[1])
+        conn = http.client.HTTPConnection(base.hostname, base.port, timeout=60)
+        body = {"intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
+                           "technician": "X", "quantity": 1, "principal": "U-1"}, "retry_owner": "caller"}
+        conn.request("POST", base.path + "/reservation/reserve", json.dumps(body),
+                     {"Content-Type": "application/json", "Idempotency-Key": "rsv-1"})
+        print(conn.getresponse().status, flush=True)
+        """) + f" --out-marker={out}"
+
+
 def test_a_held_request_of_a_worker_cut_by_the_wall_limit_is_never_executed(out):
     sc = _paused_at_reserve("pause-cut", "1h", "2h")          # stopped far past the wall limit
-    outcome = integrate(sc, worker=careful(out), out=out, wall_limit_s=2.0)
+    outcome = integrate(sc, worker=_reserve_once(out), out=out, wall_limit_s=3.0)
     events = read_jsonl(outcome.trace)
     assert any(e["kind"] == "adapter_fault" and e["fault"] == "step_timeout" for e in events)
     held = _held(events)
