@@ -167,9 +167,9 @@ class Supervisor(Hooks):
 
     def pause(self, caller: Caller, rule: Rule, call_seq: int) -> Gate | None:
         rs = self.runs[caller.run]
-        if rs.proc is None or rs.caller is not caller:
+        proc = rs.proc                    # read once: the main loop may clear it meanwhile
+        if proc is None or rs.caller is not caller:
             return None
-        proc = rs.proc
         pgid = proc.pid
         try:
             os.killpg(pgid, signal.SIGSTOP)
