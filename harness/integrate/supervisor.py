@@ -66,6 +66,7 @@ class Paused:
     replacement's time, so the replacement acts before the stale worker as in the simulator. A
     handover that does not come within the handover wait (``--handover-wait``) is recorded as missed."""
     caller: Caller
+    proc: subprocess.Popen
     pgid: int
     call: int
     resume_at: float        # time.monotonic(): the rule's resume_after
@@ -93,7 +94,7 @@ class RunState:
     knowledge: dict = field(default_factory=dict)    # key -> latest knowledge read
     zombies: list = field(default_factory=list)      # (proc, caller) of paused workers a replacement took over
     paused: list = field(default_factory=list)       # Paused workers not yet resumed
-    last_writer: Caller | None = None  # the writer of the run's latest checkpoint (a finish row names none)
+    last_writer: Caller | None = None  # the writer of a checkpoint in the rows being read (a finish row names none)
     ledger_count: int = 0
     store_problem: str | None = None
     flooded: str | None = None         # why the current worker is to be stopped for its requests
@@ -166,18 +167,21 @@ class Supervisor(Hooks):
 
     def pause(self, caller: Caller, rule: Rule, call_seq: int) -> Gate | None:
         rs = self.runs[caller.run]
-        if rs.proc is None or rs.caller is not caller:
+        proc = rs.proc                    # read once: the main loop may clear it meanwhile
+        if proc is None or rs.caller is not caller:
             return None
-        pgid = rs.proc.pid
+        pgid = proc.pid
+        try:
+            os.killpg(pgid, signal.SIGSTOP)
+        except OSError:           # it is gone: nothing is paused, and a request it held never leaves
+            gone = Gate()
+            gone.cancel()
+            return gone
         with self.sandbox.lock:
             self.sandbox.emit(events.Pause, worker=caller.name, run=caller.run, call=call_seq,
                               boundary=rule.boundary, resume_after_ms=rule.resume_after_ms, rule_line=rule.line)
-        try:
-            os.killpg(pgid, signal.SIGSTOP)
-        except OSError:
-            return None
         now, real = time.monotonic(), self.sandbox.clock.real_s
-        paused = Paused(caller=caller, pgid=pgid, call=call_seq, resume_at=now + real(rule.resume_after_ms),
+        paused = Paused(caller=caller, proc=proc, pgid=pgid, call=call_seq, resume_at=now + real(rule.resume_after_ms),
                         takeover_at=now + real(rule.restart_after_ms))
         with self.sandbox.lock:
             rs.paused.append(paused)
@@ -192,6 +196,7 @@ class Supervisor(Hooks):
             return
         who = caller or rs.caller
         with self.sandbox.lock:
+            rs.last_writer = None    # a finish is its checkpoint writer's only when both are read together
             for view, number, record in rows.items:
                 {"ledger": self._ledger_row, "checkpoints": self._checkpoint_row,
                  "finish": self._finish_row}[view](rs, self._writer(rs, view, record) or who, number, record)
@@ -208,7 +213,7 @@ class Supervisor(Hooks):
         owner = (record.get("control") or {}).get("owner") if view == "checkpoints" else record.get("owner")
         named = next((c for c in self.sandbox.callers.values() if c.run == rs.id and c.name == owner), None)
         if named is None and view == "finish":
-            return rs.last_writer        # a finish follows its writer's terminal checkpoint
+            return rs.last_writer        # a finish read with a checkpoint follows its writer's terminal checkpoint
         return named
 
     def _ledger_row(self, rs: RunState, who: Caller | None, number, record) -> None:
@@ -457,12 +462,19 @@ class Supervisor(Hooks):
         noticed the silent worker: a takeover); resume one when its time has come (``Paused``)."""
         sb = self.sandbox
         for p in list(rs.paused):
+            if p.proc.poll() is not None:     # killed while stopped: it never runs again, nothing resumes
+                rs.paused.remove(p)
+                p.gate.cancel()
+                continue
             if (p.replaced_at is None and p.takeover_at <= now < p.resume_at and rs.caller is p.caller
                     and rs.proc is not None and rs.finished is None):
                 with sb.lock:
                     sb.emit(events.Takeover, run=rs.id, stale=p.caller.name)
                 rs.zombies.append((rs.proc, rs.caller))
-                rs.proc, rs.restart_at, p.replaced_at = None, now, now
+                rs.proc, rs.restart_at = None, now
+                for q in rs.paused:           # every request it holds: one worker, replaced once
+                    if q.caller is p.caller and q.replaced_at is None:
+                        q.replaced_at = now
             handover = None
             if p.replaced_at is not None:
                 if p.handed_at is None and self._handed_over(rs, p.caller):
@@ -549,7 +561,7 @@ class Supervisor(Hooks):
         finally:
             for rs in self.runs.values():
                 for p in rs.paused:
-                    p.gate.opened.set()      # killed below: its held request is released
+                    p.gate.cancel()          # killed below, never to run again: its held request never left
                 if rs.proc is not None:
                     self._kill(rs)
                     rs.proc = None

@@ -78,6 +78,13 @@ class Gate:
 
     opened: threading.Event = field(default_factory=threading.Event)
     written: threading.Event = field(default_factory=threading.Event)
+    cancelled: bool = False     # the worker will never run again: its held request never left
+
+    def cancel(self) -> None:
+        """The worker died (or the run ended) while stopped: a request held at ``before`` is dropped,
+        unexecuted and unanswered, as a request the worker never sent."""
+        self.cancelled = True
+        self.opened.set()
 
 
 class Hooks:
@@ -277,6 +284,10 @@ class Sandbox:
                 self.hold(self.clock.real_s(pause.resume_after_ms))
             else:
                 self.hold_until(gate.opened)
+                if gate.cancelled or not gate.opened.is_set():
+                    return Answer.closed(seq, written=gate.written)   # it never left: no effect, no answer
+                if crash is not None and not self.hooks.killable(caller):
+                    crash = None     # replaced while it was stopped (a zombie): no one to kill; the rule is spent
         answer = self._execute(svc, caller, call, seq, fault)
         self.anchored("after", caller, call, nth)
         if crash is not None:   # after: it took effect; the worker never sees the answer
@@ -412,9 +423,10 @@ class Sandbox:
         self._stop.wait(min(max(0.0, seconds), MAX_HOLD_S))
 
     def hold_until(self, event: threading.Event) -> None:
-        """Hold a request until ``event`` is set (bounded; ends at once when the sandbox stops)."""
-        deadline = time.monotonic() + MAX_HOLD_S
-        while not event.wait(0.02) and not self._stop.is_set() and time.monotonic() < deadline:
+        """Hold a request until ``event`` is set or the sandbox stops. Not bounded by MAX_HOLD_S: the
+        supervisor that holds it sets it (its wall-clock limit bounds the run), and a request that left
+        earlier would reach the service while its worker is still stopped."""
+        while not event.wait(0.02) and not self._stop.is_set():
             pass
 
     # ------------------------------------------------------------------ inbox and world events
