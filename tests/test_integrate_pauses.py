@@ -152,7 +152,7 @@ def test_a_worker_paused_on_two_requests_at_once_resumes_only_after_its_replacem
     from test_integrate import script
 
     # the first worker sends two reserves at once, each meeting a pause rule: it is stopped once, replaced
-    # once, and must stay stopped until its (late) replacement made its first request, for both
+    # once, and must stay stopped until its (late) replacement worked on the run, for both
     # held requests, not resume at the second rule's own resume_after as if it had never been replaced
     spec = yaml_spec()
     spec["id"] = "pause-twice"
@@ -161,9 +161,9 @@ def test_a_worker_paused_on_two_requests_at_once_resumes_only_after_its_replacem
         import http.client, json, os, sys, time, urllib.parse
         base = urllib.parse.urlsplit(sys.argv[1])
         if os.environ["CRASHLAB_EPOCH"] != "1":
-            time.sleep(2.5)                  # a late replacement: its first request comes 2.5 s after it starts
+            time.sleep(2.5)                  # a late replacement: it reads the first key 2.5 s after it starts
             conn = http.client.HTTPConnection(base.hostname, base.port, timeout=5)
-            conn.request("GET", base.path + "/inbox?after_seq=0")
+            conn.request("GET", base.path + "/reservation/lookup?key=rsv-1")
             conn.getresponse().read()
             time.sleep(2.5)
             sys.exit(0)

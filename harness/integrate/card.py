@@ -189,7 +189,7 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
     worker's requests is wall-clock luck, so the expectations are not judgeable; the invariants are);
     ``undelivered`` the scenario's authority and deployment events, which a real worker never receives
     (its expectations assume them, so they are not judgeable); ``missed`` the takeovers whose replacement
-    made no request before the stale worker resumed (the scenario's stale-worker case did not happen: its
+    did not work on the run before the stale worker resumed (the scenario's stale-worker case did not happen: its
     expectations are not judgeable and the verdict is at best inconclusive); ``trace`` the events judged
     (the codes of the refusals that CLS-03 findings cite, and the store rows OWN-03 is judged on)."""
     store_missing = not {"ledger", "checkpoints", "finish"} <= views

@@ -24,7 +24,7 @@ def add_parsers(cmd) -> None:
   1  fail            a rule failed on some card, or a worker misbehaved (a recorded fault)
   2  inconclusive    nothing failed, but a rule of the minimum set (EFF-01, PREP-02, RETRY-01, REC-01,
                      TRUTH-01) could not be judged, a run was cut by the wall-clock limit, or a paused
-                     worker's replacement never got the run (no request within --handover-wait)
+                     worker's replacement never got the run (no read, send or store row within --handover-wait)
   3  usage error     bad arguments, an unknown scenario, a bad --store URL, a runtime that is not installed
   130, 143           interrupted by SIGINT (Ctrl-C) or SIGTERM: every worker and server is stopped first
 
@@ -56,8 +56,9 @@ no process may outlive its group. Each is a recorded fault of that scenario with
                         f"(default {WALL_LIMIT_S:g})")
     p.add_argument("--handover-wait", type=float, default=HANDOVER_WAIT_S, metavar="S",
                    help="after a paused worker is replaced, real seconds the stale worker stays stopped waiting "
-                        "for its replacement's first request (a durable runtime hands a stalled run over on its "
-                        f"own timeouts); none by then: the card is inconclusive (default {HANDOVER_WAIT_S:g})")
+                        "for its replacement to work on the run (a read, a send or a store row; a durable runtime "
+                        "hands a stalled run over on its own timeouts); none by then: the card is inconclusive "
+                        f"(default {HANDOVER_WAIT_S:g})")
     p.add_argument("--out", default="crashlab-integrate", metavar="DIR",
                    help="folder for the traces, stores and worker logs (default: crashlab-integrate)")
     p.add_argument("--json", metavar="PATH", help="write every scenario's card as JSON here")

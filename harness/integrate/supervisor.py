@@ -61,7 +61,8 @@ def _die_with_parent() -> None:   # in the child, before exec: SIGKILL when cras
 class Paused:
     """A worker stopped by a pause rule. Unreplaced, it resumes at ``resume_at``. Replaced (a takeover
     at ``takeover_at``), it resumes once the run's next worker has had, from its first request, the
-    time the rule gives a replacement before the stale worker resumes (resume_after − restart_after):
+    time the rule gives a replacement before the stale worker resumes (resume_after − restart_after)
+    (its first request: a service request other than describe, or a store row of its own):
     how long a durable runtime takes to hand the run over is its own, and does not eat into the
     replacement's time, so the replacement acts before the stale worker as in the simulator. A
     handover that does not come within the handover wait (``--handover-wait``) is recorded as missed."""
@@ -94,6 +95,7 @@ class RunState:
     knowledge: dict = field(default_factory=dict)    # key -> latest knowledge read
     zombies: list = field(default_factory=list)      # (proc, caller) of paused workers a replacement took over
     paused: list = field(default_factory=list)       # Paused workers not yet resumed
+    wrote: set = field(default_factory=set)          # numbers of the workers a store row was attributed to
     last_writer: Caller | None = None  # the writer of a checkpoint in the rows being read (a finish row names none)
     ledger_count: int = 0
     store_problem: str | None = None
@@ -132,7 +134,7 @@ class Supervisor(Hooks):
         self.used: set[int] = set()        # failpoint rules already armed (they fire once)
         self.notes: list[str] = []
         self.cut: list[str] = []           # the wall-clock limits that ended a run
-        self.missed: list[str] = []        # takeovers whose replacement made no request while the stale worker waited
+        self.missed: list[str] = []        # takeovers whose replacement did not work on the run while the stale worker waited
         self.token = secrets.token_hex(8)  # in every worker's environment: finds what escaped its group
         # a durable runtime (--runtime): its server's environment, and each run's unit-of-work id
         self.runtime_env = dict(runtime_env or {})
@@ -198,8 +200,11 @@ class Supervisor(Hooks):
         with self.sandbox.lock:
             rs.last_writer = None    # a finish is its checkpoint writer's only when both are read together
             for view, number, record in rows.items:
+                writer = self._writer(rs, view, record) or who
+                if writer is not None:
+                    rs.wrote.add(writer.number)
                 {"ledger": self._ledger_row, "checkpoints": self._checkpoint_row,
-                 "finish": self._finish_row}[view](rs, self._writer(rs, view, record) or who, number, record)
+                 "finish": self._finish_row}[view](rs, writer, number, record)
 
     def _writer(self, rs: RunState, view: str, record) -> Caller | None:
         """The worker a row names as its writer (a ledger entry's lease epoch, a checkpoint's owner, a
@@ -500,13 +505,17 @@ class Supervisor(Hooks):
             except OSError:
                 continue                  # killed meanwhile: nothing resumes
             if handover == "missed" and not rs.done:
-                self.missed.append(f"{rs.id}: the run's next worker made no request within {self.handover_wait_s:g} s "
-                                   f"of the takeover of {p.caller.name}, which then resumed: nothing handed the run "
-                                   "over while it was paused, so the stale-worker case was not exercised")
+                self.missed.append(f"{rs.id}: the run's next worker did not work on it (no read, send or store row) "
+                                   f"within {self.handover_wait_s:g} s of the takeover of {p.caller.name}, which then "
+                                   "resumed: nothing handed the run over while it was paused, so the stale-worker "
+                                   "case was not exercised")
 
     def _handed_over(self, rs: RunState, stale: Caller) -> bool:
-        """A later worker of the run has made a request: it has the run."""
-        return any(c.run == rs.id and c.number > stale.number and c.requests > 0
+        """A later worker of the run works on it: it made a service request other than describe (a read,
+        a send), or a row of its own reached the store (a checkpoint, a ledger entry, a finish). Polling
+        the inbox and reading the profile are not working on the run: a worker process under a durable
+        runtime may do both before the runtime hands it the run."""
+        return any(c.run == rs.id and c.number > stale.number and (c.acted or c.number in rs.wrote)
                    for c in self.sandbox.callers.values())
 
     # ------------------------------------------------------------------ the whole scenario

@@ -67,6 +67,7 @@ class Caller:
     number: int
     name: str
     requests: int = 0
+    acted: bool = False     # it made a service request other than describe (a read, a send): it works on the run
 
 
 @dataclass(slots=True)
@@ -260,6 +261,7 @@ class Sandbox:
         call = PortCall(port=port, op=op, args=args)
         with self.lock:
             self.hooks.observe(caller)
+            caller.acted = caller.acted or op != "describe"
             key = (caller.run, port, op)
             nth = self.ordinals[key] = self.ordinals.get(key, 0) + 1
             self.anchored("before", caller, call, nth)
