@@ -17,6 +17,10 @@ READ_PATIENCE_S = 6.0          # real seconds an attempt keeps re-reading (reads
 VERSIONS = {"schema_version": 1, "code_version": 1, "canonicalization_version": 1}
 
 
+TERMINAL = ("SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EFFECT_UNKNOWN",
+            "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN")
+
+
 class Retry(Exception):
     """This attempt ended without proof: let ctx.run's RunOptions schedule the next one."""
 
@@ -187,7 +191,7 @@ class Steps:
             bound += self.prof_ms("lag_ms")
         return as_of > end + bound
 
-    def reconcile(self, last):
+    def reconcile(self, last, after_conflict=False):
         """Read by key until it decides, within READ_PATIENCE_S. Returns the new knowledge."""
         if self.sent_end is None:
             self.http.get("/" + self.service)
@@ -203,6 +207,8 @@ class Steps:
             if r[0] == "found":
                 self.entry(self.key, "CONFIRMED", read=r[2], remote_ref=r[1])
                 return "CONFIRMED"
+            if r[0] == "absent" and after_conflict:
+                return "PROPOSED"
             if r[0] == "absent" and self.settled_absent(r[1], last):
                 self.entry(self.key, "PROPOSED", read=r[2], note="authoritative absence past the delivery bound")
                 return "PROPOSED"
@@ -275,13 +281,16 @@ class Steps:
             if ans.status == 429:
                 time.sleep(float(ans.headers.get("retry-after-ms", 100)) / 1000.0)
             if ans.status == 409:
-                time.sleep(0.05)
+                # the key is in flight elsewhere: wait for it and read by key
+                if self.reconcile(self.store.latest(self.key), after_conflict=True) == "CONFIRMED":
+                    return None
             raise Retry(err.get("code"))
         self.entry(self.key, "SENT_UNKNOWN", observation=obs)
         raise Retry(err.get("code") or str(ans.status))
 
     def notify(self):
-        self.checkpoint("EFFECT_CONFIRMED")
+        if self.state() in ("EFFECT_PREPARED", "EFFECT_IN_FLIGHT", "RECONCILING"):
+            self.checkpoint("EFFECT_CONFIRMED")
         last = self.store.latest(self.msg_key)
         if last and last["knowledge"] == "CONFIRMED":
             return {"outcome": "confirmed"}
@@ -289,7 +298,8 @@ class Steps:
             return {"outcome": "notify_unknown"}
         if last is None:
             self.entry(self.msg_key, "PROPOSED")
-        self.checkpoint("NOTIFYING")
+        if self.state() == "EFFECT_CONFIRMED":
+            self.checkpoint("NOTIFYING")
         self.store.confirm()
         self.entry(self.msg_key, "SENT_UNKNOWN", attempt={"n": 1, "at": self.http.last_now, "epoch": self.epoch})
         try:
@@ -298,7 +308,9 @@ class Steps:
         except Closed:
             return {"outcome": "notify_unknown"}
         if ans.status == 200:
-            self.entry(self.msg_key, "CONFIRMED", remote_ref=ans.body.get("message_id"))
+            self.entry(self.msg_key, "CONFIRMED", remote_ref=ans.body.get("message_id"),
+                       observation={"outcome": "ok", "status": 200, "at": ans.now},
+                       evidence=["notification.send answered 200, message %s" % ans.body.get("message_id")])
             return {"outcome": "confirmed"}
         if ans.definite:
             self.entry(self.msg_key, "PROPOSED", observation={"outcome": ans.error.get("code"), "definite": True})
@@ -331,11 +343,15 @@ class Steps:
             owner = "operator" if disp != "CANCELLED_NO_EFFECT" else None
             reason = "cancellation recorded; " + reason
         cur = self.state()
-        if disp in ("SUCCEEDED", "CANCELLED_EFFECT_REMAINS") and cur not in ("EFFECT_CONFIRMED", "NOTIFYING"):
+        terminal = cur in TERMINAL or cur == "WAITING_OPERATOR"
+        if terminal:
+            pass
+        elif disp in ("SUCCEEDED", "CANCELLED_EFFECT_REMAINS") and cur not in ("EFFECT_CONFIRMED", "NOTIFYING"):
             self.checkpoint("EFFECT_CONFIRMED")
-        if cur is None:
+        elif cur is None:
             self.checkpoint("VALIDATED")
-        self.checkpoint(disp)
+        if not terminal:
+            self.checkpoint(disp)
         effects = [{"key": kk, "knowledge": self.store.latest(kk)["knowledge"]}
                    for kk in (self.key, self.msg_key) if self.store.latest(kk)]
         self.store.write_finish({"disposition": disp, "effects": effects, "next_owner": owner, "reason": reason})
