@@ -17,6 +17,11 @@ def example(runtime: str, name: str, out: Path) -> str:
     return f"{sys.executable} {ROOT / 'examples' / 'runtimes' / runtime / name}.py --out-marker={out}"
 
 
+def independent(runtime: str, out: Path) -> str:
+    """The worker a stranger wrote for ``runtime`` from README.md and docs/ alone (gallery/independent/)."""
+    return f"{sys.executable} {ROOT / 'gallery' / 'independent' / runtime}_worker.py --out-marker={out}"
+
+
 def alive_with(marker: str) -> list[int]:
     found = []
     for pid in os.listdir("/proc"):

@@ -293,6 +293,24 @@ def test_cli_integrate_and_its_usage_errors(out, capsys):
     assert "--handover-wait must be positive" in capsys.readouterr().err
 
 
+def reserve_once(out: Path, timeout: float) -> str:
+    """A worker whose first request is one reserve (it meets a pause at once), with a client timeout of
+    ``timeout`` s; it prints "answered STATUS" or "timed out"."""
+    return script(out, f"""
+        import http.client, json, sys, urllib.parse
+        base = urllib.parse.urlsplit(sys.argv[1])
+        conn = http.client.HTTPConnection(base.hostname, base.port, timeout={timeout})
+        body = {{"intent": {{"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
+                           "technician": "X", "quantity": 1, "principal": "U-1"}}, "retry_owner": "caller"}}
+        conn.request("POST", base.path + "/reservation/reserve", json.dumps(body),
+                     {{"Content-Type": "application/json", "Idempotency-Key": "rsv-1"}})
+        try:
+            print("answered", conn.getresponse().status, flush=True)
+        except TimeoutError:
+            print("timed out", flush=True)
+        """) + f" --out-marker={out}"
+
+
 def _paused_at_reserve(sc_id: str, resume_after: str, restart_after: str):
     """One run whose worker is paused with its first reserve held (``before``)."""
     from crashlab.scenario_loader import from_dict
@@ -605,19 +623,7 @@ def test_a_worker_stopped_past_its_client_timeout_finds_its_answer_waiting(out):
     # a worker with a 1 s client timeout is stopped 3 s (real) with its reserve held: the request leaves
     # when the worker is to run again, and its answer is in the socket before the worker runs
     sc = _paused_at_reserve("pause-answer", "5m", "20m")
-    worker = script(out, """
-        import http.client, json, sys, urllib.parse
-        base = urllib.parse.urlsplit(sys.argv[1])
-        conn = http.client.HTTPConnection(base.hostname, base.port, timeout=1.0)
-        body = {"intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
-                           "technician": "X", "quantity": 1, "principal": "U-1"}, "retry_owner": "caller"}
-        conn.request("POST", base.path + "/reservation/reserve", json.dumps(body),
-                     {"Content-Type": "application/json", "Idempotency-Key": "rsv-1"})
-        try:
-            print("answered", conn.getresponse().status, flush=True)
-        except TimeoutError:
-            print("timed out", flush=True)
-        """)
+    worker = reserve_once(out, timeout=1.0)
     outcome = integrate(sc, worker=worker, out=out)
     log = (out / "pause-answer" / "run-1.w1.log").read_text()
     assert "answered 200" in log, log

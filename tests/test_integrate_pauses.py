@@ -36,18 +36,9 @@ def _after(events: list[dict], seq: int) -> list[dict]:
 
 def _reserve_once(out: Path) -> str:
     """A worker whose first request is the reserve (it reaches the pause at once)."""
-    from test_integrate import script
+    from test_integrate import reserve_once
 
-    return script(out, """
-        import http.client, json, sys, urllib.parse
-        base = urllib.parse.urlsplit(sys.argv[1])
-        conn = http.client.HTTPConnection(base.hostname, base.port, timeout=60)
-        body = {"intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
-                           "technician": "X", "quantity": 1, "principal": "U-1"}, "retry_owner": "caller"}
-        conn.request("POST", base.path + "/reservation/reserve", json.dumps(body),
-                     {"Content-Type": "application/json", "Idempotency-Key": "rsv-1"})
-        print(conn.getresponse().status, flush=True)
-        """) + f" --out-marker={out}"
+    return reserve_once(out, timeout=60)
 
 
 def test_a_held_request_of_a_worker_cut_by_the_wall_limit_is_never_executed(out):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runtime_support import (KEYLESS_502, KEYLESS_CRASH, ROOT, assert_handed_over_before_the_stale_worker_resumed, closed,
-                             example, no_leftovers, statuses)
+                             example, independent, no_leftovers, statuses)
 
 INSTALL = "pip install 'crashlab[temporal]'"
 HAVE_SDK = importlib.util.find_spec("temporalio") is not None
@@ -36,12 +36,13 @@ def server(tmp_path_factory):
     srv.stop()
 
 
-def _integrate(server, scenario, worker_name: str, out: Path):
+def _integrate(server, scenario, worker_name: str, out: Path, command: str | None = None):
     from crashlab.integrate.run import integrate
     from crashlab.scenario_loader import load_file, resolve
     runtime, srv = server
     sc = load_file(scenario) if isinstance(scenario, Path) else resolve(scenario)
-    outcome = integrate(sc, worker=example("temporal", worker_name, out), out=out, runtime=runtime, server=srv)
+    outcome = integrate(sc, worker=command or example("temporal", worker_name, out), out=out, runtime=runtime,
+                        server=srv)
     no_leftovers(f"--out-marker={out}")
     return outcome
 
@@ -60,6 +61,14 @@ def test_careful_example_passes(server, scenario, tmp_path):
 def test_a_stalled_run_is_handed_to_the_next_worker_before_the_stale_one_resumes(server, tmp_path):
     # the activity's heartbeat timeout lapsed and its retry ran on the replacement
     assert_handed_over_before_the_stale_worker_resumed(_integrate(server, "matrix-lease-loss", "careful", tmp_path))
+
+
+@pytest.mark.parametrize("scenario", ["crash-4-after-commit-before-record", "matrix-lease-loss"])
+@pytest.mark.runtime_heavy
+def test_a_design_written_from_the_docs_alone_passes(server, scenario, tmp_path):
+    # gallery/independent/temporal_worker.py: its own handler split, retry options and store, its own lease
+    outcome = _integrate(server, scenario, "", tmp_path, command=independent("temporal", tmp_path))
+    assert outcome.card.verdict == "pass", outcome.card.text()
 
 
 @pytest.mark.runtime_heavy
