@@ -118,6 +118,23 @@ def _version() -> str:
             "scenarios; CHANGELOG.md says what changed)")
 
 
+def check_exec_command(adapter) -> None:
+    """An exec: adapter whose program cannot be found is a usage error before anything runs (exit 3),
+    not a failed run in every scenario with the reason only in each trace."""
+    import os
+    import shutil
+
+    from .errors import UsageError
+
+    program = adapter.command[0]
+    found = (os.path.isfile(program) and os.access(program, os.X_OK)) if os.sep in program \
+        else shutil.which(program) is not None
+    if not found:
+        raise UsageError(f"--adapter {adapter.text!r}: cannot run {program!r}: no such command (not on PATH, not an "
+                         "executable); give a command on PATH or a path to an executable, e.g. "
+                         "'exec:python3 my_adapter.py'")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors exit 3, never 2 (2 means inconclusive)
         self.print_usage(sys.stderr)
