@@ -200,18 +200,20 @@ def parser() -> argparse.ArgumentParser:
     mg = cmd("merge", "join the results JSON of the shards of one run",
              "Join the results JSON written by `--shard I/N` runs (conformance or sweep) into the results of "
              "the unsharded run, and print its scorecard.")
-    mg.add_argument("results", nargs="+", metavar="RESULTS.json")
+    mg.add_argument("results", nargs="+", metavar="RESULTS.json",
+                    help="the results JSON of every shard (each written with --shard I/N --json PATH)")
     mg.add_argument("--json", metavar="PATH", help="write the merged results JSON here")
     mg.add_argument("-q", "--quiet", action="store_true", help="print only the score line")
 
     k = cmd("check", "re-check a saved trace without re-running it",
             "Read a JSONL trace written by `crashlab run` and check every invariant again.")
-    k.add_argument("trace", metavar="TRACE.jsonl")
+    k.add_argument("trace", metavar="TRACE.jsonl",
+                   help="a JSONL trace crashlab wrote (run, conformance, sweep, integrate)")
 
     rp = cmd("replay", "re-run a trace's seed and confirm the identical trace",
              "The determinism self-check: re-run the scenario, adapter and seed named in the trace header "
              "and compare the new trace byte for byte.")
-    rp.add_argument("trace", metavar="TRACE.jsonl")
+    rp.add_argument("trace", metavar="TRACE.jsonl", help="a JSONL trace crashlab wrote (run, conformance, sweep)")
     rp.add_argument("--adapter", metavar="SPEC",
                     help="adapter to replay with; a trace's own adapter runs only when it is crashlab's "
                          "reference or gallery adapter, or with --trust-adapter")

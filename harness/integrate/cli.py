@@ -28,7 +28,7 @@ def add_parsers(cmd) -> None:
   3  usage error     bad arguments, an unknown scenario, a bad --store URL, a runtime that is not installed,
                      an output path that names an input or another output (refused before anything runs)
   4  out of room     the disk filled up or file descriptors ran out: what was not written is named
-  6  internal error  a bug in crashlab: please report it with the repro command
+  6  internal error  a bug in crashlab: please report it with the command you ran
   130, 143           interrupted by SIGINT (Ctrl-C) or SIGTERM: every worker and server is stopped first
 
 worker command and environment (docs/integration.md, "The worker contract"):
