@@ -49,12 +49,15 @@ def _limits(args):
 
 def _adapter(args, spec=None):
     """The --adapter SPEC; a Python adapter is imported here only with --in-process."""
+    from .cli_args import check_exec_command
     from .drivers import load_adapter
 
     if args.in_process:
         print("crashlab: --in-process: the adapter runs inside crashlab's own process; results are marked "
               "untrusted", file=sys.stderr)
     adapter = load_adapter(spec if spec is not None else args.adapter, import_code=args.in_process)
+    if adapter.kind == "exec":
+        check_exec_command(adapter)   # a program that is not there: exit 3 now, not a fault in every trace
     if not args.in_process:
         from .sweep import check_imports
         check_imports(adapter)  # a worker process imports it: a spec that does not import is exit 3 now
@@ -462,6 +465,7 @@ OUTPUT_OPTIONS = {
     "report": (("out", "--out", "report"),),
     "explore": (("json", "--json", None), ("save", "--save", None), ("findings", "--findings", "findings")),
     "compare": (("save", "--save", "findings"),),
+    "integrate": (("out", "--out", "traces"), ("json", "--json", None)),
 }
 
 

@@ -118,6 +118,23 @@ def _version() -> str:
             "scenarios; CHANGELOG.md says what changed)")
 
 
+def check_exec_command(adapter) -> None:
+    """An exec: adapter whose program cannot be found is a usage error before anything runs (exit 3),
+    not a failed run in every scenario with the reason only in each trace."""
+    import os
+    import shutil
+
+    from .errors import UsageError
+
+    program = adapter.command[0]
+    found = (os.path.isfile(program) and os.access(program, os.X_OK)) if os.sep in program \
+        else shutil.which(program) is not None
+    if not found:
+        raise UsageError(f"--adapter {adapter.text!r}: cannot run {program!r}: no such command (not on PATH, not an "
+                         "executable); give a command on PATH or a path to an executable, e.g. "
+                         "'exec:python3 my_adapter.py'")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors exit 3, never 2 (2 means inconclusive)
         self.print_usage(sys.stderr)
@@ -183,18 +200,20 @@ def parser() -> argparse.ArgumentParser:
     mg = cmd("merge", "join the results JSON of the shards of one run",
              "Join the results JSON written by `--shard I/N` runs (conformance or sweep) into the results of "
              "the unsharded run, and print its scorecard.")
-    mg.add_argument("results", nargs="+", metavar="RESULTS.json")
+    mg.add_argument("results", nargs="+", metavar="RESULTS.json",
+                    help="the results JSON of every shard (each written with --shard I/N --json PATH)")
     mg.add_argument("--json", metavar="PATH", help="write the merged results JSON here")
     mg.add_argument("-q", "--quiet", action="store_true", help="print only the score line")
 
     k = cmd("check", "re-check a saved trace without re-running it",
             "Read a JSONL trace written by `crashlab run` and check every invariant again.")
-    k.add_argument("trace", metavar="TRACE.jsonl")
+    k.add_argument("trace", metavar="TRACE.jsonl",
+                   help="a JSONL trace crashlab wrote (run, conformance, sweep, integrate)")
 
     rp = cmd("replay", "re-run a trace's seed and confirm the identical trace",
              "The determinism self-check: re-run the scenario, adapter and seed named in the trace header "
              "and compare the new trace byte for byte.")
-    rp.add_argument("trace", metavar="TRACE.jsonl")
+    rp.add_argument("trace", metavar="TRACE.jsonl", help="a JSONL trace crashlab wrote (run, conformance, sweep)")
     rp.add_argument("--adapter", metavar="SPEC",
                     help="adapter to replay with; a trace's own adapter runs only when it is crashlab's "
                          "reference or gallery adapter, or with --trust-adapter")

@@ -22,6 +22,43 @@ def test_help_of_every_subcommand_is_complete(capsys):
         assert "exit codes:" in out and "inconclusive" in out
 
 
+def test_probe_and_integrate_help_list_their_own_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        main(["probe", "--help"])
+    out = capsys.readouterr().out
+    assert "1  residue" in out and "conformance: 20/20" not in out and "adapter limits" not in out
+    with pytest.raises(SystemExit):
+        main(["integrate", "--help"])
+    out = capsys.readouterr().out
+    assert "6  internal error" in out and "every scenario's integration card passed" in out
+
+
+@pytest.mark.parametrize("spec", ["exec:no-such-adapter-command-x", "exec:/nonexistent/adapter --x"])
+def test_an_exec_adapter_that_is_not_there_is_a_usage_error_before_anything_runs(spec, tmp_path, capsys):
+    for argv in (["run", "t1-crash-before-dispatch"], ["conformance", "-q"]):
+        assert main(argv + ["--adapter", spec, "--out", str(tmp_path / "out")]) == 3
+        err = capsys.readouterr().err
+        assert "no such command" in err and repr(spec.split()[0][5:]) in err
+    assert not list((tmp_path / "out").glob("*.jsonl"))      # refused before any run: no trace
+
+
+def test_integrate_refuses_an_output_that_is_its_scenario_file_or_a_file_as_out(tmp_path, capsys):
+    scenario = tmp_path / "mine.yaml"
+    scenario.write_text((HERE.parent / "scenarios" / "t2-commit-before-record.yaml").read_text())
+    before = scenario.read_text()
+    worker = f"{sys.executable} -c pass"
+    assert main(["integrate", str(scenario), "--worker", worker, "--json", str(scenario),
+                 "--out", str(tmp_path / "o")]) == 3
+    assert "which this command reads" in capsys.readouterr().err
+    assert scenario.read_text() == before
+    assert main(["integrate", str(scenario), "--worker", worker, "--out", str(scenario)]) == 3
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert main(["integrate", str(scenario), "--worker", worker, "--out", str(tmp_path / "o"),
+                 "--json", str(tmp_path / "o" / "cards.jsonl")]) == 3
+    assert "inside the --out folder" in capsys.readouterr().err
+    assert scenario.read_text() == before and not list((tmp_path / "o").glob("*.jsonl"))
+
+
 def test_usage_error_exits_3_not_2(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["run"])

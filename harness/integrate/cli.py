@@ -23,9 +23,13 @@ def add_parsers(cmd) -> None:
   0  pass            every scenario's integration card passed
   1  fail            a rule failed on some card, or a worker misbehaved (a recorded fault)
   2  inconclusive    nothing failed, but a rule of the minimum set (EFF-01, PREP-02, RETRY-01, REC-01,
-                     TRUTH-01) could not be judged, a run was cut by the wall-clock limit, or a paused
-                     worker's replacement never got the run (no read, send or store row within --handover-wait)
-  3  usage error     bad arguments, an unknown scenario, a bad --store URL, a runtime that is not installed
+                     TRUTH-01) could not be judged, a run was cut by the wall-clock limit, or the
+                     scenario did not happen: a paused worker's replacement never got the run (no read,
+                     send or store row within --handover-wait), or its faults never met a request
+  3  usage error     bad arguments, an unknown scenario, a bad --store URL, a runtime that is not installed,
+                     an output path that names an input or another output (refused before anything runs)
+  4  out of room     the disk filled up or file descriptors ran out: what was not written is named
+  6  internal error  a bug in crashlab: please report it with the command you ran
   130, 143           interrupted by SIGINT (Ctrl-C) or SIGTERM: every worker and server is stopped first
 
 worker command and environment (docs/integration.md, "The worker contract"):
@@ -96,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "runtime", None):
         from ..runtimes import load
         runtime = load(args.runtime)          # a UsageError naming the extra when its package is missing
+    from ..files import check_output_dir, check_output_file
+
+    check_output_dir(args.out, "--out")          # before any worker runs: a file there is exit 3, not a crash
+    if args.json:
+        check_output_file(args.json, "--json")
     codes, cards = [], []
     with _runtime_server(runtime, Path(args.out)) as server:
         for sc in scenarios:

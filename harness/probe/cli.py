@@ -7,6 +7,13 @@ import sys
 
 DEFAULT_BUDGET = 20
 DEFAULT_WAIT = "1s"
+EXIT_CODES = """exit codes:
+  0  pass            the plan ran and left nothing behind, or a dry run (nothing sent)
+  1  residue         effects remain, or a request may have made one the probe cannot name (both printed)
+  3  usage error     a bad mapping file, URL or option, or a host that is not allowed (nothing was sent)
+  4  out of room     the disk filled up or file descriptors ran out: what was not written is named
+  6  internal error  a bug in crashlab: please report it with the command you ran
+  130, 143           interrupted by SIGINT (Ctrl-C) or SIGTERM"""
 
 
 def add_parser(cmd) -> None:
@@ -23,9 +30,8 @@ def add_parser(cmd) -> None:
             "(or sandbox); it never sends more than --budget requests; its keys are random crashlab-probe-... "
             "strings and its intent carries the probe's id; every effect it made is released where the mapping "
             "file maps a release, and whatever remains is printed. docs/probe.md explains the mapping file, the "
-            "plan and what each answer means.\n\nExit 0: the plan ran and left nothing behind (or a dry run); "
-            "1: effects remain, or a request may have made one the probe cannot name (both are printed); "
-            "3: a bad mapping file, URL or option (nothing was sent).")
+            "plan and what each answer means.")
+    p.epilog = EXIT_CODES
     p.add_argument("url", metavar="URL", help="the endpoint's base URL; the mapping file's paths are appended "
                                              "(the sandbox: http://127.0.0.1:PORT/w/run-1.w1)")
     p.add_argument("--map", required=True, metavar="MAP.yaml", help="the mapping file (docs/probe.md; "
