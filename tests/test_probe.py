@@ -130,6 +130,31 @@ def test_error_replay_is_caught_when_an_endpoint_stores_errors():
     assert interpret(pmap, obs).fields["error_replay"].value is False
 
 
+def test_no_answer_is_never_observed_as_a_replay_or_a_negative():
+    pmap = load_map(MAP)
+    obs = Observed(probe_id="crashlab-probe-x", keys={}, intents={}, wait_ms=0)
+    lost = lambda n, step: Exchange(n, step, "POST", "/r", "k3", 0, None, error="ConnectionResetError")  # noqa: E731
+    obs.steps = {"error": [lost(1, "error")], "after_error": [lost(2, "after_error")],
+                 "unknown": [Exchange(3, "unknown", "GET", "/r", "k0", 0, None, error="timeout")]}
+    profile = interpret(pmap, obs)
+    assert profile.fields["error_replay"].status == "untested" and "no answer" in profile.fields["error_replay"].text
+    assert profile.notes["unknown_key"].status == "untested"
+
+
+def test_nothing_listening_at_the_url_is_a_usage_error_after_one_request(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:          # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "profile.yaml"
+    assert main(["probe", f"http://127.0.0.1:{port}/w/run-1.w1", "--map", str(MAP), "--execute",
+                 "--out", str(out)]) == 3
+    printed = capsys.readouterr()
+    assert f"nothing answers at http://127.0.0.1:{port}/w/run-1.w1" in printed.err and "#2" not in printed.out
+    assert "unknown:" not in printed.out and not out.exists()
+
+
 def test_error_replay_is_a_service_knob_the_loader_checks():
     sc = scenario(idempotency="none", lookup="none")
     assert "error_replay" not in sc.services["reservation"]          # absent unless declared: traces unchanged

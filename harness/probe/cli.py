@@ -9,8 +9,10 @@ DEFAULT_BUDGET = 20
 DEFAULT_WAIT = "1s"
 EXIT_CODES = """exit codes:
   0  pass            the plan ran and left nothing behind, or a dry run (nothing sent)
-  1  residue         effects remain, or a request may have made one the probe cannot name (both printed)
-  3  usage error     a bad mapping file, URL or option, or a host that is not allowed (nothing was sent)
+  1  residue         effects remain, or a request may have made one the probe cannot name (both printed),
+                     or the endpoint refused a connection midway (the profile holds what came before)
+  3  usage error     a bad mapping file, URL or option, a host that is not allowed, or nothing listening
+                     at the URL (its first connection refused); nothing was probed
   4  out of room     the disk filled up or file descriptors ran out: what was not written is named
   6  internal error  a bug in crashlab: please report it with the command you ran
   130, 143           interrupted by SIGINT (Ctrl-C) or SIGTERM"""
@@ -97,8 +99,16 @@ def report(pmap, client, url: str, wait_ms: int, out, map_path: str) -> int:
     from .plan import execute
     from .profile import _spelled, profile_text
 
+    from ..errors import UsageError
+
     print("sending:")
     obs = execute(pmap, client, wait_ms=wait_ms, say=lambda line: print(line, flush=True))
+    if obs.stopped and not any(ex.status for ex in client.sent):
+        raise UsageError(f"nothing answers at {url}: {obs.stopped}; nothing was probed and no profile written",
+                         hint="start the test endpoint, or check the URL's host and port")
+    if obs.stopped:
+        print(f"stopped: the endpoint refused a connection ({obs.stopped}); the steps after it were not sent "
+              "and their fields stay untested")
     profile = interpret(pmap, obs)
     if obs.skipped:
         print(f"  not sent (what was seen made them moot): {', '.join(obs.skipped)}")
@@ -127,4 +137,4 @@ def report(pmap, client, url: str, wait_ms: int, out, map_path: str) -> int:
         from ..files import atomic_write_text
         atomic_write_text(out, profile_text(profile, meta, str(out)))
         print(f"profile: {out}")
-    return 0 if not residue and not obs.unknown else 1
+    return 0 if not residue and not obs.unknown and not obs.stopped else 1

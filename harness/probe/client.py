@@ -72,6 +72,7 @@ class Exchange:
     headers: Mapping[str, str] = field(default_factory=dict)
     error: str | None = None
     note: str = ""              # what the probe read from the answer (a reference, found or not)
+    refused: bool = False       # the connection was refused: nothing was sent
 
     @property
     def ok(self) -> bool:
@@ -142,6 +143,7 @@ class Client:
                 ex.body = raw.decode("utf-8", "replace")[:200]
         except (OSError, http.client.HTTPException) as exc:
             ex.error = type(exc).__name__ if not str(exc) else f"{type(exc).__name__}: {exc}"[:120]
+            ex.refused = isinstance(exc, ConnectionRefusedError)   # refused at connect: no byte left
         finally:
             conn.close()
         return ex

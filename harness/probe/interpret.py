@@ -159,6 +159,9 @@ def interpret(pmap: ProbeMap, obs: Observed) -> Profile:
     err, after = obs.one("error"), obs.one("after_error")
     if err is None:
         f["error_replay"] = Finding("untested", "no 'failing' intent in the mapping file", None)
+    elif not err.status or (after is not None and not after.status):
+        f["error_replay"] = Finding("untested", "the failing request, or the good one after it, got no answer: "
+                                    "only an answer shows what the key keeps", None, _brief(err, after))
     elif err.ok:
         f["error_replay"] = Finding("untested", "the failing intent was accepted (an effect, released); give "
                                     "'failing' fields the endpoint refuses", None, _brief(err))
@@ -247,7 +250,9 @@ def _reads(pmap: ProbeMap, obs: Observed, r1, f: dict, notes: dict, dedup) -> No
                 "(a read by key without deduplication cannot be simulated)")
     f["lookup"] = Finding("observed" if value else "untested", why, value,
                           _brief(read, read_later, search, search_later))
-    if unknown is not None:
+    if unknown is not None and not unknown.status:
+        notes["unknown_key"] = Finding("untested", f"a key never sent got {unknown.brief()}", None, _brief(unknown))
+    elif unknown is not None:
         honest = (unknown.ok and dig(unknown.body, found_at) is False) or unknown.status == 404
         notes["unknown_key"] = Finding("observed", "a key never sent was reported not found: an honest negative"
                                        if honest else ("a key never sent was reported FOUND: the read is not an "

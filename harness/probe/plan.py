@@ -119,6 +119,7 @@ class Observed:
     unknown: list[Exchange] = field(default_factory=list)                  # effect sends with no answer
     releases: dict[str, Exchange] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    stopped: str | None = None      # why the plan stopped before its end (the endpoint refused a connection)
 
     def one(self, step: str) -> Exchange | None:
         got = self.steps.get(step)
@@ -171,9 +172,14 @@ def execute(pmap: ProbeMap, client: Client, *, wait_ms: int, probe_id: str | Non
                 ref = ref_of(pmap, ex) if step.request == "effect" else None
                 if ref is not None and ref not in obs.effects:
                     obs.effects[ref] = step.name
-                if step.request == "effect" and (ex.status == 0 or ex.status >= 500 or (ex.ok and ref is None)):
+                if step.request == "effect" and not ex.refused and (ex.status == 0 or ex.status >= 500
+                                                                    or (ex.ok and ref is None)):
                     obs.unknown.append(ex)      # no answer, a 5xx, or an effect whose answer names no reference
                 say(f"  {step.name:<13}{ex.brief()}")
+            refused = next((ex for ex in got if ex.refused), None)
+            if refused is not None:             # nothing listens there (any more): no step after this is probed
+                obs.stopped = f"#{refused.n} {refused.method} {refused.path}: {refused.error}"
+                break
     finally:
         release_all(pmap, client, obs, say)
     return obs
