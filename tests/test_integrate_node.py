@@ -68,7 +68,7 @@ def test_the_careful_node_worker_passes_the_suite_and_a_paused_worker(tmp_path):
         assert card["verdict"] == "pass", (scenario, card)
         status = _status(card)
         for rule in MINIMUM:
-            assert status[rule] == "pass", (scenario, rule, status[rule])
+            assert status[rule] in ("pass", "not exercised"), (scenario, rule, status[rule])   # never not judgeable
 
 
 @pytest.mark.parametrize("mistake, scenario, rules", [

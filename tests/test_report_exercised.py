@@ -8,7 +8,7 @@ from pathlib import Path
 from crashlab.checks import EXPECTATIONS, INVARIANTS
 from crashlab.checks.rubric import score
 from crashlab.conformance import recheck_saved
-from crashlab.report.exercised import EXERCISED_BY, FACTS, counts, coverage, severity
+from crashlab.exercised import EXERCISED_BY, FACTS, counts, coverage, severity
 from crashlab.report.html import catalogue, scenario_page
 from crashlab.report.index import index_page, overall
 from crashlab.report.view import Item, ordered

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..checks.invariants import BY_ID, EXPECTATIONS, INVARIANTS
+from ..exercised import EXERCISED_BY, FACTS, counts
 from ..results import ScenarioResult
 
 MINIMUM = ("EFF-01", "PREP-02", "RETRY-01", "REC-01", "TRUTH-01")
@@ -69,6 +70,15 @@ def _indistinct(v, refusals: dict[int, str]) -> bool:
     return v.invariant == "CLS-03" and len(v.events) > 1 and refusals.get(v.events[1]) in INDISTINCT
 
 
+def _idle(check_id: str, facts: dict | None) -> str | None:
+    """Why ``check_id`` had nothing to judge in this trace (none of the facts that exercise it occurred),
+    or None when it was exercised (or the trace was not given)."""
+    wanted = EXERCISED_BY.get(check_id)
+    if facts is None or not wanted or any(facts.get(f) for f in wanted):
+        return None
+    return "no " + " or ".join(FACTS[f] for f in wanted) + " in this run"
+
+
 def refusal_codes(trace) -> dict[int, str]:
     """Each refused result in a trace: its seq -> its error code."""
     return {e["seq"]: str((e.get("error") or {}).get("code")) for e in trace
@@ -102,8 +112,8 @@ def stale_rows(trace) -> list[str]:
 @dataclass(frozen=True, slots=True)
 class Line:
     invariant: str
-    status: str          # pass | fail | not judgeable
-    why: str             # for fail: the first finding; for not judgeable: the reason
+    status: str          # pass | fail | not judgeable | not exercised
+    why: str             # for fail: the first finding; for not judgeable and not exercised: the reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +169,9 @@ class Card:
         passed = [line.invariant for line in self.lines if line.status == "pass"]
         if passed:
             out.append(f"  pass: {', '.join(passed)}")
+        idle = [line.invariant for line in self.lines if line.status == "not exercised"]
+        if idle:
+            out.append(f"  not exercised (nothing in this run to judge them on): {', '.join(idle)}")
         reasons: dict[str, list[str]] = {}
         for line in self.lines:
             if line.status == "not judgeable":
@@ -201,7 +214,13 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
         if not _unobservable(v) and not _indistinct(v, refusals):
             findings.setdefault(v.invariant, []).append(v)
     lines = []
+    facts = counts(list(trace)) if trace else None
+    found = {v.invariant for v in result.violations}
     for inv in INVARIANTS + EXPECTATIONS:
+        idle = _idle(inv.id, facts) if inv.id not in found else None
+        if idle is not None:
+            lines.append(Line(inv.id, "not exercised", idle))
+            continue
         if inv.id == "OWN-03" and trace and not store_missing:
             stale = stale_rows(trace)
             lines.append(Line(inv.id, "fail", stale[0]) if stale else Line(inv.id, "pass", STORE_ORDER))

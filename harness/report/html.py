@@ -20,7 +20,7 @@ from ..results import ScenarioResult
 from ..scenario_format import CARD_FIELDS
 from ..timefmt import format_time
 from . import machines, packet as packets_view, style
-from .exercised import severity
+from ..exercised import severity
 from .view import Item, knowledge_steps, packets, repro, run_steps, unresolved
 
 CARD_LABELS = {"known_before_failure": "Known before the failure", "survived": "What survived",
@@ -157,7 +157,7 @@ def violations_html(r: ScenarioResult, by_seq: dict, origin: int, events: list[d
 def coverage_html(r: ScenarioResult, events: list[dict] | None) -> str:
     """What the run exercised: the headline counts, the invariants judged on real events and
     held, and those with nothing to judge ("not exercised", never a pass)."""
-    from .exercised import FACTS, coverage, headline
+    from ..exercised import FACTS, coverage, headline
 
     statements = dict(catalogue())
     cov = coverage(r, events, list(statements))

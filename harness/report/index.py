@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..results import Scorecard
 from .findings import Finding, auto_fail_sources, group, lost_groups
 from .html import badge, category_words, e, expected_observed, repro_html, shell, value_html
-from .exercised import coverage, severity
+from ..exercised import coverage, severity
 from .view import Item
 
 DIFFERS_NOTE = ("No invariant was violated: {n} scenario(s) differ from their expected outcome only, as a "

@@ -37,7 +37,7 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
     grouped by rule; passes as one line. ``items`` are in report order (failures first)."""
     from .findings import group
 
-    from .exercised import severity
+    from ..exercised import severity
     from .index import DIFFERS_NOTE, counts_text, overall, verdict_counts
 
     counts = verdict_counts(items)

@@ -84,7 +84,7 @@ def chapter_rank(scenario_id: str) -> int:
 def ordered(items: list[Item]) -> list[Item]:
     """Failures (fail, then expectation differences, then unknown) first, then passes; inside each group the eight traces in
     chapter order, then the rest in the order given."""
-    from .exercised import severity
+    from ..exercised import severity
 
     weight = {"fail": 0, "differs": 1, "unknown": 2}
     return [item for _, item in sorted(enumerate(items), key=lambda p: (

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import ERROR_CODES, is_dispatch
-from ..results import ScenarioResult
+from .model import ERROR_CODES, is_dispatch
+from .results import ScenarioResult
 
 #: The facts counted in a trace, with how the report names them.
 FACTS = {
