@@ -73,6 +73,14 @@ def test_index_groups_findings_and_every_scenario_has_a_page(tmp_path):
         assert (tmp_path / "out" / "scenarios" / f"{p.stem}.html").is_file()
 
 
+def test_the_observed_box_is_red_only_when_something_was_violated():
+    from crashlab.report.html import expected_observed
+
+    assert '<div class="obs">' in expected_observed(item(result("ok")))
+    bad = expected_observed(item(result("no", "fail", Violation(invariant="EFF-01", message="two", events=(1,)))))
+    assert '<div class="obs bad">' in bad and "1 violation(s): EFF-01" in bad
+
+
 # --------------------------------------------------------------------------- repro lines
 def test_repro_lines_are_shell_quoted_for_any_adapter_spec():
     events = [{"seq": 0, "kind": "header", "lane": "meta", "scenario": "t2-x", "source": "my scen.yaml",

@@ -22,6 +22,7 @@ import secrets
 import shlex
 import shutil
 import signal
+import string
 import subprocess
 import time
 from collections.abc import Mapping
@@ -55,6 +56,23 @@ def _die_with_parent() -> None:   # in the child, before exec: SIGKILL when cras
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def _check_placeholders(argv: list[str], *, runtime: bool) -> None:
+    """Refuse, before anything starts, a --worker whose braces are not the worker's placeholders."""
+    allowed = ("url", "db", "worker", "run") + (("runtime", "runtime_id") if runtime else ())
+    names = ", ".join("{" + name + "}" for name in allowed)
+    for part in argv:
+        try:
+            fields = [name for _, name, spec, conv in string.Formatter().parse(part) if name is not None]
+        except ValueError:
+            raise UsageError(f"--worker: a lone brace in {part!r}", hint=f"write a literal brace twice ({{{{ or }}}}); "
+                             f"the placeholders are {names}") from None
+        for name in fields:
+            if name not in allowed:
+                extra = "" if runtime or name not in ("runtime", "runtime_id") else " (only with --runtime)"
+                raise UsageError(f"--worker: unknown placeholder {{{name}}} in {part!r}{extra}",
+                                 hint=f"the placeholders are {names}; write a literal brace twice")
 
 
 @dataclass(slots=True)
@@ -120,6 +138,7 @@ class Supervisor(Hooks):
             raise UsageError(f"--worker: cannot run {program!r}: no such command (not on PATH, not an executable)",
                              hint="give a command on PATH or a path to an executable, e.g. --worker "
                                   "'python3 worker.py {url} {db}'")
+        _check_placeholders(self.argv_template, runtime=bool(runtime_ids))
         self.scenario = scenario
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -297,12 +316,7 @@ class Supervisor(Hooks):
         rs.failpoints = self._failpoints(rs)
         values = {"url": sb.url(caller), "db": rs.store.worker_db, "worker": caller.name, "run": rs.id}
         runtime = self._runtime_values(rs)
-        try:
-            argv = [part.format(**values, **runtime) for part in self.argv_template]
-        except (KeyError, IndexError, ValueError) as exc:
-            raise UsageError(f"--worker: unknown placeholder {exc} (use {{url}}, {{db}}, {{worker}}, {{run}}"
-                             f"{', {runtime}, {runtime_id} with --runtime' if not runtime else ', {runtime}, {runtime_id}'}"
-                             "; double a literal brace)") from None
+        argv = [part.format(**values, **runtime) for part in self.argv_template]   # checked in __init__
         env = {**os.environ, "CRASHLAB_URL": values["url"], "CRASHLAB_DB": values["db"],
                "CRASHLAB_WORKER": caller.name, "CRASHLAB_RUN": rs.id, "CRASHLAB_EPOCH": str(caller.number),
                "CRASHLAB_FAILPOINT": ",".join(spec for spec, _ in rs.failpoints),

@@ -49,7 +49,7 @@ nav{font-size:13px;margin:4px 0}nav a{margin-right:10px}
 dl.card,dl.kv{display:grid;grid-template-columns:minmax(0,max-content) minmax(0,1fr);gap:2px 12px;margin:4px 0}
 dl.card dt,dl.kv dt{font-weight:600;color:#455a64}dl.kv dt{font-size:12px}dl.card dd,dl.kv dd{margin:0;min-width:0}
 .eo{display:grid;grid-template-columns:repeat(auto-fit,minmax(240px,1fr));gap:8px;margin:6px 0}
-.eo>div{border-left:4px solid #90a4ae;padding:4px 10px;background:#fcfcfc}.eo>.obs{border-color:#c62828}
+.eo>div{border-left:4px solid #90a4ae;padding:4px 10px;background:#fcfcfc}.eo>.obs{border-color:#2e7d32}.eo>.obs.bad{border-color:#c62828}
 blockquote{margin:4px 0;padding:2px 10px;border-left:3px solid #b0bec5;color:#37474f;font-style:italic}
 .finding{border:1px solid #e0e0e0;border-radius:5px;padding:8px 12px;margin:8px 0;background:#fff}
 .finding h3{margin:0 0 4px}
@@ -258,7 +258,8 @@ def expected_observed(item: Item) -> str:
         f"{len(r.violations)} violation(s): " + ", ".join(dict.fromkeys(v.invariant for v in r.violations))
     obs.append(held)
     return ('<div class="eo"><div><h4>Expected</h4>' + "<br>".join(e(x) for x in exp) + "</div>"
-            '<div class="obs"><h4>Observed</h4>' + "<br>".join(e(x) for x in obs) + "</div></div>")
+            f'<div class="obs{" bad" if r.violations else ""}"><h4>Observed</h4>' + "<br>".join(e(x) for x in obs)
+            + "</div></div>")
 
 
 def packets_html(item: Item, origin: int, *, no_answers: bool = False) -> str:
