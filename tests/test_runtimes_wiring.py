@@ -118,7 +118,7 @@ def test_every_worker_gets_the_server_env_and_one_unit_id_per_run(fake):
 
 
 def test_without_runtime_the_runtime_placeholders_are_refused(fake):
-    with pytest.raises(UsageError, match=r"unknown placeholder 'runtime'.*with --runtime"):
+    with pytest.raises(UsageError, match=r"unknown placeholder \{runtime\}.*only with --runtime"):
         integrate(resolve("matrix-throttling"), worker=worker_cmd(fake), out=fake / "o")
 
 
