@@ -23,6 +23,8 @@ def independent(runtime: str, out: Path) -> str:
 
 
 def alive_with(marker: str) -> list[int]:
+    """Live processes whose command line carries ``marker``: workers and servers, not this test process
+    and not crashlab itself (``python -m crashlab ...``, whose command line names the folder too)."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == os.getpid():
@@ -32,7 +34,7 @@ def alive_with(marker: str) -> list[int]:
             state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
         except OSError:
             continue
-        if marker in cmd and state != "Z":
+        if marker in cmd and state != "Z" and " -m crashlab " not in cmd:
             found.append(int(pid))
     return found
 

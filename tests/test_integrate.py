@@ -4,7 +4,6 @@ Every test checks that no worker process is left behind (the fixture scans /proc
 test's own output folder in a command line) and that the sandbox's port is closed."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from crashlab.integrate.card import MINIMUM, card
 from crashlab.integrate.run import integrate, suite
 from crashlab.results import ScenarioResult
 from crashlab.scenario_loader import load_file, resolve
+from runtime_support import alive_with, no_leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "examples" / "integration" / "worker.py"
@@ -26,26 +26,11 @@ KEYLESS_502 = ROOT / "examples" / "integration" / "scenarios" / "keyless-502.yam
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc: Linux only")
 
 
-def _alive_with(marker: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-        except OSError:
-            continue
-        if marker in cmd and state != "Z" and " -m crashlab " not in cmd:   # a worker, not crashlab itself
-            found.append(int(pid))
-    return found
-
-
 def _port_of(marker: str) -> int:
     """The sandbox port in the command line of a live worker (its {url})."""
     import re
 
-    for pid in _alive_with(marker):
+    for pid in alive_with(marker):
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
         found = re.search(r"http://127\.0\.0\.1:(\d+)/", cmd)
         if found:
@@ -70,10 +55,7 @@ def _listening(port: int) -> bool:
 @pytest.fixture
 def out(tmp_path):
     yield tmp_path
-    deadline = time.monotonic() + 5
-    while _alive_with(str(tmp_path)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive_with(str(tmp_path)), "a worker process outlived its integration run"
+    no_leftovers(str(tmp_path))
 
 
 def careful(out: Path, mistake: str = "") -> str:
@@ -246,9 +228,9 @@ def _integrate_a_stuck_worker(out, stderr):
                              "--out", str(out / "o")], stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         deadline = time.monotonic() + 20
-        while not _alive_with(str(marker)) and time.monotonic() < deadline:
+        while not alive_with(str(marker)) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _alive_with(str(marker)), "the worker never started"
+        assert alive_with(str(marker)), "the worker never started"
         port = _port_of(str(marker))
         assert _listening(port)
     except BaseException:
@@ -263,9 +245,9 @@ def test_killing_crashlab_itself_leaves_no_worker_behind(out):
     proc.kill()
     proc.wait(timeout=10)
     deadline = time.monotonic() + 5
-    while _alive_with(str(marker)) and time.monotonic() < deadline:
+    while alive_with(str(marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive_with(str(marker))
+    assert not alive_with(str(marker))
     assert not _listening(port), f"the sandbox's port {port} still listens after crashlab was killed"
 
 
@@ -349,7 +331,7 @@ def test_ctrl_c_stops_the_run_and_leaves_nothing_behind(out):
             proc.kill()
             proc.wait()
     assert proc.returncode == 130 and b"interrupted" in err and b"Traceback" not in err, err
-    assert not _alive_with(str(marker))
+    assert not alive_with(str(marker))
     assert not _listening(port), f"the sandbox's port {port} still listens after Ctrl-C"
 
 
@@ -492,7 +474,7 @@ def test_a_finished_run_leaves_no_listening_port_and_no_worker(out):
     sup._start = start
     sup.run()
     assert seen and not _listening(seen[0]), "the sandbox's port still listens after the run"
-    assert not _alive_with(str(out))
+    assert not alive_with(str(out))
 
 
 def test_the_listening_check_sees_a_listening_socket():
@@ -629,6 +611,6 @@ def test_a_worker_stopped_past_its_client_timeout_finds_its_answer_waiting(out):
     # when the worker is to run again, and its answer is in the socket before the worker runs
     sc = _paused_at_reserve("pause-answer", "5m", "20m")
     worker = reserve_once(out, timeout=1.0)
-    outcome = integrate(sc, worker=worker, out=out)
+    integrate(sc, worker=worker, out=out)
     log = (out / "pause-answer" / "run-1.w1.log").read_text()
     assert "answered 200" in log, log

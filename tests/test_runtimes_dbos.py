@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
 from crashlab.scenario_loader import resolve
-from test_integrate import _alive_with
+from runtime_support import no_leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "runtimes" / "dbos"
@@ -44,10 +43,7 @@ def server(tmp_path_factory):
     srv = rt.start(work / "runtime")
     yield rt, srv, work
     srv.stop()
-    deadline = time.monotonic() + 5
-    while _alive_with(str(work)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive_with(str(work)), "a worker process outlived its integration run"
+    no_leftovers(str(work))
 
 
 def scenario(name: str):

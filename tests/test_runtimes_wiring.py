@@ -18,7 +18,7 @@ from crashlab.errors import UsageError
 from crashlab.integrate.run import integrate
 from crashlab.runtimes import RUNTIMES, load
 from crashlab.scenario_loader import resolve
-from test_integrate import _alive_with
+from runtime_support import alive_with, no_leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "examples" / "integration" / "worker.py"
@@ -73,10 +73,7 @@ def fake(tmp_path, monkeypatch):
     monkeypatch.setitem(RUNTIMES, "fake", "fake_runtime")
     monkeypatch.setitem(RUNTIMES, "ghost", "ghost_runtime")
     yield tmp_path
-    deadline = time.monotonic() + 5
-    while _alive_with(str(tmp_path)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive_with(str(tmp_path)), "a worker process outlived its integration run"
+    no_leftovers(str(tmp_path))
 
 
 def worker_cmd(tmp: Path) -> str:
@@ -180,9 +177,9 @@ def test_sigterm_stops_the_server_and_every_worker(fake):
     try:
         deadline = time.monotonic() + 20
         unit = "matrix-throttling.run-"          # only the worker's expanded command line holds its unit id
-        while not _alive_with(unit) and time.monotonic() < deadline:
+        while not alive_with(unit) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _alive_with(unit), "the worker never started"
+        assert alive_with(unit), "the worker never started"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 128 + signal.SIGTERM
     finally:
@@ -190,7 +187,7 @@ def test_sigterm_stops_the_server_and_every_worker(fake):
             proc.kill()
             proc.wait(timeout=10)
     assert (fake / "o" / "runtime-fake" / "events").read_text().split() == ["started", "stopped"]
-    assert not _alive_with("matrix-throttling.run-")
+    assert not alive_with("matrix-throttling.run-")
 
 
 def test_every_runtime_profile_names_an_extra_never_a_core_dependency():
