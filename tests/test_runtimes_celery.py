@@ -17,7 +17,7 @@ import pytest
 from crashlab.errors import UsageError
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
 from crashlab.scenario_loader import resolve
-from test_integrate import _alive_with
+from runtime_support import alive_with, no_leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "runtimes" / "celery"
@@ -61,10 +61,7 @@ def server(tmp_path_factory):
     srv.stop()                                       # safe twice
     assert srv.proc.poll() is not None and not _listening(srv.port), "redis-server outlived the run"
     assert not (work / "runtime" / "dump.rdb").exists()
-    deadline = time.monotonic() + 5
-    while _alive_with(str(work)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive_with(str(work)), "a worker process outlived its integration run"
+    no_leftovers(str(work))
 
 
 def scenario(name: str):
@@ -99,7 +96,7 @@ def test_missing_redis_server_names_the_install_command(tmp_path, monkeypatch):
 
     monkeypatch.setattr(profile.shutil, "which", lambda name: None)
     with pytest.raises(UsageError) as err:
-        profile.start(tmp_path)
+        profile.RUNTIME.start(tmp_path)
     assert "redis-server" in str(err.value) and "apt-get install redis-server" in str(err.value.hint)
 
 
@@ -112,7 +109,7 @@ def test_a_server_that_fails_to_start_shows_its_log_tail(tmp_path, monkeypatch):
     fake.chmod(0o755)
     monkeypatch.setattr(profile.shutil, "which", lambda name: str(fake))
     with pytest.raises(UsageError) as err:
-        profile.start(tmp_path / "work")
+        profile.RUNTIME.start(tmp_path / "work")
     assert "FATAL: bind: Address already in use" in str(err.value)
     assert "apt-get install redis-server" in str(err.value.hint) and os.path.exists(tmp_path / "work" / "redis.log")
 
@@ -141,7 +138,7 @@ def test_cli_starts_redis_once_on_loopback_and_leaves_no_port_behind(tmp_path, c
     port = int(re.search(r"port=(\d+)", log).group(1))
     assert not _listening(port), "crashlab's redis-server still listens after the run"
     assert not list((tmp_path / "o" / "runtime-celery").glob("dump.rdb"))
-    assert not _alive_with(str(tmp_path))
+    assert not alive_with(str(tmp_path))
 
 
 @needs_redis
@@ -157,16 +154,16 @@ def test_a_sigkill_of_crashlab_takes_its_redis_server_along(tmp_path):
     log = tmp_path / "o" / "runtime-celery" / "redis.log"
     try:
         deadline = time.monotonic() + 30
-        while not _alive_with(str(slow)) and time.monotonic() < deadline:
+        while not alive_with(str(slow)) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _alive_with(str(slow)), "the worker never started"
+        assert alive_with(str(slow)), "the worker never started"
         port = int(re.search(r"port=(\d+)", log.read_text()).group(1))
         assert _listening(port)
     finally:
         proc.kill()
         proc.wait(timeout=10)
     deadline = time.monotonic() + 5
-    while (_listening(port) or _alive_with(str(slow))) and time.monotonic() < deadline:
+    while (_listening(port) or alive_with(str(slow))) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _listening(port), "redis-server outlived a SIGKILL of crashlab"
-    assert not _alive_with(str(slow))
+    assert not alive_with(str(slow))

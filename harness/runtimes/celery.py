@@ -160,10 +160,6 @@ class RedisServer:
                 target.unlink(missing_ok=True)
 
 
-def start(work: Path) -> RedisServer:
-    return RedisServer(work)
-
-
 RUNTIME = Runtime(
     name="celery",
     title="Celery with Redis (broker and result backend)",
@@ -172,5 +168,5 @@ RUNTIME = Runtime(
     retry_owner_settings=("task autoretry_for / max_retries / self.retry", "task_acks_late",
                           "task_reject_on_worker_lost", "broker_transport_options.visibility_timeout",
                           "unacked_restore_interval", "unacked_restore_throttle"),
-    start=start,
+    start=RedisServer,
 )

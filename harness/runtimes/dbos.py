@@ -96,10 +96,6 @@ class DbosState:
         """Nothing runs: the system database stays in the output folder as evidence."""
 
 
-def start(work: Path) -> DbosState:
-    return DbosState(work)
-
-
 RUNTIME = Runtime(
     name="dbos",
     title="DBOS Transact (Python, SQLite system database)",
@@ -107,5 +103,5 @@ RUNTIME = Runtime(
     tested_version=VERSION,
     retry_owner_settings=("@DBOS.step(retries_allowed, max_attempts, interval_seconds, backoff_rate)",
                           "workflow recovery on launch (executor_id)", "@DBOS.workflow(max_recovery_attempts)"),
-    start=start,
+    start=DbosState,
 )
