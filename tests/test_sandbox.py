@@ -106,6 +106,9 @@ def test_throttled_answers_429_with_retry_after(serve):
     status, err, headers = c.post("/reservation/reserve", {"intent": INTENT}, key="k1")
     assert status == 429 and headers["Retry-After"] == "1" and headers["Retry-After-Ms"] == "20"
     assert err["error"]["details"]["retry_after_ms"] == 20 and "effect" not in kinds(sb)
+    # the trace keeps the scenario's 2 s (CLS-02 compares it with scenario time), the worker is told 20 real ms
+    traced = [e for e in sb.trace.events if e["kind"] == "result" and not e["ok"]]
+    assert traced[0]["error"]["details"]["retry_after_ms"] == 2000
     assert c.post("/reservation/reserve", {"intent": INTENT}, key="k1")[0] == 200
 
 

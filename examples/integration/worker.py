@@ -18,6 +18,7 @@ Retry-After; 409 waits for the key to settle and reads it.
   closed_as_not_sent  take a closed connection as "nothing was sent" and resend without a read
   no_lease            keep no lease: a worker paused past its lease resumes and writes as if it still
                       owned the run
+  short_throttle_wait wait a fifth of a 429's Retry-After before sending again
 """
 from __future__ import annotations
 
@@ -254,7 +255,7 @@ class Client:
 TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EFFECT_UNKNOWN",
             "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN"}
 ATTEMPT_CEILING = 5
-MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease")
+MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait")
 LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
@@ -468,7 +469,7 @@ class Worker:
         code = (data.get("error") or {}).get("code")
         if status == 429:
             wait_ms = int(headers.get("retry-after-ms") or 1000 * int(headers.get("retry-after") or 1))
-            time.sleep(wait_ms / 1000)
+            time.sleep(wait_ms / (5000 if self.mistake == "short_throttle_wait" else 1000))
             self.append("PROPOSED", evidence=["429: throttled before execution (definite)"])
             return
         if status == 409 and code == "conflict_in_flight":

@@ -90,7 +90,7 @@ class Handler(BaseHTTPRequestHandler):
             if answer.status == 0:
                 self.close_connection = True       # no status line: the connection just closes
             elif answer.error is not None:
-                self._send(answer.status, {"error": answer.error.to_json()}, answer.headers)
+                self._send(answer.status, {"error": answer.wire or answer.error.to_json()}, answer.headers)
             else:
                 self._send(200, answer.value)
         finally:
