@@ -123,3 +123,14 @@ def test_integrate_refuses_an_input_store_before_any_worker_runs(tmp_path, monke
     assert code == 3 and (tmp_path / "notes.txt").read_text() == "keep me"
     assert "notes.txt" in capsys.readouterr().err
     assert not list((tmp_path / "o").rglob("*.jsonl"))
+
+
+# --------------------------------------------------------------------------- a cancellation read and ignored
+def test_a_worker_that_reads_a_cancellation_and_sends_anyway_fails_cancel01(tmp_path):
+    from crashlab.scenario_loader import resolve
+
+    outcome = integrate(resolve("matrix-cancel-after-refused-send"), worker=careful("--mistake=ignores_cancellation"),
+                        out=tmp_path / "o")
+    assert {"CANCEL-01", "CANCEL-02"} <= _failing(outcome), outcome.card.text()
+    careful_outcome = integrate(resolve("matrix-cancel-after-refused-send"), worker=careful(), out=tmp_path / "c")
+    assert not {"CANCEL-01", "CANCEL-02"} & _failing(careful_outcome), careful_outcome.card.text()

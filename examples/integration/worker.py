@@ -19,6 +19,7 @@ Retry-After; 409 waits for the key to settle and reads it.
   no_lease            keep no lease: a worker paused past its lease resumes and writes as if it still
                       owned the run
   short_throttle_wait wait a fifth of a 429's Retry-After before sending again
+  ignores_cancellation read the inbox and go on: a delivered cancellation never stops a send
 """
 from __future__ import annotations
 
@@ -255,7 +256,8 @@ class Client:
 TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EFFECT_UNKNOWN",
             "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN"}
 ATTEMPT_CEILING = 5
-MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait")
+MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait",
+            "ignores_cancellation")
 LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
@@ -419,7 +421,8 @@ class Worker:
                 if v]
 
     def cancelled(self) -> bool:
-        return any(e["type"] == "cancel" for e in self.poll())
+        events = self.poll()              # read even by the mistake: the cancellation was delivered
+        return self.mistake != "ignores_cancellation" and any(e["type"] == "cancel" for e in events)
 
     def dispatch(self) -> None:
         attempts = 0
