@@ -134,3 +134,11 @@ def test_a_worker_that_reads_a_cancellation_and_sends_anyway_fails_cancel01(tmp_
     assert {"CANCEL-01", "CANCEL-02"} <= _failing(outcome), outcome.card.text()
     careful_outcome = integrate(resolve("matrix-cancel-after-refused-send"), worker=careful(), out=tmp_path / "c")
     assert not {"CANCEL-01", "CANCEL-02"} & _failing(careful_outcome), careful_outcome.card.text()
+
+
+def test_a_key_without_tenant_and_principal_is_caught_in_the_suite(tmp_path):
+    from crashlab.scenario_loader import resolve
+
+    outcome = integrate(resolve("matrix-cross-tenant-key-collision"), worker=careful("--mistake=tenantless_key"),
+                        out=tmp_path / "o")
+    assert "KEY-02" in _failing(outcome), outcome.card.text()

@@ -20,6 +20,7 @@ Retry-After; 409 waits for the key to settle and reads it.
                       owned the run
   short_throttle_wait wait a fifth of a 429's Retry-After before sending again
   ignores_cancellation read the inbox and go on: a delivered cancellation never stops a send
+  tenantless_key      derive the key from the intent without its tenant and principal
 """
 from __future__ import annotations
 
@@ -257,7 +258,7 @@ TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EF
             "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN"}
 ATTEMPT_CEILING = 5
 MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait",
-            "ignores_cancellation")
+            "ignores_cancellation", "tenantless_key")
 LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
@@ -339,7 +340,9 @@ class Worker:
         if self.mistake != "no_lease":     # one owner at a time: wait for a crashed or paused holder's lease
             self.store.acquire(self.epoch, self.worker, LEASE_TTL_MS / 1000 / self.profile.get("time_scale", 1))
         self.intent = intake["payload"]["intent"]
-        self.key = "rsv-" + hashlib.sha256(canonical(self.intent).encode()).hexdigest()[:20]
+        scoped = self.intent if self.mistake != "tenantless_key" else \
+            {k: v for k, v in self.intent.items() if k not in ("tenant", "principal")}
+        self.key = "rsv-" + hashlib.sha256(canonical(scoped).encode()).hexdigest()[:20]
         self.notify_user = bool(intake["payload"].get("notify"))
         self.notice_key = "msg-" + self.key[4:]          # the notification: its own identity
         self.notice_intent = {"tenant": self.intent.get("tenant"), "to": self.intent.get("technician"),
