@@ -213,6 +213,9 @@ ENTRIES: tuple[Entry, ...] = (
     _entry(knowledge.ExactlyOnceClaim, "exactly-once-claim", "Effect ledger and semantic identity",
            "If unknown, escalate. Never claim exactly-once external execution.",
            invariants=("TRUTH-02",), categories=("disposition",), auto_fail="exactly-once claim"),
+    _entry(cancellation.IgnoresCancellation, "ignores-cancellation", "Classify before retrying",
+           "Cancellation stops new work and reconciles anything in flight.",
+           invariants=("CANCEL-01",), categories=("disposition",)),
     _entry(cancellation.CancellationTheater, "cancellation-theater", _TRAPS,
            "Cancellation theater: cancelling local compute while leaving a remote effect unresolved is "
            "not complete cancellation.",

@@ -6,6 +6,7 @@ from crashlab.model import TERMINAL_STATES, Knowledge, RunState
 from crashlab.reference_impl import ReferenceAdapter
 from crashlab.reference_impl.adapter import truthful_disposition
 from crashlab.reference_impl.behaviour import Behaviour
+from crashlab.reference_impl.inbox import absorb
 from crashlab.reference_impl.session import Session
 from crashlab.reference_impl.transitions import TABLE, Transition
 
@@ -46,3 +47,22 @@ class CompensationAsRollback(ReferenceAdapter):
     REJECTED ("rolled back") and reports the run as cancelled with no effect."""
 
     behaviour = Behaviour(session=_RollbackSession)
+
+
+def _absorb_without_cancel(record, events):
+    """Every delivery is read and recorded; a cancellation is recorded as read and then ignored."""
+    kept = [e for e in events if e["type"] != "cancel"]
+    absorbed = absorb(record, kept)
+    known = dict(absorbed.record.events)
+    for event in events:
+        if event["type"] == "cancel" and event["event_id"] not in known:
+            known[event["event_id"]] = {"seq": event["seq"], "type": "cancel", "duplicates": [], "detail": {},
+                                        "disposition": "read: the run goes on (cancellation not applied)"}
+    return type(absorbed)(record=absorbed.record.evolve(events=known), authority_changed=absorbed.authority_changed)
+
+
+class IgnoresCancellation(ReferenceAdapter):
+    """It reads the cancellation from its inbox and goes on: the reservation is sent after the
+    user cancelled, and the run ends as if no one had."""
+
+    behaviour = Behaviour(absorb=_absorb_without_cancel)

@@ -372,6 +372,7 @@ class Findings:
         self.keys: set[tuple] = set()
         index = folder / "index.jsonl"
         if index.is_file():
+            drop_torn_line(index)
             for line in index.read_text(encoding="utf-8").splitlines():
                 try:
                     item = json.loads(line)
@@ -400,6 +401,14 @@ class Findings:
             fh.write(json.dumps({"id": job.id, "base": job.base, "invariants": list(invariants),
                                  "file": str(path), "repro": repro}, sort_keys=True) + "\n")
         return path
+
+
+def drop_torn_line(path: Path) -> None:
+    """Cut a file back to its last whole line (what a kill in the middle of an append leaves)."""
+    with open(path, "rb+") as fh:
+        data = fh.read()
+        if data and not data.endswith(b"\n"):
+            fh.truncate(data.rfind(b"\n") + 1)
 
 
 class Journal:
@@ -431,6 +440,8 @@ class Journal:
     def start(self, resume: bool) -> None:
         if not resume or not self.path.is_file():
             atomic_write_text(self.path, json.dumps(self.header, sort_keys=True) + "\n")
+        else:
+            drop_torn_line(self.path)       # a line cut by a kill would swallow the next one
         self.fh = open(self.path, "a", encoding="utf-8")
 
     def add(self, result: ScenarioResult) -> None:
@@ -482,6 +493,9 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
     if shard is not None:
         extra["shard"] = shard.to_json()
     journal.start(resume)
+    for job in jobs:      # a kill between a run's journal line and its finding: write what is missing
+        if job.id in done:
+            findings.add(job, done[job.id])
     try:
         results, internal = execute(jobs, adapter=adapter, seed=seed, out_dir=out_dir, keep=keep,
                                     executor=executor, done=done, on_result=on_result)

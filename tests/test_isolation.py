@@ -87,6 +87,17 @@ def test_exit_hooks_patched_checkers_and_closed_stdout_cannot_pass_a_failing_ada
 
 
 @pytest.mark.parametrize("adapter", ["ExitsZero", "PatchesChecker"])
+def test_compare_runs_no_adapter_code_in_crashlabs_process(tmp_path, adapter):
+    """compare runs both adapters in workers: an adapter's os._exit(0) or a patched checker cannot
+    turn a difference into exit 0."""
+    scenario = T1 if adapter == "ExitsZero" else BLIND_FAILS[0]
+    proc = cli("compare", "--adapter", "crashlab.reference_impl:ReferenceAdapter", "--adapter",
+               f"hostile_adapters:{adapter}", "--scenario", scenario)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 of 1 runs differ" in proc.stdout
+
+
+@pytest.mark.parametrize("adapter", ["ExitsZero", "PatchesChecker"])
 def test_the_hostile_adapters_do_defeat_the_untrusted_in_process_mode(tmp_path, adapter):
     """What the boundary stops is real: inside crashlab's own process these adapters make a failing
     adapter exit 0, which is why --in-process is marked untrusted."""

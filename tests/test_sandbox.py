@@ -106,6 +106,9 @@ def test_throttled_answers_429_with_retry_after(serve):
     status, err, headers = c.post("/reservation/reserve", {"intent": INTENT}, key="k1")
     assert status == 429 and headers["Retry-After"] == "1" and headers["Retry-After-Ms"] == "20"
     assert err["error"]["details"]["retry_after_ms"] == 20 and "effect" not in kinds(sb)
+    # the trace keeps the scenario's 2 s (CLS-02 compares it with scenario time), the worker is told 20 real ms
+    traced = [e for e in sb.trace.events if e["kind"] == "result" and not e["ok"]]
+    assert traced[0]["error"]["details"]["retry_after_ms"] == 2000
     assert c.post("/reservation/reserve", {"intent": INTENT}, key="k1")[0] == 200
 
 
@@ -311,3 +314,44 @@ def test_a_sandbox_without_background_traffic_sends_none(serve):
     time.sleep(0.05)
     with sb.lock:
         assert not [e for e in sb.trace.events if e.get("cause") == "other_actor"] and not sb._threads
+
+
+def _raw(sb, request: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", sb.httpd.server_address[1]), timeout=5) as s:
+        s.sendall(request)
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def test_a_chunked_body_is_read_whole_never_as_an_empty_object(serve):
+    sb = serve(scenario())
+    body = json.dumps({"intent": INTENT}).encode()
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:10], body[10:])) + b"0\r\n\r\n"
+    answer = _raw(sb, b"POST /w/run-1.w1/reservation/reserve HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+                      b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks)
+    assert answer.startswith(b"HTTP/1.1 200") or answer.startswith(b"HTTP/1.0 200"), answer[:200]
+    effects = [e for e in sb.trace.events if e["kind"] == "effect"]
+    assert effects and effects[0].get("intent", INTENT)["part"] == INTENT["part"]
+
+
+@pytest.mark.parametrize("headers, said", [
+    (b"Transfer-Encoding: gzip\r\n", b"Transfer-Encoding"),
+    (b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", b"Content-Length"),
+])
+def test_a_body_that_cannot_be_read_is_refused_with_400(serve, headers, said):
+    sb = serve(scenario())
+    answer = _raw(sb, b"POST /w/run-1.w1/reservation/reserve HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+                      + headers + b"\r\nzzzzz")
+    assert b" 400 " in answer.split(b"\r\n", 1)[0] and said in answer
+    assert "effect" not in kinds(sb)
+
+
+def test_a_malformed_chunk_is_refused_with_400(serve):
+    sb = serve(scenario())
+    answer = _raw(sb, b"POST /w/run-1.w1/reservation/reserve HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\nnot-hex\r\n")
+    assert b" 400 " in answer.split(b"\r\n", 1)[0] and b"malformed" in answer
+    assert "effect" not in kinds(sb)

@@ -107,6 +107,36 @@ def test_a_sweep_resumes_where_it_was_interrupted(tmp_path):
         sweep(adapter, scenarios[:1], out_dir=out, resume=True)
 
 
+def test_a_sweep_killed_mid_write_and_resumed_twice_gives_the_uninterrupted_results(tmp_path):
+    """SIGKILL can land after a run's journal line and before its finding, or in the middle of a
+    line: the resumed sweep's results and findings are the uninterrupted sweep's, however often it
+    is resumed."""
+    scenarios = [resolve("t2-commit-before-record")]
+    adapter = load_adapter("crashlab.gallery.retries:BlindRetry")
+    full = sweep(adapter, scenarios, out_dir=tmp_path / "full")
+    out = tmp_path / "cut"
+    sweep(adapter, scenarios, out_dir=out)
+    journal, index = out / "sweep.journal.jsonl", out / "findings" / "index.jsonl"
+    lines = journal.read_text().splitlines()
+    findings = index.read_text().splitlines()
+    done = [json.loads(line)["id"] for line in lines[1:41]]
+    keep = [f for f in findings if json.loads(f)["id"] in done][:-1]     # the last finding was never written
+    for f in findings:
+        if f not in keep:
+            Path(json.loads(f)["file"]).unlink()
+    index.write_text("".join(f + "\n" for f in keep) + '{"id": "torn')
+    journal.write_text("\n".join(lines[:41]) + "\n" + lines[41][:30])
+    for _ in range(2):
+        resumed = sweep(adapter, scenarios, out_dir=out, resume=True)
+        same = json.dumps(full.to_json(), sort_keys=True).replace(str(tmp_path / "full"), str(out))
+        assert json.dumps(resumed.to_json(), sort_keys=True) == same
+        assert all(json.loads(line) for line in journal.read_text().splitlines())
+        got = [json.loads(f) for f in index.read_text().splitlines()]
+        want = [json.loads(f) for f in (tmp_path / "full" / "findings" / "index.jsonl").read_text().splitlines()]
+        assert [(g["id"], g["invariants"], Path(g["file"]).name) for g in got] == \
+            [(w["id"], w["invariants"], Path(w["file"]).name) for w in want]
+
+
 def test_ctrl_c_on_a_sweep_keeps_the_journal_and_says_how_to_resume(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([PY, "-m", "crashlab", "sweep", "--scenario", SCENARIOS[1], "--out", str(out), "-j", "1", "--json",

@@ -18,6 +18,9 @@ Retry-After; 409 waits for the key to settle and reads it.
   closed_as_not_sent  take a closed connection as "nothing was sent" and resend without a read
   no_lease            keep no lease: a worker paused past its lease resumes and writes as if it still
                       owned the run
+  short_throttle_wait wait a fifth of a 429's Retry-After before sending again
+  ignores_cancellation read the inbox and go on: a delivered cancellation never stops a send
+  tenantless_key      derive the key from the intent without its tenant and principal
 """
 from __future__ import annotations
 
@@ -254,7 +257,8 @@ class Client:
 TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EFFECT_UNKNOWN",
             "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN"}
 ATTEMPT_CEILING = 5
-MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease")
+MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait",
+            "ignores_cancellation", "tenantless_key")
 LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
@@ -336,7 +340,9 @@ class Worker:
         if self.mistake != "no_lease":     # one owner at a time: wait for a crashed or paused holder's lease
             self.store.acquire(self.epoch, self.worker, LEASE_TTL_MS / 1000 / self.profile.get("time_scale", 1))
         self.intent = intake["payload"]["intent"]
-        self.key = "rsv-" + hashlib.sha256(canonical(self.intent).encode()).hexdigest()[:20]
+        scoped = self.intent if self.mistake != "tenantless_key" else \
+            {k: v for k, v in self.intent.items() if k not in ("tenant", "principal")}
+        self.key = "rsv-" + hashlib.sha256(canonical(scoped).encode()).hexdigest()[:20]
         self.notify_user = bool(intake["payload"].get("notify"))
         self.notice_key = "msg-" + self.key[4:]          # the notification: its own identity
         self.notice_intent = {"tenant": self.intent.get("tenant"), "to": self.intent.get("technician"),
@@ -418,7 +424,8 @@ class Worker:
                 if v]
 
     def cancelled(self) -> bool:
-        return any(e["type"] == "cancel" for e in self.poll())
+        events = self.poll()              # read even by the mistake: the cancellation was delivered
+        return self.mistake != "ignores_cancellation" and any(e["type"] == "cancel" for e in events)
 
     def dispatch(self) -> None:
         attempts = 0
@@ -468,7 +475,7 @@ class Worker:
         code = (data.get("error") or {}).get("code")
         if status == 429:
             wait_ms = int(headers.get("retry-after-ms") or 1000 * int(headers.get("retry-after") or 1))
-            time.sleep(wait_ms / 1000)
+            time.sleep(wait_ms / (5000 if self.mistake == "short_throttle_wait" else 1000))
             self.append("PROPOSED", evidence=["429: throttled before execution (definite)"])
             return
         if status == 409 and code == "conflict_in_flight":

@@ -102,9 +102,9 @@ def _exp_absent(ix: TraceIndex) -> Iterator[Finding]:
                 yield ev.get("run"), f"the scenario forbids evidence {item!r}, which appears at #{ev['seq']}", \
                     (ev["seq"],), False
             else:
-                where = ", ".join(f"{p!r} at #{seen[p]}" for p in parts)
-                yield ev.get("run"), f"the scenario forbids {evidence_words(item)} together, which the trace " \
-                                     f"holds ({where})", tuple(sorted({seen[p] for p in parts})), False
+                where = " and ".join(f"{p!r} at #{seen[p]}" for p in parts)
+                yield ev.get("run"), f"the scenario forbids {evidence_words(item)} together, and the trace " \
+                                     f"holds {'both' if len(parts) == 2 else 'them all'}: {where}", tuple(sorted({seen[p] for p in parts})), False
 
 
 def _exp_disposition_at(ix: TraceIndex) -> Iterator[Finding]:

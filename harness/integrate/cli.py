@@ -51,8 +51,9 @@ no process may outlive its group. Each is a recorded fault of that scenario with
     p.add_argument("--worker", required=True, metavar="CMD",
                    help="the worker command, e.g. 'python3 worker.py {url} {db}'")
     p.add_argument("--store", default="sqlite:{db}", metavar="URL",
-                   help="the worker's store: sqlite:{db} (default: one database file per run in the output folder) "
-                        "or postgresql://USER@127.0.0.1:PORT/{db} (one database per run, created empty)")
+                   help="the worker's store: sqlite:{db} (default: one database file per run in the output folder), "
+                        "sqlite:PATH with {scenario} and {run} (a file crashlab did not make is never deleted), "
+                        "or postgresql://USER@127.0.0.1:PORT/[PREFIX_]{db} (one database per run, created empty)")
     p.add_argument("--time-scale", type=float, default=DEFAULT_TIME_SCALE, metavar="N",
                    help=f"scenario milliseconds per real millisecond (default {DEFAULT_TIME_SCALE:g})")
     p.add_argument("--wall-limit", type=float, default=WALL_LIMIT_S, metavar="S",
@@ -103,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
     from ..files import check_output_dir, check_output_file
 
     check_output_dir(args.out, "--out")          # before any worker runs: a file there is exit 3, not a crash
+    from .store import plan_stores
+
+    plan_stores(args.store, [(sc.id, spec.id, Path(args.out) / sc.id) for sc in scenarios for spec in sc.runs])
     if args.json:
         check_output_file(args.json, "--json")
     codes, cards = [], []

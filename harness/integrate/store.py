@@ -16,9 +16,16 @@ checkpoints, then the finish. A view the worker has not created yet reads as emp
   reader never writes and never blocks the worker for long.
 * ``postgresql://USER@127.0.0.1:PORT/{db}``: one database per run, created empty by the
   supervisor; read through ``psql`` (no driver needed), on loopback or a local socket only.
+
+Stores never collide and never cost a file: :func:`plan_stores` refuses, before any worker runs,
+two runs that would share one store, and an existing file crashlab did not make. A PostgreSQL
+database name carries a hash of the run's output folder, scenario and run, so it fits the server's
+63 bytes whatever the scenario's id, and two suites on one server (other ``--out`` folders, or a
+prefix in the URL: ``.../teamA_{db}``) never drop each other's databases.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -34,6 +41,8 @@ VIEWS = {"ledger": ("crashlab_ledger", "seq"), "checkpoints": ("crashlab_checkpo
          "finish": ("crashlab_finish", "seq")}
 BUSY_TIMEOUT_MS = 500
 PSQL_TIMEOUT_S = 10
+PG_NAME_BYTES = 63            # PostgreSQL cuts longer identifiers (NAMEDATALEN - 1)
+MARK = ".crashlab-store"      # beside a store crashlab made outside its output folder: it may delete that file
 
 
 @dataclass(slots=True)
@@ -62,8 +71,9 @@ def _ordered(found: dict[str, list]) -> list:
 class SqliteStore:
     """One run's SQLite database at ``path``, read incrementally."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, home: Path | None = None) -> None:
         self.path = Path(path)
+        self.home = home           # the output folder: a file inside it is crashlab's to delete
         self.seen = {name: None for name in VIEWS}    # view -> the last order value read
         self.views_found: set[str] = set()
 
@@ -71,9 +81,38 @@ class SqliteStore:
     def worker_db(self) -> str:
         return str(self.path)
 
+    @property
+    def mark(self) -> Path:
+        return self.path.with_name(self.path.name + MARK)
+
+    def _ours(self) -> bool:
+        """Whether crashlab made the file at ``path`` (inside its output folder, or marked by it)."""
+        if self.home is not None and self.path.resolve().is_relative_to(Path(self.home).resolve()):
+            return True
+        return self.mark.is_file()
+
+    def check(self, flag: str = "--store") -> None:
+        """UsageError when resetting would delete a file crashlab did not make."""
+        if (self.path.exists() or self.path.is_symlink()) and not self._ours():
+            raise UsageError(f"{flag} sqlite:{self.path}: the file exists and crashlab did not make it; every run starts "
+                             "from an empty store and crashlab never deletes a file it did not make",
+                             hint="move the file away, or give sqlite:{db} (one database per run in the output folder)")
+        if self.path.is_dir():
+            raise UsageError(f"{flag} sqlite:{self.path}: is a folder", hint="give a file path, or sqlite:{db}")
+
     def reset(self) -> None:
-        if self.path.exists():
-            self.path.unlink()      # every integration run starts from an empty store
+        """Every integration run starts from an empty store; a file crashlab did not make is refused."""
+        self.check()
+        if self.path.exists() or self.path.is_symlink():
+            self.path.unlink()
+            for extra in ("-wal", "-shm", "-journal"):      # SQLite's side files of the deleted database
+                side = self.path.with_name(self.path.name + extra)
+                if side.is_file():
+                    side.unlink()
+        if self.home is None or not self.path.resolve().is_relative_to(Path(self.home).resolve()):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.mark.write_text(f"{self.path.name} was made for a crashlab integration run; crashlab deletes it "
+                                 "before its next run there\n", encoding="utf-8")
 
     def read(self) -> Rows:
         out = Rows()
@@ -185,14 +224,34 @@ class PostgresStore:
         return out
 
 
+def _pg_name(template_path: str, *, scenario: str, run: str, out: Path) -> str:
+    """The run's database name: ``crashlab_<hash>_<scenario>_<run>``, cut to fit PostgreSQL's 63 bytes
+    with the rest of the URL's path; the hash (of the output folder, scenario and run) keeps every
+    run's name its own whatever is cut."""
+    digest = hashlib.sha256(f"{Path(out).resolve()}\0{scenario}\0{run}".encode()).hexdigest()[:10]
+    fixed = template_path.lstrip("/").replace("{db}", "")
+    if not re.fullmatch(r"[A-Za-z0-9_]*", fixed):
+        raise UsageError(f"--store: the database name around {{db}} ({template_path.lstrip('/')!r}) may hold only "
+                         "letters, digits and _", hint="e.g. postgresql://USER@127.0.0.1:PORT/teamA_{db}")
+    budget = PG_NAME_BYTES - len(fixed)
+    head = f"crashlab_{digest}"
+    if budget < len(head):
+        raise UsageError(f"--store: the database name around {{db}} ({template_path.lstrip('/')!r}) leaves "
+                         f"{max(budget, 0)} of PostgreSQL's {PG_NAME_BYTES} bytes; crashlab needs {len(head)}",
+                         hint="shorten the prefix")
+    slug = re.sub(r"[^a-z0-9_]", "_", f"_{scenario}_{run}".lower())
+    return (head + slug)[:budget]
+
+
 def open_store(template: str, *, scenario: str, run: str, out: Path) -> SqliteStore | PostgresStore:
     """The store of ``run`` from ``--store``: ``sqlite:{db}`` (a database per run under ``out``),
-    ``sqlite:PATH`` ({run} replaced), or ``postgresql://USER@127.0.0.1:PORT/{db}``."""
+    ``sqlite:PATH`` ({scenario} and {run} replaced), or ``postgresql://USER@127.0.0.1:PORT/{db}``."""
     if template.startswith("sqlite:"):
         path = template[len("sqlite:"):]
         if path in ("", "{db}"):
-            return SqliteStore(out / f"{run}.sqlite")
-        return SqliteStore(Path(path.replace("{run}", run).replace("{db}", str(out / f"{run}.sqlite"))))
+            return SqliteStore(out / f"{run}.sqlite", home=out)
+        path = path.replace("{scenario}", scenario).replace("{run}", run).replace("{db}", str(out / f"{run}.sqlite"))
+        return SqliteStore(Path(path), home=out)
     if template.startswith(("postgresql://", "postgres://")):
         parts = urlsplit(template)
         if (parts.hostname or "") not in _LOOPBACK:
@@ -201,9 +260,26 @@ def open_store(template: str, *, scenario: str, run: str, out: Path) -> SqliteSt
         if shutil.which("psql") is None:
             raise UsageError("--store postgresql://...: crashlab reads the views with psql, which is not on PATH",
                              hint="install the PostgreSQL client (Debian: postgresql-client)")
-        name = re.sub(r"[^a-z0-9_]", "_", f"crashlab_{scenario}_{run}".lower())[:60]
         if "{db}" not in parts.path:
             raise UsageError(f"--store {template}: put {{db}} where the database name goes "
                              "(postgresql://USER@127.0.0.1:PORT/{db}): each run gets its own, created empty")
+        name = _pg_name(parts.path, scenario=scenario, run=run, out=out)
         return PostgresStore(template.replace("{db}", name))
     raise UsageError(f"--store {template!r}: give sqlite:{{db}} or postgresql://USER@127.0.0.1:PORT/{{db}}")
+
+
+def plan_stores(template: str, runs: list[tuple[str, str, Path]]) -> None:
+    """Before any worker runs: every (scenario, run, output folder) gets a store of its own, and no
+    existing file crashlab did not make would be deleted. UsageError (exit 3) otherwise."""
+    owner: dict[str, tuple[str, str]] = {}
+    for scenario, run, out in runs:
+        st = open_store(template, scenario=scenario, run=run, out=out)
+        where = st.worker_db if isinstance(st, PostgresStore) else str(Path(st.worker_db).resolve())
+        if where in owner and owner[where] != (scenario, run):
+            first = "/".join(owner[where])
+            raise UsageError(f"--store {template}: {first} and {scenario}/{run} would share one store ({st.worker_db}); "
+                             "every run needs its own",
+                             hint="put {scenario} and {run} in the path, or give sqlite:{db}")
+        owner[where] = (scenario, run)
+        if isinstance(st, SqliteStore):
+            st.check()

@@ -291,27 +291,36 @@ def generated_documents(examples: int, seed: int, bases) -> list[tuple[dict, str
 def compare(adapter_a: str, adapter_b: str, scenarios, *, examples: int = 0, seed: int = 0,
             run_seed: int | None = None, progress=None) -> tuple[int, list[Difference]]:
     """Run both adapters on every scenario (and ``examples`` generated schedules); return the
-    number of runs compared and every scenario whose outcomes differ."""
-    from ..checks import check_trace
+    number of runs compared and every scenario whose outcomes differ. Each adapter runs in worker
+    processes, as for conformance: no adapter code runs here, so neither can end or steer the
+    comparison (docs/protocol.md, "Trust boundary")."""
+    import tempfile
+
+    from ..conformance import run_checked
     from ..drivers import load_adapter
-    from ..runner import run_scenario
     from ..scenario_loader import from_dict
+    from ..trace import read_jsonl
 
     spec_a, spec_b = load_adapter(adapter_a), load_adapter(adapter_b)
     work = [(s, None) for s in scenarios]
     if examples:
         work += [(from_dict(doc, file=source), doc) for doc, source in generated_documents(examples, seed, scenarios)]
     diffs = []
-    for scenario, doc in work:
-        ra = run_scenario(scenario, spec_a, run_seed)
-        rb = run_scenario(scenario, spec_b, run_seed)
-        oa, ob = outcome(ra.events), outcome(rb.events)
-        fa, fb = ({v.invariant for v in check_trace(r.events).violations} for r in (ra, rb))
-        if oa != ob or fa != fb:
-            diffs.append(Difference(scenario=scenario.id, seed=ra.seed, a=oa, b=ob, document=doc,
-                                    fired=(tuple(sorted(fa - fb)), tuple(sorted(fb - fa)))))
-        if progress is not None:
-            progress(scenario.id, oa == ob)
+    with tempfile.TemporaryDirectory(prefix="crashlab-compare-") as tmp:
+        for n, (scenario, doc) in enumerate(work):
+            runs = []
+            for side, spec in (("a", spec_a), ("b", spec_b)):
+                result = run_checked(scenario, spec, seed=run_seed, out_dir=Path(tmp) / f"{n}{side}")
+                events = read_jsonl(Path(result.trace)) if result.trace else []
+                runs.append((result, events))
+            (ra, ea), (rb, eb) = runs
+            oa, ob = outcome(ea), outcome(eb)
+            fa, fb = ({v.invariant for v in r.violations} for r in (ra, rb))
+            if oa != ob or fa != fb:
+                diffs.append(Difference(scenario=scenario.id, seed=ra.seed, a=oa, b=ob, document=doc,
+                                        fired=(tuple(sorted(fa - fb)), tuple(sorted(fb - fa)))))
+            if progress is not None:
+                progress(scenario.id, oa == ob)
     return len(work), diffs
 
 

@@ -90,7 +90,7 @@ class Handler(BaseHTTPRequestHandler):
             if answer.status == 0:
                 self.close_connection = True       # no status line: the connection just closes
             elif answer.error is not None:
-                self._send(answer.status, {"error": answer.error.to_json()}, answer.headers)
+                self._send(answer.status, {"error": answer.wire or answer.error.to_json()}, answer.headers)
             else:
                 self._send(200, answer.value)
         finally:
@@ -100,15 +100,28 @@ class Handler(BaseHTTPRequestHandler):
     def _body(self, method: str) -> dict | None:
         if method != "POST":
             return {}
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0 or length > MAX_BODY:
-            self._problem(413 if length > MAX_BODY else 400, "bad_request",
-                          f"a POST needs a Content-Length of at most {MAX_BODY} bytes")
-            return None
-        raw = self.rfile.read(length) if length else b"{}"
+        coding = (self.headers.get("Transfer-Encoding") or "").strip().lower()
+        if coding:
+            if coding != "chunked" or self.headers.get("Content-Length") is not None:
+                self.close_connection = True      # what is left of the body cannot be read as a request
+                self._problem(400, "bad_request", "a POST body is sent with a Content-Length or as "
+                              "Transfer-Encoding: chunked alone (got Transfer-Encoding: "
+                              f"{coding}{', with a Content-Length' if coding == 'chunked' else ''})")
+                return None
+            raw = self._chunked()
+            if raw is None:
+                return None
+        else:
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if length < 0 or length > MAX_BODY:
+                self.close_connection = True
+                self._problem(413 if length > MAX_BODY else 400, "bad_request",
+                              f"a POST needs a Content-Length of at most {MAX_BODY} bytes")
+                return None
+            raw = self.rfile.read(length) if length else b"{}"
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -117,6 +130,30 @@ class Handler(BaseHTTPRequestHandler):
             self._problem(400, "bad_request", "the body must be one JSON object")
             return None
         return body
+
+    def _chunked(self) -> bytes | None:
+        """A chunked body, read whole (at most MAX_BODY bytes); None after answering 400 or 413."""
+        data = bytearray()
+        while True:
+            line = self.rfile.readline(1024)
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                size = -1
+            if size < 0 or not line.endswith(b"\n"):
+                self.close_connection = True
+                self._problem(400, "bad_request", "a chunked POST body is malformed (a chunk size line is not hex)")
+                return None
+            if len(data) + size > MAX_BODY:
+                self.close_connection = True
+                self._problem(413, "bad_request", f"a POST body may be at most {MAX_BODY} bytes")
+                return None
+            if size == 0:
+                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):   # trailers, then the end
+                    pass
+                return bytes(data) or b"{}"
+            data += self.rfile.read(size)
+            self.rfile.readline(1024)          # the CRLF after the chunk
 
     def _problem(self, status: int, code: str, message: str) -> None:
         self._send(status, {"error": {"code": code, "definite": True, "message": message}})

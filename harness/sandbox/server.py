@@ -369,15 +369,21 @@ class Sandbox:
         return Answer.ok(value, seq)
 
     def _failed(self, step: "transport.Fail", seq: int) -> "Answer":
-        """An error answer; its durations scaled, and a ``retry_after_ms`` also as Retry-After headers."""
-        details = {name: max(1, round(v / self.clock.scale)) if name.endswith("_ms") and isinstance(v, int) else v
-                   for name, v in (step.details or {}).items()}
+        """An error answer. The trace keeps its durations in scenario milliseconds, as the checks
+        judge them; the worker is told them in real milliseconds (scaled), and a ``retry_after_ms``
+        also as Retry-After headers."""
+        details = dict(step.details or {})
+        wire = {name: max(1, round(v / self.clock.scale)) if name.endswith("_ms") and isinstance(v, int) else v
+                for name, v in details.items()}
         headers = None
-        if "retry_after_ms" in details:
-            real_ms = details["retry_after_ms"]
+        if "retry_after_ms" in wire:
+            real_ms = wire["retry_after_ms"]
             headers = {"Retry-After": str(max(1, math.ceil(real_ms / 1000))), "Retry-After-Ms": str(real_ms)}
-        return Answer.failed(PortError(step.code, step.message, details=details or None), seq, headers,
-                             status=step.status)
+        error = PortError(step.code, step.message, details=details or None)
+        answer = Answer.failed(error, seq, headers, status=step.status)
+        if wire != details:
+            answer.wire = PortError(step.code, step.message, details=wire).to_json()
+        return answer
 
     def _committed(self, svc: Service, op: str, args: dict, rid: str, value: Any) -> None:
         """The service's completion callback for a request it carried out (services.callback_delay:
@@ -560,6 +566,7 @@ class Answer:
     error: PortError | None = None
     headers: dict | None = None
     written: threading.Event | None = None    # set by the HTTP face once this answer is on the socket
+    wire: dict | None = None                  # the error as the worker is told it (real-time durations), when it differs
 
     @classmethod
     def ok(cls, value, seq) -> "Answer":
