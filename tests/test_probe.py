@@ -537,9 +537,11 @@ def test_a_sandbox_url_with_a_run_it_does_not_serve_stops_at_the_first_answer(se
     """The README's pair measured before: every request 404, exit 0 and 'error_replay: true'."""
     sb = serve(resolve(str(ROOT / "examples" / "probe" / "sandbox-services.yaml")))
     out = tmp_path / "profile.yaml"
+    out.write_text("services: {}\n")
     code = main(["probe", sb.root + "/w/run-82.w1", "--map", str(MAP), "--execute", "--out", str(out)])
     printed = capsys.readouterr()
-    assert code == 3 and not out.exists() and len(calls(sb)) == 0    # the sandbox's router answered, no service
+    assert code == 3 and len(calls(sb)) == 0          # the sandbox's router answered, no service
+    assert out.read_text() == "services: {}\n"        # the earlier file stays as it was
     assert "#1 POST /reservation/reserve" in printed.err and "-> 404 bad_request" in printed.err
     assert "the URL's worker path is not one the service serves" in printed.err
     assert "no worker 'run-82.w1'" in printed.err and "crashlab sandbox serve` prints" in printed.err
