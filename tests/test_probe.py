@@ -123,11 +123,17 @@ def test_error_replay_is_caught_when_an_endpoint_stores_errors():
     pmap = load_map(MAP)
     obs = Observed(probe_id="crashlab-probe-x", keys={}, intents={}, wait_ms=0)
     err = {"error": {"code": "server_error"}}
-    obs.steps = {"error": [Exchange(1, "error", "POST", "/r", "k3", 500, err)],
-                 "after_error": [Exchange(2, "after_error", "POST", "/r", "k3", 500, err)]}
+    obs.steps = {"first": [Exchange(1, "first", "POST", "/r", "k1", 200, {"ref": "R-1"})],
+                 "error": [Exchange(2, "error", "POST", "/r", "k3", 500, err)],
+                 "after_error": [Exchange(3, "after_error", "POST", "/r", "k3", 500, err)]}
     assert interpret(pmap, obs).fields["error_replay"].value is True
-    obs.steps["after_error"] = [Exchange(2, "after_error", "POST", "/r", "k3", 200, {"ref": "R-9"})]
+    obs.steps["after_error"] = [Exchange(3, "after_error", "POST", "/r", "k3", 200, {"ref": "R-9"})]
     assert interpret(pmap, obs).fields["error_replay"].value is False
+    # the same error for the good intent means nothing when no good request ever succeeded
+    obs.steps["first"] = [Exchange(1, "first", "POST", "/r", "k1", 503, err)]
+    obs.steps["after_error"] = [Exchange(3, "after_error", "POST", "/r", "k3", 500, err)]
+    found = interpret(pmap, obs).fields["error_replay"]
+    assert found.status == "untested" and found.value is None and "made no effect" in found.text
 
 
 def test_no_answer_is_never_observed_as_a_replay_or_a_negative():
@@ -377,13 +383,18 @@ def test_a_notification_service_without_reads_or_release(serve, tmp_path, mode):
     assert len(client.sent) <= 20
 
 
-def test_an_effect_answer_without_a_reference_is_reported_unknown(serve, tmp_path, capsys):
+def test_an_effect_answer_without_a_reference_stops_the_probe_and_is_found_and_released(serve, tmp_path, capsys):
     sb = serve(scenario())
     bad = tmp_path / "map.yaml"
     bad.write_text(MAP.read_text().replace("  ref: ref ", "  ref: reference "))
-    code = main(["probe", sb.root + "/w/run-1.w1", "--map", str(bad), "--execute", "--wait", "100ms"])
-    out = capsys.readouterr().out
-    assert code == 1 and "unknown: #1 POST /reservation/reserve" in out and "cannot name" in out
+    out = tmp_path / "profile.yaml"
+    code = main(["probe", sb.root + "/w/run-1.w1", "--map", str(bad), "--execute", "--wait", "100ms",
+                 "--out", str(out)])
+    printed = capsys.readouterr()
+    assert code == 3 and "unknown: #1 POST /reservation/reserve" in printed.out and "cannot name" in printed.out
+    assert "#1 POST /reservation/reserve" in printed.err and "answers.ref (reference)" in printed.err
+    assert "#2" not in printed.out.split("sending:")[1].split("find")[0]   # nothing after the first answer
+    assert left_behind(sb) == [] and not out.exists()    # found by the probe's id and released; no profile
     assert main(["probe", sb.root + "/w/run-1.w1", "--map", str(bad), "--out", str(bad)]) == 3
 
 
@@ -445,3 +456,128 @@ def test_a_sweep_crashes_the_scenario_on_the_profiles_services(tmp_path):
     assert jobs and all(job.doc["services"]["reservation"]["idempotency"] == "key_only" for job in jobs)
     assert main(["sweep", "--scenario", "t2-commit-before-record", "--services", str(path), "-q", "-j", "1",
                  "--out", str(tmp_path / "o")]) == 0
+
+
+# ----------------------------------------------------------------------------- answers that are not the service's
+class _Stub:
+    """A tiny local HTTP server answering every request the same way (a redirect, an HTML page, JSON of
+    another shape): what stands in front of an API when the URL or the mapping file is wrong."""
+
+    def __init__(self, status: int, body: bytes, content_type: str, headers: dict | None = None) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        stub = self
+        self.requests: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                return
+
+            def _answer(self) -> None:
+                stub.requests.append(f"{self.command} {self.path}")
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+            do_GET = do_POST = _answer
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/api"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+STUBS = {   # what every request gets -> what the error must say
+    "redirect": ((302, b"", "text/plain", {"Location": "https://127.0.0.1/login"}),
+                 "302: a redirect to https://127.0.0.1/login"),
+    "html": ((200, b"<html><body>Welcome</body></html>", "text/html; charset=utf-8", None),
+             "the body is not JSON (text/html)"),
+    "wrong-shape": ((200, b'{"status": "ok", "data": {}}', "application/json", None),
+                    "names no reference at answers.ref (ref)"),
+    "not-served": ((404, b'{"detail": "Not Found"}', "application/json", None),
+                   "404: the service does not serve this path (Not Found)"),
+    "refused": ((401, b'{"error": {"code": "unauthenticated", "message": "no token"}}', "application/json", None),
+                "401 unauthenticated: the first request (the intent under a new key) was refused (no token)"),
+}
+
+
+@pytest.mark.parametrize("kind", list(STUBS))
+def test_an_answer_that_is_not_the_services_own_stops_the_probe_and_writes_no_profile(kind, tmp_path, capsys):
+    (status, body, ctype, headers), says = STUBS[kind]
+    stub = _Stub(status, body, ctype, headers)
+    out = tmp_path / "profile.yaml"
+    out.write_text("# a profile from an earlier probe\n")
+    try:
+        code = main(["probe", stub.url, "--map", str(MAP), "--execute", "--wait", "100ms", "--out", str(out)])
+    finally:
+        stub.close()
+    printed = capsys.readouterr()
+    first = "#1 POST /reservation/reserve key crashlab-probe-"
+    assert code == 3, printed
+    assert first in printed.err and says in printed.err and "no profile was written" in printed.err
+    assert printed.err.count("\n") == 1 and "Traceback" not in printed.err        # one line
+    assert "error_replay" not in printed.out and "profile (" not in printed.out   # nothing interpreted
+    assert out.read_text() == "# a profile from an earlier probe\n"              # neither written nor removed
+    # the plan stopped at its first answer; only the search for an effect the answer may hide followed it
+    assert stub.requests[0] == "POST /api/reservation/reserve"
+    assert all(r.startswith("GET /api/reservation/search") for r in stub.requests[1:]) and len(stub.requests) <= 2
+
+
+def test_a_sandbox_url_with_a_run_it_does_not_serve_stops_at_the_first_answer(serve, capsys, tmp_path):
+    """The README's pair measured before: every request 404, exit 0 and 'error_replay: true'."""
+    sb = serve(resolve(str(ROOT / "examples" / "probe" / "sandbox-services.yaml")))
+    out = tmp_path / "profile.yaml"
+    out.write_text("services: {}\n")
+    code = main(["probe", sb.root + "/w/run-82.w1", "--map", str(MAP), "--execute", "--out", str(out)])
+    printed = capsys.readouterr()
+    assert code == 3 and len(calls(sb)) == 0          # the sandbox's router answered, no service
+    assert out.read_text() == "services: {}\n"        # the earlier file stays as it was
+    assert "#1 POST /reservation/reserve" in printed.err and "-> 404 bad_request" in printed.err
+    assert "the URL's worker path is not one the service serves" in printed.err
+    assert "no worker 'run-82.w1'" in printed.err and "crashlab sandbox serve` prints" in printed.err
+    assert "#2 " not in printed.out
+
+
+def test_a_mapped_path_the_sandbox_does_not_serve_is_named(serve, capsys, tmp_path):
+    sb = serve(scenario())
+    bad = tmp_path / "map.yaml"
+    bad.write_text(MAP.read_text().replace("/reservation/lookup?key", "/reservation/lookup_by_key?key"))
+    code = main(["probe", sb.root + "/w/run-1.w1", "--map", str(bad), "--execute", "--wait", "100ms"])
+    printed = capsys.readouterr()
+    assert code == 3 and "#4 GET /reservation/lookup_by_key" in printed.err
+    assert "requests.lookup (GET /reservation/lookup_by_key)" in printed.err
+    assert "residue: none" in printed.out and left_behind(sb) == []      # the hold it made is released
+
+
+def test_which_answers_are_the_services_own():
+    """A refusal the service chose is evidence; a 404 is only where the path is known served or the read
+    says 'not found' in the map's terms; a 405 never."""
+    from crashlab.probe.evidence import judge
+
+    pmap = load_map(MAP)
+
+    def ex(status, body, method="POST"):
+        return Exchange(1, "s", method, "/r", "k", status, body)
+    served: set[str] = set()
+    assert judge(pmap, "first", "effect", ex(200, {"ref": "R-1"}), served) is None and served == {"effect"}
+    for status, code in ((409, "conflict_in_flight"), (422, "intent_mismatch"), (400, "validation_failed"),
+                         (403, "permission_denied"), (404, "not_found")):
+        assert judge(pmap, "changed", "effect", ex(status, {"error": {"code": code}}), served) is None
+    assert judge(pmap, "first", "effect", ex(404, {"error": {"code": "not_found"}}), set()) is not None
+    assert judge(pmap, "again", "effect", ex(405, None), served) is not None
+    for body in ({"found": False}, {"error": {"code": "not_found"}}, {"error": "resource_missing"}):
+        assert judge(pmap, "unknown", "lookup", ex(404, body, "GET"), set()) is None
+    assert judge(pmap, "read", "lookup", ex(404, {"detail": "Not Found"}, "GET"), set()) is not None
+    assert judge(pmap, "read", "lookup", ex(200, {"record": None}, "GET"), set()) is not None   # no found
+    assert judge(pmap, "search", "search", ex(200, {"records": None}, "GET"), set()) is not None
+    assert judge(pmap, "release", "release", ex(204, None), set()) is None     # a release needs no body

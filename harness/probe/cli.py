@@ -12,7 +12,11 @@ EXIT_CODES = """exit codes:
   1  residue         effects remain, or a request may have made one the probe cannot name (both printed),
                      or the endpoint refused a connection midway (the profile holds what came before)
   3  usage error     a bad mapping file, URL or option, a host that is not allowed, or nothing listening
-                     at the URL (its first connection refused); nothing was probed
+                     at the URL (its first connection refused); nothing was probed. Also an answer that is
+                     not the service's own (a redirect, a 404 or 405 for a path it does not serve, a body
+                     that is not JSON, a success without the fields the mapping file names, the first
+                     request refused): the probe stops there, releases what it made, prints the residue
+                     and writes no profile
   4  out of room     the disk filled up or file descriptors ran out: what was not written is named
   6  internal error  a bug in crashlab: please report it with the command you ran
   130, 143           interrupted by SIGINT (Ctrl-C) or SIGTERM"""
@@ -35,7 +39,8 @@ def add_parser(cmd) -> None:
             "plan and what each answer means.")
     p.epilog = EXIT_CODES
     p.add_argument("url", metavar="URL", help="the endpoint's base URL; the mapping file's paths are appended "
-                                             "(the sandbox: http://127.0.0.1:PORT/w/run-1.w1)")
+                                             "(the sandbox: the worker base URL `crashlab sandbox serve` "
+                                             "prints, http://127.0.0.1:PORT/w/RUN.w1)")
     p.add_argument("--map", required=True, metavar="MAP.yaml", help="the mapping file (docs/probe.md; "
                                                                      "examples/probe/sandbox-map.yaml)")
     p.add_argument("--out", metavar="PROFILE.yaml", help="write the services profile here (with --execute)")
@@ -106,6 +111,11 @@ def report(pmap, client, url: str, wait_ms: int, out, map_path: str) -> int:
     if obs.stopped and not any(ex.status for ex in client.sent):
         raise UsageError(f"nothing answers at {url}: {obs.stopped}; nothing was probed and no profile written",
                          hint="start the test endpoint, or check the URL's host and port")
+    if obs.invalid is not None:
+        print(f"stopped: {obs.invalid.message()}; the steps after it were not sent")
+        _effects(obs)
+        raise UsageError(f"{obs.invalid.message()}: not the service's own answer, so it says nothing about keys; "
+                         f"no profile was written", hint=f"check {obs.invalid.check}")
     if obs.stopped:
         print(f"stopped: the endpoint refused a connection ({obs.stopped}); the steps after it were not sent "
               "and their fields stay untested")
@@ -122,6 +132,19 @@ def report(pmap, client, url: str, wait_ms: int, out, map_path: str) -> int:
           + ", ".join(_spelled(k) for k, f in {**profile.fields, **profile.notes}.items() if f.status == "untested"))
     for why in conflicts(profile):
         print(f"  warning: {why}", file=sys.stderr)
+    released, residue = _effects(obs)
+    meta = {"url": url, "map": map_path, "id": obs.probe_id, "requests": len(client.sent), "wait": f"{wait_ms}ms",
+            "effects": list(obs.effects), "released": released, "residue": residue}
+    if out is not None:
+        from ..files import atomic_write_text
+        atomic_write_text(out, profile_text(profile, meta, str(out)))
+        print(f"profile: {out}")
+    return 0 if not residue and not obs.unknown and not obs.stopped else 1
+
+
+def _effects(obs) -> tuple[list[str], list[str]]:
+    """Print the effects the probe made, released and left (the residue), and every request that
+    may have made one it cannot name; returns (released, residue)."""
     print(f"\neffects made: {', '.join(obs.effects) or 'none'}")
     released = [r for r in obs.effects if obs.releases.get(r) is not None and obs.releases[r].ok]
     print(f"released: {', '.join(released) or 'none'}")
@@ -131,10 +154,4 @@ def report(pmap, client, url: str, wait_ms: int, out, map_path: str) -> int:
     for ex in obs.unknown:
         print(f"  unknown: {ex.brief()}: the request may have made an effect the probe cannot name; search for "
               f"{obs.probe_id}")
-    meta = {"url": url, "map": map_path, "id": obs.probe_id, "requests": len(client.sent), "wait": f"{wait_ms}ms",
-            "effects": list(obs.effects), "released": released, "residue": residue}
-    if out is not None:
-        from ..files import atomic_write_text
-        atomic_write_text(out, profile_text(profile, meta, str(out)))
-        print(f"profile: {out}")
-    return 0 if not residue and not obs.unknown and not obs.stopped else 1
+    return released, residue

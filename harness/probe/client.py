@@ -32,7 +32,8 @@ def check_target(url: str, pmap: ProbeMap, allow_hosts: tuple[str, ...] = ()) ->
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"{url!r} is not an http:// or https:// URL with a host",
-                         hint="e.g. http://127.0.0.1:8080/w/run-1.w1 (the sandbox's worker base URL)")
+                         hint="e.g. http://127.0.0.1:8080/w/run-82.w1 (a worker base URL `crashlab sandbox serve` "
+                              "prints)")
     if parts.query or parts.fragment:
         raise UsageError(f"{url!r}: give the base URL without a query or fragment; the mapping file's paths "
                          "are appended to it")
@@ -73,6 +74,7 @@ class Exchange:
     error: str | None = None
     note: str = ""              # what the probe read from the answer (a reference, found or not)
     refused: bool = False       # the connection was refused: nothing was sent
+    not_json: bool = False      # the answer had a body that is not JSON (kept in ``body`` as text)
 
     @property
     def ok(self) -> bool:
@@ -138,9 +140,9 @@ class Client:
             raw = resp.read(MAX_ANSWER)
             ex.status, ex.headers = resp.status, {k.lower(): v for k, v in resp.getheaders()}
             try:
-                ex.body = json.loads(raw) if raw else None
+                ex.body = json.loads(raw) if raw.strip() else None
             except (ValueError, RecursionError):
-                ex.body = raw.decode("utf-8", "replace")[:200]
+                ex.body, ex.not_json = raw.decode("utf-8", "replace")[:200], True
         except (OSError, http.client.HTTPException) as exc:
             ex.error = type(exc).__name__ if not str(exc) else f"{type(exc).__name__}: {exc}"[:120]
             ex.refused = isinstance(exc, ConnectionRefusedError)   # refused at connect: no byte left

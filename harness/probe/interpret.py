@@ -162,6 +162,10 @@ def interpret(pmap: ProbeMap, obs: Observed) -> Profile:
     elif not err.status or (after is not None and not after.status):
         f["error_replay"] = Finding("untested", "the failing request, or the good one after it, got no answer: "
                                     "only an answer shows what the key keeps", None, _brief(err, after))
+    elif r1 is None:
+        f["error_replay"] = Finding("untested", "the first request made no effect, so the same answer for the "
+                                    "failing and the good intent cannot be told from a service that answers every "
+                                    "request so", None, _brief(first, err, after))
     elif err.ok:
         f["error_replay"] = Finding("untested", "the failing intent was accepted (an effect, released); give "
                                     "'failing' fields the endpoint refuses", None, _brief(err))

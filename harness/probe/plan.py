@@ -16,6 +16,7 @@ from typing import Callable
 
 from ..errors import UsageError
 from .client import BudgetExhausted, Client, Exchange, _fill
+from .evidence import NotEvidence, judge
 from .mapping import ProbeMap, dig
 
 #: the id every key and the marked intent carry
@@ -120,6 +121,8 @@ class Observed:
     releases: dict[str, Exchange] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     stopped: str | None = None      # why the plan stopped before its end (the endpoint refused a connection)
+    invalid: NotEvidence | None = None   # the first answer that is not the service's own: the plan stopped there
+    served: set[str] = field(default_factory=set)   # the requests the service answered as its own
 
     def one(self, step: str) -> Exchange | None:
         got = self.steps.get(step)
@@ -176,9 +179,13 @@ def execute(pmap: ProbeMap, client: Client, *, wait_ms: int, probe_id: str | Non
                                                                     or (ex.ok and ref is None)):
                     obs.unknown.append(ex)      # no answer, a 5xx, or an effect whose answer names no reference
                 say(f"  {step.name:<13}{ex.brief()}")
+                bad = judge(pmap, step.name, step.request, ex, obs.served)
+                obs.invalid = obs.invalid or bad
             refused = next((ex for ex in got if ex.refused), None)
             if refused is not None:             # nothing listens there (any more): no step after this is probed
                 obs.stopped = f"#{refused.n} {refused.method} {refused.path}: {refused.error}"
+                break
+            if obs.invalid is not None:         # not the service's own answer: nothing after it would be either
                 break
     finally:
         release_all(pmap, client, obs, say)
@@ -284,3 +291,9 @@ def release_all(pmap: ProbeMap, client: Client, obs: Observed, say: Callable[[st
             return
         obs.releases[ref] = ex
         say(f"  {'release':<13}{ex.brief()} ({ref})")
+        bad = judge(pmap, "release", "release", ex, obs.served)
+        if bad is not None:
+            obs.invalid = obs.invalid or bad
+            if not ex.ok:               # the release path is not the service's: every other release meets it too
+                say(f"  the release path does not answer as the service: {', '.join(obs.residue)} stay (the residue)")
+                return
