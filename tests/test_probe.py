@@ -581,3 +581,43 @@ def test_which_answers_are_the_services_own():
     assert judge(pmap, "read", "lookup", ex(200, {"record": None}, "GET"), set()) is not None   # no found
     assert judge(pmap, "search", "search", ex(200, {"records": None}, "GET"), set()) is not None
     assert judge(pmap, "release", "release", ex(204, None), set()) is None     # a release needs no body
+
+
+def test_the_timeout_bounds_the_whole_request_not_each_read():
+    """A server that dribbles its answer a byte at a time never lets a per-read timeout expire;
+    --timeout cuts the whole exchange off, and what was sent by then is no answer."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    stop = threading.Event()
+
+    def dribble():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        answer = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{"ref": "R-1", "status": "held"}'
+        for byte in answer:
+            if stop.is_set():
+                break
+            try:
+                conn.sendall(bytes([byte]))
+            except OSError:
+                break
+            time.sleep(0.2)
+        conn.close()
+
+    server = threading.Thread(target=dribble, daemon=True)
+    server.start()
+    try:
+        pmap = load_map(MAP)
+        client = Client(f"http://127.0.0.1:{listener.getsockname()[1]}/w/run-1.w1", pmap, budget=3, timeout_s=1.0)
+        ex = client.send("effect", pmap.requests["effect"], {"key": "k1", "intent": {"tenant": "T-1"}})
+        assert ex.status == 0 and "within 1 s" in ex.error and "whole request" in ex.error, ex
+    finally:
+        stop.set()
+        listener.close()
+        server.join(timeout=30)
+    assert not server.is_alive()

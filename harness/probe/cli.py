@@ -57,7 +57,7 @@ def add_parser(cmd) -> None:
                    help=f"how long to wait before sending the first key again (default {DEFAULT_WAIT}, at most 60s): "
                         "a key still replayed after it is retained at least this long")
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
-                   help="per-request timeout (default 5)")
+                   help="seconds one request may take in all, connection to the last byte of its answer (default 5)")
     p.set_defaults(handler=run)
 
 

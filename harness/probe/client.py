@@ -6,6 +6,7 @@ import http.client
 import ipaddress
 import json
 import re
+import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -134,19 +135,39 @@ class Client:
             self.sent.append(ex)
         conn_cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
         conn = conn_cls(self.host, self.port, timeout=self.timeout_s)
+        # --timeout bounds the whole exchange, not each read: a server that dribbles its answer a
+        # byte at a time is cut off when the time is up, and what it sent is no answer
+        expired = threading.Event()
+
+        def cut() -> None:
+            expired.set()
+            sock = conn.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        timer = threading.Timer(self.timeout_s, cut)
+        timer.daemon = True
+        timer.start()
         try:
             conn.request(req.method, path, body=body, headers=headers)
             resp = conn.getresponse()
             raw = resp.read(MAX_ANSWER)
+            if expired.is_set():
+                raise TimeoutError(f"no whole answer within {self.timeout_s:g} s (--timeout bounds the whole request)")
             ex.status, ex.headers = resp.status, {k.lower(): v for k, v in resp.getheaders()}
             try:
                 ex.body = json.loads(raw) if raw.strip() else None
             except (ValueError, RecursionError):
                 ex.body, ex.not_json = raw.decode("utf-8", "replace")[:200], True
         except (OSError, http.client.HTTPException) as exc:
+            if expired.is_set() and not isinstance(exc, TimeoutError):
+                exc = TimeoutError(f"no whole answer within {self.timeout_s:g} s (--timeout bounds the whole request)")
             ex.error = type(exc).__name__ if not str(exc) else f"{type(exc).__name__}: {exc}"[:120]
             ex.refused = isinstance(exc, ConnectionRefusedError)   # refused at connect: no byte left
         finally:
+            timer.cancel()
             conn.close()
         return ex
 
