@@ -283,6 +283,7 @@ def lib():
     ("SpeculativePacket", "matrix-weak-service", "PKT-02", "O4", "speculates"),
     ("SpeculativePacket", "matrix-weak-service", "PKT-02", "O4", "copies the payload of inbox event"),
     ("RetryUnknownEffect", "matrix-weak-service", "PKT-02", "O4", "offers RETRY"),
+    ("OfferNewKey", "matrix-weak-service", "PKT-02", "O4", "offers NEW_KEY (mint a new key for the same intent)"),
     ("ReassuringMessage", "matrix-weak-service", "MSG-01", "O4", "confirmed"),
     ("DayLongLease", "t1-crash-before-dispatch", "LEASE-01", "O1", "lease"),
     ("DeadlineDropped", "matrix-reconciliation-down", "DEAD-02", "O3", "deadline"),
