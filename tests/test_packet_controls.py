@@ -120,10 +120,10 @@ def test_pkt_02_accepts_an_action_by_the_control_it_is(recommended, alternatives
      "offers FIX_IT (edit state), which no packet may offer"),
     (PACKET["recommended"], [{"action": "NEW_KEY"}], True,
      "offers NEW_KEY (mint a new key for the same intent), which no packet may offer"),
-    ({"action": "POKE"}, [], True, 'POKE is no allowlisted control: use a common name (TAKEOVER, RECONCILE'),
-    ({"action": "POKE", "control": "poke"}, [], True, "POKE declares control 'poke', which is not one of"),
+    ({"action": "POKE"}, [], True, 'recommends POKE, which is no allowlisted control: use a common name (TAKEOVER, RECONCILE'),
+    ({"action": "POKE", "control": "poke"}, [], True, "recommends POKE, which declares control \u201cpoke\u201d, not one of acquire_takeover"),
     ({"action": "RETRY", "control": "reconciliation_read"}, [], True,
-     "RETRY declares control reconciliation_read, but RETRY is redispatch"),
+     "recommends RETRY, which declares control reconciliation_read, but RETRY is redispatch"),
     ({"action": "VERIFY_DELIVERY"}, [], False, "recommends VERIFY_DELIVERY (mark an external reference after "
                                                "independent verification) while the ledger holds no effect that "
                                                "was sent"),

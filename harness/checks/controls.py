@@ -21,6 +21,7 @@ PKT-02 (everything else about an action's legality).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -131,7 +132,7 @@ class Resolved:
     action: str
     controls: tuple[str, ...]        # the controls it is (empty: unknown, or a bad declaration)
     declared: bool                   # named by recommended.control rather than by a common name
-    problem: str | None = None       # why it maps to no control
+    problem: str | None = None       # why it maps to no control ("which ...", after the action)
 
 
 def resolve(item: Any) -> Resolved | None:
@@ -143,17 +144,17 @@ def resolve(item: Any) -> Resolved | None:
     named = NAMES.get(normal(action), ())
     if declared is None:
         return Resolved(action=action, controls=named, declared=False,
-                        problem=None if named else f"{action} is no allowlisted control: use a common name "
+                        problem=None if named else "which is no allowlisted control: use a common name "
                         f"({', '.join(_common())}) or declare what it does with \"control\" "
                         f"({', '.join(ALLOWED)}; docs/adapters.md, \u201cThe operator's controls\u201d)")
     if not isinstance(declared, str) or declared not in BY_ID:
+        shown = f"\u201c{declared}\u201d" if isinstance(declared, str) else json.dumps(declared)
         return Resolved(action=action, controls=(), declared=True,
-                        problem=f"{action} declares control {declared!r}, which is not one of "
-                        f"{', '.join(ALLOWED)}")
+                        problem=f"which declares control {shown}, not one of {', '.join(ALLOWED)}")
     if named and declared not in named:
         return Resolved(action=action, controls=(), declared=True,
-                        problem=f"{action} declares control {declared}, but {action} is "
-                        f"{' or '.join(named)}: give the action its own name")
+                        problem=f"which declares control {declared}, but {action} is {' or '.join(named)}: "
+                        "give the action its own name")
     return Resolved(action=action, controls=(declared,), declared=True)
 
 

@@ -165,7 +165,7 @@ def action_problems(ix: TraceIndex, run: RunIndex, packet: dict, held: dict) -> 
             continue
         if found.problem is not None:
             if verb == "recommends" or found.declared:
-                problems.append(f"{verb} {found.problem}")
+                problems.append(f"{verb} {found.action}, {found.problem}")
             continue
         if not found.controls:
             continue
