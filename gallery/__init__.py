@@ -294,6 +294,14 @@ ENTRIES: tuple[Entry, ...] = (
            note="matrix-weak-service, fieldops-no-key-lookup, notify-crash-delivery-unknown: the service has no "
                 "read, so the reference recommends STOP (effect unknown); this exhibit recommends RETRY instead, "
                 "\u201cthe next step is reconciliation, not repetition\u201d (Classify before retrying)."),
+    _entry(unenforced.OfferNewKey, "offer-new-key", "Runbook: ambiguous reservation",
+           "It also prevents a human from minting a new key merely to make the interface proceed.",
+           invariants=("PKT-02",), categories=("ownership",),
+           note="matrix-weak-service, fieldops-no-key-lookup, notify-crash-delivery-unknown, "
+                "matrix-ledger-confirmed-service-disagrees: the recommendation is "
+                "the reference's (STOP, effect unknown); only the alternative it adds, a new key for the same "
+                "intent, is a control no packet may offer. Before actions were judged by their control, an "
+                "alternative was judged only for RETRY, and this exhibit passed."),
     _entry(unenforced.ReassuringMessage, "reassuring-message", "Communicate unresolved effects",
            "Instead of \u201cbooking failed,\u201d say that the confirmation response was lost, the system is "
            "checking whether the reservation occurred, and another attempt is temporarily blocked to avoid "

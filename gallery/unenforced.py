@@ -50,6 +50,23 @@ class RetryUnknownEffect(ReferenceAdapter):
     behaviour = Behaviour(session=_RetryAdviceSession)
 
 
+class _NewKeySession(Session):
+    async def escalate(self, packet: dict) -> str:
+        rec = packet.get("recommended") or {}
+        if rec.get("action") == "STOP" and rec.get("effect") == "unknown":
+            packet = {**packet, "alternatives": [*(packet.get("alternatives") or ()),
+                                                 {"action": "NEW_KEY", "semantic_key": rec.get("semantic_key"),
+                                                  "requires": "a fresh key so that the send can proceed"}]}
+        return await super().escalate(packet)
+
+
+class OfferNewKey(ReferenceAdapter):
+    """Where it stops with an effect's outcome unknown, offers the operator, beside the
+    reference's packet, to send that effect again under a new key."""
+
+    behaviour = Behaviour(session=_NewKeySession)
+
+
 class _ReassuringSession(Session):
     async def finish(self, disposition: RunState, *, reason: str, **rest) -> None:
         if DISPOSITION_EFFECT_CLAIM.get(disposition) == "unknown":

@@ -73,7 +73,7 @@ def _escalated(packet: dict) -> list[dict]:
     ({"note": "customer: the customer said the van broke down again"}, "raw text of inbox event ev-1"),
     ({"recommended": {"action": "RETRY", "semantic_key": "k-1"}}, "offers RETRY while k-1 is SENT_UNKNOWN"),
     ({"alternatives": [{"action": "RETRY"}]}, "offers RETRY while k-1 is SENT_UNKNOWN"),
-    ({"recommended": {"action": "EDIT_STATE"}}, "recommends EDIT_STATE, which is not an action"),
+    ({"recommended": {"action": "EDIT_STATE"}}, "recommends EDIT_STATE (edit state), which no packet may offer"),
 ])
 def test_pkt_02_judges_what_a_packet_says(change, needle, monkeypatch):
     res = check_trace(_escalated({**PACKET, **change}))
@@ -283,6 +283,7 @@ def lib():
     ("SpeculativePacket", "matrix-weak-service", "PKT-02", "O4", "speculates"),
     ("SpeculativePacket", "matrix-weak-service", "PKT-02", "O4", "copies the payload of inbox event"),
     ("RetryUnknownEffect", "matrix-weak-service", "PKT-02", "O4", "offers RETRY"),
+    ("OfferNewKey", "matrix-weak-service", "PKT-02", "O4", "offers NEW_KEY (mint a new key for the same intent)"),
     ("ReassuringMessage", "matrix-weak-service", "MSG-01", "O4", "confirmed"),
     ("DayLongLease", "t1-crash-before-dispatch", "LEASE-01", "O1", "lease"),
     ("DeadlineDropped", "matrix-reconciliation-down", "DEAD-02", "O3", "deadline"),

@@ -125,9 +125,10 @@ def invariants_markdown() -> str:
             "(PKT-02, MSG-01): no inbox event or its free text copied in, no hedged guess (probably, likely, "
             "it seems, ...), no word saying the effect happened (confirmed, reserved, went through, ...) "
             "or a message was delivered unless the ledger held it CONFIRMED at that moment (a clause that "
-            "negates or hedges the word claims nothing), and only a recommended action the packet may "
-            "recommend, never RETRY while an effect is unresolved. An effect's `intent` is typed parameters, "
-            "not text.",
+            "negates or hedges the word claims nothing), and only actions judged by the allowlisted control "
+            "each is (docs/adapters.md, \"The operator's controls\"): a common name or a declared control, "
+            "never a generic state edit or a new key, never RETRY while an effect is unresolved. An effect's "
+            "`intent` is typed parameters, not text.",
             "- **A check that cannot read its input.** If an invariant raises on what an adapter wrote, only "
             "that invariant on that run is lost: the findings it made before, and every other run's and "
             "invariant's, are kept; a note names the invariant, the run and the event (the first event whose "

@@ -8,6 +8,7 @@ from typing import Any, Iterator
 
 from ..model import Knowledge
 from .common import CLAIM, TERMINAL, UNRESOLVED, Finding, Invariant, finish_call, inv, live, streams
+from .controls import resolve
 from .index import Dispatch, RunIndex, TraceIndex
 from .knowledge import acted_at, knew
 from .values import dig, effect_items, obj, shown
@@ -324,22 +325,24 @@ def packet_problems(ix: TraceIndex, run: RunIndex, packet: Any, before: int) -> 
         problems.append("recommends no action")
         return problems
     unresolved = [k for k, v in held.items() if v in UNRESOLVED]
-    if action == "RECONCILE":
+    found = resolve(rec)
+    controls = set(found.controls) if found is not None else set()
+    if "reconciliation_read" in controls:
         q = _query(rec)
         if q is None:
-            problems.append("recommends RECONCILE without naming the authoritative query")
+            problems.append(f"recommends {action} without naming the authoritative query")
         elif q[1] not in reads_of(ix, q[0]):
             problems.append(f"recommends {rec.get('query')}, a read {q[0]} does not offer "
                             f"(it offers {', '.join(sorted(reads_of(ix, q[0]))) or 'no identifying read'})")
         if not unresolved:
-            problems.append("recommends RECONCILE while the ledger holds nothing unresolved")
-    elif action == "COMPENSATE":
+            problems.append(f"recommends {action} while the ledger holds nothing unresolved")
+    elif "approve_corrective_proposal" in controls:
         if not any(v in _PRESENT for v in held.values()):
-            problems.append("recommends COMPENSATE while the ledger holds no confirmed effect")
+            problems.append(f"recommends {action} while the ledger holds no confirmed effect")
         elif ix.profile(run.service).get("compensation") is False:
-            problems.append(f"recommends COMPENSATE on {run.service}, which cannot release")
-    elif action == "STOP" and "effect" not in rec:
-        problems.append("recommends STOP without saying whether an effect remains or is unknown")
+            problems.append(f"recommends {action} on {run.service}, which cannot release")
+    elif controls & {"cancel_new_work", "close_unresolved"} and "effect" not in rec:
+        problems.append(f"recommends {action} without saying whether an effect remains or is unknown")
     return problems
 
 
@@ -425,9 +428,11 @@ INVARIANTS: tuple[Invariant, ...] = (
         "Every operator.escalate packet names next_owner; its effects list holds every key of the run's "
         "ledger with the knowledge the ledger held at that moment, and nothing else; its budget panel has a "
         "deadline (null when there is none); recommended.action is given, and is legal from the recorded "
-        "state: RECONCILE names as query an identifying read the service offers (lookup needs lookup "
+        "state, judged by the control it is (a common name or recommended.control, docs/adapters.md): "
+        "RECONCILE (a reconciliation read) names as query an identifying read the service offers (lookup needs lookup "
         "by_key, search a lookup other than none, get_version / wait_job a registry) and needs an "
-        "unresolved key; COMPENSATE needs a confirmed effect on a service that can release; STOP says "
-        "whether an effect remains or is unknown.",
+        "unresolved key; COMPENSATE (a corrective proposal) needs a confirmed effect on a service that can "
+        "release; STOP (cancel new work, close with an unresolved disposition) says whether an effect "
+        "remains or is unknown.",
         "the escalation"),
 )

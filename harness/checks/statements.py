@@ -13,9 +13,11 @@ finish reason an operator or user reads, a notification sent to the user) are he
   compensated since) in the ledger as it stood; one that says a message was delivered needs
   that notification CONFIRMED. A clause that negates or hedges the word ("not confirmed",
   "whether it was reserved is unknown") claims nothing;
-* **a legal action** (packets): ``recommended.action`` is one of :data:`ACTIONS`, and RETRY
-  (recommended or offered as an alternative) is never legal while an effect is unresolved:
-  "The next step is reconciliation, not repetition."
+* **a legal action** (packets), judged by the control each action is (controls.py): the
+  recommendation is one of the chapter's allowlisted controls, by a common name or declared with
+  ``control``; no action, recommended or offered, is a refused control (a generic state edit, a
+  new key); and each control's precondition holds in the ledger, so RETRY (redispatch) is never
+  legal while an effect is unresolved: "The next step is reconciliation, not repetition."
 
 Typed parameters (an effect's ``intent``) are the request itself, not a statement about it,
 and are not read as text.
@@ -26,13 +28,12 @@ import re
 from typing import Any, Iterator
 
 from .common import UNRESOLVED, Finding, Invariant, finish_call, inv
+from .controls import BY_ID, resolve, unmet
 from .index import RunIndex, TraceIndex
 from .knowledge import knew
 from .ownership import reads_of
 from .values import obj
 
-#: The actions a packet may recommend (docs/adapters.md, "The decision packet").
-ACTIONS = ("RECONCILE", "COMPENSATE", "STOP", "RETRY", "MIGRATE", "PIN")
 #: Hedged guesses. Stating uncertainty is honest ("the request may have left", "unknown"); guessing
 #: the answer is not ("it probably went through").
 _SPECULATION = re.compile(r"\b(probably|likely|maybe|perhaps|presumably|apparently|hopefully|"
@@ -148,8 +149,50 @@ def _raw_inbox(run: RunIndex, value: Any, before: int) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _actions(rec: Any) -> list[str]:
-    return [a for a in [obj(rec).get("action")] if isinstance(a, str)]
+def action_problems(ix: TraceIndex, run: RunIndex, packet: dict, held: dict) -> list[str]:
+    """What is illegal about the actions a packet recommends and offers, judged by the control each
+    is (controls.py) against the ledger ``held``: the recommendation must be an allowlisted control
+    (by a common name, or declared), no action may be a refused control (edit state, a new key), and
+    each control PKT-02 judges needs its precondition met. An alternative of a name no control
+    knows, and declaring none, is not judged."""
+    alternatives = packet.get("alternatives")
+    items = [("recommends", packet.get("recommended"))] + \
+        [("offers", a) for a in (alternatives if isinstance(alternatives, list) else ())]
+    problems: list[str] = []
+    for verb, item in items:
+        found = resolve(item)
+        if found is None:
+            continue
+        if found.problem is not None:
+            if verb == "recommends" or found.declared:
+                problems.append(f"{verb} {found.action}, {found.problem}")
+            continue
+        if not found.controls:
+            continue
+        controls = [BY_ID[c] for c in found.controls]
+        if all(c.refused for c in controls):
+            c = controls[0]
+            problems.append(f"{verb} {found.action} ({c.does}), which no packet may offer: {c.refusal}")
+            continue
+        if any(c.judged_by != "PKT-02" for c in controls):
+            continue
+        missing = [unmet(c, held) for c in controls]
+        if not all(missing):
+            continue
+        if controls[0].id == "redispatch":
+            problems.append(_blind_repeat(ix, run, found.action, held))
+        else:
+            problems.append(f"{verb} {found.action} ({controls[0].does}) while {missing[0].unmet}: it needs "
+                            f"{missing[0].words}")
+    return problems
+
+
+def _blind_repeat(ix: TraceIndex, run: RunIndex, action: str, held: dict) -> str:
+    k = next(k for k, v in held.items() if v in UNRESOLVED)
+    service = obj(run.ledger_by_key[k][0].get("entry")).get("service") or run.service
+    reads = "which offers an identifying read" if reads_of(ix, service) else "which offers no identifying read"
+    return (f"offers {action} while {k} is {held[k]} on {service}, {reads}: an unresolved effect is reconciled "
+            "or stopped, never repeated")
 
 
 def packet_statements(ix: TraceIndex, run: RunIndex, packet: Any, worker: str, before: int) -> list[str]:
@@ -167,20 +210,7 @@ def packet_statements(ix: TraceIndex, run: RunIndex, packet: Any, worker: str, b
         why = unsupported(run, text, held, before)
         if why:
             problems.append(f"says in {path} ({_quote(text)}) {why}")
-    unresolved = [k for k, v in held.items() if v in UNRESOLVED]
-    rec = packet.get("recommended")
-    recommended = _actions(rec)
-    for action in recommended:
-        if action not in ACTIONS:
-            problems.append(f"recommends {action}, which is not an action the packet may recommend "
-                            f"({', '.join(ACTIONS)})")
-    offered = recommended + [a for alt in packet.get("alternatives") or () for a in _actions(alt)]
-    if "RETRY" in offered and unresolved:
-        k = unresolved[0]
-        service = obj(run.ledger_by_key[k][0].get("entry")).get("service") or run.service
-        reads = "which offers an identifying read" if reads_of(ix, service) else "which offers no identifying read"
-        problems.append(f"offers RETRY while {k} is {held[k]} on {service}, {reads}: an unresolved effect "
-                        "is reconciled or stopped, never repeated")
+    problems += action_problems(ix, run, packet, held)
     return list(dict.fromkeys(problems))
 
 
@@ -238,8 +268,13 @@ INVARIANTS: tuple[Invariant, ...] = (
         "(confirmed, reserved, went through, ...) unless the ledger held it CONFIRMED (or compensated since) "
         "when the packet was sent, nor that a message was delivered unless its notification was CONFIRMED "
         "(a clause that negates or hedges the word claims nothing; an effect's intent is typed parameters, "
-        "not text); recommended.action is RECONCILE, COMPENSATE, STOP, RETRY, MIGRATE or PIN, and RETRY, "
-        "recommended or offered as an alternative, is illegal while any ledger key is unresolved.",
+        "not text); recommended.action is an allowlisted control (docs/adapters.md, \u201cThe operator's "
+        "controls\u201d), by a common name or declared with recommended.control; no action, recommended or "
+        "offered as an alternative, is a generic state edit or a new key; and each action's control needs "
+        "its precondition in the ledger the worker knew: marking an external reference needs an effect that "
+        "was sent (any knowledge but PROPOSED), and RETRY (redispatch) is illegal while any ledger key is unresolved (the preconditions of "
+        "a reconciliation read and a corrective proposal are PKT-01's). An alternative whose name no "
+        "control knows, declaring none, is not judged.",
         "the escalation (or the finish carrying the packet)"),
     inv("MSG-01", "A message to the user or operator claims only what the ledger supports.", "ownership", False,
         None, _msg_01,
