@@ -66,8 +66,8 @@ WORKER_GLYPHS: dict[str, tuple[str, str, bool, str]] = {
     "finish_after_end": ("D", "#6d4c41", False, "finish refused (run already ended)"),
     "escalation": ("^", "#1565c0", True, "escalation (decision packet)"),
     "approval": ("o", "#5c6bc0", False, "approval requested"),
-    "replaced": ("s", "#37474f", False, "worker replaced (stopped by crashlab after a takeover)"),
-    "failpoint": ("v", "#c62828", False, "store failpoint armed by crashlab"),
+    "replaced": ("s", "#37474f", False, "worker replaced (takeover)"),
+    "failpoint": ("v", "#c62828", False, "failpoint armed (crashlab)"),
 }
 WORKER_COLOR = "#cfd8dc"
 LEASE_COLORS = ("#64b5f6", "#1565c0")   # alternate per epoch
