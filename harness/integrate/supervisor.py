@@ -9,7 +9,9 @@ it committed and before the answer), arms failpoints for crash rules on the work
 (``ledger.append:2:before``: the worker's helper kills itself there), restarts workers after the
 rule's delay, and reads the worker's store while it is blocked on each request, after every kill
 and at the end. What it reads becomes the trace's run and knowledge lanes (trace synthesis);
-the sandbox writes the port and remote lanes into the same trace, in real order.
+the sandbox writes the port and remote lanes into the same trace, in real order. Its own acts are
+recorded as its own: each lease grant (``granted_by``), each failpoint it arms (a ``failpoint``
+event; the ``crash`` where one fired names it), each takeover, and the worker a handover went to.
 
 Every worker misbehaviour is a recorded fault, never a hang: it exits without finishing, it
 floods its output, it leaves processes outside its group, it outlives the wall-clock limit.
