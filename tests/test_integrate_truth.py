@@ -208,7 +208,7 @@ def test_the_repro_line_names_runtime_and_every_option_that_changes_the_run():
 
 @linux
 def test_the_repro_line_of_an_integration_trace_parses_everywhere_it_is_printed(runs, capsys):
-    from crashlab.report.view import Item, repro
+    from crashlab.report.view import Item, repro, repro_parts
 
     outcome = runs["crash"]
     args = _parsed(outcome.result.repro)       # integrate's own result: crashlab integrate, never crashlab run
@@ -220,6 +220,8 @@ def test_the_repro_line_of_an_integration_trace_parses_everywhere_it_is_printed(
     item = Item(result=outcome.result, events=read_jsonl(outcome.trace), name="crash-5")
     assert repro(item) == outcome.result.repro
     assert repro(Item(result=outcome.result, events=None, name="crash-5")) == outcome.result.repro
+    assert repro_parts(Item(result=outcome.result, events=None, name="crash-5"))[:2] == (
+        "crash-5-after-record-before-checkpoint", read_jsonl(outcome.trace)[0]["adapter"])
     head = read_jsonl(outcome.trace)[0]
     assert head["integration"]["runtime"] is None and head["integration"]["time_scale"] == 100.0
 

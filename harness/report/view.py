@@ -107,6 +107,8 @@ def repro_parts(item: Item) -> tuple[str, str | None, int]:
         words = shlex.split(r.repro)
     except ValueError:
         words = []
+    if words[:2] == ["crashlab", "integrate"] and "--worker" in words[3:-1]:   # crashlab.integrate.repro's line
+        return words[2], INTEGRATE + words[words.index("--worker", 3) + 1], r.seed
     at = words.index("--adapter") if "--adapter" in words else -1
     if words[:2] == ["crashlab", "run"] and at == 3 and words[at + 2:at + 3] in (["--seed"], []) \
             and len(words) > at + 1:
