@@ -117,7 +117,8 @@ def recheck_saved(events: list[dict], path: str | Path) -> ScenarioResult:
     src = head.get("source") or head.get("scenario")
     adapter = str(head.get("adapter"))
     if adapter.startswith("integrate:"):   # an integration run: a real worker in real time, no seed replays it
-        repro = shlex.join(["crashlab", "integrate", str(src), "--worker", adapter[len("integrate:"):]])
+        from .integrate.repro import repro_line
+        repro = repro_line(head)
     else:
         repro = shlex.join(["crashlab", "run", str(src), "--adapter", adapter, "--seed", str(head.get("seed"))])
     return replace(result, seed=head.get("seed", 0), repro=repro)

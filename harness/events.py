@@ -119,7 +119,7 @@ def _kind(name: str, lane: str) -> Callable[[_C], _C]:
 # --------------------------------------------------------------------------------------- meta
 @_kind("header", "meta")
 class Header(Event):
-    """the first event: the scenario, seed, adapter, crashlab release (`harness`) and rule set (`rules`; absent in traces written before crashlab 0.2.0), service profiles, runs and expectations"""
+    """the first event: the scenario, seed, adapter, crashlab release (`harness`) and rule set (`rules`; absent in traces written before crashlab 0.2.0), service profiles, runs and expectations; an integration trace's `integration` holds the `crashlab integrate` options its repro line repeats"""
 
     format: int
     scenario: str
@@ -137,6 +137,9 @@ class Header(Event):
     tags: list
     expect: dict
     rules: int | Absent = ABSENT    # the rule set the run was made under (crashlab.ruleset); older traces lack it
+    #: integration traces: the ``crashlab integrate`` options the run was made with (runtime, store, time_scale,
+    #: wall_limit_s, handover_wait_s), which its repro line repeats; older integration traces lack it
+    integration: dict | Absent = ABSENT
 
 
 @_kind("end", "meta")
@@ -415,10 +418,22 @@ class Fault(Event):
 
 @_kind("crash", "fault")
 class Crash(Event):
-    """a worker crashed (before or after a call)"""
+    """a worker crashed (before or after a call); in an integration trace, `failpoint` when the worker's own
+    helper killed it at the store failpoint crashlab armed (the `failpoint` event of the same name: it fired)"""
 
     boundary: str
     restart_after_ms: int
+    rule_line: int | None
+    failpoint: str | Absent = ABSENT
+
+
+@_kind("failpoint", "fault")
+class Failpoint(Event):
+    """integration only: crashlab armed a store failpoint (`port.op:nth:boundary`, in CRASHLAB_FAILPOINT) for the
+    worker it was starting, from the crash rule at `rule_line`; a `crash` naming the same failpoint is where it fired,
+    none means the worker never reached it"""
+
+    failpoint: str
     rule_line: int | None
 
 
@@ -435,10 +450,12 @@ class Pause(Event):
 @_kind("resume", "fault")
 class Resume(Event):
     """a paused worker resumed with its stale view (handover, integration only, after a takeover: taken when
-    the run's next worker had made its first request, missed when none came within the supervisor's wait)"""
+    the run's next worker had made its first request, then `by` names that worker; missed when none came within
+    the supervisor's wait)"""
 
     call: int
     handover: str | Absent = ABSENT
+    by: str | Absent = ABSENT
 
 
 # --------------------------------------------------------------------------------------- worker
@@ -459,7 +476,8 @@ class Stop(Event):
 
 @_kind("takeover", "worker")
 class Takeover(Event):
-    """a replacement worker starts because the paused one's lease expired"""
+    """the platform (in an integration trace, crashlab) replaces the paused worker `stale`, whose lease expired:
+    the run's next worker starts"""
 
     stale: str
 

@@ -95,6 +95,12 @@ def test_every_worker_gets_the_server_env_and_one_unit_id_per_run(fake):
     finally:
         server.stop()
     assert kill.card.verdict == "pass" and two.card.verdict == "pass"
+    # the repro line re-runs it under the runtime: without --runtime the worker has no CRASHLAB_RUNTIME
+    import shlex
+
+    from crashlab.cli_args import parser
+    args = parser().parse_args(shlex.split(kill.result.repro)[1:])
+    assert args.command == "integrate" and args.runtime == "fake" and args.worker == worker_cmd(fake)
     rows = seen(fake)
     t2 = [r for r in rows if r["id"].startswith("t2-commit-before-record.run-82.")]
     assert len(t2) == 2 and len({r["id"] for r in t2}) == 1, "a restart must resume the same unit of work"

@@ -23,9 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
+from crashlab_env import need  # noqa: E402
 from worker import Ambiguous, Stale, Worker  # noqa: E402  (the careful worker)
 
-__all__ = ["Unit", "Retryable", "Stale", "runtime_id"]
+__all__ = ["Unit", "Retryable", "Stale", "need", "runtime_id"]
 
 
 class Retryable(Exception):
@@ -34,7 +35,7 @@ class Retryable(Exception):
 
 def runtime_id() -> str:
     """The run's unit-of-work id, the same for every worker of the run: the workflow or task id."""
-    return os.environ["CRASHLAB_RUNTIME_ID"]
+    return need("CRASHLAB_RUNTIME_ID")
 
 
 class Unit(Worker):

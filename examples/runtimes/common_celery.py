@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from celery import Celery
 
-from common import Stale, Unit, runtime_id
+from common import Stale, Unit, need, runtime_id
 
 #: the broker settings that decide when a killed worker's task is delivered again (seconds)
 TRANSPORT = {"visibility_timeout": 2, "unacked_restore_interval": 0.25, "unacked_restore_throttle": 1}
@@ -32,7 +32,7 @@ STALE = threading.Event()
 
 
 def app(name: str) -> Celery:
-    url = os.environ["CRASHLAB_RUNTIME"]
+    url = need("CRASHLAB_RUNTIME")
     a = Celery(name, broker=f"{url}/0", backend=f"{url}/1")
     a.conf.update(task_default_queue=runtime_id(), broker_transport_options=TRANSPORT,
                   result_backend_transport_options=TRANSPORT, result_extended=True, task_track_started=True,
@@ -50,7 +50,7 @@ def serve(a: Celery, unit: Unit, task) -> int:
         print(f"stopping: {exc}", file=sys.stderr)
         return 0
     import redis
-    marker = redis.Redis.from_url(f"{os.environ['CRASHLAB_RUNTIME']}/0")
+    marker = redis.Redis.from_url(f"{need('CRASHLAB_RUNTIME')}/0")
     if marker.set(f"crashlab:published:{runtime_id()}", "1", nx=True):
         task.apply_async(task_id=runtime_id(), queue=runtime_id())
     marker.close()

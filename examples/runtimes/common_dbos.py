@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from dbos import DBOS, SetWorkflowID
 
-from common import Stale, Unit, runtime_id
+from common import Stale, Unit, need, runtime_id
 
 
 def fenced(step: Callable) -> Callable:
@@ -44,7 +44,7 @@ def serve(unit: Unit, name: str, workflow: Callable[[], str]) -> int:
     except Stale as exc:
         print(f"stopping: {exc}", file=sys.stderr)
         return 0
-    DBOS(config={"name": name, "system_database_url": os.environ["CRASHLAB_RUNTIME"],
+    DBOS(config={"name": name, "system_database_url": need("CRASHLAB_RUNTIME"),
                  "executor_id": runtime_id(), "log_level": "WARNING"})
     DBOS.launch()                      # recovers this run's pending workflow, if a worker died in it
     try:

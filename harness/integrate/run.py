@@ -19,6 +19,7 @@ from ..sandbox.server import UNDELIVERED
 from ..scenario_compiled import Scenario
 from ..trace import write_jsonl
 from .card import Card, RuntimeRun, RuntimeSection, card
+from .repro import repro_line
 from .supervisor import DEFAULT_TIME_SCALE, HANDOVER_WAIT_S, WALL_LIMIT_S, Supervisor
 
 #: The integration suite is the library scenarios with this tag: those a real worker process can
@@ -76,11 +77,12 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     token = secrets.token_hex(4)
     ids = {spec.id: f"{scenario.id}.{spec.id}.{token}" for spec in scenario.runs} if server is not None else {}
     sup = Supervisor(scenario, worker, store=store, out=work, time_scale=time_scale, wall_limit_s=wall_limit_s,
-                     handover_wait_s=handover_wait_s, runtime_env=server.env if server is not None else None, runtime_ids=ids)
+                     handover_wait_s=handover_wait_s, runtime_env=server.env if server is not None else None, runtime_ids=ids,
+                     runtime_name=runtime.name if runtime is not None and server is not None else None)
     events = sup.run()
     path = out / f"{scenario.id}.jsonl"
     write_jsonl(events, path)
-    result = check_trace(events, trace_path=str(path))
+    result = replace(check_trace(events, trace_path=str(path)), repro=repro_line(events[0]))
     timed = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events
              if ev.anchor is None and ev.run is not None and ev.type != "other_actor"
              and ev.type not in UNDELIVERED]

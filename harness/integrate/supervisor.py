@@ -9,20 +9,20 @@ it committed and before the answer), arms failpoints for crash rules on the work
 (``ledger.append:2:before``: the worker's helper kills itself there), restarts workers after the
 rule's delay, and reads the worker's store while it is blocked on each request, after every kill
 and at the end. What it reads becomes the trace's run and knowledge lanes (trace synthesis);
-the sandbox writes the port and remote lanes into the same trace, in real order.
+the sandbox writes the port and remote lanes into the same trace, in real order. Its own acts are
+recorded as its own: each lease grant (``granted_by``), each failpoint it arms (a ``failpoint``
+event; the ``crash`` where one fired names it), each takeover, and the worker a handover went to.
 
 Every worker misbehaviour is a recorded fault, never a hang: it exits without finishing, it
 floods its output, it leaves processes outside its group, it outlives the wall-clock limit.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import secrets
 import shlex
 import shutil
 import signal
-import string
 import subprocess
 import time
 from collections.abc import Mapping
@@ -35,44 +35,22 @@ from ..model import TERMINAL_STATES, PortCall, WAITING_STATES, validate_checkpoi
 from ..sandbox import Caller, Hooks, Sandbox
 from ..sandbox.server import Gate
 from ..scenario_compiled import Rule, Scenario
+from .command import check_placeholders, die_with_parent, fired_failpoint
+from .repro import DEFAULTS, header_options
 from .store import PostgresStore, SqliteStore, open_store
 
-DEFAULT_TIME_SCALE = 100.0
-WALL_LIMIT_S = 30.0            # a scenario's real-time limit: beyond it the worker is unresponsive
+DEFAULT_TIME_SCALE = DEFAULTS["time_scale"]
+WALL_LIMIT_S = DEFAULTS["wall_limit_s"]   # a scenario's real-time limit: beyond it the worker is unresponsive
 MAX_OUTPUT_BYTES = 4 << 20     # a worker's stdout + stderr: beyond it, a flood
 MAX_WORKERS = 12
 #: after a takeover, how long a paused worker stays stopped waiting for the run's next worker to make
 #: its first request (under a durable runtime the handover is the runtime's, and takes real time)
-HANDOVER_WAIT_S = 15.0
+HANDOVER_WAIT_S = DEFAULTS["handover_wait_s"]
 ANSWER_WAIT_S = 1.0     # a resuming worker's held request: how long its answer may take to reach its socket
 LEASE_TTL_MS = 10 ** 9         # the supervisor's grant: one live worker per run, until it is killed
 _TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
 _WAITING = frozenset(s.value for s in WAITING_STATES)
 _PLATFORM_CRASH_PORTS = ("ledger", "checkpoints", "run", "lease", "inbox")
-
-
-def _die_with_parent() -> None:   # in the child, before exec: SIGKILL when crashlab's thread dies
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _check_placeholders(argv: list[str], *, runtime: bool) -> None:
-    """Refuse, before anything starts, a --worker whose braces are not the worker's placeholders."""
-    allowed = ("url", "db", "worker", "run") + (("runtime", "runtime_id") if runtime else ())
-    names = ", ".join("{" + name + "}" for name in allowed)
-    for part in argv:
-        try:
-            fields = [name for _, name, spec, conv in string.Formatter().parse(part) if name is not None]
-        except ValueError:
-            raise UsageError(f"--worker: a lone brace in {part!r}", hint=f"write a literal brace twice ({{{{ or }}}}); "
-                             f"the placeholders are {names}") from None
-        for name in fields:
-            if name not in allowed:
-                extra = "" if runtime or name not in ("runtime", "runtime_id") else " (only with --runtime)"
-                raise UsageError(f"--worker: unknown placeholder {{{name}}} in {part!r}{extra}",
-                                 hint=f"the placeholders are {names}; write a literal brace twice")
 
 
 @dataclass(slots=True)
@@ -93,6 +71,7 @@ class Paused:
     gate: Gate = field(default_factory=Gate)   # its held request: opened when it is to run again (or is gone)
     replaced_at: float | None = None
     handed_at: float | None = None       # when the run's next worker made its first request
+    handed_to: str | None = None         # that worker
 
 
 @dataclass(slots=True)
@@ -126,7 +105,7 @@ class Supervisor(Hooks):
     def __init__(self, scenario: Scenario, worker: str, *, store: str = "sqlite:{db}", out: Path,
                  time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
                  handover_wait_s: float = HANDOVER_WAIT_S, runtime_env: Mapping[str, str] | None = None,
-                 runtime_ids: Mapping[str, str] | None = None) -> None:
+                 runtime_ids: Mapping[str, str] | None = None, runtime_name: str | None = None) -> None:
         if not worker.strip():
             raise UsageError("--worker needs a command, e.g. --worker 'python3 worker.py {url} {db}'")
         try:
@@ -138,13 +117,16 @@ class Supervisor(Hooks):
             raise UsageError(f"--worker: cannot run {program!r}: no such command (not on PATH, not an executable)",
                              hint="give a command on PATH or a path to an executable, e.g. --worker "
                                   "'python3 worker.py {url} {db}'")
-        _check_placeholders(self.argv_template, runtime=bool(runtime_ids))
+        check_placeholders(self.argv_template, runtime=bool(runtime_ids))
         self.scenario = scenario
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.wall_limit_s = wall_limit_s
         self.handover_wait_s = handover_wait_s
-        self.sandbox = Sandbox(scenario, time_scale=time_scale, hooks=self, adapter=f"integrate:{worker}")
+        options = header_options(runtime=runtime_name, store=store, time_scale=time_scale, wall_limit_s=wall_limit_s,
+                                 handover_wait_s=handover_wait_s)    # what the trace's repro line repeats
+        self.sandbox = Sandbox(scenario, time_scale=time_scale, hooks=self, adapter=f"integrate:{worker}",
+                               header={"integration": options})
         self.runs: dict[str, RunState] = {}
         for spec in scenario.runs:
             st = open_store(store, scenario=scenario.id, run=spec.id, out=self.out)
@@ -328,11 +310,13 @@ class Supervisor(Hooks):
             sb.emit(events.Start, worker=caller.name, run=rs.id, number=caller.number, env=dict(self.scenario.env))
             sb.emit(events.Lease, worker=caller.name, run=rs.id, op="acquire", epoch=caller.number,
                     owner=caller.name, expires_at=sb.clock.now() + LEASE_TTL_MS, granted_by="supervisor")
+            for spec, rule in rs.failpoints:      # crashlab's, in the worker's CRASHLAB_FAILPOINT
+                sb.emit(events.Failpoint, worker=caller.name, run=rs.id, failpoint=spec, rule_line=rule.line)
         rs.caller, rs.killed = caller, None
         with open(rs.log, "wb") as log:
             try:
                 rs.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                           env=env, start_new_session=True, preexec_fn=_die_with_parent,
+                                           env=env, start_new_session=True, preexec_fn=die_with_parent,
                                            close_fds=True)
                 rs.pgid = rs.proc.pid
             except OSError as exc:
@@ -459,10 +443,11 @@ class Supervisor(Hooks):
         if rs.killed is not None:
             return                                    # restart_at set by crash()
         if code == -signal.SIGKILL and rs.failpoints and rs.finished is None:
-            spec, rule = rs.failpoints[0]
             with self.sandbox.lock:
+                spec = fired_failpoint(self.sandbox.trace.events, caller.name, [f for f, _ in rs.failpoints])
+                rule = dict(rs.failpoints)[spec]
                 self.sandbox.emit(events.Crash, worker=caller.name, run=rs.id, boundary=rule.boundary,
-                                  rule_line=rule.line, restart_after_ms=rule.restart_after_ms)
+                                  rule_line=rule.line, restart_after_ms=rule.restart_after_ms, failpoint=spec)
             rs.restart_at = time.monotonic() + self.sandbox.clock.real_s(rule.restart_after_ms)
             return
         if rs.finished is not None or rs.waiting is not None:
@@ -496,8 +481,8 @@ class Supervisor(Hooks):
                         q.replaced_at = now
             handover = None
             if p.replaced_at is not None:
-                if p.handed_at is None and self._handed_over(rs, p.caller):
-                    p.handed_at = now
+                if p.handed_at is None and (taker := self._handed_over(rs, p.caller)) is not None:
+                    p.handed_at, p.handed_to = now, taker.name
                 if p.handed_at is not None:
                     handover = "taken"
                     if now < max(p.resume_at, p.handed_at + (p.resume_at - p.takeover_at)):
@@ -510,6 +495,8 @@ class Supervisor(Hooks):
                 continue
             rs.paused.remove(p)
             extra = {} if handover is None else {"handover": handover}
+            if handover == "taken" and p.handed_to:
+                extra["by"] = p.handed_to
             with sb.lock:
                 sb.emit(events.Resume, worker=p.caller.name, run=rs.id, call=p.call, **extra)
             p.gate.opened.set()           # its request leaves; its answer is on the socket before it runs
@@ -524,13 +511,13 @@ class Supervisor(Hooks):
                                    "resumed: nothing handed the run over while it was paused, so the stale-worker "
                                    "case was not exercised")
 
-    def _handed_over(self, rs: RunState, stale: Caller) -> bool:
+    def _handed_over(self, rs: RunState, stale: Caller) -> Caller | None:
         """A later worker of the run works on it: it made a service request other than describe (a read,
         a send), or a row of its own reached the store (a checkpoint, a ledger entry, a finish). Polling
         the inbox and reading the profile are not working on the run: a worker process under a durable
         runtime may do both before the runtime hands it the run."""
-        return any(c.run == rs.id and c.number > stale.number and (c.acted or c.number in rs.wrote)
-                   for c in self.sandbox.callers.values())
+        return next((c for c in self.sandbox.callers.values()
+                     if c.run == rs.id and c.number > stale.number and (c.acted or c.number in rs.wrote)), None)
 
     # ------------------------------------------------------------------ the whole scenario
     def run(self) -> list[dict]:

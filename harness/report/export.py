@@ -5,13 +5,17 @@
   (``run state``, ``remote effects``, ``knowledge``); each run's checkpoint row, each worker,
   each service, each record a service holds and each ledger key is a thread; every port call
   is a slice on its worker's thread (from the call to its answer), each checkpoint state,
-  record and knowledge state a slice on its own row; faults, crashes, pauses, cancellations,
-  deployments, deadlines and the transport's ground truth are instants; a flow arrow leads
-  from each call to the remote effect (commit or release) it caused.
+  record and knowledge state a slice on its own row; a worker's slice is named by how it ended
+  (finished, replaced, crash, adapter_fault, alive); faults, crashes, pauses, cancellations,
+  deployments, deadlines and the transport's ground truth are instants, and so are the inbox
+  deliveries (on each run's ``inbox`` row) and an integration supervisor's lease grants; crashlab's
+  own acts carry ``actor: crashlab``; a flow arrow leads from each call to the remote effect
+  (commit or release) it caused.
 * **otel**: OpenTelemetry spans as OTLP/JSON (an ``ExportTraceServiceRequest``): one span for
   the scenario, one per run, one per worker, one per port call (kind CLIENT, status ERROR for
   an error answer) and one per record a service holds (kind SERVER, a child of the call that
-  made it). Checkpoints, ledger appends, faults and world events are span events. Times are
+  made it). Checkpoints, ledger appends, faults, world events and inbox deliveries are span
+  events (crashlab's own acts with ``crashlab.actor``). Times are
   the scenario clock as Unix nanoseconds: ``(origin_ms + t) * 10**6``, so an adapter that stamps
   its own spans from ``clock.now`` the same way lines up with crashlab's.
 
@@ -28,7 +32,7 @@ from typing import Any
 from ..errors import UsageError
 from ..files import atomic_write_text, check_output_file
 from ..trace import read_jsonl
-from .lanes import lanes as extract_lanes
+from .lanes import CRASHLAB, lanes as extract_lanes
 
 FORMATS = ("chrome", "otel")
 PROCESSES = ("run state", "remote effects", "knowledge")
@@ -68,6 +72,20 @@ def _effect_name(kind: str, ev: dict) -> str:
     if kind == "released":
         return f"release of {ev.get('ref')}" + (f" ({ev.get('release_ref')})" if ev.get("release_ref") else "")
     return f"{ev.get('op') or kind} {ev.get('ref') or ''}".strip()
+
+
+def _grants(events: list[dict]) -> list[dict]:
+    """The lease grants an integration supervisor made (``granted_by``): crashlab's acts, not a worker's calls."""
+    return [e for e in events if e.get("kind") == "lease" and e.get("granted_by")]
+
+
+def _grant_name(ev: dict) -> str:
+    return f"lease epoch {ev.get('epoch')} granted by crashlab"
+
+
+def _delivery_name(ev: dict) -> str:
+    data = ev.get("event") if isinstance(ev.get("event"), dict) else {}
+    return f"inbox delivery {data.get('type')} {data.get('event_id')}".strip()
 
 
 # --------------------------------------------------------------------------- chrome
@@ -132,7 +150,18 @@ def chrome_events(events: list[dict]) -> dict:
             slice_(RUN, w.name, f"{w.name} ({w.end_kind})", "worker", w.start, stop,
                    {"seq": w.seq, "end": w.end_kind, "leases": [list(x) for x in w.leases]})
             for m in w.marks:
-                instant(RUN, w.name, f"{m.kind} {m.label}".strip(), m.kind, m.t, {"seq": m.seq, "accepted": m.ok})
+                instant(RUN, w.name, f"{m.kind} {m.label}".strip(), m.kind, m.t,
+                        {"seq": m.seq, "accepted": m.ok, **({"actor": m.actor} if m.actor else {})})
+    # crashlab's own acts on a worker that the lanes keep as spans: an integration supervisor's lease grants
+    for ev in _grants(events):
+        if (RUN, str(ev.get("worker"))) in tid.ids:
+            instant(RUN, str(ev.get("worker")), _grant_name(ev), "crashlab", int(ev.get("t") or 0),
+                    {"seq": ev["seq"], "actor": CRASHLAB, "epoch": ev.get("epoch")})
+    # inbox deliveries (input events, a late callback among them): instants on each run's inbox row
+    for ev in events:
+        if ev.get("lane") == "world" and ev.get("kind") == "deliver":
+            instant(RUN, f"{ev.get('run')} inbox", _delivery_name(ev), "inbox", int(ev.get("t") or 0),
+                    {"seq": ev["seq"], "event": _clip_value(ev.get("event"))})
     calls = _Calls(events)
     call_slot: dict[int, tuple[int, int, int]] = {}      # call seq -> (pid, tid, ts) of its slice
     by_worker: dict[str, list[tuple[dict, dict | None]]] = {}
@@ -206,9 +235,10 @@ def chrome_events(events: list[dict]) -> dict:
         ev = by_seq.get(m.seq) if m.seq else None
         worker = (ev or {}).get("worker")
         if worker and (RUN, worker) in tid.ids:
-            instant(RUN, worker, m.label or m.kind, m.kind, m.t, {"seq": m.seq})
+            instant(RUN, worker, m.label or m.kind, m.kind, m.t, {"seq": m.seq, **({"actor": m.actor} if m.actor else {})})
         else:
-            instant(RUN, "", m.label or m.kind, m.kind, m.t, {"seq": m.seq or None}, scope="g")
+            instant(RUN, "", m.label or m.kind, m.kind, m.t,
+                    {"seq": m.seq or None, **({"actor": m.actor} if m.actor else {})}, scope="g")
     other = {"scenario": head.get("scenario"), "title": head.get("title"), "seed": head.get("seed"),
              "adapter": head.get("adapter"), "origin_ms": head.get("origin_ms"), "crashlab": head.get("harness"),
              "clock": "simulated milliseconds since the scenario origin (ts is in microseconds)"}
@@ -289,7 +319,16 @@ def otel_document(events: list[dict]) -> dict:
                                        {"code": STATUS_ERROR, "message": w.end_kind}
                                        if w.end_kind in ("crash", "adapter_fault") else None)
             for m in w.marks:
-                event(worker_span[w.name], f"{m.kind} {m.label}".strip(), m.t, _attrs(seq=m.seq, accepted=m.ok))
+                event(worker_span[w.name], f"{m.kind} {m.label}".strip(), m.t,
+                      _attrs(seq=m.seq, accepted=m.ok, actor=m.actor or None))
+    for ev in _grants(events):
+        sid = worker_span.get(str(ev.get("worker")))
+        if sid is not None:
+            event(sid, _grant_name(ev), int(ev.get("t") or 0), _attrs(seq=ev["seq"], actor=CRASHLAB, epoch=ev.get("epoch")))
+    for ev in events:
+        if ev.get("lane") == "world" and ev.get("kind") == "deliver":
+            event(run_span.get(str(ev.get("run")), root), _delivery_name(ev), int(ev.get("t") or 0),
+                  _attrs(seq=ev["seq"], event=ev.get("event")))
     for k in data.knowledge:
         sid = run_span.get(k.run or "", root)
         for s in k.states:
@@ -325,7 +364,7 @@ def otel_document(events: list[dict]) -> dict:
     for m in data.markers:
         ev = by_seq.get(m.seq, {}) if m.seq else {}
         sid = worker_span.get(str(ev.get("worker"))) or run_span.get(str(ev.get("run")), root)
-        event(sid, m.label or m.kind, m.t, _attrs(seq=m.seq or None, kind=m.kind))
+        event(sid, m.label or m.kind, m.t, _attrs(seq=m.seq or None, kind=m.kind, actor=m.actor or None))
     for events_of in span_events.values():
         events_of.sort(key=lambda x: int(x["timeUnixNano"]))
     resource = [_attr("service.name", "crashlab"), *_attrs(scenario=head.get("scenario"), seed=head.get("seed"),

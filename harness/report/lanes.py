@@ -11,6 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: Who a trace names as acting when the act was crashlab's own: its injected faults, crashes, pauses and resumes
+#: (the fault lane), its failpoints, its takeovers and, in an integration trace, its lease grants.
+CRASHLAB = "crashlab"
+
+
+def actor(ev: dict) -> str | None:
+    """``crashlab`` for an event that records crashlab's own action (what it did to a worker, not what a worker
+    did): every fault-lane event (fault, crash, pause, resume, failpoint), a takeover, and a lease with
+    ``granted_by`` (an integration supervisor's grant, which no worker asked for); None for the rest."""
+    kind = ev.get("kind")
+    if ev.get("lane") == "fault" or kind == "takeover" or (kind == "lease" and ev.get("granted_by")):
+        return CRASHLAB
+    return None
+
+
 #: World events drawn as vertical markers (``deliver`` and approvals are inbox traffic).
 WORLD_MARKERS = ("cancel", "deploy", "revoke", "capability_change", "approve", "deny", "callback",
                  "operator_answer", "retry", "event")
@@ -33,6 +48,7 @@ class Mark:
     kind: str
     label: str = ""
     ok: bool = True
+    actor: str = ""          # "crashlab": crashlab's own action (``actor``), drawn as such
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,10 +57,11 @@ class Worker:
     run: str
     start: int
     end: int | None           # None: alive at the end of the trace
-    end_kind: str             # finished | crash | adapter_fault | alive
+    end_kind: str             # finished | replaced | crash | adapter_fault | alive
     seq: int
     pauses: tuple[tuple[int, int | None], ...] = ()
     leases: tuple[tuple[int, int, int], ...] = ()   # (from, until, epoch)
+    granted: bool = False     # its leases are crashlab's grants (an integration supervisor's), not its own calls
     marks: tuple[Mark, ...] = ()                     # lease, rejected write, finish, escalation
 
 
@@ -126,30 +143,40 @@ def lanes(events: list[dict]) -> Lanes:
                 workers[wname] = {"name": wname, "run": ev.get("run"), "start": t, "end": None,
                                   "end_kind": "alive", "seq": seq, "pauses": []}
             elif kind in ("stop", "adapter_fault") and w is not None and w["end"] is None:
-                w["end"], w["end_kind"] = t, ("finished" if kind == "stop" else "adapter_fault")
+                # a stale worker a replacement had taken over is stopped by crashlab: replaced, not finished
+                replaced = kind == "stop" and str(ev.get("reason") or "").startswith("stale")
+                w["end"] = t
+                w["end_kind"] = "replaced" if replaced else "finished" if kind == "stop" else "adapter_fault"
                 if kind == "adapter_fault":
                     marks.setdefault(wname, []).append(Mark(t=t, seq=seq, kind="adapter_fault", ok=False,
                                                             label=str(ev.get("fault"))))
             elif kind == "takeover":
-                markers.append(Mark(t=t, seq=seq, kind="takeover", label=f"takeover of {ev.get('stale')}"))
+                markers.append(Mark(t=t, seq=seq, kind="takeover", label=f"takeover of {ev.get('stale')}",
+                                    actor=CRASHLAB))
             elif kind == "restart_budget_exhausted":
                 markers.append(Mark(t=t, seq=seq, kind="adapter_fault", label="restart budget exhausted"))
         elif lane == "fault":
             if kind == "crash":
                 if w is not None:
                     w["end"], w["end_kind"] = t, "crash"
-                markers.append(Mark(t=t, seq=seq, kind="crash", label=f"crash ({ev.get('boundary')})"))
+                where = f"failpoint {ev['failpoint']}" if ev.get("failpoint") else ev.get("boundary")
+                markers.append(Mark(t=t, seq=seq, kind="crash", label=f"crash ({where})", actor=CRASHLAB))
             elif kind == "pause":
                 if w is not None:
                     w["pauses"].append([t, None])
-                markers.append(Mark(t=t, seq=seq, kind="pause", label="pause"))
+                markers.append(Mark(t=t, seq=seq, kind="pause", label="pause", actor=CRASHLAB))
             elif kind == "resume":
                 if w is not None and w["pauses"] and w["pauses"][-1][1] is None:
                     w["pauses"][-1][1] = t
-                markers.append(Mark(t=t, seq=seq, kind="resume", label="resume"))
+                by = f" after the handover to {ev['by']}" if ev.get("by") else (
+                    " (handover missed)" if ev.get("handover") == "missed" else "")
+                markers.append(Mark(t=t, seq=seq, kind="resume", label="resume" + by, actor=CRASHLAB))
+            elif kind == "failpoint":
+                marks.setdefault(str(wname), []).append(Mark(t=t, seq=seq, kind="failpoint", actor=CRASHLAB,
+                                                             label=str(ev.get("failpoint"))))
             else:
                 label = str(ev.get("fault") or kind) + (f":{ev['code']}" if ev.get("code") else "")
-                markers.append(Mark(t=t, seq=seq, kind="fault", label=label))
+                markers.append(Mark(t=t, seq=seq, kind="fault", label=label, actor=CRASHLAB))
         elif lane == "world" and kind in WORLD_MARKERS:
             data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
             label = kind if kind != "event" else str(data.get("kind", "event"))
@@ -157,6 +184,7 @@ def lanes(events: list[dict]) -> Lanes:
                 label = ("deploy " + ", ".join(f"{k}={v}" for k, v in sorted(data.items()))).strip()
             markers.append(Mark(t=t, seq=seq, kind=kind if kind in ("cancel", "deploy") else "world",
                                 label=label))
+    granted = {ev.get("owner") for ev in events if ev.get("kind") == "lease" and ev.get("granted_by")}
     runs, effects, transport, knowledge = [], [], [], []
     owner = {p.seq: r.run for r in tl.runs for p in r.remote}
     remote_points = [p for r in tl.runs for p in r.remote] + list(tl.other_actors)
@@ -191,7 +219,8 @@ def lanes(events: list[dict]) -> Lanes:
             ws.append(Worker(name=w["name"], run=r.run, start=w["start"], end=w["end"],
                              end_kind=w["end_kind"], seq=w["seq"],
                              pauses=tuple((a, b) for a, b in w["pauses"]),
-                             leases=_leases([p for p in r.leases if p.owner == w["name"]]), marks=own))
+                             leases=_leases([p for p in r.leases if p.owner == w["name"]]), marks=own,
+                             granted=w["name"] in granted))
         runs.append(RunLane(id=r.run, states=states, workers=tuple(ws), deadline=r.deadline,
                             disposition=r.disposition))
         for k in r.knowledge:

@@ -50,7 +50,7 @@ class LaneDrawing:
                 self._label_in(ax, a, b, wy, [f"{short} {epochs}".strip(), short], style.WORKER_COLOR,
                                boxed=bool(w.pauses))
                 self.loc[w.seq] = ("run", wy)
-                if w.end_kind in ("crash", "adapter_fault"):
+                if w.end_kind in ("crash", "adapter_fault", "replaced"):
                     points.setdefault((w.end_kind, ""), []).append((b, wy))
                 for m in w.marks:
                     kind = m.kind
@@ -62,7 +62,7 @@ class LaneDrawing:
                         continue
                     points.setdefault((kind, ""), []).append((X(m.t), my))
                 if w.leases:
-                    self.used["worker"].add("lease")
+                    self.used["worker"].add("lease_granted" if w.granted else "lease")
                 if w.pauses:
                     self.used["worker"].add("paused")
         for (kind, _), pts in sorted(points.items()):

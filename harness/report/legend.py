@@ -49,6 +49,8 @@ def entries(used: dict[str, set[str]], violations: bool) -> list[tuple[str, dict
     out.append(("patch", {"facecolor": style.WORKER_COLOR}, "worker alive"))
     if "lease" in used["worker"]:
         out.append(("line", {"color": style.LEASE_COLORS[1], "linewidth": 1.6}, "lease held (until expiry)"))
+    if "lease_granted" in used["worker"]:   # an integration trace: the supervisor's grant, not a worker's call
+        out.append(("line", {"color": style.LEASE_COLORS[1], "linewidth": 1.6}, "lease granted by crashlab"))
     if "paused" in used["worker"]:
         out.append(("patch", {"facecolor": "white", "edgecolor": "#6a1b9a", "hatch": "////"}, "paused (zombie)"))
     for kind in style.WORKER_GLYPHS:

@@ -66,6 +66,8 @@ WORKER_GLYPHS: dict[str, tuple[str, str, bool, str]] = {
     "finish_after_end": ("D", "#6d4c41", False, "finish refused (run already ended)"),
     "escalation": ("^", "#1565c0", True, "escalation (decision packet)"),
     "approval": ("o", "#5c6bc0", False, "approval requested"),
+    "replaced": ("s", "#37474f", False, "worker replaced (takeover)"),
+    "failpoint": ("v", "#c62828", False, "failpoint armed (crashlab)"),
 }
 WORKER_COLOR = "#cfd8dc"
 LEASE_COLORS = ("#64b5f6", "#1565c0")   # alternate per epoch
@@ -187,6 +189,8 @@ def _cancel_recorded(e: events.CancelRecorded) -> str:
 
 @_summary(events.Lease)
 def _lease(e: events.Lease) -> str:
+    if e.granted_by is not events.ABSENT:      # an integration supervisor's grant: no worker asked for it
+        return f"lease epoch {e.epoch} granted by crashlab to {e.owner} (the supervisor's grant: no worker call)"
     return f"lease {e.op} epoch {e.epoch} by {e.owner}"
 
 
@@ -225,12 +229,35 @@ def _fault(e: events.Fault) -> str:
 
 @_summary(events.Crash)
 def _crash(e: events.Crash) -> str:
+    if e.failpoint is not events.ABSENT:
+        return (f"crash at failpoint {e.failpoint}: it fired, the worker killed itself {e.boundary} the store write "
+                f"(restart after {e.restart_after_ms} ms)")
     return f"crash {e.boundary} the call (restart after {e.restart_after_ms} ms)"
 
 
-@_summary(events.Pause, events.Resume)
-def _pause_or_resume(e: events.Pause | events.Resume) -> str:
+@_summary(events.Failpoint)
+def _failpoint(e: events.Failpoint) -> str:
+    line = f", rule line {e.rule_line}" if e.rule_line is not None else ""
+    return f"failpoint {e.failpoint} armed by crashlab (in the worker's CRASHLAB_FAILPOINT{line})"
+
+
+@_summary(events.Pause)
+def _pause(e: events.Pause) -> str:
     return f"{e.kind} (call #{e.call})"
+
+
+@_summary(events.Resume)
+def _resume(e: events.Resume) -> str:
+    if e.by is not events.ABSENT:
+        return f"resume (call #{e.call}) after the handover: {e.by} had taken the run over"
+    if e.handover == "missed":
+        return f"resume (call #{e.call}): the handover was missed (no replacement worked on the run)"
+    return f"resume (call #{e.call})"
+
+
+@_summary(events.Takeover)
+def _takeover(e: events.Takeover) -> str:
+    return f"takeover of {e.stale}: its lease lapsed while it was paused; the run's next worker starts"
 
 
 @_summary(events.Deliver)
@@ -265,8 +292,13 @@ def _other_actor_rejected(e: events.OtherActorRejected) -> str:
     return f"{e.kind} ({e.code})"
 
 
+@_summary(events.Stop)
+def _stop(e: events.Stop) -> str:
+    return "worker stop" + (f" ({e.reason})" if e.reason and e.reason != "finished" else "")
+
+
 @_summary(events.Header, events.End, events.LedgerRejected, events.ApprovalRequested, events.Start,
-          events.Stop, events.Takeover, events.RestartBudgetExhausted)
+          events.RestartBudgetExhausted)
 def _plain(e: events.Event) -> str:
     return f"{e.lane} {e.kind}"
 

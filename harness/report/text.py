@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..timefmt import format_time
 from . import style
+from .lanes import actor
 
 #: Port calls that say nothing about the run: hidden unless --all.
 QUIET_CALLS = frozenset({("clock", "now"), ("random", "draw")})
@@ -42,6 +43,15 @@ def lines(events: list[dict], *, lanes: set[str] | None = None, worker: str | No
         return []
     origin = int(events[0].get("origin_ms") or 0)
     results = {ev.get("call"): ev for ev in events if ev.get("lane") == "port" and ev.get("kind") == "result"}
+    # a call another event names (a fault on it, a pause at it, its remote effect) or --around names (itself or
+    # its result, printed on its line) is printed even when quiet: show never cites an event it hides
+    cited = {ev.get("call") for ev in events if ev.get("kind") != "result" and isinstance(ev.get("call"), int)}
+    focus = around
+    if around is not None:
+        named = next((ev for ev in events if ev.get("seq") == around), None)
+        if named is not None and named.get("lane") == "port" and named.get("kind") == "result":
+            focus = named.get("call") if isinstance(named.get("call"), int) else around
+        cited.add(focus)
     shown: list[tuple[int, str]] = []
     for ev in events[1:]:
         lane, kind = ev.get("lane"), ev.get("kind")
@@ -49,12 +59,14 @@ def lines(events: list[dict], *, lanes: set[str] | None = None, worker: str | No
             continue
         if lanes and lane not in lanes:
             continue
-        who = ev.get("worker") or ev.get("run") or ""
-        if worker and not (who == worker or who.endswith("/" + worker)):
+        target = ev.get("worker") or ev.get("run") or ""
+        if worker and not (target == worker or target.endswith("/" + worker)):
             continue
+        # crashlab's own action (a grant, a failpoint, a crash, a takeover) is crashlab's, done to its target
+        who = actor(ev) or target
         if lane == "port" and kind == "call":
             res = results.get(ev.get("seq"))
-            if not everything and ((ev.get("port"), ev.get("op")) in QUIET_CALLS or (
+            if not everything and ev.get("seq") not in cited and ((ev.get("port"), ev.get("op")) in QUIET_CALLS or (
                     ev.get("port"), ev.get("op")) == ("inbox", "poll") and res is not None and res.get("ok")
                     and not (res.get("value") or {}).get("events")):
                 continue
@@ -62,15 +74,17 @@ def lines(events: list[dict], *, lanes: set[str] | None = None, worker: str | No
                     + _outcome(res, origin, int(ev.get("t") or 0)))
         else:
             body = style.summarize(ev, origin).split(" ", 2)[2]
-            if who and body.startswith(who + " "):
-                body = body[len(who) + 1:]
+            if target and body.startswith(target + " "):
+                body = body[len(target) + 1:]
+            if who != target and target:
+                body = f"{target}: {body}"
         text = (f"{ev.get('seq'):>5}  {format_time(int(ev.get('t') or 0), origin):<14} {lane:<9} "
                 f"{style.shorten(who, 14):<14} {body}")
         shown.append((int(ev.get("seq") or 0), text))
     if around is not None:
-        at = next((i for i, (seq, _) in enumerate(shown) if seq >= around), len(shown) - 1)
+        at = next((i for i, (seq, _) in enumerate(shown) if seq >= focus), len(shown) - 1)
         lo, hi = max(0, at - context), min(len(shown), at + context + 1)
-        return [(">>" + text[2:]) if seq == around else text for seq, text in shown[lo:hi]]
+        return [(">>" + text[2:]) if seq == focus else text for seq, text in shown[lo:hi]]
     return [text for _, text in shown]
 
 

@@ -107,6 +107,8 @@ def repro_parts(item: Item) -> tuple[str, str | None, int]:
         words = shlex.split(r.repro)
     except ValueError:
         words = []
+    if words[:2] == ["crashlab", "integrate"] and "--worker" in words[3:-1]:   # crashlab.integrate.repro's line
+        return words[2], INTEGRATE + words[words.index("--worker", 3) + 1], r.seed
     at = words.index("--adapter") if "--adapter" in words else -1
     if words[:2] == ["crashlab", "run"] and at == 3 and words[at + 2:at + 3] in (["--seed"], []) \
             and len(words) > at + 1:
@@ -125,11 +127,18 @@ def repro(item: Item, *, no_answers: bool = False) -> str:
     """A shell-quoted command that re-runs the scenario; it works when pasted into a POSIX shell,
     whatever the adapter spec holds (``exec:node my adapter.js``). Hiding answers replaces the
     adapter by ``"$CRASHLAB_ADAPTER"``."""
+    from ..integrate.repro import repro_line
+
+    head = item.events[0] if item.events else None
+    said = item.result.repro or ""
+    if head is None and said.startswith("crashlab integrate ") and " --worker " in said:
+        # an integration result's own line (crashlab.integrate.repro), with its options
+        return said.split(" --worker ", 1)[0] + f" --worker {ADAPTER_PLACEHOLDER}" if no_answers else said
     source, adapter, seed = repro_parts(item)
     if adapter and str(adapter).startswith(INTEGRATE):
         # an integration run: a real worker in real time, which no seed replays (crashlab integrate)
-        worker = ADAPTER_PLACEHOLDER if no_answers else shlex.quote(str(adapter)[len(INTEGRATE):])
-        return f"{shlex.join(['crashlab', 'integrate', source])} --worker {worker}"
+        return repro_line({**(head or {}), "source": source, "adapter": adapter},
+                          worker=ADAPTER_PLACEHOLDER if no_answers else None)
     line = shlex.join(["crashlab", "run", source])
     if no_answers:
         line += f" --adapter {ADAPTER_PLACEHOLDER}"

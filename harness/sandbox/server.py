@@ -122,9 +122,10 @@ class Sandbox:
     trace."""
 
     def __init__(self, scenario: Scenario, *, time_scale: float = 1.0, port: int = 0,
-                 hooks: Hooks | None = None, adapter: str = "sandbox") -> None:
+                 hooks: Hooks | None = None, adapter: str = "sandbox", header: dict | None = None) -> None:
         self.scenario = scenario
         self.adapter = adapter
+        self.header = dict(header or {})     # more header fields (an integration run's options)
         self.clock = Clock(time_scale)
         self.hooks = hooks or Hooks()
         self.lock = threading.RLock()
@@ -162,7 +163,7 @@ class Sandbox:
         self._thread.start()
         from ..runner import header_fields
         with self.lock:
-            self.emit(events.Header, **header_fields(self.scenario, self.scenario.seed, self.adapter))
+            self.emit(events.Header, **header_fields(self.scenario, self.scenario.seed, self.adapter), **self.header)
         self.clock.t0 = time.monotonic()
         self._schedule_world()
         return self.root

@@ -20,6 +20,7 @@ import urllib.request
 import hypercorn.asyncio
 import hypercorn.config
 import restate
+from crashlab_env import need
 
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -58,7 +59,7 @@ def service_name(base: str) -> str:
     """The workflow's service name, one per run: a Restate service name is served by its latest
     deployment, so two runs' worker processes registering the same name would take each other's
     new invocations."""
-    return f"{base}_{hashlib.sha256(os.environ['CRASHLAB_RUNTIME_ID'].encode()).hexdigest()[:12]}"
+    return f"{base}_{hashlib.sha256(need('CRASHLAB_RUNTIME_ID').encode()).hexdigest()[:12]}"
 
 
 def _port() -> int:
@@ -89,8 +90,8 @@ def _point_the_deployment_here(admin: str, service: str, uri: str) -> tuple[int,
 
 
 async def _drive(workflow: restate.Workflow, port: int, stop: asyncio.Event) -> None:
-    admin, ingress = os.environ["CRASHLAB_RESTATE_ADMIN"], os.environ["CRASHLAB_RUNTIME"]
-    key = os.environ["CRASHLAB_RUNTIME_ID"]
+    admin, ingress = need("CRASHLAB_RESTATE_ADMIN"), need("CRASHLAB_RUNTIME")
+    key = need("CRASHLAB_RUNTIME_ID")
     loop = asyncio.get_running_loop()
     uri = f"http://127.0.0.1:{port}"
     name = workflow.name

@@ -8,6 +8,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
+from crashlab_env import need
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -15,9 +16,9 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 
 async def serve(workflow_cls, activities: list) -> int:
-    client = await Client.connect(os.environ["CRASHLAB_RUNTIME"],
+    client = await Client.connect(need("CRASHLAB_RUNTIME"),
                                   namespace=os.environ.get("CRASHLAB_TEMPORAL_NAMESPACE", "default"))
-    run_id = os.environ["CRASHLAB_RUNTIME_ID"]
+    run_id = need("CRASHLAB_RUNTIME_ID")
     with ThreadPoolExecutor(max_workers=4) as pool:
         # max_cached_workflows=0: no sticky queue, so a killed worker's workflow task is not held for it;
         # the workflows only call activities, so they run without the SDK's import sandbox
