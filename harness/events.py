@@ -137,6 +137,7 @@ class Header(Event):
     tags: list
     expect: dict
     rules: int | Absent = ABSENT    # the rule set the run was made under (crashlab.ruleset); older traces lack it
+    integration: dict | Absent = ABSENT  # an integration run's card inputs (crashlab.integrate.card.FIELD)
 
 
 @_kind("end", "meta")
