@@ -68,6 +68,12 @@ def same_verdict_everywhere(outcome, capsys) -> None:
 
     assert isinstance(events[0].get(FIELD), dict)          # the card's inputs are in the header
     assert judged(events).verdict == card.verdict and judged(events).lines == card.lines
+    # the report page's coverage of the trace is the card's, rule by rule
+    cov = coverage(check_trace(events), read_jsonl(outcome.trace), [i for i, _ in catalogue()])
+    by = {s: {line.invariant for line in card.lines if line.status == s}
+          for s in ("pass", "fail", "not exercised", "not judgeable")}
+    assert (set(cov.held), set(cov.violated), set(cov.not_exercised), set(cov.not_judgeable)) == \
+        (by["pass"], by["fail"], by["not exercised"], by["not judgeable"])
 
 
 def test_the_careful_worker_on_fieldops_no_key_lookup_passes_for_check_too(out, capsys):
