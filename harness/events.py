@@ -119,7 +119,7 @@ def _kind(name: str, lane: str) -> Callable[[_C], _C]:
 # --------------------------------------------------------------------------------------- meta
 @_kind("header", "meta")
 class Header(Event):
-    """the first event: the scenario, seed, adapter, crashlab release (`harness`) and rule set (`rules`; absent in traces written before crashlab 0.2.0), service profiles, runs and expectations"""
+    """the first event: the scenario, seed, adapter, crashlab release (`harness`) and rule set (`rules`; absent in traces written before crashlab 0.2.0), service profiles, runs and expectations; an integration run's also what its card needs that the events do not show (`integration`: views, notes, cut, timed, undelivered, missed; docs/integration.md)"""
 
     format: int
     scenario: str
