@@ -61,6 +61,8 @@ def same_verdict_everywhere(outcome, capsys) -> None:
     assert main(["check", str(outcome.trace)]) == EXIT[card.verdict] == card.exit_code
     printed = capsys.readouterr().out
     assert f"{card.scenario}: integration verdict {card.verdict.upper()}" in printed
+    assert main(["show", str(outcome.trace)]) == 0
+    assert f"integration verdict: {card.verdict.upper()} (crashlab check" in capsys.readouterr().out
     # a rule the card could not judge is never a failure on the result, only a note
     failing = {line.invariant for line in card.lines if line.status == "fail"}
     assert {v.invariant for v in check_trace(events).violations} == failing
