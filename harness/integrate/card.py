@@ -332,7 +332,8 @@ def as_result(raw: ScenarioResult, judged_card: Card) -> ScenarioResult:
     for v in raw.violations:
         line = status.get(v.invariant)
         if v.invariant not in failing and line is not None:
-            notes.append(f"{v.invariant} {line.status} on an integration run ({line.why}); its finding: {v.message}")
+            notes.append(f"{v.invariant} {line.status} on an integration run ({line.why}); the checks' finding, "
+                         f"which does not decide it: {v.message}")
     from ..checks.rubric import POINT_OF
 
     for inv_id in sorted(failing - {v.invariant for v in violations}):    # a failure only the card finds (OWN-03)
