@@ -162,4 +162,4 @@ def test_a_malformed_card_input_is_a_one_line_error_naming_the_field(out, capsys
     capsys.readouterr()
     assert main(["check", str(bad)]) == 3
     err = capsys.readouterr().err
-    assert "integration.views is not a list of strings" in err and "Traceback" not in err
+    assert f"{bad}: the trace header's integration.views is not a list of strings" in err and "Traceback" not in err
