@@ -310,7 +310,15 @@ def _cmd_check(args) -> int:
 
     events = read_jsonl(args.trace)
     res = recheck_saved(events, args.trace)
-    _print_result(res)
+    from .integrate import is_integration
+
+    if is_integration(events[0]):     # its verdict is its integration card's: the card, as integrate prints it
+        from .integrate.card import judged
+
+        print(judged(events).text())
+        print(f"  trace: {args.trace}\n  repro: {res.repro}")
+    else:
+        _print_result(res)
     note = note_for(events[0].get("rules"), f"the trace {args.trace}")
     if note:
         print(f"note: {note}", file=sys.stderr)

@@ -110,6 +110,10 @@ def recheck_saved(events: list[dict], path: str | Path) -> ScenarioResult:
     head = events[0]
     try:
         result = check_trace(events, trace_path=str(path))
+    except UsageError as exc:        # a field the checks or the integration card refuse: name the file too
+        if str(exc.message).startswith(f"{path}:"):
+            raise
+        raise UsageError(f"{path}: {exc.message}", hint=exc.hint) from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
         raise UsageError(f"{path}: cannot check this trace: an event does not have the shape crashlab writes "
                          f"({type(exc).__name__}: {str(exc)[:200]})",

@@ -119,7 +119,7 @@ def _kind(name: str, lane: str) -> Callable[[_C], _C]:
 # --------------------------------------------------------------------------------------- meta
 @_kind("header", "meta")
 class Header(Event):
-    """the first event: the scenario, seed, adapter, crashlab release (`harness`) and rule set (`rules`; absent in traces written before crashlab 0.2.0), service profiles, runs and expectations; an integration trace's `integration` holds the `crashlab integrate` options its repro line repeats"""
+    """the first event: the scenario, seed, adapter, crashlab release (`harness`) and rule set (`rules`; absent in traces written before crashlab 0.2.0), service profiles, runs and expectations; an integration run's also what its card needs that the events do not show (`integration`: views, notes, cut, timed, undelivered, missed; docs/integration.md), beside the `crashlab integrate` options its repro line repeats (runtime, store, time_scale, wall_limit_s, handover_wait_s)"""
 
     format: int
     scenario: str
@@ -137,8 +137,8 @@ class Header(Event):
     tags: list
     expect: dict
     rules: int | Absent = ABSENT    # the rule set the run was made under (crashlab.ruleset); older traces lack it
-    #: integration traces: the ``crashlab integrate`` options the run was made with (runtime, store, time_scale,
-    #: wall_limit_s, handover_wait_s), which its repro line repeats; older integration traces lack it
+    #: integration traces: the card's inputs (crashlab.integrate.card.FIELD) and the ``crashlab integrate``
+    #: options the repro line repeats (crashlab.integrate.repro); older integration traces lack it
     integration: dict | Absent = ABSENT
 
 

@@ -1,5 +1,8 @@
 """What a scenario exercised, as opposed to what it merely did not violate.
 
+This module alone decides it, for the report's pages and index, the rubric scorecard and the
+integration card (:func:`idle`, :func:`coverage`).
+
 A pass of an invariant is "held" only when the trace had events for it to judge: a run
 that never met throttling says nothing about the throttling rule. Each invariant names
 the trace facts that exercise it (:data:`EXERCISED_BY`); the facts are counted from the
@@ -31,6 +34,9 @@ FACTS = {
     "expect_dispositions": "expected dispositions", "expect_effects": "expected effect count",
     "expect_evidence": "required evidence", "expect_absent": "forbidden evidence",
     "expect_disposition_at": "expected disposition at a time",
+    "deadline_checkpoints": "checkpoint writes of a run with a business deadline",
+    "deadline_finishes": "accepted finishes of a run with a business deadline",
+    "unfinished": "runs with no accepted finish",
 }
 #: The counts a report shows on every scenario page (the rest are in the folded table).
 HEADLINE = ("ambiguous", "takeovers", "fenced", "retries", "duplicates", "cancellations")
@@ -46,15 +52,21 @@ EXERCISED_BY: dict[str, tuple[str, ...]] = {
     "PREP-02": ("dispatches",), "KEY-01": ("dispatches",), "EFF-01": ("dispatches",),
     "EFF-02": ("dispatches",), "EVT-01": ("duplicates",), "EVT-02": ("duplicates",), "KEY-02": ("dispatches",),
     "KEY-03": ("conflicts",), "AUTH-01": ("dispatches",), "REC-01": ("ambiguous",),
-    "COMP-01": ("compensations",), "HIST-01": ("checkpoints",), "DISP-01": ("runs",), "ADAPTER-FAULT": ("runs",),
+    "COMP-01": ("compensations",), "HIST-01": ("checkpoints",), "DISP-01": ("finishes",), "ADAPTER-FAULT": ("runs",),
     "CANCEL-01": ("cancellations",), "CANCEL-02": ("cancellations",), "DISP-02": ("finishes",),
     "TRUTH-02": ("finishes",), "TERM-01": ("finishes",),
     "EXP-DISPOSITION": ("expect_dispositions",), "EXP-EFFECTS": ("expect_effects",),
     "EXP-EVIDENCE": ("expect_evidence",), "EXP-ABSENT": ("expect_absent",),
     "EXP-DISPOSITION-AT": ("expect_disposition_at",),
-    "CLS-03": ("refusals", "throttled", "retries"), "LEASE-01": ("runs",), "DEAD-02": ("checkpoints",),
-    "PKT-02": ("escalations",), "MSG-01": ("finishes",), "REC-02": ("ambiguous",), "DEAD-01": ("finishes",),
+    "CLS-03": ("refusals", "throttled", "retries"), "LEASE-01": ("runs",), "DEAD-02": ("deadline_checkpoints",),
+    "PKT-02": ("escalations",), "MSG-01": ("finishes",), "REC-02": ("ambiguous",), "DEAD-01": ("deadline_finishes",),
 }
+#: Rules about how every run ends: a run with no accepted finish (its worker died, or the run was cut,
+#: before run.finish) gave them nothing to judge, whatever else the trace holds. DISP-01's check charges
+#: such a run to ADAPTER-FAULT (or calls it inconclusive) rather than judge it; an expectation compares
+#: the run's end with the scenario's, and the run has none.
+NEEDS_EVERY_FINISH = frozenset({"DISP-01", "EXP-DISPOSITION", "EXP-EFFECTS", "EXP-EVIDENCE", "EXP-ABSENT",
+                                "EXP-DISPOSITION-AT"})
 FENCE_CODES = frozenset({"fenced", "stale_epoch", "version_conflict"})   # not lease_held: waiting is not a refused write
 REFUSAL_CODES = frozenset({"validation_failed", "permission_denied", "intent_mismatch", "already_exists"})
 CONFLICT_CODES = frozenset({"intent_mismatch", "already_exists", "conflict_in_flight"})
@@ -74,6 +86,10 @@ def counts(events: list[dict]) -> dict[str, int]:
         n[fact] = int(expect.get(field) is not None and expect.get(field) != [])
     fencing = {name for name, svc in (head.get("services") or {}).items() if isinstance(svc, dict) and svc.get("fencing")}
     env = head.get("env")
+    runs = [r for r in head.get("runs") or () if isinstance(r, dict)]
+    # "no deadline" (docs/invariants.md): the intake names no business deadline (the header's runs[].deadline null)
+    timed = {r.get("id") for r in runs if r.get("deadline") is not None}
+    finished: set = set()
     calls: dict[int, dict] = {}
     answered: set[int] = set()
     sent: set[tuple] = set()
@@ -107,6 +123,7 @@ def counts(events: list[dict]) -> dict[str, int]:
             n["conflicts"] += code in CONFLICT_CODES
         elif lane == "run" and kind in ("checkpoint", "checkpoint_rejected"):
             n["checkpoints"] += 1
+            n["deadline_checkpoints"] += ev.get("run") in timed
             n["fenced"] += kind == "checkpoint_rejected"
         elif lane == "knowledge" and kind == "ledger":
             n["ledger"] += 1
@@ -122,7 +139,7 @@ def counts(events: list[dict]) -> dict[str, int]:
             n["deployments"] += 1
         elif lane == "worker" and kind == "start" and env is not None and ev.get("env") not in (None, env):
             n["deployments"] += 1
-        elif (lane == "world" and kind == "callback") or (lane == "remote" and kind == "late_arrival"):
+        elif lane == "remote" and kind == "late_arrival":
             n["late"] += 1
         elif lane == "remote" and kind == "duplicate_delivery":
             n["duplicates"] += 1
@@ -130,6 +147,9 @@ def counts(events: list[dict]) -> dict[str, int]:
             body = ev.get("event") if isinstance(ev.get("event"), dict) else {}
             ident = (ev.get("run"), body.get("event_id"))
             n["duplicates"] += ident in delivered
+            # a completion callback delivered through the run's inbox: what LATE-01 judges (it may
+            # start no effect and change no disposition), whether a worker then reads it or not
+            n["late"] += body.get("type") == "callback" and ident not in delivered
             delivered.add(ident)
         elif lane == "world" and kind == "cancel":
             n["cancellations"] += 1
@@ -139,22 +159,39 @@ def counts(events: list[dict]) -> dict[str, int]:
             n["escalations"] += 1
         elif lane == "run" and kind == "finish" and ev.get("accepted"):
             n["finishes"] += 1
+            n["deadline_finishes"] += ev.get("run") in timed
             n["unresolved"] += str(ev.get("disposition")) in UNRESOLVED
+            finished.add(ev.get("run"))
     # a dispatch that never got an answer (the worker crashed or the run ended first) is ambiguous too
     n["ambiguous"] += sum(1 for seq, c in calls.items() if seq not in answered
                           and is_dispatch(str(c.get("port")), str(c.get("op"))))
+    n["unfinished"] = sum(1 for r in runs if r.get("id") not in finished)
     return n
+
+
+def idle(check_id: str, n: dict) -> str | None:
+    """Why ``check_id`` had nothing to judge in a trace with the facts ``n`` (:func:`counts`), or None
+    when it was exercised. The one decision of "exercised" for every page, card and scorecard."""
+    if check_id in NEEDS_EVERY_FINISH and n.get("unfinished"):
+        return (f"{n['unfinished']} run(s) ended with no accepted finish (the worker died or the run was cut "
+                "before run.finish): there is no end to judge")
+    wanted = EXERCISED_BY.get(check_id)
+    if not wanted or any(n.get(f) for f in wanted):
+        return None
+    return "no " + " or ".join(FACTS[f] for f in wanted) + " in this run"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Coverage:
-    """Per invariant of the catalogue: violated, held (exercised and not violated) or not
-    exercised (no events to judge)."""
+    """Per invariant of the catalogue: violated, held (exercised and not violated), not exercised
+    (no events to judge) or, on an integration trace, not judgeable (the rule lives where a real
+    worker's trace cannot show it: crashlab.integrate.card)."""
 
     violated: tuple[str, ...]
     held: tuple[str, ...]
     not_exercised: tuple[str, ...]
     counts: dict
+    not_judgeable: tuple[str, ...] = ()
 
 
 def coverage(result: ScenarioResult, events: list[dict] | None, catalogue: list[str]) -> Coverage | None:
@@ -163,13 +200,25 @@ def coverage(result: ScenarioResult, events: list[dict] | None, catalogue: list[
         return None
     n = counts(events)
     violated = {v.invariant for v in result.violations}
-    held, idle = [], []
+    status: dict[str, str] = {}
+    from .integrate import is_integration
+
+    if is_integration(events[0]):         # the integration card's statuses, which use idle() too
+        from .integrate.card import judged
+
+        status = {line.invariant: line.status for line in judged(events).lines}
+        # the card decides: a finding of a rule it cannot judge is no violation (whatever result was passed)
+        violated = {i for i in violated if i not in status} | {i for i, s in status.items() if s == "fail"}
+    held, unexercised, unjudgeable = [], [], []
     for inv in catalogue:
         if inv in violated:
             continue
-        (held if any(n.get(f) for f in EXERCISED_BY.get(inv, ())) else idle).append(inv)
+        if status.get(inv) == "not judgeable":
+            unjudgeable.append(inv)
+        else:
+            (unexercised if idle(inv, n) is not None else held).append(inv)
     return Coverage(violated=tuple(i for i in catalogue if i in violated) + tuple(sorted(violated - set(catalogue))),
-                    held=tuple(held), not_exercised=tuple(idle), counts=n)
+                    held=tuple(held), not_exercised=tuple(unexercised), counts=n, not_judgeable=tuple(unjudgeable))
 
 
 def headline(n: dict) -> str:

@@ -96,3 +96,45 @@ def test_the_index_says_which_scenarios_exercised_each_rubric_point():
     assert "matrix-throttling" in c4 and "t2-commit-before-record" not in c4     # throttling: only there
     c3 = next(row for row in html.split("<tr>") if row.startswith("<td>C3 "))
     assert "t2-commit-before-record" in c3                                        # its ambiguous send
+
+
+def test_the_deadline_rules_are_not_exercised_where_the_intake_names_no_deadline():
+    events, result = trace("fieldops-no-key-lookup")
+    assert [r.get("deadline") for r in events[0]["runs"]] == [None]      # docs/invariants.md, "No deadline"
+    n = counts(events)
+    assert n["finishes"] >= 1 and n["checkpoints"] >= 1
+    cov = coverage(result, events, [i for i, _ in catalogue()])
+    assert {"DEAD-01", "DEAD-02"} <= set(cov.not_exercised) and not {"DEAD-01", "DEAD-02"} & set(cov.held)
+    page = scenario_page(Item(result=result, events=events, name="fieldops"))
+    held = page.split("invariants exercised and held", 1)[1].split("</details>", 1)[0]
+    assert "DEAD-01" not in held and "DEAD-02" not in held
+    # with a business deadline they are judged
+    events, result = trace("matrix-reconciliation-down")
+    assert events[0]["runs"][0]["deadline"] is not None
+    cov = coverage(result, events, ["DEAD-01", "DEAD-02"])
+    assert set(cov.held) | set(cov.violated) == {"DEAD-01", "DEAD-02"}
+
+
+def test_t7_the_late_callback_delivered_through_the_inbox_exercises_late01():
+    events, result = trace("t7-late-callback")
+    assert any(e.get("kind") == "deliver" and e["event"].get("type") == "callback" for e in events)
+    assert counts(events)["late"] >= 1
+    assert "LATE-01" in coverage(result, events, ["LATE-01"]).held
+
+
+def test_a_run_whose_worker_died_without_finishing_holds_no_end_rule():
+    from crashlab.runner import fault_trace
+    from crashlab.scenario_loader import resolve
+
+    run = fault_trace(resolve("t2-commit-before-record"), "crashlab.reference_impl:ReferenceAdapter", None, "died",
+                      "the worker process exited with code 1")
+    events = run.events
+    result = recheck_saved(events, "died.jsonl")
+    cov = coverage(result, events, [i for i, _ in catalogue()])
+    assert "ADAPTER-FAULT" in cov.violated
+    assert "DISP-01" in cov.not_exercised
+    assert counts(events)["unfinished"] == 1 and counts(events)["finishes"] == 0
+    assert not [i for i in cov.held if i == "DISP-01" or i.startswith("EXP-")], cov.held
+    page = scenario_page(Item(result=result, events=events, name="died"))
+    held = page.split("invariants exercised and held", 1)[1].split("</details>", 1)[0]
+    assert "DISP-01" not in held and "EXP-" not in held

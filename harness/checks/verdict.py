@@ -5,6 +5,10 @@
   active at the horizon, a wall-clock guard decided an adapter fault, the adapter command
   could not start, the trace has no end event, or a check could not be evaluated;
 * **pass**: otherwise.
+
+An integration trace (its header's adapter is ``integrate:`` and the worker command) is a real
+worker's run: its verdict is its integration card's (crashlab.integrate.card.judged), the same
+for ``crashlab integrate``, ``check``, ``report`` and this function.
 """
 from __future__ import annotations
 
@@ -25,7 +29,21 @@ def check_trace(events: list[dict], *, trace_path: str | None = None,
                 checks: frozenset[str] | None = None) -> ScenarioResult:
     """Check one trace (a list of event dicts, header first) and return its verdict; ``checks``
     (default: every one) are the ids of the checks to judge it by (an older rule set's,
-    crashlab.ruleset.checks_of)."""
+    crashlab.ruleset.checks_of). An integration trace is judged by its integration card."""
+    raw = check_raw(events, trace_path=trace_path, checks=checks)
+    from ..integrate import is_integration
+
+    if not is_integration(events[0]):
+        return raw
+    from ..integrate.card import as_result, judged
+
+    return as_result(raw, judged(events, raw))
+
+
+def check_raw(events: list[dict], *, trace_path: str | None = None,
+              checks: frozenset[str] | None = None) -> ScenarioResult:
+    """Every check's own verdict of a trace, before an integration card says which of them an
+    integration run can support."""
     try:
         ix = build(events)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:

@@ -11,14 +11,21 @@ their findings are listed but never decide the verdict.
 Verdict: fail when a judgeable rule is violated; inconclusive (exit 2) when one of the minimum
 set could not be judged (the store was not readable, say) or the checks themselves said
 unknown; pass otherwise.
+
+The card is a function of the trace alone (:func:`judged`): ``crashlab integrate`` writes what the
+supervisor saw that the events do not show (the store views it could read, the wall-clock cuts,
+the missed handovers, its notes; the scenario events a real worker never meets) into the header's
+``integration`` field, and every reader of an integration trace (``crashlab check``, ``report``,
+crashlab.check_trace) judges it by this card (:func:`as_result`), so a file has one verdict.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from ..checks.invariants import BY_ID, EXPECTATIONS, INVARIANTS
-from ..exercised import EXERCISED_BY, FACTS, counts
-from ..results import ScenarioResult
+from ..exercised import counts, idle
+from ..results import ScenarioResult, Violation
 
 MINIMUM = ("EFF-01", "PREP-02", "RETRY-01", "REC-01", "TRUTH-01")
 LIMITATION = ("synthetic service on loopback, scaled time: supports 'the worker does not duplicate against a "
@@ -68,15 +75,6 @@ def _indistinct(v, refusals: dict[int, str]) -> bool:
     """A CLS-03 finding about a refusal only the simulator can call definite: the result it cites
     (its second event, the refusal's answer) carries one of the INDISTINCT codes."""
     return v.invariant == "CLS-03" and len(v.events) > 1 and refusals.get(v.events[1]) in INDISTINCT
-
-
-def _idle(check_id: str, facts: dict | None) -> str | None:
-    """Why ``check_id`` had nothing to judge in this trace (none of the facts that exercise it occurred),
-    or None when it was exercised (or the trace was not given)."""
-    wanted = EXERCISED_BY.get(check_id)
-    if facts is None or not wanted or any(facts.get(f) for f in wanted):
-        return None
-    return "no " + " or ".join(FACTS[f] for f in wanted) + " in this run"
 
 
 def refusal_codes(trace) -> dict[int, str]:
@@ -194,7 +192,8 @@ class Card:
 
 
 def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut: list[str] = (),
-         timed: list[str] = (), undelivered: list[str] = (), missed: list[str] = (), trace: list[dict] = ()) -> Card:
+         timed: list[str] = (), undelivered: list[str] = (), missed: list[str] = (), trace: list[dict] = (),
+         unplaced: str | None = None) -> Card:
     """The card of one integration trace's check result; ``views`` are the store views found; ``cut``
     the wall-clock limits that ended a run early (its scenario expectations are then not judgeable:
     what it would have done with more time is wall-clock luck; a violated invariant still fails); ``timed``
@@ -203,7 +202,8 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
     ``undelivered`` the scenario's authority and deployment events, which a real worker never receives
     (its expectations assume them, so they are not judgeable); ``missed`` the takeovers whose replacement
     did not work on the run before the stale worker resumed (the scenario's stale-worker case did not happen: its
-    expectations are not judgeable and the verdict is at best inconclusive); ``trace`` the events judged
+    expectations are not judgeable and the verdict is at best inconclusive); ``unplaced`` why none of the
+    expectations can be judged (an older trace without the card's inputs); ``trace`` the events judged
     (the codes of the refusals that CLS-03 findings cite, and the store rows OWN-03 is judged on)."""
     store_missing = not {"ledger", "checkpoints", "finish"} <= views
     findings: dict[str, list] = {}
@@ -217,15 +217,17 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
     facts = counts(list(trace)) if trace else None
     found = {v.invariant for v in result.violations}
     for inv in INVARIANTS + EXPECTATIONS:
-        idle = _idle(inv.id, facts) if inv.id not in found else None
-        if idle is not None:
-            lines.append(Line(inv.id, "not exercised", idle))
+        nothing = idle(inv.id, facts) if facts is not None and inv.id not in found else None
+        if nothing is not None:
+            lines.append(Line(inv.id, "not exercised", nothing))
             continue
         if inv.id == "OWN-03" and trace and not store_missing:
             stale = stale_rows(trace)
             lines.append(Line(inv.id, "fail", stale[0]) if stale else Line(inv.id, "pass", STORE_ORDER))
             continue
         why = NOT_JUDGEABLE.get(inv.id)
+        if why is None and unplaced and inv.id.startswith("EXP-"):
+            why = unplaced
         if why is None and missed and inv.id.startswith("EXP-"):
             why = f"no handover: {missed[0]}"
         if why is None and cut and inv.id.startswith("EXP-"):
@@ -260,3 +262,90 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
     failed = any(line.status == "fail" for line in lines)
     verdict = "fail" if failed else ("inconclusive" if reasons else "pass")
     return Card(scenario=result.id, verdict=verdict, lines=tuple(lines), reasons=tuple(reasons))
+
+
+# --------------------------------------------------------------------------- the card of a trace
+#: The header field ``crashlab integrate`` writes: the card's inputs the events do not show.
+FIELD = "integration"
+#: Its lists (each a list of strings), as :func:`card` takes them ("views": the store views read).
+INPUTS = ("views", "notes", "cut", "timed", "undelivered", "missed")
+STORE_VIEWS = ("checkpoints", "finish", "ledger")
+LEGACY = ("the trace was written before crashlab recorded the integration card's inputs in its header (the store "
+          "views read, wall-clock cuts, missed handovers): run crashlab integrate again for a card")
+
+
+def inputs(header: dict) -> dict[str, list[str]] | None:
+    """The card's inputs from an integration trace's header, or None when it has none (an older trace);
+    a field that is not a list of strings is a one-line usage error naming it."""
+    given = header.get(FIELD)
+    if given is None:
+        return None
+    from ..errors import UsageError
+
+    if not isinstance(given, dict):
+        raise UsageError(f"the trace header's {FIELD} field is not an object", hint="check a trace exactly as "
+                         "crashlab integrate wrote it")
+    if not any(name in given for name in INPUTS):   # only the run's options: written before the card's inputs were
+        return None
+    out = {}
+    for name in INPUTS:
+        value = given.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"the trace header's {FIELD}.{name} is not a list of strings",
+                             hint="check a trace exactly as crashlab integrate wrote it")
+        out[name] = value
+    return out
+
+
+def judged(events: list[dict], raw: ScenarioResult | None = None) -> Card:
+    """The integration card of a trace (header first): a function of the trace alone. ``raw`` is the
+    checks' own result for it (crashlab.checks.verdict.check_raw), computed when not given."""
+    held = _JUDGED.get(id(events))
+    if held is not None and held[0] is events:     # a report asks again for the same trace's coverage
+        return held[1]
+    if raw is None:
+        from ..checks.verdict import check_raw
+
+        raw = check_raw(events)
+    given = inputs(events[0])
+    if given is None:        # an older integration trace: its expectations cannot be placed, nor a pass claimed
+        out = card(raw, views=set(STORE_VIEWS), notes=[LEGACY], unplaced=LEGACY, trace=events)
+    else:
+        out = card(raw, views=set(given["views"]), notes=given["notes"], cut=given["cut"], timed=given["timed"],
+                   undelivered=given["undelivered"], missed=given["missed"], trace=events)
+    if len(_JUDGED) >= 64:
+        _JUDGED.pop(next(iter(_JUDGED)))
+    _JUDGED[id(events)] = (events, out)
+    return out
+
+
+#: The last cards judged, by the identity of their event list (which it holds, so the id stays its own).
+_JUDGED: dict[int, tuple[list, Card]] = {}
+
+
+def as_result(raw: ScenarioResult, judged_card: Card) -> ScenarioResult:
+    """The checks' result of an integration trace, told as its card tells it: the card's verdict
+    (inconclusive is unknown), the card's failures as the violations, each finding of a rule the
+    card could not judge as a note (never a failure), the card's reasons as notes."""
+    status = {line.invariant: line for line in judged_card.lines}
+    failing = {i for i, line in status.items() if line.status == "fail"}
+    violations = [v for v in raw.violations if v.invariant in failing]
+    notes = []
+    for v in raw.violations:
+        line = status.get(v.invariant)
+        if v.invariant not in failing and line is not None:
+            notes.append(f"{v.invariant} {line.status} on an integration run ({line.why}); the checks' finding, "
+                         f"which does not decide it: {v.message}")
+    from ..checks.rubric import POINT_OF
+
+    for inv_id in sorted(failing - {v.invariant for v in violations}):    # a failure only the card finds (OWN-03)
+        why = status[inv_id].why
+        point = POINT_OF.get(inv_id)
+        violations.append(Violation(invariant=inv_id, message=why, run=why.split(":", 1)[0] or None,
+                                    events=tuple(sorted({int(n) for n in re.findall(r"#(\d+)", why)})),
+                                    category=point.category if point else BY_ID[inv_id].category,
+                                    point=point.id if point else None))
+    notes.extend(judged_card.reasons)
+    notes.extend(n for n in raw.notes if n not in notes)
+    verdict = {"pass": "pass", "fail": "fail"}.get(judged_card.verdict, "unknown")
+    return replace(raw, verdict=verdict, violations=tuple(violations), notes=tuple(notes))

@@ -2,7 +2,8 @@
 
 ``integrate(scenario, worker=..., out=...)`` starts the sandbox and the supervisor, drives the
 worker to the end, writes the trace (``OUT/{scenario}.jsonl``, checkable by ``crashlab check``,
-``show`` and ``report`` like any trace) and judges it on the integration card.
+``show`` and ``report`` like any trace) with the card's inputs in its header, and judges it on the
+integration card, as every reader of the file does (crashlab.integrate.card.judged).
 """
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ import secrets
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..checks.verdict import check_trace
+from ..checks.verdict import check_raw
 from ..results import ScenarioResult
 from ..files import atomic_writer
 from ..runtimes import Runtime, Server
 from ..sandbox.server import UNDELIVERED
 from ..scenario_compiled import Scenario
 from ..trace import write_jsonl
-from .card import Card, RuntimeRun, RuntimeSection, card
+from .card import FIELD, Card, RuntimeRun, RuntimeSection, as_result, judged
 from .repro import repro_line
 from .supervisor import DEFAULT_TIME_SCALE, HANDOVER_WAIT_S, WALL_LIMIT_S, Supervisor
 
@@ -81,8 +82,6 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
                      runtime_name=runtime.name if runtime is not None and server is not None else None)
     events = sup.run()
     path = out / f"{scenario.id}.jsonl"
-    write_jsonl(events, path)
-    result = replace(check_trace(events, trace_path=str(path)), repro=repro_line(events[0]))
     timed = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events
              if ev.anchor is None and ev.run is not None and ev.type != "other_actor"
              and ev.type not in UNDELIVERED]
@@ -93,8 +92,14 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
         f"none of the scenario's {len(scenario.rules)} fault, crash or pause rule(s) met a request, and its "
         f"{timed[0]} is on the clock: the run never reached what the scenario tests (under real time a clock "
         "event may come before the requests it was meant to meet)"]
-    verdict = card(result, views=views, notes=sup.notes + unexercised, cut=sup.cut, timed=timed,
-                   undelivered=undelivered, missed=sup.missed, trace=events)
+    # what the supervisor saw that the events do not show: in the header, so the card is the trace's own
+    # (beside the run's options, which the supervisor wrote there for the repro line)
+    events[0][FIELD] = {**(events[0].get(FIELD) or {}), "views": sorted(views), "notes": sup.notes + unexercised,
+                        "cut": list(sup.cut), "timed": timed, "undelivered": undelivered, "missed": list(sup.missed)}
+    write_jsonl(events, path)
+    raw = check_raw(events, trace_path=str(path))
+    verdict = judged(events, raw)
+    result = replace(as_result(raw, verdict), repro=repro_line(events[0]))
     if server is not None and runtime is not None:
         verdict = replace(verdict, runtime=runtime_section(runtime, server, ids, events, work))
     return Outcome(scenario=scenario.id, trace=path, result=result, card=verdict)

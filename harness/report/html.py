@@ -176,6 +176,10 @@ def coverage_html(r: ScenarioResult, events: list[dict] | None) -> str:
             f"<details><summary class='idle'>{len(cov.not_exercised)} invariants not exercised (nothing in this "
             "trace for them to judge: not a pass)</summary><table class='collapse'><tr><th>invariant</th>"
             "<th>statement</th></tr>" + rows(cov.not_exercised) + "</table></details>"
+            + (f"<details><summary class='idle'>{len(cov.not_judgeable)} invariants not judgeable on an "
+               "integration run (they live where a real worker's trace cannot show them: not a pass)</summary>"
+               "<table class='collapse'><tr><th>invariant</th><th>statement</th></tr>" + rows(cov.not_judgeable)
+               + "</table></details>" if cov.not_judgeable else "") +
             "<details><summary>What the trace holds</summary><table><tr><th>fact</th><th>count</th></tr>"
             + facts + "</table></details>")
 

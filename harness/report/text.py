@@ -130,4 +130,13 @@ def cmd_show(args, out=None) -> int:
     if args.around is None and not args.lane and not args.worker:
         for line in dispositions(events):
             print("end: " + line, file=out)
+        from ..integrate import is_integration
+
+        if is_integration(events[0]):    # a real worker's run: its one verdict is its card's, as check says
+            from ..conformance import recheck_saved
+            from ..integrate.card import judged
+
+            recheck_saved(events, args.trace)          # a trace edited out of shape: a usage error naming it
+            print(f"integration verdict: {judged(events).verdict.upper()} (crashlab check {args.trace} prints "
+                  "the card)", file=out)
     return 0
