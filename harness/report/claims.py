@@ -29,7 +29,8 @@ Kinds (:data:`KINDS`), with the events their ``seqs`` cite:
 * ``authority``: whether a packet says the authority is live (``flag``); seqs: the escalation.
 * ``resolution``: whether the run is resolved (``flag``): a resolved disposition and no
   ledger entry left unresolved (``keys``: those that are); seqs: the last append of every
-  key of the run, then the accepted finish (if any).
+  key of the run and the accepted finish, in seq order (none at all: a run with neither
+  ledger entry nor finish is unresolved on the evidence of their absence).
 """
 from __future__ import annotations
 
@@ -106,14 +107,18 @@ def _str(value: Any) -> str | None:
 
 
 def answer_code(result: dict) -> str:
-    """What a service answered, as one code: an error's code; a read's found | in_flight |
-    not_found (a search: found | not_found by its records); otherwise the answer's status, or ok."""
+    """What a service answered, as one code: an error's code; a read's record status (else
+    found) | in_flight | not_found (a search: found | not_found by its records); otherwise the
+    answer's status, or ok."""
     if not result.get("ok"):
         err = result.get("error") if isinstance(result.get("error"), dict) else {}
         return str(err.get("code") or "error")
     value = result.get("value") if isinstance(result.get("value"), dict) else {}
     if "found" in value:
-        return "found" if value.get("found") else "in_flight" if value.get("in_flight") else "not_found"
+        record = value.get("record") if isinstance(value.get("record"), dict) else {}
+        if value.get("found"):
+            return str(record["status"]) if isinstance(record.get("status"), str) else "found"
+        return "in_flight" if value.get("in_flight") else "not_found"
     if "records" in value:
         return "found" if value.get("records") else "not_found"
     return str(value.get("status") or "ok")
@@ -222,7 +227,7 @@ def run_facts(events: list[dict], run: str, escalation: dict | None = None) -> R
     done = disposition is not None and disposition.code in RESOLVED_DISPOSITIONS
     resolution = Fact(kind="resolution", run=run, flag=done and not open_keys, keys=open_keys,
                       code=disposition.code if disposition else None,
-                      seqs=(*(f.seqs[0] for f in ledger), *((finish["seq"],) if finish else ())))
+                      seqs=tuple(sorted((*(f.seqs[0] for f in ledger), *((finish["seq"],) if finish else ())))))
     return RunFacts(run=run, ledger=tuple(ledger), reads=tuple(_runs(reads, "reads", run)),
                     requests=tuple(_runs(requests, "requests", run)),
                     cancellation=None if cancel is None else Fact(kind="cancellation", run=run, seqs=(cancel["seq"],),

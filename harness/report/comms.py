@@ -78,7 +78,6 @@ class Key:
     knowledge: str
     ref: str | None
     operation: str | None
-    last_read: str | None     # the code of the last reconciliation verdict the ledger recorded for it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +94,7 @@ class Situation:
     effect: str               # made | unknown | absent | pending | released (the ledger's verdict)
     release: str | None       # None (none asked) | unknown | failed | not_sent | done
     denied_by: str | None     # the code of an authoritative read that denies a record the ledger says exists
+    denial: Fact | None       # that read (the reads fact, with its event numbers)
     cancelled: str | None     # when a cancellation arrived (clock time)
     owner: str | None         # the next owner as named by the run
     action: str | None        # the packet's recommended action, in words
@@ -153,12 +153,15 @@ def situation(run: str, disposition: str | None, packet: Any, events: list[dict]
                                        if intent else "")
     entries: dict[str, dict] = {}
     cancelled, commits, released = None, {}, {}
+    made_at: dict[str, int] = {}
     for ev in events:
         lane, kind = ev.get("lane"), ev.get("kind")
         if ev.get("run") == run and lane == "knowledge" and kind == "ledger":
             entries[str(ev.get("key"))] = ev.get("entry") if isinstance(ev.get("entry"), dict) else \
                 {"knowledge": ev.get("knowledge")}
             entries[str(ev.get("key"))] = {**entries[str(ev.get("key"))], "knowledge": ev.get("knowledge")}
+            if ev.get("knowledge") in MADE_KNOWLEDGE:
+                made_at.setdefault(str(ev.get("key")), int(ev["seq"]))
         elif ev.get("run") == run and lane == "world" and kind == "cancel" and cancelled is None:
             cancelled = format_time(int(ev.get("t") or 0), origin)
         elif lane == "remote" and kind == "effect" and ev.get("cause") != "other_actor" and ev.get("run") == run:
@@ -167,26 +170,30 @@ def situation(run: str, disposition: str | None, packet: Any, events: list[dict]
             released[str(ev.get("ref"))] = ev
     keys = []
     for key, entry in entries.items():
-        last = None
-        for r in entry.get("reconciliation") or ():
-            if isinstance(r, dict) and r.get("code") is not None:
-                last = str(r.get("code"))
         keys.append(Key(key=key, kind=str(entry.get("kind") or "effect"), knowledge=str(entry.get("knowledge")),
                         ref=str(entry["remote_ref"]) if entry.get("remote_ref") else None,
-                        operation=str(entry["operation"]) if entry.get("operation") else None, last_read=last))
+                        operation=str(entry["operation"]) if entry.get("operation") else None))
     terminal = disposition in {s.value for s in DISPOSITION_EFFECT_CLAIM}
     primary = [k for k in keys if k.kind != "compensation" and k.operation in (None, operation)]
     comp = [k for k in keys if k.kind == "compensation"]
     effect = _effect_verdict(primary, terminal)
-    denied = next((k.last_read for k in primary if k.knowledge in MADE_KNOWLEDGE and k.last_read in DENIALS), None)
-    p = packet if isinstance(packet, dict) else {}
+    # a denial is the service's last read of a key after the ledger recorded it made, when that
+    # read says the record is not there (an earlier miss, before the effect was made, denies nothing)
     facts = run_facts(events, run, escalation)
+    denial = None
+    for k in primary:
+        if k.knowledge in MADE_KNOWLEDGE and k.key in made_at:
+            after = [r for r in facts.reads if r.key == k.key and r.seqs[-1] > made_at[k.key]]
+            if after and after[-1].code in DENIALS:
+                denial = after[-1]
+    p = packet if isinstance(packet, dict) else {}
     owner = facts.owner.name if facts.owner is not None else None
     version = p.get("compatibility", {}).get("adapter") if isinstance(p.get("compatibility"), dict) else None
     truth, refs, hindsight = _truth(primary, comp, commits, released, effect, origin)
     return Situation(run=run, disposition=disposition, service=service, operation=operation, goal=goal,
                      consequence=CONSEQUENCE.get(service, f"{_words(operation)} request"), keys=tuple(keys),
-                     effect=effect, release=_release_verdict(comp), denied_by=denied, cancelled=cancelled,
+                     effect=effect, release=_release_verdict(comp), denied_by=denial.code if denial else None,
+                     denial=denial, cancelled=cancelled,
                      owner=str(owner) if owner else None, action=_action(p.get("recommended")),
                      adapter_version=None if no_answers or not isinstance(version, str) else version,
                      truth=truth, truth_refs=refs, hindsight=hindsight,
@@ -397,8 +404,10 @@ def operator_sentences(s: Situation) -> list[Sentence]:
         n = sum(x.count or 0 for x in f.reads)
         out.append(Sentence(f"Reads ({n}, in the order sent): {_reads_line(f.reads, origin)}.", facts=f.reads))
     if s.denied_by:
-        out.append(Sentence(f"The ledger says the effect was made; the last authoritative read says "
-                            f"{_words(s.denied_by)}.", (_c("records", "made"), _c("service", "denies"))))
+        d = s.denial
+        out.append(Sentence(f"The ledger says the effect was made; the last read of {d.key}, {d.port}.{d.op} at "
+                            f"{clock(d.last, origin)}, says {_words(d.code)} ({cite(d)}).",
+                            (_c("records", "made"), _c("service", "denies")), (d,)))
     if f.action is not None:
         out.append(Sentence(f"Next safe action: {_action_line(f.action)}.", facts=(f.action,)))
     if who and f.owner is not None:
@@ -410,7 +419,7 @@ def operator_sentences(s: Situation) -> list[Sentence]:
 
 def owner_sentences(s: Situation) -> list[Sentence]:
     f, origin = s.facts, s.origin
-    keys = ", ".join(x.key or "" for x in f.ledger) or "none"
+    keys = ", ".join(f"{x.key} ({cite(x)})" for x in f.ledger) or "none"
     out = [Sentence(f"Run {s.run} on the {s.service} service, keys: {keys}.", facts=f.ledger)]
     if f.requests:
         shown = f.requests[-12:]
@@ -425,8 +434,9 @@ def owner_sentences(s: Situation) -> list[Sentence]:
         made = next((x for x in f.ledger if x.code in MADE_KNOWLEDGE), None)
         ref = f" ({made.ref})" if made is not None and made.ref else ""
         out.append(Sentence(f"Asked of you: which is right - our ledger records the effect as made{ref}, your "
-                            f"service's authoritative read says {_words(s.denied_by)}.",
-                            (_c("records", "made"), _c("service", "denies")), (made,) if made else ()))
+                            f"service's read at {clock(s.denial.last, origin)} says {_words(s.denied_by)} "
+                            f"({cite(s.denial)}).",
+                            (_c("records", "made"), _c("service", "denies")), (s.denial,)))
     elif unknown:
         asks = [f"whether the {'release' if x.role == 'compensation' else x.op or 'request'} under "
                 f"{x.key} took effect ({cite(x)})" for x in unknown]

@@ -1,0 +1,293 @@
+"""Every generated sentence is true of its own trace: the typed facts the operator, service-owner
+and packet-summary sentences and the resolved/unresolved line are rendered from
+(crashlab.report.claims) are re-derived here from the raw trace events, by a second path that
+does not use the fact builder, for every library scenario and every adapter of the gallery
+(the reference, every ENTRIES adapter, the independent designs).
+
+For each fact: every cited event number exists, belongs to the run and is of the kind the fact
+says; counts are the number of cited events; times are the cited events' scenario-clock times;
+keys, ports and operations are the cited events'; lists are in causal (seq) order and complete;
+"no deadline"/"deadline X" is the intake's; "resolved" only when no ledger entry is unresolved.
+Each sentence cites the event numbers of the facts it was rendered from and shows their times.
+The runs are made once per session, in process; the facts and their problems are kept, not the
+traces."""
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+
+import pytest
+
+from crashlab.gallery import ENTRIES
+from crashlab.model import EFFECT_OPS
+from crashlab.report.claims import KINDS
+from crashlab.report.comms import communications, situation
+from crashlab.report.packet import resolution_sentence, summary_sentences
+from crashlab.report.values import clock
+from crashlab.runner import run_scenario
+from crashlab.scenario_loader import library
+
+REFERENCE = "crashlab.reference_impl:ReferenceAdapter"
+INDEPENDENT = tuple(f"crashlab.gallery.independent:{n}" for n in ("Patient", "Brisk", "Conservative"))
+ADAPTERS = (REFERENCE, *INDEPENDENT, *dict.fromkeys(e.adapter for e in ENTRIES))
+UNRESOLVED = {"SENT_UNKNOWN", "COMPENSATION_PROPOSED"}
+RESOLVED = {"SUCCEEDED", "FAILED_NO_EFFECT", "CANCELLED_NO_EFFECT"}
+
+
+# --------------------------------------------------------------------------- the second path
+def _answer(result: dict) -> str:
+    """The code of an answer, read here: an error's code; a lookup's record status (or found),
+    in_flight or not_found;
+    a search's found/not_found; otherwise its status, or ok."""
+    if not result["ok"]:
+        return (result.get("error") or {}).get("code") or "error"
+    value = result.get("value") if isinstance(result.get("value"), dict) else {}
+    if "found" in value:
+        if not value["found"]:
+            return "in_flight" if value.get("in_flight") else "not_found"
+        return (value.get("record") or {}).get("status") or "found"
+    if "records" in value:
+        return "found" if value["records"] else "not_found"
+    return value.get("status") or "ok"
+
+
+def _raw(events: list[dict], run: str) -> dict:
+    """What the run's raw events say, by seq, for the checks below."""
+    services = set(events[0].get("services") or {})
+    calls = [e for e in events if e.get("run") == run and e["lane"] == "port" and e["kind"] == "call"
+             and e["port"] in services and e["op"] != "describe"]
+    results = {e["call"]: e for e in events if e["lane"] == "port" and e["kind"] == "result"}
+    last = {}
+    for e in events:
+        if e.get("run") == run and e["lane"] == "knowledge" and e["kind"] == "ledger":
+            last[e["key"]] = e
+    finishes = [e for e in events if e.get("run") == run and e["kind"] == "finish" and e.get("accepted")]
+    return {"calls": calls, "results": results, "last": last, "finish": finishes[-1] if finishes else None,
+            "reads": [c for c in calls if c["op"] not in EFFECT_OPS.get(c["port"], ()) and c["seq"] in results],
+            "cancels": [e for e in events if e.get("run") == run and e["lane"] == "world" and e["kind"] == "cancel"],
+            "intake": next((e for e in events if e.get("run") == run and e["kind"] == "deliver"
+                            and e["event"].get("type") == "intake"), None)}
+
+
+def fact_problems(f, by_seq: dict, raw: dict) -> list[str]:
+    out = []
+    evs = [by_seq.get(s) for s in f.seqs]
+    if f.kind == "resolution" and not f.seqs:
+        # nothing to cite: a run with no ledger entry and no accepted finish is not resolved
+        return [] if not f.flag and not raw["last"] and raw["finish"] is None else ["resolution: cites nothing"]
+    if not f.seqs or any(e is None for e in evs):
+        return [f"{f.kind}: cites an event the trace lacks: {f.seqs}"]
+    # in causal order: a read's answers by their calls (a zombie's answer may come late)
+    order = [by_seq[s].get("call") for s in f.seqs] if f.kind == "reads" else list(f.seqs)
+    if len(set(f.seqs)) != len(f.seqs) or None in order or order != sorted(order):
+        out.append(f"{f.kind}: cited events out of order {f.seqs}")
+    if any(e.get("run") != f.run for e in evs):
+        out.append(f"{f.kind}: cites another run's event")
+    first = evs[0]
+    if f.kind == "ledger":
+        e = first
+        entry = e.get("entry") or {}
+        if (e["lane"], e["kind"]) != ("knowledge", "ledger") or e["key"] != f.key or e["knowledge"] != f.code:
+            out.append(f"ledger {f.key}: #{e['seq']} is not its append of {f.code}")
+        elif raw["last"].get(f.key) is not e:
+            out.append(f"ledger {f.key}: #{e['seq']} is not the key's last append")
+        if f.ref != entry.get("remote_ref") or f.role != ("compensation" if entry.get("kind") == "compensation"
+                                                          else "effect"):
+            out.append(f"ledger {f.key}: ref/role differ from #{e['seq']}")
+    elif f.kind == "reads":
+        for e in evs:
+            call = by_seq.get(e.get("call"))
+            if (e["lane"], e["kind"]) != ("port", "result") or call is None:
+                out.append(f"reads: #{e['seq']} is not a read's answer")
+                continue
+            if (call["port"], call["op"], call["args"].get("key")) != (f.port, f.op, f.key) \
+                    or call["op"] in EFFECT_OPS.get(call["port"], ()):
+                out.append(f"reads: #{e['seq']} answers {call['port']}.{call['op']} of {call['args'].get('key')}, "
+                           f"not {f.port}.{f.op} of {f.key}")
+            if _answer(e) != f.code:
+                out.append(f"reads: #{e['seq']} answered {_answer(e)}, not {f.code}")
+        if (f.count, f.first, f.last) != (len(evs), evs[0]["t"], evs[-1]["t"]):
+            out.append(f"reads: count/first/last {(f.count, f.first, f.last)} are not the cited events'")
+    elif f.kind == "requests":
+        for e in evs:
+            r = raw["results"].get(e["seq"])
+            if (e["lane"], e["kind"], e["port"], e["op"]) != ("port", "call", f.port, f.op):
+                out.append(f"requests: #{e['seq']} is not a call of {f.port}.{f.op}")
+            elif (_answer(r) if r is not None else "no_answer") != f.code:
+                out.append(f"requests: #{e['seq']} was not answered {f.code}")
+        if (f.count, f.first, f.last) != (len(evs), evs[0]["t"], evs[-1]["t"]):
+            out.append(f"requests: count/first/last {(f.count, f.first, f.last)} are not the cited calls'")
+    elif f.kind == "cancellation":
+        if first is not (raw["cancels"] or [None])[0] or f.first != first["t"]:
+            out.append(f"cancellation: #{first['seq']} is not the run's first cancellation at {f.first}")
+    elif f.kind == "deadline":
+        if first is not raw["intake"] or first["event"]["payload"].get("deadline") != f.at:
+            out.append(f"deadline: {f.at} is not the intake's (#{first['seq']})")
+    elif f.kind == "disposition":
+        if first is not raw["finish"] or first["disposition"] != f.code:
+            out.append(f"disposition: #{first['seq']} is not the accepted finish {f.code}")
+    elif f.kind == "owner":
+        named = first.get("next_owner") if first["kind"] == "finish" else (first.get("packet") or {}).get("next_owner")
+        if first["kind"] not in ("finish", "escalation") or named != f.name:
+            out.append(f"owner: #{first['seq']} does not name {f.name}")
+    elif f.kind == "action":
+        rec = (first.get("packet") or {}).get("recommended") or {} if first["kind"] == "escalation" else {}
+        query = rec.get("query") if isinstance(rec.get("query"), str) else ""
+        if rec.get("action") != f.code or rec.get("semantic_key") != f.key \
+                or (f.port is not None and not query.startswith(f"{f.port}.{f.op}")):
+            out.append(f"action: escalation #{first['seq']} does not recommend {f.code} of {f.key}")
+        said = "; ".join(rec[k] for k in ("proposal", "requires") if isinstance(rec.get(k), str))
+        if f.name != (said or None):
+            out.append(f"action: {f.name!r} are not the packet's words {said!r}")
+    elif f.kind == "authority":
+        auth = (first.get("packet") or {}).get("authority") if first["kind"] == "escalation" else None
+        if not isinstance(auth, dict) or auth.get("live") is not f.flag:
+            out.append(f"authority: escalation #{first['seq']} does not say live={f.flag}")
+    elif f.kind == "resolution":
+        want = [e["seq"] for e in raw["last"].values()] + ([raw["finish"]["seq"]] if raw["finish"] else [])
+        if sorted(f.seqs) != sorted(want):
+            out.append(f"resolution: cites {f.seqs}, not every key's last append and the finish {want}")
+        open_ = {k for k, e in raw["last"].items() if e["knowledge"] in UNRESOLVED}
+        resolved = raw["finish"] is not None and raw["finish"]["disposition"] in RESOLVED and not open_
+        if f.flag is not resolved or set(f.keys) != open_:
+            out.append(f"resolution: says resolved={f.flag} open={f.keys}; the ledger: {sorted(open_)}")
+    return out
+
+
+def list_problems(facts, raw: dict) -> list[str]:
+    """Lists in causal order and complete: ledger facts by their appends, reads and requests by
+    their calls, and as many as the trace holds."""
+    out = []
+    ledger = [f.seqs[0] for f in facts.ledger]
+    if ledger != sorted(ledger) or {f.key for f in facts.ledger} != set(raw["last"]):
+        out.append("ledger facts out of order or incomplete")
+    read_calls = [raw["results_by_seq"][s]["call"] for f in facts.reads for s in f.seqs]
+    if read_calls != [c["seq"] for c in raw["reads"]]:
+        out.append("reads are not every answered read, in the order sent")
+    if [s for f in facts.requests for s in f.seqs] != [c["seq"] for c in raw["calls"]]:
+        out.append("requests are not every service call, in the order sent")
+    return out
+
+
+def sentence_problems(sentences, origin: int) -> list[str]:
+    """A sentence cites the event numbers of the facts it was rendered from and shows their times."""
+    out = []
+    for s in sentences:
+        for f in s.facts:
+            if f.kind == "resolution":
+                continue
+            lo, hi = min(f.seqs), max(f.seqs)
+            if not re.search(rf"#{lo}\b", s.text) or not re.search(rf"#{hi}\b", s.text):
+                out.append(f"{s.text!r} does not cite #{lo}..#{hi} of its {f.kind} fact")
+            for t in (f.first, f.last, f.at):
+                if t is not None and clock(t, origin) not in s.text:
+                    out.append(f"{s.text!r} does not show {clock(t, origin)} of its {f.kind} fact")
+        m = re.match(r"Reads \((\d+),", s.text)
+        if m and int(m[1]) != sum(f.count for f in s.facts):
+            out.append(f"{s.text!r}: the count is not its reads'")
+    return out
+
+
+def judge(events: list[dict]) -> tuple[Counter, list[str]]:
+    """Every run of one trace: the kinds of fact seen, and every problem."""
+    by_seq = {e["seq"]: e for e in events}
+    origin = int(events[0].get("origin_ms") or 0)
+    seen, problems = Counter(), []
+    runs = [r["id"] for r in events[0].get("runs") or ()]
+    for run in runs:
+        finishes = [e for e in events if e.get("run") == run and e["kind"] == "finish" and e.get("accepted")]
+        escalations = [e for e in events if e.get("run") == run and e["kind"] == "escalation"]
+        disposition = finishes[-1]["disposition"] if finishes else None
+        s = situation(run, disposition, escalations[-1]["packet"] if escalations else None, events, origin)
+        raw = _raw(events, run)
+        raw["results_by_seq"] = by_seq
+        for f in s.facts.all():
+            seen[f.kind] += 1
+            problems += [f"{run}: {p}" for p in fact_problems(f, by_seq, raw)]
+        problems += [f"{run}: {p}" for p in list_problems(s.facts, raw)]
+        comms = communications(s)
+        sentences = [*comms["operator"], *comms["service owner"], *summary_sentences(s), resolution_sentence(s)]
+        problems += [f"{run}: {p}" for p in sentence_problems(sentences, origin)]
+        if s.facts.resolution.flag:
+            seen["resolved"] += 1
+        elif disposition in RESOLVED:
+            seen["resolved disposition, unresolved ledger"] += 1
+        if s.facts.deadline is not None and s.facts.deadline.at is None:
+            seen["no deadline"] += 1
+    return seen, problems
+
+
+# --------------------------------------------------------------------------- one session of runs
+@pytest.fixture(scope="session")
+def judged():
+    """Every adapter on every library scenario, once, in process: (kinds seen, problems, seconds)."""
+    start = time.perf_counter()
+    seen, problems = Counter(), []
+    scenarios = library()
+    for adapter in ADAPTERS:
+        for sc in scenarios:
+            result = run_scenario(sc, adapter, None)
+            s, p = judge(result.events)
+            seen += s
+            problems += [f"{adapter} {sc.id}: {x}" for x in p]
+    return seen, problems, time.perf_counter() - start
+
+
+def test_every_fact_of_every_run_is_true_of_its_trace(judged):
+    seen, problems, seconds = judged
+    assert not problems, f"{len(problems)} problems, e.g.\n" + "\n".join(problems[:20])
+
+
+def test_every_fact_kind_and_both_resolutions_are_exercised(judged):
+    seen, _, seconds = judged
+    print(f"{len(ADAPTERS)} adapters x {len(library())} scenarios judged in {seconds:.0f} s")
+    assert set(KINDS) <= set(seen), set(KINDS) - set(seen)
+    for case in ("resolved", "resolved disposition, unresolved ledger", "no deadline"):
+        assert seen[case], case
+
+
+# --------------------------------------------------------------------------- the measured cases
+def _trace(scenario: str, adapter: str = REFERENCE) -> list[dict]:
+    sc = next(s for s in library() if s.id == scenario)
+    return run_scenario(sc, adapter, None).events
+
+
+def _texts(events, run="run-82"):
+    escalations = [e for e in events if e.get("run") == run and e["kind"] == "escalation"]
+    finishes = [e for e in events if e.get("run") == run and e["kind"] == "finish" and e.get("accepted")]
+    s = situation(run, finishes[-1]["disposition"] if finishes else None,
+                  escalations[-1]["packet"] if escalations else None, events, int(events[0].get("origin_ms") or 0))
+    return s, communications(s)
+
+
+def test_t8_operator_message_names_the_reads_of_the_reservation_key_and_the_action_key():
+    events = _trace("t8-compensation-failure")
+    s, comms = _texts(events)
+    operator = " ".join(x.text for x in comms["operator"])
+    reserve = next(f.key for f in s.facts.ledger if f.role == "effect")
+    lookups = [e for e in events if e["kind"] == "call" and e.get("op") == "lookup"]
+    assert lookups and {e["args"]["key"] for e in lookups} == {reserve}
+    assert f"Reads ({len(lookups)}, in the order sent): reservation.lookup of {reserve}" in operator
+    assert "unavailable ×33, 10:01:06" in operator
+    assert f"read reservation.lookup for {reserve}" in operator
+
+
+def test_the_service_owner_list_is_in_send_order():
+    events = _trace("t8-compensation-failure")
+    _, comms = _texts(events)
+    requests = next(x for x in comms["service owner"] if x.text.startswith("Requests"))
+    calls = [s for f in requests.facts for s in f.seqs]
+    assert calls == sorted(calls) and len(requests.facts) >= 3
+
+
+def test_a_success_with_an_unknown_notification_is_not_resolved():
+    s, _ = _texts(_trace("notify-crash-delivery-unknown"))
+    line = resolution_sentence(s).text
+    assert "nothing to decide" not in line and "SENT_UNKNOWN" in line and "unresolved" in line
+
+
+def test_a_packet_summary_without_a_deadline_says_there_is_none():
+    s, _ = _texts(_trace("fieldops-no-key-lookup"))
+    summary = " ".join(x.text for x in summary_sentences(s))
+    assert "Deadline: none; the intake names none (#1)." in summary and "10:30" not in summary
