@@ -63,7 +63,13 @@ def _raw(events: list[dict], run: str) -> dict:
         if e.get("run") == run and e["lane"] == "knowledge" and e["kind"] == "ledger":
             last[e["key"]] = e
     finishes = [e for e in events if e.get("run") == run and e["kind"] == "finish" and e.get("accepted")]
-    return {"calls": calls, "results": results, "last": last, "finish": finishes[-1] if finishes else None,
+    released = {}
+    for e in events:
+        if e["lane"] == "remote" and e["kind"] == "released":
+            released.setdefault(e["ref"], e)
+    return {"calls": calls, "results": results, "released": released,
+            "commits": [e for e in events if e.get("run") == run and e["lane"] == "remote" and e["kind"] == "effect"
+                        and e.get("cause") != "other_actor"], "last": last, "finish": finishes[-1] if finishes else None,
             "reads": [c for c in calls if c["op"] not in EFFECT_OPS.get(c["port"], ()) and c["seq"] in results],
             "cancels": [e for e in events if e.get("run") == run and e["lane"] == "world" and e["kind"] == "cancel"],
             "intake": next((e for e in events if e.get("run") == run and e["kind"] == "deliver"
@@ -82,7 +88,8 @@ def fact_problems(f, by_seq: dict, raw: dict) -> list[str]:
     order = [by_seq[s].get("call") for s in f.seqs] if f.kind == "reads" else list(f.seqs)
     if len(set(f.seqs)) != len(f.seqs) or None in order or order != sorted(order):
         out.append(f"{f.kind}: cited events out of order {f.seqs}")
-    if any(e.get("run") != f.run for e in evs):
+    # a record's release may be another actor's (the remote fact's second event)
+    if any(e.get("run") != f.run for e in (evs[:1] if f.kind == "remote" else evs)):
         out.append(f"{f.kind}: cites another run's event")
     first = evs[0]
     if f.kind == "ledger":
@@ -116,6 +123,8 @@ def fact_problems(f, by_seq: dict, raw: dict) -> list[str]:
                 out.append(f"requests: #{e['seq']} is not a call of {f.port}.{f.op}")
             elif (_answer(r) if r is not None else "no_answer") != f.code:
                 out.append(f"requests: #{e['seq']} was not answered {f.code}")
+            elif (None if r is None or r["ok"] else bool((r.get("error") or {}).get("definite"))) != f.flag:
+                out.append(f"requests: #{e['seq']} was not answered with definite={f.flag}")
         if (f.count, f.first, f.last) != (len(evs), evs[0]["t"], evs[-1]["t"]):
             out.append(f"requests: count/first/last {(f.count, f.first, f.last)} are not the cited calls'")
     elif f.kind == "cancellation":
@@ -124,6 +133,10 @@ def fact_problems(f, by_seq: dict, raw: dict) -> list[str]:
     elif f.kind == "deadline":
         if first is not raw["intake"] or first["event"]["payload"].get("deadline") != f.at:
             out.append(f"deadline: {f.at} is not the intake's (#{first['seq']})")
+    elif f.kind == "packet_deadline":
+        budget = (first.get("packet") or {}).get("budget") if first["kind"] == "escalation" else None
+        if not isinstance(budget, dict) or budget.get("deadline") != f.at:
+            out.append(f"packet_deadline: escalation #{first['seq']} does not give {f.at}")
     elif f.kind == "disposition":
         if first is not raw["finish"] or first["disposition"] != f.code:
             out.append(f"disposition: #{first['seq']} is not the accepted finish {f.code}")
@@ -144,6 +157,16 @@ def fact_problems(f, by_seq: dict, raw: dict) -> list[str]:
         auth = (first.get("packet") or {}).get("authority") if first["kind"] == "escalation" else None
         if not isinstance(auth, dict) or auth.get("live") is not f.flag:
             out.append(f"authority: escalation #{first['seq']} does not say live={f.flag}")
+    elif f.kind == "remote":
+        commit = first
+        if (commit["lane"], commit["kind"], commit["ref"], commit.get("key"), commit["t"]) != \
+                ("remote", "effect", f.ref, f.key, f.first) or commit.get("cause") == "other_actor":
+            out.append(f"remote {f.ref}: #{commit['seq']} is not the run's commit of it at {f.first}")
+        gone = raw["released"].get(f.ref)
+        if f.code != ("released" if gone else "held") or (gone is not None and (
+                f.seqs[1:] != (gone["seq"],) or f.last != gone["t"]
+                or f.name != ("another actor" if gone.get("cause") == "other_actor" else "this run"))):
+            out.append(f"remote {f.ref}: says {f.code} at {f.last} by {f.name}; the trace: {gone and gone['seq']}")
     elif f.kind == "resolution":
         want = [e["seq"] for e in raw["last"].values()] + ([raw["finish"]["seq"]] if raw["finish"] else [])
         if sorted(f.seqs) != sorted(want):
@@ -167,6 +190,9 @@ def list_problems(facts, raw: dict) -> list[str]:
         out.append("reads are not every answered read, in the order sent")
     if [s for f in facts.requests for s in f.seqs] != [c["seq"] for c in raw["calls"]]:
         out.append("requests are not every service call, in the order sent")
+    firsts = list({e["ref"]: e["seq"] for e in reversed(raw["commits"])}.values())
+    if sorted(f.seqs[0] for f in facts.remote) != sorted(firsts):
+        out.append("remote facts are not every record the run committed")
     return out
 
 
@@ -186,6 +212,38 @@ def sentence_problems(sentences, origin: int) -> list[str]:
         m = re.match(r"Reads \((\d+),", s.text)
         if m and int(m[1]) != sum(f.count for f in s.facts):
             out.append(f"{s.text!r}: the count is not its reads'")
+    return out
+
+
+def hindsight_problems(s, origin: int) -> list[str]:
+    """The hindsight note (crashlab's ground truth) cites the commit of every record it names."""
+    out = []
+    text = " ".join(s.hindsight)
+    for f in s.facts.remote:
+        if f.ref in text and not re.search(rf"{re.escape(f.ref)} [^;]*#{f.seqs[0]}\b", text):
+            out.append(f"hindsight {text!r} names {f.ref} without citing #{f.seqs[0]}")
+    return out
+
+
+def user_problems(sentences, s) -> list[str]:
+    """A user sentence shows no event numbers, but rests on facts of its run (checked above):
+    one about the effect on the ledger's entries of the run's own operation, one about the
+    release on its compensation entries, one about a cancellation on it, and one that names
+    who owns the check on the owner fact (whose name it shows)."""
+    out = []
+    every = set(s.facts.all()) | ({s.denial} if s.denial is not None else set())
+    for x in sentences:
+        kinds = {f.kind for f in x.facts}
+        if set(x.facts) - every:
+            out.append(f"user: {x.text!r} rests on a fact of no run")
+        absent = {c.asserts for c in x.claims if c.about != "cancellation"} <= {"absent", "pending"}
+        if {c.about for c in x.claims} & {"effect", "records", "release"} and "ledger" not in kinds \
+                and not (absent and kinds & {"disposition", "resolution"}):
+            out.append(f"user: {x.text!r} claims about the effect without a ledger fact")
+        if any(c.about == "cancellation" for c in x.claims) and "cancellation" not in kinds:
+            out.append(f"user: {x.text!r} claims a cancellation without its fact")
+        if "owns the check" in x.text and not x.text.startswith("Nobody") and "owner" not in kinds:
+            out.append(f"user: {x.text!r} names an owner without the owner fact")
     return out
 
 
@@ -209,12 +267,17 @@ def judge(events: list[dict]) -> tuple[Counter, list[str]]:
         comms = communications(s)
         sentences = [*comms["operator"], *comms["service owner"], *summary_sentences(s), resolution_sentence(s)]
         problems += [f"{run}: {p}" for p in sentence_problems(sentences, origin)]
+        problems += [f"{run}: {p}" for p in user_problems(comms["user"], s)]
+        problems += [f"{run}: {p}" for p in hindsight_problems(s, origin)]
         if s.facts.resolution.flag:
             seen["resolved"] += 1
         elif disposition in RESOLVED:
             seen["resolved disposition, unresolved ledger"] += 1
         if s.facts.deadline is not None and s.facts.deadline.at is None:
             seen["no deadline"] += 1
+        if s.facts.packet_deadline is not None and s.facts.deadline is not None \
+                and s.facts.packet_deadline.at != s.facts.deadline.at:
+            seen["packet deadline not the intake's"] += 1
     return seen, problems
 
 
@@ -243,7 +306,8 @@ def test_every_fact_kind_and_both_resolutions_are_exercised(judged):
     seen, _, seconds = judged
     print(f"{len(ADAPTERS)} adapters x {len(library())} scenarios judged in {seconds:.0f} s")
     assert set(KINDS) <= set(seen), set(KINDS) - set(seen)
-    for case in ("resolved", "resolved disposition, unresolved ledger", "no deadline"):
+    for case in ("resolved", "resolved disposition, unresolved ledger", "no deadline",
+                 "packet deadline not the intake's"):
         assert seen[case], case
 
 
@@ -291,3 +355,10 @@ def test_a_packet_summary_without_a_deadline_says_there_is_none():
     s, _ = _texts(_trace("fieldops-no-key-lookup"))
     summary = " ".join(x.text for x in summary_sentences(s))
     assert "Deadline: none; the intake names none (#1)." in summary and "10:30" not in summary
+
+
+def test_a_packet_whose_deadline_is_not_the_intakes_is_shown_so():
+    s, _ = _texts(_trace("fieldops-no-key-lookup", "crashlab.gallery.unenforced:DeadlineDropped"))
+    summary = " ".join(x.text for x in summary_sentences(s))
+    assert "Deadline: none; the intake names none (#1)." in summary
+    assert "The packet gives the deadline 10:30; the intake's is none" in summary

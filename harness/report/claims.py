@@ -15,7 +15,8 @@ Kinds (:data:`KINDS`), with the events their ``seqs`` cite:
   of one ``key`` (None: a read by other fields) with one answer ``code``; ``count`` answers, the ``first`` and ``last`` at
   their results' times; seqs: the result events.
 * ``requests``: consecutive calls of one ``port.op`` (effect sends and reads, in the order
-  they were sent) with one outcome ``code`` (``no_answer``: the trace holds none);
+  they were sent) with one outcome ``code`` (``no_answer``: the trace holds none) and, for
+  an error, whether it was definite (``flag``; None: no error);
   ``count``, ``first``/``last`` at the calls' times; seqs: the call events.
 * ``cancellation``: the first cancellation of the run (``first``: its time); seqs: that event.
 * ``deadline``: the intake's business deadline (``at``; None: the intake names none);
@@ -27,6 +28,11 @@ Kinds (:data:`KINDS`), with the events their ``seqs`` cite:
   ``key`` the key it names, ``name`` the packet's own words: its proposal and what it
   requires); seqs: the escalation.
 * ``authority``: whether a packet says the authority is live (``flag``); seqs: the escalation.
+* ``packet_deadline``: the deadline a packet's budget gives (``at``; None: none); seqs: the escalation.
+* ``remote``: what the service really holds of one record the run committed (crashlab's
+  ground truth, never known to the run): ``ref``, ``key`` (the key it was committed under),
+  ``code`` held | released, ``first`` the commit's time, ``last`` the release's (None: held),
+  ``name`` who released it (this run | another actor); seqs: the commit, then the release.
 * ``resolution``: whether the run is resolved (``flag``): a resolved disposition and no
   ledger entry left unresolved (``keys``: those that are); seqs: the last append of every
   key of the run and the accepted finish, in seq order (none at all: a run with neither
@@ -44,7 +50,8 @@ KINDS = {"ledger": "the key's last ledger append", "reads": "the read results",
          "requests": "the service calls", "cancellation": "the cancellation",
          "deadline": "the intake's delivery", "disposition": "the accepted finish",
          "owner": "the finish or escalation that names the owner", "action": "the escalation",
-         "authority": "the escalation", "resolution": "the key's last appends and the finish"}
+         "authority": "the escalation", "resolution": "the key's last appends and the finish",
+         "remote": "the commit and, if any, its release", "packet_deadline": "the escalation"}
 #: Ledger knowledge that leaves an effect unresolved (an operator still has something to decide).
 UNRESOLVED_KNOWLEDGE = frozenset({"SENT_UNKNOWN", "COMPENSATION_PROPOSED"})
 #: Dispositions that make a claim about the effect (the run is over).
@@ -95,11 +102,13 @@ class RunFacts:
     action: Fact | None
     authority: Fact | None
     resolution: Fact
+    packet_deadline: Fact | None = None
+    remote: tuple[Fact, ...] = ()
 
     def all(self) -> tuple[Fact, ...]:
         single = (self.cancellation, self.deadline, self.disposition, self.owner, self.action, self.authority,
-                  self.resolution)
-        return (*self.ledger, *self.reads, *self.requests, *(f for f in single if f is not None))
+                  self.resolution, self.packet_deadline)
+        return (*self.ledger, *self.reads, *self.requests, *(f for f in single if f is not None), *self.remote)
 
 
 def _str(value: Any) -> str | None:
@@ -125,15 +134,15 @@ def answer_code(result: dict) -> str:
 
 
 def _runs(items: Iterable[tuple[tuple, int, int]], kind: str, run: str, **fixed) -> list[Fact]:
-    """Consecutive items with the same signature ``(port, op, key, code)`` as one fact each."""
+    """Consecutive items with the same signature ``(port, op, key, code, flag)`` as one fact each."""
     out: list[Fact] = []
     group: list[tuple[tuple, int, int]] = []
 
     def flush():
         if group:
-            port, op, key, code = group[0][0]
+            port, op, key, code, flag = group[0][0]
             out.append(Fact(kind=kind, run=run, seqs=tuple(s for _, s, _ in group), port=port, op=op, key=key,
-                            code=code, count=len(group), first=group[0][2], last=group[-1][2], **fixed))
+                            code=code, flag=flag, count=len(group), first=group[0][2], last=group[-1][2], **fixed))
             group.clear()
 
     for item in items:
@@ -155,10 +164,16 @@ def run_facts(events: list[dict], run: str, escalation: dict | None = None) -> R
     results: dict[int, dict] = {}
     reads, requests = [], []
     cancel = intake = finish = None
+    commits: dict[str, dict] = {}
+    releases: dict[str, dict] = {}
     for ev in events:
+        if ev.get("lane") == "remote" and ev.get("kind") == "released":
+            releases.setdefault(str(ev.get("ref")), ev)
         if ev.get("run") != run:
             continue
         lane, kind = ev.get("lane"), ev.get("kind")
+        if lane == "remote" and kind == "effect" and ev.get("cause") != "other_actor":
+            commits.setdefault(str(ev.get("ref")), ev)
         if lane == "knowledge" and kind == "ledger":
             last_append[str(ev.get("key"))] = ev
         elif lane == "world" and kind == "cancel" and cancel is None:
@@ -176,9 +191,11 @@ def run_facts(events: list[dict], run: str, escalation: dict | None = None) -> R
         call, result = calls[seq], results.get(seq)
         args = call.get("args") if isinstance(call.get("args"), dict) else {}
         code = answer_code(result) if result is not None else "no_answer"
-        requests.append(((call["port"], call["op"], None, code), seq, int(call.get("t") or 0)))
+        err = result.get("error") if result is not None and isinstance(result.get("error"), dict) else None
+        definite = None if err is None else bool(err.get("definite"))
+        requests.append(((call["port"], call["op"], None, code, definite), seq, int(call.get("t") or 0)))
         if result is not None and call["op"] not in EFFECT_OPS.get(call["port"], ()):
-            reads.append(((call["port"], call["op"], _str(args.get("key")), code), result["seq"],
+            reads.append(((call["port"], call["op"], _str(args.get("key")), code, None), result["seq"],
                           int(result.get("t") or 0)))
     ledger = []
     for key, ev in last_append.items():
@@ -207,7 +224,7 @@ def run_facts(events: list[dict], run: str, escalation: dict | None = None) -> R
                       and ev.get("next_owner")), None)
         if named is not None:
             owner = Fact(kind="owner", run=run, seqs=(named["seq"],), name=str(named["next_owner"]))
-    action = authority = None
+    action = authority = packet_deadline = None
     packet = escalation.get("packet") if escalation is not None else None
     if isinstance(packet, dict):
         rec = packet.get("recommended")
@@ -220,6 +237,11 @@ def run_facts(events: list[dict], run: str, escalation: dict | None = None) -> R
             said = "; ".join(str(rec[k]) for k in ("proposal", "requires") if isinstance(rec.get(k), str))
             action = Fact(kind="action", run=run, seqs=(escalation["seq"],), code=rec["action"], port=port, op=op,
                           key=_str(rec.get("semantic_key")), name=said or None)
+        budget = packet.get("budget")
+        if isinstance(budget, dict) and "deadline" in budget:
+            at = budget["deadline"]
+            packet_deadline = Fact(kind="packet_deadline", run=run, seqs=(escalation["seq"],),
+                                   at=at if isinstance(at, int) and not isinstance(at, bool) else None)
         auth = packet.get("authority")
         if isinstance(auth, dict) and isinstance(auth.get("live"), bool):
             authority = Fact(kind="authority", run=run, seqs=(escalation["seq"],), flag=auth["live"])
@@ -228,11 +250,19 @@ def run_facts(events: list[dict], run: str, escalation: dict | None = None) -> R
     resolution = Fact(kind="resolution", run=run, flag=done and not open_keys, keys=open_keys,
                       code=disposition.code if disposition else None,
                       seqs=tuple(sorted((*(f.seqs[0] for f in ledger), *((finish["seq"],) if finish else ())))))
-    return RunFacts(run=run, ledger=tuple(ledger), reads=tuple(_runs(reads, "reads", run)),
+    remote = []
+    for ref, ev in commits.items():
+        gone = releases.get(ref)
+        remote.append(Fact(kind="remote", run=run, ref=ref, key=_str(ev.get("key")),
+                           code="released" if gone else "held", first=int(ev.get("t") or 0),
+                           last=int(gone.get("t") or 0) if gone else None,
+                           name=None if gone is None else "another actor" if gone.get("cause") == "other_actor"
+                           else "this run", seqs=(ev["seq"], *((gone["seq"],) if gone else ()))))
+    return RunFacts(run=run, ledger=tuple(ledger), remote=tuple(remote), reads=tuple(_runs(reads, "reads", run)),
                     requests=tuple(_runs(requests, "requests", run)),
                     cancellation=None if cancel is None else Fact(kind="cancellation", run=run, seqs=(cancel["seq"],),
                                                                   first=int(cancel.get("t") or 0)),
-                    deadline=deadline, disposition=disposition, owner=owner, action=action, authority=authority,
+                    deadline=deadline, packet_deadline=packet_deadline, disposition=disposition, owner=owner, action=action, authority=authority,
                     resolution=resolution)
 
 

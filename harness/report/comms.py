@@ -152,7 +152,7 @@ def situation(run: str, disposition: str | None, packet: Any, events: list[dict]
                                                      if v is not None and k not in ("tenant", "principal"))
                                        if intent else "")
     entries: dict[str, dict] = {}
-    cancelled, commits, released = None, {}, {}
+    cancelled, commits = None, {}
     made_at: dict[str, int] = {}
     for ev in events:
         lane, kind = ev.get("lane"), ev.get("kind")
@@ -165,9 +165,7 @@ def situation(run: str, disposition: str | None, packet: Any, events: list[dict]
         elif ev.get("run") == run and lane == "world" and kind == "cancel" and cancelled is None:
             cancelled = format_time(int(ev.get("t") or 0), origin)
         elif lane == "remote" and kind == "effect" and ev.get("cause") != "other_actor" and ev.get("run") == run:
-            commits[str(ev.get("ref"))] = ev
-        elif lane == "remote" and kind == "released":
-            released[str(ev.get("ref"))] = ev
+            commits.setdefault(str(ev.get("ref")), ev)
     keys = []
     for key, entry in entries.items():
         keys.append(Key(key=key, kind=str(entry.get("kind") or "effect"), knowledge=str(entry.get("knowledge")),
@@ -189,7 +187,7 @@ def situation(run: str, disposition: str | None, packet: Any, events: list[dict]
     p = packet if isinstance(packet, dict) else {}
     owner = facts.owner.name if facts.owner is not None else None
     version = p.get("compatibility", {}).get("adapter") if isinstance(p.get("compatibility"), dict) else None
-    truth, refs, hindsight = _truth(primary, comp, commits, released, effect, origin)
+    truth, refs, hindsight = _truth(primary, comp, facts.remote, commits, effect, origin)
     return Situation(run=run, disposition=disposition, service=service, operation=operation, goal=goal,
                      consequence=CONSEQUENCE.get(service, f"{_words(operation)} request"), keys=tuple(keys),
                      effect=effect, release=_release_verdict(comp), denied_by=denial.code if denial else None,
@@ -200,23 +198,23 @@ def situation(run: str, disposition: str | None, packet: Any, events: list[dict]
                      facts=facts, origin=origin)
 
 
-def _truth(primary: list[Key], comp: list[Key], commits: dict, released: dict, effect: str,
+def _truth(primary: list[Key], comp: list[Key], remote: tuple[Fact, ...], commits: dict, effect: str,
            origin: int) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """The primary effect as the services hold it at the end (held | released | absent), its
-    refs, and what the records do not know about it."""
+    refs, and what the records do not know about it (rendered from the run's remote facts)."""
     comp_keys = {k.key for k in comp}
-    own = {ref: ev for ref, ev in commits.items()
-           if ev.get("key") not in comp_keys and not (ev.get("intent") or {}).get("release")}
-    held = [ref for ref in own if ref not in released]
-    gone = [ref for ref in own if ref in released]
+    own = [f for f in remote if f.key not in comp_keys and not (commits[f.ref].get("intent") or {}).get("release")]
+    held = [f.ref for f in own if f.code == "held"]
+    gone = [f.ref for f in own if f.code == "released"]
     truth = "held" if held else "released" if gone else "absent"
     notes = []
-    for ref in held:
-        notes.append(f"the service holds {ref} (committed at {format_time(int(own[ref].get('t') or 0), origin)})")
-    for ref in gone:
-        by = released[ref]
-        who = "another actor" if by.get("cause") == "other_actor" else "this run's release"
-        notes.append(f"{ref} was released at {format_time(int(by.get('t') or 0), origin)} by {who}")
+    for f in own:
+        if f.code == "held":
+            notes.append(f"the service holds {f.ref} (committed at {clock(f.first, origin)}, {cite(f)})")
+    for f in own:
+        if f.code == "released":
+            who = "another actor" if f.name == "another actor" else "this run's release"
+            notes.append(f"{f.ref} was released at {clock(f.last, origin)} by {who} ({cite(f)})")
     if not own:
         notes.append("the service holds no record of this run's request")
     agree = {"made": ("held",), "released": ("released",), "absent": ("absent",), "pending": ("absent",),
@@ -326,15 +324,39 @@ def user_sentences(s: Situation) -> list[Sentence]:
         else:
             out.append(Sentence(f"Our records show that your {c} was not made.", (_c("records", "absent"),)))
     who = owner_words(s)
+    named = (s.facts.owner,) if s.facts.owner is not None else ()
     open_ = s.effect == "unknown" or s.release == "unknown" or s.denied_by or \
         (s.effect == "made" and s.release in ("failed", "not_sent") and not _succeeded(s))
     if open_:
         out.append(Sentence((f"{_cap(who)} now owns the check. " if who else
                              "Nobody has been named to check it yet. ")
-                            + "Please do not place the request again yourself; we will tell you the outcome."))
+                            + "Please do not place the request again yourself; we will tell you the outcome.",
+                            facts=named))
     elif who and s.effect == "absent":
-        out.append(Sentence(f"{_cap(who)} will follow up."))
-    return out
+        out.append(Sentence(f"{_cap(who)} will follow up.", facts=named))
+    return [x if x.facts else Sentence(x.text, x.claims, _user_facts(s, x)) for x in out]
+
+
+def _user_facts(s: Situation, sentence: Sentence) -> tuple[Fact, ...]:
+    """The facts a user sentence rests on (the user is shown no event numbers; the facts are
+    kept for whoever checks the sentence): the ledger entries its claims are about and the
+    run's end, the denying read, the cancellation, the owner it names."""
+    f = s.facts
+    abouts = {c.about for c in sentence.claims}
+    out: list[Fact] = []
+    if abouts & {"effect", "records"}:
+        out += [x for x in f.ledger if x.role == "effect" and x.op in (None, s.operation)]
+        # "was not made" / "not made yet" with no entry rests on the run's end and its empty ledger
+        out.append(f.disposition if f.disposition is not None else f.resolution)
+    if "release" in abouts:
+        out += [x for x in f.ledger if x.role == "compensation"]
+    if "service" in abouts and s.denial is not None:
+        out.append(s.denial)
+    if "cancellation" in abouts and f.cancellation is not None:
+        out.append(f.cancellation)
+    if f.owner is not None and owner_words(s) and owner_words(s) in sentence.text:
+        out.append(f.owner)
+    return tuple(out)
 
 
 def _resolved(s: Situation) -> bool:
@@ -382,10 +404,11 @@ def _reads_line(facts: tuple[Fact, ...], origin: int) -> str:
 
 def _action_line(f: Fact) -> str:
     words = ACTIONS.get(f.code or "", (f.code or "").lower().replace("_", " "))
-    what = f"read {f.port}.{f.op}" if f.port else ""
-    if f.key:
-        what += (" for " if what else "for ") + f.key
-    return words + (f": {what}" if what else "") + (f" ({f.name})" if f.name else "") + f" (packet {cite(f)})"
+    if f.port:
+        words += f": read {f.port}.{f.op}" + (f" for {f.key}" if f.key else "")
+    elif f.key:
+        words += f" ({f.key})"
+    return words + (f", {f.name}" if f.name else "") + f" (packet {cite(f)})"
 
 
 def operator_sentences(s: Situation) -> list[Sentence]:
@@ -423,7 +446,9 @@ def owner_sentences(s: Situation) -> list[Sentence]:
     out = [Sentence(f"Run {s.run} on the {s.service} service, keys: {keys}.", facts=f.ledger)]
     if f.requests:
         shown = f.requests[-12:]
-        lines = [f"{x.port}.{x.op} → {_span(x, origin)} ({cite(x)})" for x in shown]
+        lines = [f"{x.port}.{x.op} → {_span(x, origin)}"
+                 + ("" if x.flag is None else " (definite)" if x.flag else " (indefinite)") + f" ({cite(x)})"
+                 for x in shown]
         more = len(f.requests) - len(shown)
         out.append(Sentence("Requests (in the order sent, with their outcome): " + "; ".join(lines)
                             + (f"; {more} earlier not shown" if more else "") + ".", facts=shown))

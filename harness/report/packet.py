@@ -162,6 +162,12 @@ def summary_sentences(s) -> list:
         out.append(Sentence(f"Deadline: none; the intake names none ({cite(d)}).", facts=(d,)))
     elif d is not None:
         out.append(Sentence(f"Deadline: {clock(d.at, s.origin)}, the intake's ({cite(d)}).", facts=(d,)))
+    pd = f.packet_deadline
+    if pd is not None and d is not None and pd.at != d.at:
+        said = "no deadline" if pd.at is None else f"the deadline {clock(pd.at, s.origin)}"
+        intake = "none" if d.at is None else clock(d.at, s.origin)
+        out.append(Sentence(f"The packet gives {said}; the intake's is {intake} (packet {cite(pd)}, intake "
+                            f"{cite(d)}).", facts=(pd, d)))
     if f.action is not None:
         out.append(Sentence(f"Permitted now: {_action_line(f.action)}.", facts=(f.action,)))
     return out

@@ -79,7 +79,7 @@ def _inline(value: Any, origin: int, key: str = "") -> str:
     if isinstance(value, list):
         return "; ".join(_inline(v, origin) for v in value if v is not None)
     if value is None:
-        return "none" if key == "deadline" else "—"
+        return "none" if key in ("deadline", "time_remaining_ms") else "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int) and TIME_FIELDS.search(key):
