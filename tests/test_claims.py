@@ -19,6 +19,7 @@ from collections import Counter
 
 import pytest
 
+from crashlab.checks import check_trace
 from crashlab.gallery import ENTRIES
 from crashlab.model import EFFECT_OPS
 from crashlab.report.claims import KINDS
@@ -281,6 +282,25 @@ def judge(events: list[dict]) -> tuple[Counter, list[str]]:
     return seen, problems
 
 
+def why_problems(events: list[dict], violations) -> list[str]:
+    """A check's message cites only events the trace holds, names a deadline only for a run
+    that has one, and a completion callback only where one was delivered to the run."""
+    seqs = {e["seq"] for e in events if "seq" in e}
+    deadlines = {e["run"]: e["event"]["payload"].get("deadline") for e in events
+                 if e["kind"] == "deliver" and e["event"].get("type") == "intake"}
+    callbacks = {e["run"] for e in events if e["kind"] == "deliver" and e["event"].get("type") == "callback"}
+    out = []
+    for v in violations:
+        cited = {int(n) for n in re.findall(r"#(\d+)\b", v.message)}
+        if cited - seqs or set(v.events) - seqs:
+            out.append(f"{v.invariant}: {v.message!r} cites events the trace lacks")
+        if re.search(r"\bthe deadline \d", v.message) and v.run is not None and deadlines.get(v.run) is None:
+            out.append(f"{v.invariant}: {v.message!r} names a deadline the run has not")
+        if "completion callback" in v.message and v.run is not None and v.run not in callbacks:
+            out.append(f"{v.invariant}: {v.message!r} names a callback never delivered to the run")
+    return out
+
+
 # --------------------------------------------------------------------------- one session of runs
 @pytest.fixture(scope="session")
 def judged():
@@ -292,8 +312,9 @@ def judged():
         for sc in scenarios:
             result = run_scenario(sc, adapter, None)
             s, p = judge(result.events)
-            seen += s
-            problems += [f"{adapter} {sc.id}: {x}" for x in p]
+            violations = check_trace(result.events).violations
+            seen += s + Counter(f"why {v.invariant}" for v in violations)
+            problems += [f"{adapter} {sc.id}: {x}" for x in p + why_problems(result.events, violations)]
     return seen, problems, time.perf_counter() - start
 
 
@@ -307,7 +328,7 @@ def test_every_fact_kind_and_both_resolutions_are_exercised(judged):
     print(f"{len(ADAPTERS)} adapters x {len(library())} scenarios judged in {seconds:.0f} s")
     assert set(KINDS) <= set(seen), set(KINDS) - set(seen)
     for case in ("resolved", "resolved disposition, unresolved ledger", "no deadline",
-                 "packet deadline not the intake's"):
+                 "packet deadline not the intake's", "why KNOW-02", "why LATE-01"):
         assert seen[case], case
 
 
@@ -362,3 +383,12 @@ def test_a_packet_whose_deadline_is_not_the_intakes_is_shown_so():
     summary = " ".join(x.text for x in summary_sentences(s))
     assert "Deadline: none; the intake names none (#1)." in summary
     assert "The packet gives the deadline 10:30; the intake's is none" in summary
+
+
+def test_a_converted_duration_loses_its_unit_and_a_missing_deadline_reads_none():
+    from crashlab.report.packet import packet_html
+
+    page = packet_html({"budget": {"deadline": None, "time_remaining_ms": 1_796_750, "retry_after_ms": 250}}, 0)
+    assert "<dt>time_remaining</dt><dd>1796.75 s</dd>" in page
+    assert "<dt>retry_after_ms</dt><dd>250 ms</dd>" in page
+    assert "<dt>deadline</dt><dd>none</dd>" in page and "time_remaining_ms</dt><dd>1796" not in page
