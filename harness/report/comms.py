@@ -359,12 +359,6 @@ def _user_facts(s: Situation, sentence: Sentence) -> tuple[Fact, ...]:
     return tuple(out)
 
 
-def _resolved(s: Situation) -> bool:
-    from .view import RESOLVED
-
-    return s.disposition in RESOLVED
-
-
 def _succeeded(s: Situation) -> bool:
     return s.disposition == RunState.SUCCEEDED.value
 
