@@ -133,7 +133,7 @@ def answer_code(result: dict) -> str:
     return str(value.get("status") or "ok")
 
 
-def _runs(items: Iterable[tuple[tuple, int, int]], kind: str, run: str, **fixed) -> list[Fact]:
+def _runs(items: Iterable[tuple[tuple, int, int]], kind: str, run: str) -> list[Fact]:
     """Consecutive items with the same signature ``(port, op, key, code, flag)`` as one fact each."""
     out: list[Fact] = []
     group: list[tuple[tuple, int, int]] = []
@@ -142,7 +142,7 @@ def _runs(items: Iterable[tuple[tuple, int, int]], kind: str, run: str, **fixed)
         if group:
             port, op, key, code, flag = group[0][0]
             out.append(Fact(kind=kind, run=run, seqs=tuple(s for _, s, _ in group), port=port, op=op, key=key,
-                            code=code, flag=flag, count=len(group), first=group[0][2], last=group[-1][2], **fixed))
+                            code=code, flag=flag, count=len(group), first=group[0][2], last=group[-1][2]))
             group.clear()
 
     for item in items:
