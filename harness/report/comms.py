@@ -372,11 +372,12 @@ def _disposition_words(s: Situation) -> tuple[str, tuple[Fact, ...]]:
     return f"Run {s.run} is {d.code} (not finished; {cite(d)})", (d,)
 
 
-def _span(f: Fact, origin: int) -> str:
-    """``code at 10:01`` or ``code ×33, 10:01:06–10:15`` for a fact of consecutive events."""
+def _span(f: Fact, origin: int, how: str = "") -> str:
+    """``code at 10:01`` or ``code ×33, 10:01:06–10:15`` for a fact of consecutive events
+    (``how``: words after the code, e.g. `` (indefinite)``)."""
     if f.count == 1:
-        return f"{_words(f.code)} at {clock(f.first, origin)}"
-    return f"{_words(f.code)} ×{f.count}, {clock(f.first, origin)}–{clock(f.last, origin)}"
+        return f"{_words(f.code)}{how} at {clock(f.first, origin)}"
+    return f"{_words(f.code)}{how} ×{f.count}, {clock(f.first, origin)}–{clock(f.last, origin)}"
 
 
 def _ledger_line(f: Fact) -> str:
@@ -405,6 +406,16 @@ def _action_line(f: Fact) -> str:
     return words + (f", {f.name}" if f.name else "") + f" (packet {cite(f)})"
 
 
+def deadline_sentence(s: Situation) -> Sentence:
+    """The run's business deadline as its intake gave it, or that it gave none."""
+    d = s.facts.deadline
+    if d is None:
+        return Sentence("Deadline: the trace holds no intake.")
+    if d.at is None:
+        return Sentence(f"Deadline: none; the intake names none ({cite(d)}).", facts=(d,))
+    return Sentence(f"Deadline: {clock(d.at, s.origin)}, the intake's ({cite(d)}).", facts=(d,))
+
+
 def operator_sentences(s: Situation) -> list[Sentence]:
     """Rendered from the run's facts: every time, key, count and owner is a fact's, and each
     is followed by the event numbers that support it."""
@@ -414,6 +425,8 @@ def operator_sentences(s: Situation) -> list[Sentence]:
     out = [Sentence(f"{head}. Goal: {s.goal}.", facts=cited),
            Sentence("Ledger: " + ("; ".join(_ledger_line(x) for x in f.ledger) if f.ledger else "no entry") + ".",
                     facts=f.ledger)]
+    if f.deadline is not None:
+        out.append(deadline_sentence(s))
     if f.cancellation is not None:
         out.append(Sentence(f"Cancellation received at {clock(f.cancellation.first, origin)} "
                             f"({cite(f.cancellation)}).", (_c("cancellation", "received"),), (f.cancellation,)))
@@ -440,9 +453,9 @@ def owner_sentences(s: Situation) -> list[Sentence]:
     out = [Sentence(f"Run {s.run} on the {s.service} service, keys: {keys}.", facts=f.ledger)]
     if f.requests:
         shown = f.requests[-12:]
-        lines = [f"{x.port}.{x.op} → {_span(x, origin)}"
-                 + ("" if x.flag is None else " (definite)" if x.flag else " (indefinite)") + f" ({cite(x)})"
-                 for x in shown]
+        lines = [f"{x.port}.{x.op} → "
+                 + _span(x, origin, "" if x.flag is None else " (definite)" if x.flag else " (indefinite)")
+                 + f" ({cite(x)})" for x in shown]
         more = len(f.requests) - len(shown)
         out.append(Sentence("Requests (in the order sent, with their outcome): " + "; ".join(lines)
                             + (f"; {more} earlier not shown" if more else "") + ".", facts=shown))

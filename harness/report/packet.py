@@ -141,7 +141,7 @@ def summary_sentences(s) -> list:
     the chapter's five questions - which effects are known, which are ambiguous, what
     authority is live, what deadline remains, what action is permitted now - each answered
     with the event numbers that support it."""
-    from .comms import Sentence, _action_line
+    from .comms import Sentence, _action_line, deadline_sentence
 
     f = s.facts
     known = [x for x in f.ledger if x.code not in UNRESOLVED_KNOWLEDGE]
@@ -158,10 +158,8 @@ def summary_sentences(s) -> list:
     else:
         out.append(Sentence("Authority: the packet does not say."))
     d = f.deadline
-    if d is not None and d.at is None:
-        out.append(Sentence(f"Deadline: none; the intake names none ({cite(d)}).", facts=(d,)))
-    elif d is not None:
-        out.append(Sentence(f"Deadline: {clock(d.at, s.origin)}, the intake's ({cite(d)}).", facts=(d,)))
+    if d is not None:
+        out.append(deadline_sentence(s))
     pd = f.packet_deadline
     if pd is not None and d is not None and pd.at != d.at:
         said = "no deadline" if pd.at is None else f"the deadline {clock(pd.at, s.origin)}"
