@@ -372,6 +372,16 @@ def test_a_success_with_an_unknown_notification_is_not_resolved():
     assert "nothing to decide" not in line and "SENT_UNKNOWN" in line and "unresolved" in line
 
 
+def test_a_success_with_an_unknown_notification_tells_the_user_who_owns_the_check():
+    s, comms = _texts(_trace("notify-crash-delivery-unknown"))
+    user = [x.text for x in comms["user"]]
+    assert user == ["Your inventory hold is in place.", "We could not confirm whether the message about it was sent.",
+                    "An operator now owns the check. Please do not place the request again yourself; we will "
+                    "tell you the outcome."]
+    [sent] = comms["user"][1].facts
+    assert (sent.kind, sent.op, sent.code) == ("ledger", "send", "SENT_UNKNOWN")
+
+
 def test_a_packet_summary_without_a_deadline_says_there_is_none():
     s, _ = _texts(_trace("fieldops-no-key-lookup"))
     summary = " ".join(x.text for x in summary_sentences(s))

@@ -323,9 +323,15 @@ def user_sentences(s: Situation) -> list[Sentence]:
             out.append(Sentence(text, (_c("effect", "absent"), *cancel)))
         else:
             out.append(Sentence(f"Our records show that your {c} was not made.", (_c("records", "absent"),)))
+    # a follow-up effect (the message about a confirmed hold) the ledger still does not know
+    followups = [x for x in s.facts.ledger if x.role == "effect" and x.op not in (None, s.operation)
+                 and x.code in UNKNOWN_KNOWLEDGE]
+    for x in followups:
+        what = "the message about it was sent" if x.op == "send" else f"the follow-up {_words(x.op)} took effect"
+        out.append(Sentence(f"We could not confirm whether {what}.", facts=(x,)))
     who = owner_words(s)
     named = (s.facts.owner,) if s.facts.owner is not None else ()
-    open_ = s.effect == "unknown" or s.release == "unknown" or s.denied_by or \
+    open_ = s.effect == "unknown" or s.release == "unknown" or s.denied_by or bool(followups) or \
         (s.effect == "made" and s.release in ("failed", "not_sent") and not _succeeded(s))
     if open_:
         out.append(Sentence((f"{_cap(who)} now owns the check. " if who else
