@@ -108,9 +108,9 @@ async def observe(s: Session) -> Facts:
 # --------------------------------------------------------------------------- actions
 async def validate_intake(s: Session, f: Facts, t: Transition) -> None:
     intake = s.record.intake
-    deadline = intake["deadline"] if intake["deadline"] is not None \
-        else intake["at"] + matrix.DEFAULT_DEADLINE_MS
-    await effects.commit(s, _S.VALIDATED, deadline=deadline,
+    # the business deadline is the intake's, or none: a run without one is bounded by its
+    # attempt and read ceilings, and its decision packet says it has no deadline
+    await effects.commit(s, _S.VALIDATED, deadline=intake["deadline"],
                          task_id=f"{s.run_id}/{intake['operation']}")
 
 

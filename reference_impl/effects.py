@@ -357,7 +357,7 @@ async def dispatch(s: Session, key: str, retry_id: str | None = None) -> None:
     await _record_dispatch(s, sent, role, row, observation, ref)
     fact = fact_of(s.ledger[key])
     next_at = observation["at"] + retry_delay(n, observation["retry_after_ms"])
-    if row.action is Action.RETRY_SAME_KEY and next_at < s.record.deadline:
+    if row.action is Action.RETRY_SAME_KEY and (s.record.deadline is None or next_at < s.record.deadline):
         # a retry that fits before the deadline follows its backoff; one that does not is
         # never sent (the decision table stops the run: deadline_passed)
         what, floor = f"{row.name} {entry['service']}.{entry['operation']}", observation["retry_after_ms"] or 0
@@ -473,7 +473,8 @@ async def _wait_and_reread(s: Session, entry: dict, role: Role, row: matrix.Row,
         wait_ms = min(matrix.BACKOFF_CAP_MS, matrix.BACKOFF_BASE_MS * 2 ** (s.read_failures - 1))
     elif not wait_ms:
         wait_ms = matrix.RECONCILE_POLL_MS
-    wait_ms = min(wait_ms, s.record.deadline - now)
+    if s.record.deadline is not None:
+        wait_ms = min(wait_ms, s.record.deadline - now)
     if used >= matrix.RECONCILE_READ_CEILING or wait_ms <= 0:
         final = s.classify("read", "down" if row.action is Action.RETRY_CALL else "unresolved")
         await s.append(evolve(s, entry, final.knowledge or _K.SENT_UNKNOWN, final.name,

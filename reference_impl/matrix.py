@@ -34,7 +34,7 @@ BACKOFF_CAP_MS = 30_000
 JITTER_MAX_MS = 500
 RECONCILE_POLL_MS = 2_000       # wait between reads while a request is still in flight
 JOB_WAIT_MS = 4_000             # registry.wait_job: a short wait; "running" is not failure
-DEFAULT_DEADLINE_MS = 30 * 60_000   # absolute deadline when the intake names none
+DEFAULT_DEADLINE_MS = 30 * 60_000   # a design's own deadline (the gallery's DeadlineDropped); the reference keeps the intake's, or none
 
 
 class Action(str, Enum):

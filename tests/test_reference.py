@@ -675,3 +675,19 @@ def test_a_cancelled_resubmission_escalates_the_shared_hold_instead_of_releasing
     assert packet["classification"]["row"] == "shared_effect" and packet["recommended"]["action"] == "STOP"
     from crashlab.checks import check_trace
     assert check_trace(result.events).verdict == "pass"
+
+
+def test_a_run_without_a_business_deadline_keeps_none_and_its_packet_says_so():
+    """The reference invents no deadline: an intake that names none gives checkpoints with
+    ``control.deadline`` null and a decision packet whose budget has no deadline and no
+    time remaining (it used to show 10:30, 30 minutes after intake)."""
+    from crashlab.scenario_loader import library
+
+    sc = next(s for s in library() if s.id == "fieldops-no-key-lookup")
+    result = run_scenario(sc, ADAPTER)
+    intake = next(e for e in events(result, "world", "deliver") if e["event"]["type"] == "intake")
+    assert intake["event"]["payload"]["deadline"] is None
+    held = [c["checkpoint"]["control"]["deadline"] for c in checkpoints(result)]
+    assert held and all(d is None for d in held), held
+    budget = escalations(result)[-1]["packet"]["budget"]
+    assert budget["deadline"] is None and budget["time_remaining_ms"] is None, budget

@@ -437,7 +437,10 @@ def _ledger_moves(ix: TraceIndex) -> Iterator[tuple[str, Finding]]:
             if ok:
                 continue
             rule, _ = _unwarranted_inv(f)
-            hint = " (a deadline passing is not evidence)" if prev == "SENT_UNKNOWN" and rule == "KNOW-02" else ""
+            # the hint names a deadline only where the run has one and it had passed at the move
+            hint = (f" (the deadline {ix.fmt(run.deadline)} had passed; a deadline passing is not evidence)"
+                    if prev == "SENT_UNKNOWN" and rule == "KNOW-02" and run.deadline is not None
+                    and e["t"] >= run.deadline else "")
             yield rule, (run.id, f"{key} {prev} -> {k} at #{e['seq']} without {need}: dispatch "
                                  f"#{f.cites[0]} {f.why or 'has no such evidence'}{hint}",
                          (e["seq"], *f.cites), False)

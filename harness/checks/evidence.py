@@ -275,7 +275,10 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
         return answer
     callback = next(then.callbacks(d.key, after=d.seq), None) if d.key is not None else None
     if callback is not None:
-        return Finding(state="present", strength="callback", cites=(callback,), why="only a completion callback")
+        # says what the worker had seen, not why it moved: a callback is all it had, never a warrant
+        return Finding(state="present", strength="callback", cites=(callback,),
+                       why=f"no answer that settles it and no identifying read; all it had seen is a completion "
+                           f"callback (inbox poll #{callback}), which is not a warrant")
     return NOTHING
 
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from ..model import DISPOSITION_EFFECT_CLAIM, RunState
 from ..timefmt import format_time
-from .values import collapse
+from .claims import Fact, RunFacts, cite, run_facts
+from .values import clock
 
 #: What a user is told the run was about, per service (the reference adapter's words).
 CONSEQUENCE = {"reservation": "inventory hold", "registry": "package publication",
@@ -62,8 +63,12 @@ ASSERTIONS = frozenset({
 
 @dataclass(frozen=True, slots=True)
 class Sentence:
+    """One generated sentence: its text, what it asserts about the effect (:class:`Claim`)
+    and the typed facts (with their event numbers) it was rendered from."""
+
     text: str
     claims: tuple[Claim, ...] = ()
+    facts: tuple[Fact, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,8 +78,6 @@ class Key:
     knowledge: str
     ref: str | None
     operation: str | None
-    reads: tuple[str, ...]    # the adapter's authoritative reads of this key ("lookup(key) → released at 10:02")
-    last_read: str | None     # the code of the last of them
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,14 +94,16 @@ class Situation:
     effect: str               # made | unknown | absent | pending | released (the ledger's verdict)
     release: str | None       # None (none asked) | unknown | failed | not_sent | done
     denied_by: str | None     # the code of an authoritative read that denies a record the ledger says exists
+    denial: Fact | None       # that read (the reads fact, with its event numbers)
     cancelled: str | None     # when a cancellation arrived (clock time)
     owner: str | None         # the next owner as named by the run
     action: str | None        # the packet's recommended action, in words
-    sends: tuple[str, ...]    # the run's requests to its services, with outcome and time
     adapter_version: str | None
     truth: str                # held | released | absent (crashlab's ground truth of the primary effect)
     truth_refs: tuple[str, ...]
     hindsight: tuple[str, ...]
+    facts: RunFacts           # what the operator, service-owner and packet sentences are rendered from
+    origin: int               # the scenario clock's origin (ms), for clock times
 
 
 # --------------------------------------------------------------------------- reading the trace
@@ -135,6 +140,10 @@ def situation(run: str, disposition: str | None, packet: Any, events: list[dict]
               no_answers: bool = False) -> Situation:
     """The situation of one run, read from its trace; ``packet`` (the latest decision packet,
     or None) adds the recommended action and, when no accepted finish named one, the owner."""
+    # the escalation that carried the packet (else the run's latest: ``packet`` may be a view of it)
+    escalations = [ev for ev in events if ev.get("run") == run and ev.get("kind") == "escalation"]
+    escalation = None if packet is None else next(
+        (ev for ev in reversed(escalations) if ev.get("packet") == packet), escalations[-1] if escalations else None)
     head = events[0] if events else {}
     spec = next((r for r in head.get("runs") or () if isinstance(r, dict) and r.get("id") == run), {})
     service, operation = str(spec.get("service") or "service"), str(spec.get("operation") or "request")
@@ -143,87 +152,69 @@ def situation(run: str, disposition: str | None, packet: Any, events: list[dict]
                                                      if v is not None and k not in ("tenant", "principal"))
                                        if intent else "")
     entries: dict[str, dict] = {}
-    owner, cancelled, commits, released = None, None, {}, {}
-    calls = {}
-    sends = []
-    services = set((head.get("services") or {}).keys())
+    cancelled, commits = None, {}
+    made_at: dict[str, int] = {}
     for ev in events:
         lane, kind = ev.get("lane"), ev.get("kind")
         if ev.get("run") == run and lane == "knowledge" and kind == "ledger":
             entries[str(ev.get("key"))] = ev.get("entry") if isinstance(ev.get("entry"), dict) else \
                 {"knowledge": ev.get("knowledge")}
             entries[str(ev.get("key"))] = {**entries[str(ev.get("key"))], "knowledge": ev.get("knowledge")}
-        elif ev.get("run") == run and lane == "run" and kind == "finish" and ev.get("accepted"):
-            owner = ev.get("next_owner")
+            if ev.get("knowledge") in MADE_KNOWLEDGE:
+                made_at.setdefault(str(ev.get("key")), int(ev["seq"]))
         elif ev.get("run") == run and lane == "world" and kind == "cancel" and cancelled is None:
             cancelled = format_time(int(ev.get("t") or 0), origin)
         elif lane == "remote" and kind == "effect" and ev.get("cause") != "other_actor" and ev.get("run") == run:
-            commits[str(ev.get("ref"))] = ev
-        elif lane == "remote" and kind == "released":
-            released[str(ev.get("ref"))] = ev
-        elif lane == "port" and kind == "call" and ev.get("run") == run:
-            calls[ev.get("seq")] = ev
-        elif lane == "port" and kind == "result" and ev.get("run") == run:
-            call = calls.get(ev.get("call")) or {}
-            if call.get("port") in services and call.get("op") != "describe":
-                err = ev.get("error") if isinstance(ev.get("error"), dict) else {}
-                outcome = "ok" if ev.get("ok") else \
-                    f"{_words(err.get('code'))} ({'definite' if err.get('definite') else 'indefinite'})"
-                sends.append(f"{call.get('port')}.{call.get('op')} → {outcome} at {int(call.get('t') or 0)}")
+            commits.setdefault(str(ev.get("ref")), ev)
     keys = []
     for key, entry in entries.items():
-        reads = []
-        last = None
-        for r in entry.get("reconciliation") or ():
-            if isinstance(r, dict):
-                code = r.get("code")
-                last = str(code) if code is not None else last
-                at = r.get("at")
-                reads.append(f"{r.get('read') or 'read'} → {_words(code)} at {int(at)}" if isinstance(at, int)
-                             and not isinstance(at, bool) else f"{r.get('read') or 'read'} → {_words(code)}")
         keys.append(Key(key=key, kind=str(entry.get("kind") or "effect"), knowledge=str(entry.get("knowledge")),
                         ref=str(entry["remote_ref"]) if entry.get("remote_ref") else None,
-                        operation=str(entry["operation"]) if entry.get("operation") else None,
-                        reads=tuple(collapse(reads, origin)), last_read=last))
+                        operation=str(entry["operation"]) if entry.get("operation") else None))
     terminal = disposition in {s.value for s in DISPOSITION_EFFECT_CLAIM}
     primary = [k for k in keys if k.kind != "compensation" and k.operation in (None, operation)]
     comp = [k for k in keys if k.kind == "compensation"]
     effect = _effect_verdict(primary, terminal)
-    denied = next((k.last_read for k in primary if k.knowledge in MADE_KNOWLEDGE and k.last_read in DENIALS), None)
+    # a denial is the service's last read of a key after the ledger recorded it made, when that
+    # read says the record is not there (an earlier miss, before the effect was made, denies nothing)
+    facts = run_facts(events, run, escalation)
+    denial = None
+    for k in primary:
+        if k.knowledge in MADE_KNOWLEDGE and k.key in made_at:
+            after = [r for r in facts.reads if r.key == k.key and r.seqs[-1] > made_at[k.key]]
+            if after and after[-1].code in DENIALS:
+                denial = after[-1]
     p = packet if isinstance(packet, dict) else {}
-    if owner is None and terminal is False and p.get("next_owner"):
-        owner = p.get("next_owner")
-    if owner is None and not terminal:
-        owner = next((ev.get("next_owner") for ev in reversed(events) if ev.get("run") == run
-                      and ev.get("kind") == "finish" and ev.get("next_owner")), None)
+    owner = facts.owner.name if facts.owner is not None else None
     version = p.get("compatibility", {}).get("adapter") if isinstance(p.get("compatibility"), dict) else None
-    truth, refs, hindsight = _truth(primary, comp, commits, released, effect, origin)
+    truth, refs, hindsight = _truth(primary, comp, facts.remote, commits, effect, origin)
     return Situation(run=run, disposition=disposition, service=service, operation=operation, goal=goal,
                      consequence=CONSEQUENCE.get(service, f"{_words(operation)} request"), keys=tuple(keys),
-                     effect=effect, release=_release_verdict(comp), denied_by=denied, cancelled=cancelled,
+                     effect=effect, release=_release_verdict(comp), denied_by=denial.code if denial else None,
+                     denial=denial, cancelled=cancelled,
                      owner=str(owner) if owner else None, action=_action(p.get("recommended")),
-                     sends=tuple(collapse(sends, origin)[-12:]),
                      adapter_version=None if no_answers or not isinstance(version, str) else version,
-                     truth=truth, truth_refs=refs, hindsight=hindsight)
+                     truth=truth, truth_refs=refs, hindsight=hindsight,
+                     facts=facts, origin=origin)
 
 
-def _truth(primary: list[Key], comp: list[Key], commits: dict, released: dict, effect: str,
+def _truth(primary: list[Key], comp: list[Key], remote: tuple[Fact, ...], commits: dict, effect: str,
            origin: int) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """The primary effect as the services hold it at the end (held | released | absent), its
-    refs, and what the records do not know about it."""
+    refs, and what the records do not know about it (rendered from the run's remote facts)."""
     comp_keys = {k.key for k in comp}
-    own = {ref: ev for ref, ev in commits.items()
-           if ev.get("key") not in comp_keys and not (ev.get("intent") or {}).get("release")}
-    held = [ref for ref in own if ref not in released]
-    gone = [ref for ref in own if ref in released]
+    own = [f for f in remote if f.key not in comp_keys and not (commits[f.ref].get("intent") or {}).get("release")]
+    held = [f.ref for f in own if f.code == "held"]
+    gone = [f.ref for f in own if f.code == "released"]
     truth = "held" if held else "released" if gone else "absent"
     notes = []
-    for ref in held:
-        notes.append(f"the service holds {ref} (committed at {format_time(int(own[ref].get('t') or 0), origin)})")
-    for ref in gone:
-        by = released[ref]
-        who = "another actor" if by.get("cause") == "other_actor" else "this run's release"
-        notes.append(f"{ref} was released at {format_time(int(by.get('t') or 0), origin)} by {who}")
+    for f in own:
+        if f.code == "held":
+            notes.append(f"the service holds {f.ref} (committed at {clock(f.first, origin)}, {cite(f)})")
+    for f in own:
+        if f.code == "released":
+            who = "another actor" if f.name == "another actor" else "this run's release"
+            notes.append(f"{f.ref} was released at {clock(f.last, origin)} by {who} ({cite(f)})")
     if not own:
         notes.append("the service holds no record of this run's request")
     agree = {"made": ("held",), "released": ("released",), "absent": ("absent",), "pending": ("absent",),
@@ -332,83 +323,166 @@ def user_sentences(s: Situation) -> list[Sentence]:
             out.append(Sentence(text, (_c("effect", "absent"), *cancel)))
         else:
             out.append(Sentence(f"Our records show that your {c} was not made.", (_c("records", "absent"),)))
+    # a follow-up effect (the message about a confirmed hold) the ledger still does not know
+    followups = [x for x in s.facts.ledger if x.role == "effect" and x.op not in (None, s.operation)
+                 and x.code in UNKNOWN_KNOWLEDGE]
+    for x in followups:
+        what = "the message about it was sent" if x.op == "send" else f"the follow-up {_words(x.op)} took effect"
+        out.append(Sentence(f"We could not confirm whether {what}.", facts=(x,)))
     who = owner_words(s)
-    open_ = s.effect == "unknown" or s.release == "unknown" or s.denied_by or \
+    named = (s.facts.owner,) if s.facts.owner is not None else ()
+    open_ = s.effect == "unknown" or s.release == "unknown" or s.denied_by or bool(followups) or \
         (s.effect == "made" and s.release in ("failed", "not_sent") and not _succeeded(s))
     if open_:
         out.append(Sentence((f"{_cap(who)} now owns the check. " if who else
                              "Nobody has been named to check it yet. ")
-                            + "Please do not place the request again yourself; we will tell you the outcome."))
+                            + "Please do not place the request again yourself; we will tell you the outcome.",
+                            facts=named))
     elif who and s.effect == "absent":
-        out.append(Sentence(f"{_cap(who)} will follow up."))
-    return out
+        out.append(Sentence(f"{_cap(who)} will follow up.", facts=named))
+    return [x if x.facts else Sentence(x.text, x.claims, _user_facts(s, x)) for x in out]
 
 
-def _resolved(s: Situation) -> bool:
-    from .view import RESOLVED
-
-    return s.disposition in RESOLVED
+def _user_facts(s: Situation, sentence: Sentence) -> tuple[Fact, ...]:
+    """The facts a user sentence rests on (the user is shown no event numbers; the facts are
+    kept for whoever checks the sentence): the ledger entries its claims are about and the
+    run's end, the denying read, the cancellation, the owner it names."""
+    f = s.facts
+    abouts = {c.about for c in sentence.claims}
+    out: list[Fact] = []
+    if abouts & {"effect", "records"}:
+        out += [x for x in f.ledger if x.role == "effect" and x.op in (None, s.operation)]
+        # "was not made" / "not made yet" with no entry rests on the run's end and its empty ledger
+        out.append(f.disposition if f.disposition is not None else f.resolution)
+    if "release" in abouts:
+        out += [x for x in f.ledger if x.role == "compensation"]
+    if "service" in abouts and s.denial is not None:
+        out.append(s.denial)
+    if "cancellation" in abouts and f.cancellation is not None:
+        out.append(f.cancellation)
+    if f.owner is not None and owner_words(s) and owner_words(s) in sentence.text:
+        out.append(f.owner)
+    return tuple(out)
 
 
 def _succeeded(s: Situation) -> bool:
     return s.disposition == RunState.SUCCEEDED.value
 
 
-def _disposition_words(s: Situation) -> str:
-    if s.disposition is None:
-        return f"Run {s.run} has no terminal disposition"
-    if s.disposition in {x.value for x in DISPOSITION_EFFECT_CLAIM}:
-        return f"Run {s.run} ended {s.disposition}"
-    return f"Run {s.run} is {s.disposition} (not finished)"
+def _disposition_words(s: Situation) -> tuple[str, tuple[Fact, ...]]:
+    d = s.facts.disposition
+    if d is None:
+        return f"Run {s.run} has no terminal disposition", ()
+    if d.code in {x.value for x in DISPOSITION_EFFECT_CLAIM}:
+        return f"Run {s.run} ended {d.code} ({cite(d)})", (d,)
+    return f"Run {s.run} is {d.code} (not finished; {cite(d)})", (d,)
+
+
+def _span(f: Fact, origin: int, how: str = "") -> str:
+    """``code at 10:01`` or ``code ×33, 10:01:06–10:15`` for a fact of consecutive events
+    (``how``: words after the code, e.g. `` (indefinite)``)."""
+    if f.count == 1:
+        return f"{_words(f.code)}{how} at {clock(f.first, origin)}"
+    return f"{_words(f.code)}{how} ×{f.count}, {clock(f.first, origin)}–{clock(f.last, origin)}"
+
+
+def _ledger_line(f: Fact) -> str:
+    what = "release" if f.role == "compensation" else (f.op or "effect")
+    return f"{f.key} ({what}): {f.code}" + (f", ref {f.ref}" if f.ref else "") + f" ({cite(f)})"
+
+
+def _reads_line(facts: tuple[Fact, ...], origin: int) -> str:
+    """The reads, in the order sent; a read of the same port.op and key as the one before it
+    names only its answer."""
+    out, before = [], None
+    for f in facts:
+        target = (f.port, f.op, f.key)
+        head = "" if target == before else f"{f.port}.{f.op}" + (f" of {f.key}" if f.key else "") + " → "
+        out.append(f"{head}{_span(f, origin)} ({cite(f)})")
+        before = target
+    return "; ".join(out)
+
+
+def _action_line(f: Fact) -> str:
+    words = ACTIONS.get(f.code or "", (f.code or "").lower().replace("_", " "))
+    if f.port:
+        words += f": read {f.port}.{f.op}" + (f" for {f.key}" if f.key else "")
+    elif f.key:
+        words += f" ({f.key})"
+    return words + (f", {f.name}" if f.name else "") + f" (packet {cite(f)})"
+
+
+def deadline_sentence(s: Situation) -> Sentence:
+    """The run's business deadline as its intake gave it, or that it gave none."""
+    d = s.facts.deadline
+    if d is None:
+        return Sentence("Deadline: the trace holds no intake.")
+    if d.at is None:
+        return Sentence(f"Deadline: none; the intake names none ({cite(d)}).", facts=(d,))
+    return Sentence(f"Deadline: {clock(d.at, s.origin)}, the intake's ({cite(d)}).", facts=(d,))
 
 
 def operator_sentences(s: Situation) -> list[Sentence]:
-    keys = []
-    for k in s.keys:
-        what = "release" if k.kind == "compensation" else (k.operation or "effect")
-        keys.append(f"{k.key} ({what}): {k.knowledge}" + (f", ref {k.ref}" if k.ref else ""))
-    reads = [f"{k.key}: " + "; ".join(k.reads) for k in s.keys if k.reads]
+    """Rendered from the run's facts: every time, key, count and owner is a fact's, and each
+    is followed by the event numbers that support it."""
+    f, origin = s.facts, s.origin
     who = owner_words(s)
-    out = [Sentence(f"{_disposition_words(s)}. Goal: {s.goal}."),
-           Sentence("Ledger: " + ("; ".join(keys) if keys else "no entry") + ".")]
-    if s.cancelled:
-        out.append(Sentence(f"Cancellation received at {s.cancelled}.", (_c("cancellation", "received"),)))
-    if reads:
-        out.append(Sentence("Reconciliation: " + " | ".join(reads) + "."))
+    head, cited = _disposition_words(s)
+    out = [Sentence(f"{head}. Goal: {s.goal}.", facts=cited),
+           Sentence("Ledger: " + ("; ".join(_ledger_line(x) for x in f.ledger) if f.ledger else "no entry") + ".",
+                    facts=f.ledger)]
+    if f.deadline is not None:
+        out.append(deadline_sentence(s))
+    if f.cancellation is not None:
+        out.append(Sentence(f"Cancellation received at {clock(f.cancellation.first, origin)} "
+                            f"({cite(f.cancellation)}).", (_c("cancellation", "received"),), (f.cancellation,)))
+    if f.reads:
+        n = sum(x.count or 0 for x in f.reads)
+        out.append(Sentence(f"Reads ({n}, in the order sent): {_reads_line(f.reads, origin)}.", facts=f.reads))
     if s.denied_by:
-        out.append(Sentence(f"The ledger says the effect was made; the last authoritative read says "
-                            f"{_words(s.denied_by)}.", (_c("records", "made"), _c("service", "denies"))))
-    if s.action:
-        out.append(Sentence(f"Next safe action: {s.action}."))
-    if who:
-        out.append(Sentence(f"Next owner: {who}."))
-    elif not _resolved(s):
-        out.append(Sentence("Next owner: none named."))
+        d = s.denial
+        out.append(Sentence(f"The ledger says the effect was made; the last read of {d.key}, {d.port}.{d.op} at "
+                            f"{clock(d.last, origin)}, says {_words(d.code)} ({cite(d)}).",
+                            (_c("records", "made"), _c("service", "denies")), (d,)))
+    if f.action is not None:
+        out.append(Sentence(f"Next safe action: {_action_line(f.action)}.", facts=(f.action,)))
+    if who and f.owner is not None:
+        out.append(Sentence(f"Next owner: {who} ({cite(f.owner)}).", facts=(f.owner,)))
+    elif not f.resolution.flag:
+        out.append(Sentence("Next owner: none named.", facts=(f.resolution,)))
     return out
 
 
 def owner_sentences(s: Situation) -> list[Sentence]:
-    keys = ", ".join(k.key for k in s.keys) or "none"
-    out = [Sentence(f"Run {s.run} on the {s.service} service, keys: {keys}.")]
-    if s.sends:
-        out.append(Sentence("Requests (outcome, when sent): " + "; ".join(s.sends) + "."))
+    f, origin = s.facts, s.origin
+    keys = ", ".join(f"{x.key} ({cite(x)})" for x in f.ledger) or "none"
+    out = [Sentence(f"Run {s.run} on the {s.service} service, keys: {keys}.", facts=f.ledger)]
+    if f.requests:
+        shown = f.requests[-12:]
+        lines = [f"{x.port}.{x.op} → "
+                 + _span(x, origin, "" if x.flag is None else " (definite)" if x.flag else " (indefinite)")
+                 + f" ({cite(x)})" for x in shown]
+        more = len(f.requests) - len(shown)
+        out.append(Sentence("Requests (in the order sent, with their outcome): " + "; ".join(lines)
+                            + (f"; {more} earlier not shown" if more else "") + ".", facts=shown))
     if s.adapter_version:
         out.append(Sentence(f"Adapter version: {s.adapter_version}."))
-    unknown = [k for k in s.keys if k.knowledge in UNKNOWN_KNOWLEDGE]
+    unknown = [x for x in f.ledger if x.code in UNKNOWN_KNOWLEDGE]
     if s.denied_by:
-        made = next((k for k in s.keys if k.knowledge in MADE_KNOWLEDGE), None)
+        made = next((x for x in f.ledger if x.code in MADE_KNOWLEDGE), None)
         ref = f" ({made.ref})" if made is not None and made.ref else ""
         out.append(Sentence(f"Asked of you: which is right - our ledger records the effect as made{ref}, your "
-                            f"service's authoritative read says {_words(s.denied_by)}.",
-                            (_c("records", "made"), _c("service", "denies"))))
+                            f"service's read at {clock(s.denial.last, origin)} says {_words(s.denied_by)} "
+                            f"({cite(s.denial)}).",
+                            (_c("records", "made"), _c("service", "denies")), (s.denial,)))
     elif unknown:
-        asks = [f"whether the {'release' if k.kind == 'compensation' else k.operation or 'request'} under "
-                f"{k.key} took effect" for k in unknown]
+        asks = [f"whether the {'release' if x.role == 'compensation' else x.op or 'request'} under "
+                f"{x.key} took effect ({cite(x)})" for x in unknown]
         # a claim about "the effect" is about the run's own operation; a follow-up effect (the
         # notification after a confirmed hold) is named in the text, not claimed as the effect
-        claims = tuple(_c("release" if k.kind == "compensation" else "effect", "unknown") for k in unknown
-                       if k.kind == "compensation" or k.operation in (None, s.operation))
-        out.append(Sentence("Asked of you: " + "; and ".join(asks) + ".", claims))
+        claims = tuple(_c("release" if x.role == "compensation" else "effect", "unknown") for x in unknown
+                       if x.role == "compensation" or x.op in (None, s.operation))
+        out.append(Sentence("Asked of you: " + "; and ".join(asks) + ".", claims, tuple(unknown)))
     else:
         out.append(Sentence("Nothing is asked of you; this is for your records."))
     return out

@@ -286,20 +286,23 @@ def packets_html(item: Item, origin: int, *, no_answers: bool = False) -> str:
         last = evs[-1] if evs else None
         facts = situation(run, r.dispositions.get(run), (last or {}).get("packet"), item.events or [], origin,
                           no_answers=no_answers)
-        if run not in open_runs:
-            out.append(f"<p><b>{e(run)}</b> ({e(status)}): resolved, nothing to decide.</p>")
+        if run not in open_runs and facts.facts.resolution.flag:
+            out.append(f"<p>{e(packets_view.resolution_sentence(facts).text)}</p>")
             out.append(packets_view.communications_html(facts))
             out.append(f"<details><summary>{len(evs)} packet(s) it carried on the way</summary>"
                        + "".join(f"<p>#{e(x.get('seq'))} {e(_packet_source(x))}</p>"
                                  f"{packets_view.packet_html(x.get('packet'), origin, no_answers=no_answers, decision=False)}"
                                  for x in evs) + "</details>")
             continue
+        if run not in open_runs:      # a resolved disposition, but a ledger entry is still unresolved
+            out.append(f'<p class="warn">{e(packets_view.resolution_sentence(facts).text)}</p>')
         if last is None:
             out.append(f'<p class="warn">{e(run)} ({e(status)}) is unresolved and escalated no decision packet.</p>')
             out.append(packets_view.communications_html(facts))
             continue
         out.append(f"<p><b>{e(run)}</b> ({e(status)}): {e(_packet_source(last))} from {e(last.get('worker'))} at "
                    f"{e(format_time(int(last.get('t') or 0), origin))} (event #{e(last.get('seq'))})</p>")
+        out.append(packets_view.summary_html(facts))
         out.append(packets_view.packet_html(last.get("packet"), origin, no_answers=no_answers))
         out.append(packets_view.communications_html(facts))
         if len(evs) > 1:

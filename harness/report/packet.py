@@ -14,7 +14,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from .claims import UNRESOLVED_KNOWLEDGE, cite
 from .values import SECRET_FIELDS, _inline, clock, collapse
+from .values import field_name as label
 
 PANELS = ("header", "effects", "authority", "compatibility", "budget", "recommended", "alternatives")
 
@@ -31,7 +33,7 @@ def value_html(value: Any, origin: int, key: str = "", depth: int = 0) -> str:
             return '<span class="muted">(empty)</span>'
         if depth >= 1:
             return e(_inline(value, origin))
-        rows = "".join(f"<dt>{e(k)}</dt><dd>{value_html(v, origin, str(k), depth + 1)}</dd>"
+        rows = "".join(f"<dt>{e(label(k, v))}</dt><dd>{value_html(v, origin, str(k), depth + 1)}</dd>"
                        for k, v in value.items() if not SECRET_FIELDS.search(str(k)))
         return f'<dl class="kv">{rows}</dl>'
     if isinstance(value, list):
@@ -67,7 +69,7 @@ def effect_card(effect: Any, origin: int) -> str:
     for k, v in effect.items():
         if k in shown or SECRET_FIELDS.search(str(k)) or v is None or v == []:
             continue
-        rows.append(f"<dt>{e(k)}</dt><dd>{value_html(v, origin, str(k), 1)}</dd>")
+        rows.append(f"<dt>{e(label(k, v))}</dt><dd>{value_html(v, origin, str(k), 1)}</dd>")
     cls = "card effect " + ("k-unknown" if knowledge == "SENT_UNKNOWN" else "")
     return (f'<div class="{cls.strip()}"><h4>{e(title or "effect")}</h4>'
             f'<dl class="kv">{"".join(rows)}</dl></div>')
@@ -131,6 +133,63 @@ def packet_html(packet: Any, origin: int, *, no_answers: bool = False, decision:
             out.append(f'<div class="card"><h4>{e(name)}</h4>{value_html(value, origin, str(name))}</div>')
     out.append("</div>")
     return "".join(out)
+
+
+# --------------------------------------------------------------------------- summary, resolution
+def summary_sentences(s) -> list:
+    """The decision packet's summary, rendered from the run's facts (crashlab.report.claims):
+    the chapter's five questions - which effects are known, which are ambiguous, what
+    authority is live, what deadline remains, what action is permitted now - each answered
+    with the event numbers that support it."""
+    from .comms import Sentence, _action_line, deadline_sentence
+
+    f = s.facts
+    known = [x for x in f.ledger if x.code not in UNRESOLVED_KNOWLEDGE]
+    ambiguous = [x for x in f.ledger if x.code in UNRESOLVED_KNOWLEDGE]
+
+    def keys(facts) -> str:
+        return "; ".join(f"{x.key} {x.code} ({cite(x)})" for x in facts) if facts else "none"
+
+    out = [Sentence(f"Known: {keys(known)}.", facts=tuple(known)),
+           Sentence(f"Ambiguous: {keys(ambiguous)}.", facts=tuple(ambiguous))]
+    if f.authority is not None:
+        out.append(Sentence(f"Authority: {'live' if f.authority.flag else 'not live'} (packet {cite(f.authority)}).",
+                            facts=(f.authority,)))
+    else:
+        out.append(Sentence("Authority: the packet does not say."))
+    d = f.deadline
+    if d is not None:
+        out.append(deadline_sentence(s))
+    pd = f.packet_deadline
+    if pd is not None and d is not None and pd.at != d.at:
+        said = "no deadline" if pd.at is None else f"the deadline {clock(pd.at, s.origin)}"
+        intake = "none" if d.at is None else clock(d.at, s.origin)
+        out.append(Sentence(f"The packet gives {said}; the intake's is {intake} (packet {cite(pd)}, intake "
+                            f"{cite(d)}).", facts=(pd, d)))
+    if f.action is not None:
+        out.append(Sentence(f"Permitted now: {_action_line(f.action)}.", facts=(f.action,)))
+    return out
+
+
+def resolution_sentence(s):
+    """Whether the run is resolved, from its resolution fact: resolved only when it ended
+    resolved and no ledger entry is left unresolved."""
+    from .comms import Sentence
+
+    r, d = s.facts.resolution, s.facts.disposition
+    ended = f"ended {d.code} ({cite(d)})" if d is not None else "has no terminal disposition"
+    if r.flag:
+        return Sentence(f"{s.run} {ended}, and no ledger entry is unresolved: nothing to decide.", facts=(r,))
+    open_ = [x for x in s.facts.ledger if x.key in r.keys]
+    if open_:
+        held = "; ".join(f"{x.key} {x.code} ({cite(x)})" for x in open_)
+        return Sentence(f"{s.run} {ended}, but the ledger still holds {held}: unresolved.", facts=(r, *open_))
+    return Sentence(f"{s.run} {ended}: unresolved.", facts=(r,))
+
+
+def summary_html(s) -> str:
+    return ('<div class="card summary"><h4>Summary</h4>'
+            + "".join(f"<p>{e(x.text)}</p>" for x in summary_sentences(s)) + "</div>")
 
 
 # --------------------------------------------------------------------------- communications

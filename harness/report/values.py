@@ -74,12 +74,12 @@ def collapse(lines: list[Any], origin: int) -> list[str]:
 def _inline(value: Any, origin: int, key: str = "") -> str:
     """A compact one-line rendering of a JSON value, times as clock times."""
     if isinstance(value, dict):
-        return ", ".join(f"{k}={_inline(v, origin, k)}" for k, v in value.items()
+        return ", ".join(f"{field_name(k, v)}={_inline(v, origin, k)}" for k, v in value.items()
                          if not SECRET_FIELDS.search(str(k)) and v is not None)
     if isinstance(value, list):
         return "; ".join(_inline(v, origin) for v in value if v is not None)
     if value is None:
-        return "—"
+        return "none" if key in ("deadline", "time_remaining_ms") else "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int) and TIME_FIELDS.search(key):
@@ -87,3 +87,11 @@ def _inline(value: Any, origin: int, key: str = "") -> str:
     if isinstance(value, int) and DURATION_FIELDS.search(key):
         return duration(value)
     return str(value)
+
+
+def field_name(key: Any, value: Any) -> str:
+    """A field's name beside its value: a ``_ms`` duration shown converted loses its unit."""
+    key = str(key)
+    if DURATION_FIELDS.search(key) and isinstance(value, int) and not isinstance(value, bool) and value >= 1000:
+        return key[:-3]
+    return key
