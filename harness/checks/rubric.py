@@ -7,6 +7,12 @@ the rule and the evidence events for every loss. A scenario expectation miss (EX
 the point its scenario's ``expect.rules`` names, else the point of its kind
 (crashlab.checks.rules.KIND_POINT); no scenario tag routes anything.
 
+A point is kept only when some selected scenario exercised it: at least one of its invariants
+was held on events it had to judge, or violated (crashlab.exercised decides which; each
+ScenarioResult carries the record as ``exercised``). A point no scenario exercised is "not
+exercised" (or "not recorded", for results that carry no record): never kept, never lost, and
+the verdict is at best unknown.
+
 A point is earned by what the adapter did, never by default: an adapter that faulted in every
 run of every selected scenario before reaching any disposition (it crashed, raised, hung, wrote
 garbage or never finished) loses every point, each loss naming the adapter fault.
