@@ -353,10 +353,12 @@ ENTRIES: tuple[Entry, ...] = (
            "Pin means old code drains old runs under bounded operational ownership.", correct=True),
     _entry(alternatives.StopInsteadOfCompensate, "stop-instead-of-compensate", "Cancellation races",
            "After commit, block new work and consider authorized compensation.", correct=True,
-           note="It scores 20/20: trace 8 and the third handoff run presuppose a release that was sent; "
+           note="It loses no point: trace 8 and the third handoff run presuppose a release that was sent; "
                 "a design that never compensates cannot reach that situation, so those scenarios also "
                 "accept CANCELLED_EFFECT_REMAINS with an escalation (and still refuse a kept hold reported "
-                "as CANCELLED_NO_EFFECT, or one left without an escalation)."),
+                "as CANCELLED_NO_EFFECT, or one left without an escalation). It scores 19/20 and its verdict "
+                "is inconclusive: it never sends a compensation, so no scenario exercises E5 (compensation "
+                "is a separate effect), and a point nothing exercised is not kept."),
 )
 
 BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}

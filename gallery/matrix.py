@@ -98,7 +98,10 @@ def _cell(ids: list[str], codes: dict[str, str]) -> str:
 
 
 def _score(o: Outcome) -> str:
-    return f"{o.card.total}/{o.card.max}" + (" (auto-fail)" if o.card.auto_fail else "")
+    idle = [f"{', '.join(ids)} {state}" for state, ids in (("not exercised", o.card.not_exercised),
+                                                             ("not recorded", o.card.not_recorded)) if ids]
+    return (f"{o.card.total}/{o.card.max}" + (" (auto-fail)" if o.card.auto_fail else "")
+            + (f" ({'; '.join(idle)})" if idle else ""))
 
 
 def _caught_by(o: Outcome) -> str:
@@ -163,7 +166,8 @@ def render_matrix(outcomes: list[Outcome]) -> str:
         lost = o.lost()
         cats = " ".join(f"{o.card.categories[c]['score']}/{m}" for c, m in CATEGORY_MAX.items())
         lines.append(f"| {o.name} | {o.card.total} ({cats}) | "
-                     + " | ".join(_cell(lost.get(p.id, []), codes) for p in RUBRIC) + " |")
+                     + " | ".join("not exercised" if p.id in o.card.not_exercised else _cell(lost.get(p.id, []), codes)
+                                  for p in RUBRIC) + " |")
     lines += ["", "Rubric points: " + "; ".join(f"{p.id} {p.name}" for p in RUBRIC) + ".",
               "", "## What caught each adapter", ""]
     for o in outcomes:

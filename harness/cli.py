@@ -175,7 +175,7 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
     if json_path:   # first: a scorecard is never printed for results that could not be written
         atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
     if args.quiet:
-        print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}"
+        print(f"{card.adapter}: {card.score_text()} {card.verdict}"
               + (f" (shard {shard.index}/{shard.count})" if shard else ""))
     else:
         print(format_scorecard(card, no_answers=bool(getattr(args, "no_answers", False))))
@@ -294,7 +294,7 @@ def _cmd_merge(args) -> int:
     if json_path:   # first: a scorecard is never printed for results that could not be written
         atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
     if args.quiet:
-        print(f"{card.adapter}: {card.total}/{card.max} {card.verdict}")
+        print(f"{card.adapter}: {card.score_text()} {card.verdict}")
     else:
         print(format_scorecard(card))
     if json_path:

@@ -9,9 +9,11 @@ import sys
 from .report.commands import add_parsers as add_report_parsers, add_report_options
 
 EXIT_CODES_HELP = """exit codes:
-  0  pass            every checked scenario passed (conformance: 20/20, no automatic failure)
+  0  pass            every checked scenario passed (conformance: 20/20, every rubric point exercised
+                     and kept, no automatic failure)
   1  fail            an invariant was violated, a point was lost, or the adapter misbehaved
-  2  inconclusive    nothing failed but some verdict is unknown
+  2  inconclusive    nothing failed but some verdict is unknown (conformance: or some rubric point
+                     was not exercised by the selected scenarios; it is named, never kept)
   3  usage error     bad arguments, bad --adapter SPEC, invalid scenario or trace file, an output path
                      that names an input or another output (refused before anything runs)
   4  out of room     the disk filled up or file descriptors ran out (ENOSPC, EDQUOT, EFBIG, EMFILE,
@@ -177,7 +179,9 @@ def parser() -> argparse.ArgumentParser:
 
     c = cmd("conformance", "run the whole scenario library and score the adapter",
             "Run every library scenario against an adapter and print the twenty-point scorecard: "
-            "classification 5, ownership 4, effect correctness 6, disposition 5.")
+            "classification 5, ownership 4, effect correctness 6, disposition 5. A point is kept only when "
+            "some selected scenario exercised it (docs/rubric.md): a subset (--tag, --scenario, --scenarios "
+            "without --with-library) that leaves points not exercised names them and is inconclusive (exit 2).")
     _suite_options(c, "traces")
     c.add_argument("--services", metavar="PROFILE.yaml", help=SERVICES_HELP)
     c.add_argument("--report", metavar="DIR", help="render the HTML/Markdown/figure report into DIR")

@@ -170,7 +170,7 @@ def check_adapter(adapter: AdapterSpec | str | None = None, *, seed: int | None 
     card = run_suite(adapter, seed=seed)
     if card.verdict != "pass":
         bad = [s for s in card.scenarios if s.verdict != "pass"]
-        raise ConformanceFailure(f"{card.total}/{card.max}"
+        raise ConformanceFailure(card.score_text()
                                  + (f", automatic failure: {', '.join(card.auto_fail)}" if card.auto_fail else "")
                                  + "\n" + "\n".join(failure_message(s) for s in bad))
     return card

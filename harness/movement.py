@@ -68,11 +68,16 @@ def _by_point(card: Scorecard) -> dict[str, list[LostPoint]]:
     return out
 
 
+def _unshown(card: Scorecard, point: str) -> str | None:
+    """"not exercised" / "not recorded" for a point the card cannot show kept, else None."""
+    return "not exercised" if point in card.not_exercised else "not recorded" if point in card.not_recorded else None
+
+
 def moves(old: Scorecard, new: Scorecard, names: tuple[str, str] = ("old", "new")) -> Moves:
     """What moved from ``old`` to ``new``, point by point, scenario by scenario, check by check."""
     r_old, r_new = old.extra.get("rules"), new.extra.get("rules")
-    lines = [f"{names[0]}: {old.adapter}, {old.total}/{old.max}, rule set {r_old or '(none named: 1 or earlier)'}",
-             f"{names[1]}: {new.adapter}, {new.total}/{new.max}, rule set {r_new or '(none named: 1 or earlier)'}"]
+    lines = [f"{names[0]}: {old.adapter}, {old.score_text()}, rule set {r_old or '(none named: 1 or earlier)'}",
+             f"{names[1]}: {new.adapter}, {new.score_text()}, rule set {r_new or '(none named: 1 or earlier)'}"]
     if r_old != r_new:
         note = ruleset.note_for(r_old, names[0])
         lines.append(f"what's new since your last run: {note or 'rule set ' + str(r_new)}")
@@ -89,6 +94,12 @@ def moves(old: Scorecard, new: Scorecard, names: tuple[str, str] = ("old", "new"
         state = "lost" if b else "regained"
         lines.append(f"{lp.point}: {state} ({lp.invariant} in {lp.scenario}: {clip(lp.message, 160)})")
         lines.append(f"  why: {_why(lp.invariant, lp.scenario, r_old, r_new) if b else 'no finding costs it now'}")
+    for point in order:   # kept in one, not shown exercised in the other (neither lost)
+        a, b = _unshown(old, point), _unshown(new, point)
+        if a != b and point not in lost_old and point not in lost_new:
+            moved = True
+            lines.append(f"{point}: {b or 'kept'} (was {a or 'kept'})"
+                         + ("; no selected scenario exercised its rules" if b == "not exercised" else ""))
     sc_old = {s.id: s for s in old.scenarios}
     sc_new = {s.id: s for s in new.scenarios}
     for sid in [s.id for s in new.scenarios] + [s.id for s in old.scenarios if s.id not in sc_new]:

@@ -4,7 +4,12 @@
     pytest --crashlab-adapter=... --crashlab-crash-points         # plus one per crash point
     pytest tests/                                                 # collects *.crashlab.yaml files too
 
-Users' own ``*.crashlab.yaml`` files are collected as tests, and the ``crashlab`` fixture
+With ``--crashlab-adapter`` the suite ends with one more test, ``crashlab::rubric``: the
+twenty-point rubric scored over every crashlab test that ran. It passes only when every point
+was exercised and kept, as ``crashlab conformance`` exits 0 only then: a subset that leaves
+points not exercised fails it (or xfails it, with ``--crashlab-inconclusive=xfail``), and the
+summary line names them. Without ``--crashlab-adapter`` each test claims its own scenario only
+and no rubric is scored. Users' own ``*.crashlab.yaml`` files are collected as tests, and the ``crashlab`` fixture
 runs a scenario of their own against their adapter. The module imports nothing heavy until
 a crashlab test actually runs.
 """
@@ -15,6 +20,9 @@ from pathlib import Path
 import pytest
 
 DEFAULT_ADAPTER = "crashlab.reference_impl:ReferenceAdapter"
+#: the results of the crashlab tests that ran, and the rubric scored over them
+_RESULTS = pytest.StashKey[list]()
+_CARD = pytest.StashKey[object]()
 
 
 def pytest_addoption(parser):
@@ -33,7 +41,8 @@ def pytest_addoption(parser):
     group.addoption("--crashlab-out", action="store", default=None, metavar="DIR",
                     help="save every trace as JSONL in DIR")
     group.addoption("--crashlab-inconclusive", action="store", choices=("fail", "xfail"), default="fail",
-                    help="what an inconclusive scenario (verdict unknown) is: a failure (default), or xfail")
+                    help="what an inconclusive scenario (verdict unknown), or a rubric with points no test "
+                         "exercised (crashlab::rubric), is: a failure (default), or xfail")
     group.addoption("--crashlab-in-process", action="store_true", default=False,
                     help="debugging: run the adapter inside the pytest process (it can then end pytest or "
                          "change a verdict); by default it runs in a worker process and pytest checks its trace")
@@ -69,6 +78,7 @@ class CrashlabItem(pytest.Item):
         out = self.config.getoption("crashlab_out")
         self.result = run_checked(scenario, _adapter(self.config), seed=self.config.getoption("crashlab_seed"),
                                   out_dir=Path(out) if out else None, in_process=_in_process(self.config))
+        self.config.stash.setdefault(_RESULTS, []).append(self.result)
         verdict(self.config, self.result, failure_message)
 
     def repr_failure(self, excinfo, style=None):
@@ -98,6 +108,48 @@ def verdict(config, result, failure_message) -> None:
 
 class _Failed(Exception):
     pass
+
+
+class RubricItem(pytest.Item):
+    """``crashlab::rubric``: the rubric over every crashlab test that ran before it (the last
+    test of the session). Pass only when every point was exercised and kept."""
+
+    def runtest(self):
+        from .checks.rubric import score
+        from .report.scorecard import unexercised_lines
+
+        results = self.config.stash.get(_RESULTS, [])
+        if not results:
+            pytest.skip("no crashlab scenario ran: no rubric to score")
+        card = score(results, adapter=_adapter(self.config), seed=self.config.getoption("crashlab_seed"))
+        self.config.stash[_CARD] = card
+        if card.verdict == "pass":
+            return
+        lines = [f"rubric {card.score_text()} over {len(results)} scenario(s): verdict {card.verdict}"]
+        lost = list(dict.fromkeys(lp.point for lp in card.lost))
+        if lost:
+            lines.append(f"lost: {'; '.join(lost)} (the failing scenarios above name the findings)")
+        if card.auto_fail:
+            lines.append(f"automatic failure: {'; '.join(card.auto_fail)}")
+        lines += unexercised_lines(card, "run the whole library (no --crashlab-tag or --crashlab-scenario)")
+        why = "\n".join(lines)
+        if card.verdict == "unknown" and self.config.getoption("crashlab_inconclusive") == "xfail":
+            pytest.xfail(why)
+        raise _Failed(why)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, _Failed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, "crashlab: rubric"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    card = config.stash.get(_CARD, None)
+    if card is not None:
+        terminalreporter.write_line(f"crashlab rubric: {card.score_text()}, verdict {card.verdict}")
 
 
 class ConformanceSuite(pytest.Collector):
@@ -159,6 +211,7 @@ def pytest_collection_modifyitems(session, config, items):
     except CrashlabError as exc:
         raise pytest.UsageError(f"crashlab: {exc}") from None
     items[:0] = suite_items
+    items.append(RubricItem.from_parent(suite, name="rubric"))   # last: it scores every crashlab test
 
 
 class CrashlabFixture:

@@ -84,6 +84,9 @@ class ScenarioResult:
     repro: str = ""
     trace: str | None = None                      # path of the saved JSONL, when saved
     tags: tuple[str, ...] = ()
+    #: the checks this scenario's trace exercised (held or violated, crashlab.exercised);
+    #: None: not recorded (no trace was judged, or results written before this field)
+    exercised: tuple[str, ...] | None = None
 
     @property
     def disposition(self) -> str | None:
@@ -94,7 +97,8 @@ class ScenarioResult:
         return {"id": self.id, "title": self.title, "verdict": self.verdict,
                 "disposition": self.disposition, "dispositions": dict(self.dispositions),
                 "violations": [v.to_json() for v in self.violations], "notes": list(self.notes),
-                "seed": self.seed, "repro": self.repro, "trace": self.trace, "tags": list(self.tags)}
+                "seed": self.seed, "repro": self.repro, "trace": self.trace, "tags": list(self.tags),
+                "exercised": None if self.exercised is None else list(self.exercised)}
 
     @classmethod
     def from_json(cls, data: Any, where: str = "scenario") -> "ScenarioResult":
@@ -110,7 +114,18 @@ class ScenarioResult:
                    notes=tuple(str(n) for n in _field(data, "notes", list, [], where)),
                    seed=_field(data, "seed", int, 0, where), repro=_field(data, "repro", str, "", where),
                    trace=_field(data, "trace", (str, type(None)), None, where),
-                   tags=tuple(str(t) for t in _field(data, "tags", list, [], where)))
+                   tags=tuple(str(t) for t in _field(data, "tags", list, [], where)),
+                   exercised=_exercised(data, where))
+
+
+def _exercised(data: dict, where: str) -> tuple[str, ...] | None:
+    """``exercised``: absent or null (results written before it existed) is not recorded."""
+    found = _field(data, "exercised", (list, type(None)), None, where)
+    if found is None:
+        return None
+    if not all(isinstance(i, str) for i in found):
+        raise ValueError(f"{where}.exercised: expected a list of check ids (strings)")
+    return tuple(found)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,16 +175,40 @@ class Scorecard:
     scenarios: tuple[ScenarioResult, ...] = ()
     verdict: str = "pass"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: rubric points (ids) no finding cost and no selected scenario exercised: never kept
+    not_exercised: tuple[str, ...] = ()
+    #: ... and those no scenario is shown to exercise because some carry no record of it
+    not_recorded: tuple[str, ...] = ()
+
+    @property
+    def exercised_points(self) -> int:
+        """How many rubric points some selected scenario exercised (kept or lost)."""
+        return self.max - len(self.not_exercised) - len(self.not_recorded)
+
+    def score_text(self) -> str:
+        """``20/20`` when every point was exercised; else the total with what it covers:
+        ``12/20 (12/12 exercised points kept; 8 not exercised: C4, D2, …)``."""
+        if self.exercised_points >= self.max:
+            return f"{self.total}/{self.max}"
+        unshown = [f"{len(ids)} {what}: {', '.join(ids)}" for what, ids in
+                   (("not exercised", self.not_exercised), ("not recorded", self.not_recorded)) if ids]
+        return (f"{self.total}/{self.max} ({self.total}/{self.exercised_points} exercised points kept; "
+                + "; ".join(unshown) + ")")
 
     def to_json(self) -> dict[str, Any]:
         return {"adapter": self.adapter, "seed": self.seed, "verdict": self.verdict,
-                "score": {"total": self.total, "max": self.max, "categories": self.categories},
+                "score": {"total": self.total, "max": self.max, "categories": self.categories,
+                          "exercised": self.exercised_points, "not_exercised": list(self.not_exercised),
+                          "not_recorded": list(self.not_recorded)},
                 "auto_fail": list(self.auto_fail), "lost": [p.to_json() for p in self.lost],
                 "scenarios": [s.to_json() for s in self.scenarios], **self.extra}
 
     @classmethod
-    def from_json(cls, data: Any) -> "Scorecard":
-        """The inverse of to_json (docs/results.md); ValueError names the first bad field."""
+    def from_json(cls, data: Any, base: Any = None) -> "Scorecard":
+        """The inverse of to_json (docs/results.md); ValueError names the first bad field. A file
+        written before points were marked exercised (no ``score.exercised``) is rescored: what each
+        scenario exercised is computed from its saved trace where the file is there (``base``: the
+        results file's folder, for relative paths), and a point not shown exercised is not kept."""
         score = _field(data, "score", dict)
         categories = _field(score, "categories", dict, {}, "score")
         for name, cat in categories.items():
@@ -179,7 +218,7 @@ class Scorecard:
         if verdict not in VERDICTS:
             raise ValueError(f"verdict: {verdict!r} is not one of {', '.join(VERDICTS)}")
         known = {"adapter", "seed", "verdict", "score", "auto_fail", "lost", "scenarios"}
-        return cls(adapter=_field(data, "adapter", str, ""), seed=_field(data, "seed", (int, type(None)), None),
+        card = cls(adapter=_field(data, "adapter", str, ""), seed=_field(data, "seed", (int, type(None)), None),
                    total=_field(score, "total", int, where="score"), max=_field(score, "max", int, where="score"),
                    categories={str(k): {"score": v["score"], "max": v["max"]} for k, v in categories.items()},
                    auto_fail=tuple(str(a) for a in _field(data, "auto_fail", list, [])),
@@ -187,7 +226,21 @@ class Scorecard:
                               for i, p in enumerate(_field(data, "lost", list, []))),
                    scenarios=tuple(ScenarioResult.from_json(s, f"scenarios[{i}]")
                                    for i, s in enumerate(_field(data, "scenarios", list))),
-                   verdict=verdict, extra={k: v for k, v in data.items() if k not in known})
+                   verdict=verdict, extra={k: v for k, v in data.items() if k not in known},
+                   not_exercised=_ids(score, "not_exercised"), not_recorded=_ids(score, "not_recorded"))
+        if "exercised" in score:
+            _field(score, "exercised", int, where="score")
+            return card
+        from .checks.rubric import rescored   # local: the checks import networkx
+
+        return rescored(card, base)
+
+
+def _ids(score: dict, name: str) -> tuple[str, ...]:
+    ids = _field(score, name, list, [], "score")
+    if not all(isinstance(i, str) for i in ids):
+        raise ValueError(f"score.{name}: expected a list of rubric point ids (strings)")
+    return tuple(ids)
 
 
 def failure_message(result: ScenarioResult) -> str:

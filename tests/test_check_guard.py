@@ -51,8 +51,8 @@ def test_silent_duplicates_with_a_malformed_request_fails_under_pytest(pytester)
     pytester.syspathinsert(HERE)
     pytester.syspathinsert(ROOT)
     outcome = pytester.runpytest(f"--crashlab-adapter={BAD}", f"--crashlab-scenario={T6}")
-    outcome.assert_outcomes(failed=1)
-    outcome.stdout.fnmatch_lines(["*EVT-02*duplicate delivery*"])
+    outcome.assert_outcomes(failed=2)   # the scenario, and crashlab::rubric over it
+    outcome.stdout.fnmatch_lines(["*EVT-02*duplicate delivery*", "FAILED *crashlab::t6*", "FAILED *crashlab::rubric*"])
 
 
 # --------------------------------------------------------------------------- per run, per invariant

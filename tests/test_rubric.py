@@ -12,10 +12,14 @@ from crashlab.results import ScenarioResult, Violation
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
-def result(id_, *violations, verdict=None, tags=()):
+EVERY_CHECK = tuple(BY_ID)
+
+
+def result(id_, *violations, verdict=None, tags=(), exercised=EVERY_CHECK):
+    """A scenario result; by default its trace exercised every check (a suite that covers the rubric)."""
     vs = tuple(violations)
     return ScenarioResult(id=id_, title=id_, verdict=verdict or ("fail" if vs else "pass"),
-                          dispositions={"run-82": "SUCCEEDED"}, violations=vs, tags=tuple(tags))
+                          dispositions={"run-82": "SUCCEEDED"}, violations=vs, tags=tuple(tags), exercised=exercised)
 
 
 def violation(inv, events=(3, 7), auto=False):
@@ -224,7 +228,8 @@ def test_the_reports_show_the_rule_and_the_expected_and_observed_outcomes():
 def faulted(id_, disposition=None):
     fault = violation("ADAPTER-FAULT", events=(3,))
     return ScenarioResult(id=id_, title=id_, verdict="fail", dispositions={"run-82": disposition},
-                          violations=(fault,))
+                          violations=(fault,), exercised=("ADAPTER-FAULT", "DISP-01") if disposition is None
+                          else EVERY_CHECK)
 
 
 def test_an_adapter_that_faulted_everywhere_demonstrated_nothing_and_loses_every_point():
@@ -243,3 +248,135 @@ def test_one_run_that_reached_a_disposition_keeps_the_usual_scoring():
         card = score([faulted("t1"), other], adapter="x", seed=None)
         lost = {lp.point.split()[0] for lp in card.lost}
         assert lost == {"D1"} and card.total == 19        # only the adapter fault's own point
+
+
+# --------------------------------------------------------------------------- exercised points
+def test_a_point_no_scenario_exercised_is_not_exercised_never_kept():
+    # the scenario passed and exercised everything but the cancellation rules: D2 is not kept
+    card = score([result("t2", exercised=tuple(i for i in BY_ID if not i.startswith("CANCEL-")))],
+                 adapter="x:Y", seed=None)
+    assert card.not_exercised == ("D2",) and card.not_recorded == () and card.lost == ()
+    assert (card.total, card.exercised_points, card.verdict) == (19, 19, "unknown")
+    assert card.categories["disposition"] == {"score": 4, "max": 5}
+    text = render(card)
+    assert "[not exercised] D2 cancellation is visible" in text and "[kept] D2" not in text
+    assert "disposition 4/5 (D2 not exercised)" in text
+    assert text.rstrip().endswith("total 19/20 (19/19 exercised points kept; 1 not exercised: D2)")
+    assert "20/20" not in text
+
+
+def test_one_invariant_of_a_point_exercised_in_one_scenario_exercises_the_point():
+    card = score([result("a", exercised=("CLS-02",)), result("b", exercised=tuple(i for i in BY_ID if i not in
+                                                                                  BY_POINT["C4"].invariants))],
+                 adapter="x:Y", seed=None)
+    assert "C4" not in card.not_exercised and card.verdict == "pass" and card.score_text() == "20/20"
+
+
+def test_a_lost_point_is_lost_whatever_else_was_not_exercised():
+    card = score([result("t2", violation("EFF-01", (45, 58)), exercised=("EFF-01", "TRUTH-01"))],
+                 adapter="x:Y", seed=None)
+    assert card.verdict == "fail" and [lp.point.split()[0] for lp in card.lost] == ["E2"]
+    assert card.total == 1 and card.exercised_points == 2 and len(card.not_exercised) == 18
+    text = render(card)
+    assert "[lost] E2" in text and "[kept] C1" in text and "[not exercised] C2" in text
+    assert "total 1/20 (1/2 exercised points kept; 18 not exercised: C2, C3," in text
+
+
+def test_results_without_a_record_of_what_they_exercised_cannot_show_a_point_kept():
+    card = score([result("old", exercised=None)], adapter="x:Y", seed=None)
+    assert card.not_recorded == tuple(p.id for p in RUBRIC) and card.not_exercised == ()
+    assert (card.total, card.verdict) == (0, "unknown")
+    assert "[not recorded] C1" in render(card)
+    # one recorded scenario exercises what it exercised; the rest is not recorded, not "not exercised"
+    card = score([result("old", exercised=None), result("new", exercised=("TRUTH-01",))], adapter="x:Y", seed=None)
+    assert "C1" not in card.not_recorded and "C2" in card.not_recorded and card.not_exercised == ()
+
+
+def test_no_scenario_is_no_score():
+    card = score([], adapter="x:Y", seed=None)
+    assert (card.total, card.verdict, len(card.not_exercised)) == (0, "unknown", 20)
+
+
+def test_more_findings_than_shown_count_findings_and_name_scenarios():
+    # 16 findings of E2: s0's three are shown; 13 more in 12 scenarios (s1 has two)
+    vs = [result("s0", violation("EFF-01"), violation("EFF-02"), violation("EVT-01")),
+          result("s1", violation("EFF-01"), violation("EFF-02"))]
+    vs += [result(f"s{i}", violation("EFF-01")) for i in range(2, 13)]
+    text = render(score(vs, adapter="x:Y", seed=None))
+    assert "... 13 more findings in 12 scenarios: s1, s10, s11, s12, s2, s3, s4, s5, s6, s7, s8, s9\n" in text
+
+
+def test_the_exercised_record_round_trips_through_results_json():
+    import json
+
+    from crashlab.results import Scorecard
+
+    card = score([result("a", exercised=("CLS-02", "TRUTH-01")), result("b", exercised=EVERY_CHECK)],
+                 adapter="x:Y", seed=None)
+    data = json.loads(json.dumps(card.to_json()))
+    assert data["scenarios"][0]["exercised"] == ["CLS-02", "TRUTH-01"]
+    assert data["score"]["exercised"] == 20 and data["score"]["not_exercised"] == []
+    back = Scorecard.from_json(data)
+    assert back.scenarios[0].exercised == ("CLS-02", "TRUTH-01") and back == card
+    subset = score([result("a", exercised=("TRUTH-01",))], adapter="x:Y", seed=None)
+    back = Scorecard.from_json(json.loads(json.dumps(subset.to_json())))
+    assert back.not_exercised == subset.not_exercised and back.total == 1 and back.verdict == "unknown"
+
+
+def test_an_exercised_record_that_is_not_a_list_of_ids_names_the_field():
+    import pytest
+
+    from crashlab.results import Scorecard
+
+    data = score([result("a")], adapter="x:Y", seed=None).to_json()
+    data["scenarios"][0]["exercised"] = "TRUTH-01"
+    with pytest.raises(ValueError, match=r"scenarios\[0\]\.exercised: unexpected str"):
+        Scorecard.from_json(data)
+    data["scenarios"][0]["exercised"] = [1]
+    with pytest.raises(ValueError, match=r"scenarios\[0\]\.exercised: expected a list of check ids"):
+        Scorecard.from_json(data)
+
+
+def _older(card) -> dict:
+    """``card`` as written before crashlab recorded what was exercised (and when it still claimed 20/20)."""
+    data = card.to_json()
+    for key in ("exercised", "not_exercised", "not_recorded"):
+        del data["score"][key]
+    data["score"]["total"], data["verdict"] = 20, "pass"
+    for s in data["scenarios"]:
+        del s["exercised"]
+    return data
+
+
+def test_an_older_results_file_computes_the_record_from_its_saved_traces(tmp_path):
+    from crashlab.conformance import run_one
+    from crashlab.results import Scorecard
+    from crashlab.scenario import library
+
+    [t2] = [s for s in library() if s.id == "t2-commit-before-record"]
+    _, res = run_one(t2, "crashlab.reference_impl:ReferenceAdapter", out_dir=tmp_path)
+    card = score([res], adapter="crashlab.reference_impl:ReferenceAdapter", seed=None)
+    assert card.verdict == "unknown" and "D2" in card.not_exercised
+    back = Scorecard.from_json(_older(card))
+    assert back.scenarios[0].exercised == res.exercised
+    assert (back.total, back.not_exercised, back.verdict) == (card.total, card.not_exercised, "unknown")
+    # a relative trace path is found beside the results file
+    data = _older(card)
+    data["scenarios"][0]["trace"] = Path(res.trace).name
+    assert Scorecard.from_json(data, base=tmp_path).not_exercised == card.not_exercised
+
+
+def test_an_older_results_file_without_its_traces_is_not_recorded(tmp_path):
+    from crashlab.results import Scorecard
+
+    data = _older(score([result("a"), result("b", violation("EFF-01"))], adapter="x:Y", seed=None))
+    data["scenarios"][0]["trace"] = str(tmp_path / "gone.jsonl")
+    back = Scorecard.from_json(data)
+    assert [lp.point.split()[0] for lp in back.lost] == ["E2"]           # the file's own findings
+    assert back.not_recorded == tuple(p.id for p in RUBRIC if p.id != "E2")
+    assert (back.total, back.verdict) == (0, "fail")                     # a lost point still fails
+    assert "[not recorded] C1" in render(back) and "20/20" not in render(back)
+    # an older file that claimed 20/20 and kept no traces: nothing can be shown kept, so no pass
+    data = _older(score([result("a")], adapter="x:Y", seed=None))
+    back = Scorecard.from_json(data)
+    assert (back.total, back.verdict, len(back.not_recorded)) == (0, "unknown", 20)

@@ -6,6 +6,7 @@ import pytest
 
 import support
 from crashlab.checks.rubric import CAPS, score
+from crashlab.checks.invariants import BY_ID
 from crashlab.checks.rules import KEY_WITHOUT_INTENT, TWO_LIVE_WORKERS
 from crashlab.conformance import check_run, run_one
 from crashlab.ports import PortError
@@ -57,7 +58,8 @@ def _resend(monkeypatch, profile=None, key="k-1", intent=None):
 def test_a_same_key_resend_to_a_deduplicating_service_costs_c3_not_the_score(monkeypatch):
     v = _resend(monkeypatch)
     assert v.auto_fail is None and "cannot duplicate" in v.message
-    card = score([ScenarioResult(id="s", title="s", verdict="fail", dispositions={}, violations=(v,))],
+    card = score([ScenarioResult(id="s", title="s", verdict="fail", dispositions={}, violations=(v,),
+                                       exercised=tuple(BY_ID))],
                  adapter="x:Y", seed=None)
     assert card.auto_fail == () and card.total == 19 and card.lost[0].point.startswith("C3")
 
@@ -90,6 +92,16 @@ def _card(adapter, *ids):
     return score([run_one(s, adapter)[1] for s in _scenarios(*ids)], adapter=adapter, seed=None)
 
 
+def _kept_but_one(card, category):
+    """The category's points, less the one lost, less those its one scenario did not exercise (never kept)."""
+    from crashlab.checks.rubric import RUBRIC
+
+    points = [p.id for p in RUBRIC if p.category == category]
+    lost = {lp.point.split()[0] for lp in card.lost} & set(points)
+    assert len(lost) == 1
+    return len(points) - 1 - len(set(card.not_exercised) & set(points))
+
+
 def test_two_live_recovery_workers_zero_the_ownership_category():
     card = _card("crashlab.gallery.ownership:UnfencedZombie", "matrix-stale-checkpoint")
     assert card.categories["ownership"]["score"] == 0
@@ -99,7 +111,7 @@ def test_two_live_recovery_workers_zero_the_ownership_category():
 
 def test_an_ownership_loss_without_a_second_live_worker_costs_only_its_point():
     card = _card("crashlab.gallery.retries:UnboundedThrottleRetry", "matrix-throttling-deadline")
-    assert card.categories["ownership"]["score"] == 3 and card.extra["caps"] == []
+    assert card.categories["ownership"]["score"] == _kept_but_one(card, "ownership") and card.extra["caps"] == []
 
 
 # --------------------------------------------------------------------------- 3. keys without intent
@@ -111,7 +123,8 @@ def test_a_key_without_defined_intent_earns_at_most_one_effect_correctness_point
 
 def test_an_effect_loss_with_a_defined_key_costs_only_its_point():
     card = _card("crashlab.gallery.knowledge:EventualNegativeAsAbsence", "matrix-eventual-consistency-lag")
-    assert card.categories["effect_correctness"]["score"] == 5 and card.extra["caps"] == []
+    assert card.categories["effect_correctness"]["score"] == _kept_but_one(card, "effect_correctness")
+    assert card.extra["caps"] == []
 
 
 # --------------------------------------------------------------------------- the caps themselves
@@ -120,7 +133,8 @@ def test_each_cap_bounds_only_its_category_and_quotes_the_chapter():
     for cap in CAPS:
         inv = "OWN-01" if cap.category == "ownership" else "KEY-01"
         v = Violation(invariant=inv, message="m", cap=cap.rule)
-        card = score([ScenarioResult(id="s", title="s", verdict="fail", dispositions={}, violations=(v,))],
+        card = score([ScenarioResult(id="s", title="s", verdict="fail", dispositions={}, violations=(v,),
+                                       exercised=tuple(BY_ID))],
                      adapter="x:Y", seed=None)
         cats[cap.category] = card.categories[cap.category]["score"]
         assert card.total == 20 - (card.categories[cap.category]["max"] - cap.limit)

@@ -177,8 +177,20 @@ def rubric_markdown() -> str:
            "point, each loss quoting the point's own definition and citing the first adapter fault.", "",
            "**Automatic failure** (total 0): " + ", ".join(AUTO_FAIL_REASONS) + ". The invariants that raise "
            "them: " + ", ".join(f"{inv.id} ({inv.auto_fail})" for inv in INVARIANTS if inv.auto_fail) + ".", "",
-           "**Verdict**: pass only at 20/20 with no automatic failure and no failing scenario; unknown when "
-           "nothing failed but some scenario was inconclusive; fail otherwise.", "",
+           "**Only what was exercised is kept.** A point no finding cost is kept only when at least one of "
+           "its invariants was exercised (held on events it had to judge, or violated) in at least one "
+           "selected scenario (crashlab.exercised decides which trace facts exercise which invariant: a "
+           "cancellation for CANCEL-01, a throttled answer for CLS-02, ...). Otherwise it is *not exercised*: "
+           "not kept, and not lost. The scorecard prints `[not exercised]` for it and the total as "
+           "`17/20 (17/17 exercised points kept; 3 not exercised: C4, E5, D2)`; 20/20 only when every point "
+           "was exercised. A results file written before crashlab recorded what each scenario exercised, "
+           "whose traces are gone, shows such points as *not recorded* (docs/results.md). The whole "
+           "library exercises all twenty points with the reference adapter; a subset of it, or a folder of "
+           "your own scenarios without `--with-library`, usually does not.", "",
+           "**Verdict**: pass only at 20/20 (every point exercised and kept) with no automatic failure and no "
+           "failing scenario; fail when a scenario failed, a point was lost or an automatic failure was "
+           "found; unknown (inconclusive, exit 2: the gate fails closed) when nothing failed but some "
+           "scenario was inconclusive or some point was not exercised.", "",
            "## The chapter's scoring rules", "",
            "AR-08 \"Assess the eight traces\" states three rules beyond the twenty points; crashlab "
            "applies them as written (harness/checks/rules.py).", "",

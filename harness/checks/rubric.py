@@ -7,6 +7,12 @@ the rule and the evidence events for every loss. A scenario expectation miss (EX
 the point its scenario's ``expect.rules`` names, else the point of its kind
 (crashlab.checks.rules.KIND_POINT); no scenario tag routes anything.
 
+A point is kept only when some selected scenario exercised it: at least one of its invariants
+was held on events it had to judge, or violated (crashlab.exercised decides which; each
+ScenarioResult carries the record as ``exercised``). A point no scenario exercised is "not
+exercised" (or "not recorded", for results that carry no record): never kept, never lost, and
+the verdict is at best unknown.
+
 A point is earned by what the adapter did, never by default: an adapter that faulted in every
 run of every selected scenario before reaching any disposition (it crashed, raised, hung, wrote
 garbage or never finished) loses every point, each loss naming the adapter fault.
@@ -23,9 +29,12 @@ docs/rubric.md is generated from this module (``python tools/docgen.py``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from .. import ruleset
+from ..errors import CrashlabError
+from ..exercised import coverage
 from ..results import LostPoint, ScenarioResult, Scorecard, Violation, outcome_text
 from .invariants import BY_ID
 from .rules import KEY_WITHOUT_INTENT, TWO_LIVE_WORKERS
@@ -160,9 +169,63 @@ def fix_of(check_id: str) -> dict[str, str] | None:
     return {"text": found.text, "see": found.where} if found else None
 
 
+#: What a point is when no finding cost it: kept only when some selected scenario exercised it.
+KEPT, LOST, NOT_EXERCISED, NOT_RECORDED = "kept", "lost", "not exercised", "not recorded"
+
+
+def exercised_checks(result: ScenarioResult, events: list[dict], checks) -> tuple[str, ...]:
+    """The checks (of ``checks``, ids) a trace exercised: violated, or held on events it had to
+    judge (crashlab.exercised decides which)."""
+    cov = coverage(result, events, list(checks))
+    return () if cov is None else cov.violated + cov.held
+
+
+def point_states(results: list[ScenarioResult], lost: set[str]) -> dict[str, str]:
+    """Per rubric point (in order): lost; kept when at least one of its invariants was exercised
+    (held or violated) in at least one scenario; otherwise not exercised, or not recorded when
+    some scenario carries no record of what it exercised (no trace was judged, or results
+    written before the record existed)."""
+    recorded = [set(r.exercised) for r in results if r.exercised is not None]
+    unrecorded = len(recorded) < len(results)
+    states = {}
+    for p in RUBRIC:
+        if p.id in lost:
+            states[p.id] = LOST
+        elif any(set(p.invariants) & ex for ex in recorded):
+            states[p.id] = KEPT
+        else:
+            states[p.id] = NOT_RECORDED if unrecorded else NOT_EXERCISED
+    return states
+
+
+def tally(states: dict[str, str], capped: set[str]) -> dict[str, dict[str, int]]:
+    """Each category's score (its kept points, at most its cap) and maximum."""
+    categories = {}
+    for name, maximum in CATEGORY_MAX.items():
+        value = sum(1 for p in RUBRIC if p.category == name and states.get(p.id) == KEPT)
+        for cap in CAPS:
+            if cap.category == name and cap.rule in capped:
+                value = min(value, cap.limit)
+        categories[name] = {"score": value, "max": maximum}
+    return categories
+
+
+def verdict_of(verdicts: set[str], states: dict[str, str], total: int, auto_fail) -> str:
+    """fail: a failing scenario, an automatic failure, a lost or capped point; unknown (the gate
+    fails closed): nothing failed but some scenario was inconclusive or some point was not shown
+    exercised; pass: every point exercised and kept."""
+    exercised = sum(1 for s in states.values() if s in (KEPT, LOST))
+    if "fail" in verdicts or auto_fail or total < exercised:
+        return "fail"
+    if "unknown" in verdicts or exercised < len(RUBRIC):
+        return "unknown"
+    return "pass"
+
+
 def score(results: list[ScenarioResult], *, adapter: str, seed: int | None, rules: int | None = None) -> Scorecard:
     """Score scenario verdicts on the rubric; ``rules`` is the rule set that judged them (default:
-    this crashlab's)."""
+    this crashlab's). A point no finding cost is kept only when a selected scenario exercised it
+    (:func:`point_states`)."""
     lost: dict[str, list[LostPoint]] = {}
     seen: set = set()
     auto: set = set()
@@ -196,30 +259,67 @@ def score(results: list[ScenarioResult], *, adapter: str, seed: int | None, rule
                     message=f"the adapter faulted in every run of every selected scenario ({len(results)}) "
                             "before reaching any disposition, so nothing it did demonstrates this point; "
                             f"the first: {first.message}")]
-    categories = {}
-    for name, maximum in CATEGORY_MAX.items():
-        gone = sum(1 for p in RUBRIC if p.category == name and p.id in lost)
-        value = maximum - gone
-        for cap in CAPS:
-            if cap.category == name and cap.rule in capped:
-                value = min(value, cap.limit)
-        categories[name] = {"score": value, "max": maximum}
+    states = point_states(results, set(lost))
+    categories = tally(states, set(capped))
     auto_fail = tuple(r for r in AUTO_FAIL_REASONS if r in auto) + tuple(sorted(auto - set(AUTO_FAIL_REASONS)))
     total = 0 if auto_fail else sum(c["score"] for c in categories.values())
     maximum = sum(CATEGORY_MAX.values())
-    verdicts = {r.verdict for r in results}
-    if "fail" in verdicts or auto_fail or total < maximum:
-        verdict = "fail"
-    elif "unknown" in verdicts:
-        verdict = "unknown"
-    else:
-        verdict = "pass"
+    verdict = verdict_of({r.verdict for r in results}, states, total, auto_fail)
     ordered = [lp for p in RUBRIC for lp in lost.get(p.id, ())]
     caps = [{**cap.to_json(), "scenarios": capped[cap.rule]} for cap in CAPS if cap.rule in capped]
     return Scorecard(adapter=adapter, seed=seed, total=total, max=maximum, categories=categories,
                      auto_fail=auto_fail, lost=tuple(ordered), scenarios=tuple(results), verdict=verdict,
+                     not_exercised=tuple(k for k, s in states.items() if s == NOT_EXERCISED),
+                     not_recorded=tuple(k for k, s in states.items() if s == NOT_RECORDED),
                      extra={"rubric": [p.to_json() for p in RUBRIC], "caps": caps, "rules": rules or ruleset.RULES,
                             "crashlab": ruleset.package_version()})
+
+
+def rescored(card: Scorecard, base: Path | None = None) -> Scorecard:
+    """A results file written before points were marked exercised: each scenario's record is
+    computed from its saved trace when the file is there (``base``: the results file's folder),
+    and a point no scenario is shown to exercise is not recorded, never kept. The findings, caps
+    and automatic failures are the file's own; the total and verdict follow from them."""
+    from ..trace import read_jsonl
+
+    checks = _checks_of(card.extra.get("rules"))
+    filled = []
+    for res in card.scenarios:
+        path = _saved(res.trace, base) if res.exercised is None else None
+        if path is not None:
+            try:
+                events = read_jsonl(path)
+            except (CrashlabError, OSError, ValueError):
+                events = None
+            if events and events[0].get("scenario") == res.id:
+                res = replace(res, exercised=exercised_checks(res, events, checks))
+        filled.append(res)
+    states = point_states(filled, {lp.point.split(" ", 1)[0] for lp in card.lost})
+    capped = {c.get("rule") for c in card.extra.get("caps") or () if isinstance(c, dict)}
+    categories = tally(states, capped)
+    total = 0 if card.auto_fail else sum(c["score"] for c in categories.values())
+    verdicts = {r.verdict for r in filled} | {card.verdict}
+    return replace(card, scenarios=tuple(filled), categories=categories, total=total,
+                   verdict=verdict_of(verdicts, states, total, card.auto_fail),
+                   not_exercised=tuple(k for k, s in states.items() if s == NOT_EXERCISED),
+                   not_recorded=tuple(k for k, s in states.items() if s == NOT_RECORDED))
+
+
+def _checks_of(rules: object) -> list[str]:
+    """The checks of rule set ``rules`` (a results file's), as far as this crashlab knows them."""
+    version = rules if isinstance(rules, int) and not isinstance(rules, bool) else 1
+    added = {c for s in ruleset.since(version) for c in s.added_checks}
+    return [i for i in BY_ID if i not in added]
+
+
+def _saved(trace: str | None, base: Path | None) -> Path | None:
+    if not trace:
+        return None
+    given = Path(trace)
+    for candidate in (given, *((base / given, base / given.name) if base is not None else ())):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def _faulted_throughout(res: ScenarioResult) -> bool:
@@ -231,16 +331,21 @@ def _faulted_throughout(res: ScenarioResult) -> bool:
 
 
 def render(card: Scorecard) -> str:
-    """The rubric as printed with a score: every point, kept or lost, and why: the rule with its
-    quote, the scenarios and findings, and for an expectation miss what was expected and observed."""
+    """The rubric as printed with a score: every point kept, lost, or not exercised (no selected
+    scenario had events for its rules: never kept), and why: the rule with its quote, the
+    scenarios and findings, and for an expectation miss what was expected and observed."""
     lost: dict[str, list[LostPoint]] = {}
     for lp in card.lost:
         lost.setdefault(lp.point.split(" ", 1)[0], []).append(lp)
+    unshown = {**dict.fromkeys(card.not_exercised, NOT_EXERCISED), **dict.fromkeys(card.not_recorded, NOT_RECORDED)}
     caps = {c.get("category"): c for c in card.extra.get("caps", ()) if isinstance(c, dict)}
     lines = []
     for name, maximum in CATEGORY_MAX.items():
         cat = card.categories.get(name, {"score": 0, "max": maximum})
-        lines.append(f"{name} {cat['score']}/{cat['max']}")
+        idle = {state: [p.id for p in RUBRIC if p.category == name and unshown.get(p.id) == state
+                        and p.id not in lost] for state in (NOT_EXERCISED, NOT_RECORDED)}
+        lines.append(f"{name} {cat['score']}/{cat['max']}"
+                     + "".join(f" ({', '.join(ids)} {state})" for state, ids in idle.items() if ids))
         if name in caps:
             c = caps[name]
             lines.append(f"  capped at {c.get('limit')}: {c.get('rule')} in {', '.join(c.get('scenarios', ()))} "
@@ -248,7 +353,7 @@ def render(card: Scorecard) -> str:
         for p in RUBRIC:
             if p.category != name:
                 continue
-            mark = "lost" if p.id in lost else "kept"
+            mark = LOST if p.id in lost else unshown.get(p.id, KEPT)
             lines.append(f"  [{mark}] {p.id} {p.name}  ({', '.join(p.invariants)})")
             shown: set = {("rule", p.source, p.quote)}
             if p.id in lost:
@@ -266,11 +371,17 @@ def render(card: Scorecard) -> str:
                     shown.add(("fix", fix.get("text")))
                     lines.append(f"           what to change: {fix.get('text')} ({fix.get('see')})")
             if len(lost.get(p.id, ())) > 3:
-                more = lost[p.id][3:]
-                lines.append(f"         ... {len(more)} more: " + ", ".join(sorted({lp.scenario for lp in more})))
-    lines.append(f"total {card.total}/{card.max}"
+                lines.append("         ... " + more_text(lost[p.id][3:]))
+    lines.append(f"total {card.score_text()}"
                  + (f"  automatic failure: {'; '.join(card.auto_fail)}" if card.auto_fail else ""))
     return "\n".join(lines)
+
+
+def more_text(more: list[LostPoint]) -> str:
+    """The findings of a point not listed one by one: ``13 more findings in 12 scenarios: a, b``."""
+    scenarios = sorted({lp.scenario for lp in more})
+    return (f"{len(more)} more finding{'s' if len(more) != 1 else ''} in {len(scenarios)} "
+            f"scenario{'s' if len(scenarios) != 1 else ''}: " + ", ".join(scenarios))
 
 
 def _consistent() -> None:

@@ -12,13 +12,15 @@ for ``crashlab integrate``, ``check``, ``report`` and this function.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import UsageError
 from ..results import ScenarioResult, Violation
 from .index import WALL_CLOCK_FAULTS, build
 from .disposition import blocking_faults
 from .guard import REPORT, Budget, evaluate
 from .invariants import EXPECTATIONS, INVARIANTS
-from .rubric import BY_POINT, POINT_OF
+from .rubric import BY_POINT, POINT_OF, exercised_checks
 from .rules import judge
 
 #: At most this many violations of one invariant are listed per run; the rest are counted.
@@ -64,13 +66,13 @@ def check_raw(events: list[dict], *, trace_path: str | None = None,
             n = counts[(inv.id, run)] = counts.get((inv.id, run), 0) + 1
             if n > MAX_PER_INVARIANT:
                 continue
-            events = tuple(sorted(set(c for c in cites if isinstance(c, int))))
+            cited = tuple(sorted(set(c for c in cites if isinstance(c, int))))
             ruled = judge(ix, inv.id, run, message, tuple(c for c in cites if isinstance(c, int)),
                           inv.auto_fail if auto else None)
             # the point it costs names its category (a check outside the rubric costs none: its own category)
             point = BY_POINT.get(ruled.get("point")) or POINT_OF.get(inv.id)
             ruled["point"] = point.id if point else None
-            violations.append(Violation(invariant=inv.id, events=events, run=run,
+            violations.append(Violation(invariant=inv.id, events=cited, run=run,
                                         category=point.category if point else inv.category, **ruled))
     for (inv_id, run), n in counts.items():
         if n > MAX_PER_INVARIANT:
@@ -94,9 +96,11 @@ def check_raw(events: list[dict], *, trace_path: str | None = None,
             unknown = True
     verdict = "fail" if violations else ("unknown" if unknown else "pass")
     source = header.get("source") or header.get("scenario")
-    return ScenarioResult(
+    result = ScenarioResult(
         id=str(header.get("scenario", "?")), title=str(header.get("title", "")), verdict=verdict,
         dispositions={rid: run.disposition() for rid, run in ix.runs.items()},
         violations=tuple(violations), notes=tuple(notes), seed=header.get("seed") or 0,
         repro=f"crashlab run {source} --adapter {header.get('adapter')} --seed {header.get('seed')}",
         trace=trace_path, tags=tuple(header.get("tags") or ()))
+    judged = [inv.id for inv in INVARIANTS + EXPECTATIONS if checks is None or inv.id in checks]
+    return replace(result, exercised=exercised_checks(result, events, judged))

@@ -162,7 +162,7 @@ def _read_results(p: Path) -> Scorecard:
     except (ValueError, RecursionError) as exc:  # NaN, huge integers, deep nesting
         raise UsageError(f"{p}: not a crashlab results JSON ({str(exc)[:120]})", hint=INPUT_HINT) from None
     try:
-        return Scorecard.from_json(data)
+        return Scorecard.from_json(data, base=p.parent)
     except (ValueError, TypeError, KeyError) as exc:
         raise UsageError(f"{p}: not a crashlab results JSON: {exc}",
                          hint="the schema is docs/results.md; write one with `crashlab conformance --json PATH`") \

@@ -103,11 +103,22 @@ def finding_html(f: Finding, hrefs: dict[str, str], *, no_answers: bool) -> str:
 
 
 def score_html(card: Scorecard, hrefs: dict[str, str], verdict: str | None = None) -> str:
-    rows = "".join(f"<tr><td>{e(category_words(name))}</td><td>{c['score']}/{c['max']}</td></tr>"
+    idle = _unshown_by_category(card)
+    rows = "".join(f"<tr><td>{e(category_words(name))}</td><td>{c['score']}/{c['max']}"
+                   f"{' <span class=muted>(' + e(idle[name]) + ')</span>' if idle.get(name) else ''}</td></tr>"
                    for name, c in card.categories.items())
-    out = [f'<section id="score"><h2>Score {card.total}/{card.max} {badge(verdict or card.verdict)}</h2>',
+    out = [f'<section id="score"><h2>Score {e(card.score_text())} {badge(verdict or card.verdict)}</h2>',
            f"<table><tr><th>category</th><th>points</th></tr>{rows}"
            f"<tr><th>total</th><th>{card.total}/{card.max}</th></tr></table>"]
+    for state, ids in (("not exercised", card.not_exercised), ("not recorded", card.not_recorded)):
+        if ids:
+            out.append(f'<p class="unexercised"><strong>{len(ids)} rubric point{"s" if len(ids) != 1 else ""} '
+                       f'{state}: {e(", ".join(ids))}</strong>. '
+                       + ("No selected scenario had events for their rules: they are not kept, and not a pass. "
+                          "Run the library too (<code>--with-library</code>) or scenarios whose traces exercise them."
+                          if state == "not exercised" else
+                          "Some results carry no record of what their traces exercised and the traces are not "
+                          "there to compute it from: they cannot be shown kept.") + "</p>")
     if card.auto_fail:
         out.append('<p><span class="badge auto">AUTOMATIC FAILURE</span> '
                    + "; ".join(e(a) for a in card.auto_fail) + "</p><ul>"
@@ -130,6 +141,18 @@ def score_html(card: Scorecard, hrefs: dict[str, str], verdict: str | None = Non
         out.append(f"<details><summary>{e(key)}</summary><div class='scroll'>{value_html(value)}</div></details>")
     out.append("</section>")
     return "".join(out)
+
+
+def _unshown_by_category(card: Scorecard) -> dict[str, str]:
+    """Per category: ``C4 not exercised`` (its points not shown exercised), for the score table."""
+    from ..checks.rubric import BY_POINT
+
+    out: dict[str, list[str]] = {}
+    for state, ids in (("not exercised", card.not_exercised), ("not recorded", card.not_recorded)):
+        for pid in ids:
+            if pid in BY_POINT:
+                out.setdefault(BY_POINT[pid].category, []).append(f"{pid} {state}")
+    return {k: ", ".join(v) for k, v in out.items()}
 
 
 def _report_order(card: Scorecard, hrefs: dict[str, str]) -> list:

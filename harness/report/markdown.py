@@ -20,7 +20,7 @@ def score_line(card: Scorecard, verdict: str | None = None) -> str:
     """``verdict`` overrides the card's (a fail of expectation differences only reads "differs")."""
     cats = " · ".join(f"{md(name)} {c['score']}/{c['max']}" for name, c in card.categories.items())
     shown = verdict or card.verdict
-    line = f"**Score {card.total}/{card.max}** — {VERDICT_MARK.get(shown, md(shown))}"
+    line = f"**Score {md(card.score_text())}** — {VERDICT_MARK.get(shown, md(shown))}"
     if cats:
         line += f" ({cats})"
     if card.auto_fail:

@@ -28,8 +28,30 @@ def format_scorecard(card, *, no_answers: bool = False) -> str:
         lines += [f"  automatic failure from {line}" for line in auto_fail_text(card.scenarios)]
     lines.append("")
     lines.append(f"verdict: {card.verdict.upper()}")
+    lines += [f"  {line}" for line in unexercised_lines(card)]
     differs = sum(1 for s in card.scenarios if severity(s) == "differs")
     if differs:
         lines.append(f"  {differs} scenario(s) DIFF: no invariant violated, the outcome differs from the "
                      "scenario's expectation (as a correct alternative design can)")
     return "\n".join(lines)
+
+
+#: how to exercise more rubric points, as ``crashlab conformance`` says it
+MORE_SCENARIOS = ("run the whole library (no --tag or --scenario filter; with --scenarios DIR, add --with-library) "
+                  "or scenarios whose traces exercise them")
+
+
+def unexercised_lines(card, how: str = MORE_SCENARIOS) -> list[str]:
+    """What the score does not cover and how to cover it (``how``): the points no selected
+    scenario exercised, and those no result records (empty when every point was exercised)."""
+    lines = []
+    if card.not_exercised:
+        lines.append(f"{len(card.not_exercised)} rubric point(s) not exercised: {', '.join(card.not_exercised)}: "
+                     "no selected scenario had events for their rules, so this run cannot show them kept; "
+                     f"{how} (docs/rubric.md)")
+    if card.not_recorded:
+        lines.append(f"{len(card.not_recorded)} rubric point(s) not recorded: {', '.join(card.not_recorded)}: "
+                     "some results carry no record of what their traces exercised (written before crashlab "
+                     "recorded it, and the trace is not there to compute it from), so they cannot be shown kept; "
+                     "run again, or give `crashlab report` the folder of traces")
+    return lines
