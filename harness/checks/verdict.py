@@ -35,11 +35,13 @@ def check_trace(events: list[dict], *, trace_path: str | None = None,
     raw = check_raw(events, trace_path=trace_path, checks=checks)
     from ..integrate import is_integration
 
-    if not is_integration(events[0]):
-        return raw
-    from ..integrate.card import as_result, judged
+    result = raw
+    if is_integration(events[0]):
+        from ..integrate.card import as_result, judged
 
-    return as_result(raw, judged(events, raw))
+        result = as_result(raw, judged(events, raw))
+    ids = [inv.id for inv in INVARIANTS + EXPECTATIONS if checks is None or inv.id in checks]
+    return replace(result, exercised=exercised_checks(result, events, ids))
 
 
 def check_raw(events: list[dict], *, trace_path: str | None = None,
@@ -102,5 +104,4 @@ def check_raw(events: list[dict], *, trace_path: str | None = None,
         violations=tuple(violations), notes=tuple(notes), seed=header.get("seed") or 0,
         repro=f"crashlab run {source} --adapter {header.get('adapter')} --seed {header.get('seed')}",
         trace=trace_path, tags=tuple(header.get("tags") or ()))
-    judged = [inv.id for inv in INVARIANTS + EXPECTATIONS if checks is None or inv.id in checks]
-    return replace(result, exercised=exercised_checks(result, events, judged))
+    return result

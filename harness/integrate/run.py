@@ -12,14 +12,14 @@ import secrets
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..checks.verdict import check_raw
+from ..checks.verdict import check_trace
 from ..results import ScenarioResult
 from ..files import atomic_writer
 from ..runtimes import Runtime, Server
 from ..sandbox.server import UNDELIVERED
 from ..scenario_compiled import Scenario
 from ..trace import write_jsonl
-from .card import FIELD, Card, RuntimeRun, RuntimeSection, as_result, judged
+from .card import FIELD, Card, RuntimeRun, RuntimeSection, judged
 from .repro import repro_line
 from .supervisor import DEFAULT_TIME_SCALE, HANDOVER_WAIT_S, WALL_LIMIT_S, Supervisor
 
@@ -97,9 +97,8 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     events[0][FIELD] = {**(events[0].get(FIELD) or {}), "views": sorted(views), "notes": sup.notes + unexercised,
                         "cut": list(sup.cut), "timed": timed, "undelivered": undelivered, "missed": list(sup.missed)}
     write_jsonl(events, path)
-    raw = check_raw(events, trace_path=str(path))
-    verdict = judged(events, raw)
-    result = replace(as_result(raw, verdict), repro=repro_line(events[0]))
+    result = replace(check_trace(events, trace_path=str(path)), repro=repro_line(events[0]))
+    verdict = judged(events)       # the card check_trace judged this trace by (kept for the same events)
     if server is not None and runtime is not None:
         verdict = replace(verdict, runtime=runtime_section(runtime, server, ids, events, work))
     return Outcome(scenario=scenario.id, trace=path, result=result, card=verdict)
