@@ -57,6 +57,9 @@ class Worker:
     raise_ceiling_on_admission = True
     notify_unknown_terminal = False
     search_first = False
+    replay_next_owner = True      # a terminal replay repeats the recorded next_owner
+    stop_effect_word = None       # calibration only: overrides what a STOP packet says of the effect
+    unknown_reason = None         # calibration only: overrides the reason of an *_EFFECT_UNKNOWN finish
 
     def __init__(self, ports):
         self.p = ports
@@ -269,6 +272,9 @@ class Worker:
             "alternatives": [self.name_action(a) for a in alternatives],
             "next_owner": next_owner,
         }
+        if self.stop_effect_word is not None:
+            packet["recommended"] = {"action": "STOP", "effect": self.stop_effect_word}
+            packet["alternatives"] = []
         await self.p.operator.escalate(packet=packet)
         return next_owner
 
@@ -304,6 +310,8 @@ class Worker:
 
     # ------------------------------------------------------------------ finish
     async def finish(self, disposition, reason, next_owner=None, wake_at=None, packet=None):
+        if self.unknown_reason is not None and disposition.endswith("_UNKNOWN"):
+            reason = self.unknown_reason
         if disposition in TERMINAL or disposition in WAITING:
             if self.state != disposition or disposition in WAITING:
                 await self.checkpoint(disposition, extra={"next_owner": next_owner, "reason": reason})
@@ -371,7 +379,8 @@ class Worker:
             # terminal is terminal: report the recorded disposition again, nothing else
             await self.p.run.finish(disposition=self.state, effects=[{"semantic_key": e["semantic_key"],
                                     "knowledge": e["knowledge"]} for e in self.cp.get("effects", [])],
-                                    next_owner=self.cp.get("evidence", {}).get("next_owner"),
+                                    next_owner=(self.cp.get("evidence", {}).get("next_owner")
+                                                if self.replay_next_owner else None),
                                     reason="already terminal; recorded disposition reported again: "
                                            + str(self.cp.get("evidence", {}).get("reason") or ""))
             return
@@ -927,3 +936,7 @@ StrangerShortLease = _variant("StrangerShortLease", ttl=8_000, chunk=2_500)
 StrangerFixedCeiling = _variant("StrangerFixedCeiling", raise_ceiling_on_admission=False)
 StrangerNotifyTerminal = _variant("StrangerNotifyTerminal", notify_unknown_terminal=True)
 StrangerSearchFirst = _variant("StrangerSearchFirst", search_first=True)
+# Deliberately wrong, to show what crashlab does and does not notice:
+StrangerBareReplay = _variant("StrangerBareReplay", replay_next_owner=False)
+StrangerStopSaysNone = _variant("StrangerStopSaysNone", stop_effect_word="none")
+StrangerSaysCreated = _variant("StrangerSaysCreated", unknown_reason="Done: hold created for the technician.")
