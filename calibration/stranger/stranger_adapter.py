@@ -441,9 +441,10 @@ class Worker:
                 await self.checkpoint("VALIDATED")
                 return await self.finish("CANCELLED_NO_EFFECT", "cancelled before any effect was prepared")
             v = self.validate()
-            await self.checkpoint("VALIDATED")
-            if v:
+            if v:  # an invalid intake is never recorded as VALIDATED
+                await self.checkpoint("INTAKE", extra={"validation": v})
                 return await self.finish("FAILED_NO_EFFECT", f"intake failed validation: {v}")
+            await self.checkpoint("VALIDATED")
         k = self.latest.get(self.key, {}).get("knowledge")
         comp = [key for key, e in self.latest.items() if e.get("kind") == "compensation"]
         if comp:
