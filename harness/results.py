@@ -256,7 +256,7 @@ def failure_message(result: ScenarioResult) -> str:
         if v.rule:
             lines.append(f"    rule {v.point or ''} ({v.rule.get('source')}): \"{v.rule.get('quote')}\"")
         elif v.point:
-            lines.append(f"    costs rubric point {v.point} (no rule named in the scenario)")
+            lines.append(f"    costs rubric point {v.point} (the rule is {v.invariant}'s own statement: docs/invariants.md)")
         if v.cap:
             lines.append(f"    scoring rule: {v.cap} (docs/rubric.md)")
     lines.extend(f"  note: {n}" for n in result.notes)

@@ -236,3 +236,25 @@ def test_packet_sections_show_no_repr_and_a_resolved_run_no_missing_panel():
             # "nothing to decide" only where no ledger entry is unresolved (test_claims checks the fact)
             assert ("nothing to decide" in page) != ("the ledger still holds" in page), sc.id
     assert seen_resolved       # matrix-policy-change-deployment parks PINNED with a packet, then succeeds
+
+
+def test_an_owner_named_by_the_design_is_written_as_named():
+    """A next owner that is the design's own identifier ('fieldops-operator') is never capitalized into
+    another word at the start of a sentence."""
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent.parent / "calibration" / "stranger"
+    sys.path.insert(0, str(here))
+    try:
+        sc = next(s for s in _library() if s.id == "matrix-weak-service")
+        events = run_scenario(sc, "stranger_adapter:StrangerAdapter", None).events
+    finally:
+        sys.path.remove(str(here))
+    finish = next(e for e in events if e.get("kind") == "finish" and e.get("accepted"))
+    origin = events[0]["origin_ms"]
+    packets = [e.get("packet") for e in events if e.get("kind") == "escalation"]
+    s = situation("run-82", finish["disposition"], packets[-1] if packets else None, events, origin)
+    text = " ".join(x.text for x in communications(s)["user"])
+    assert "The owner fieldops-operator now owns the check." in text, text
+    assert "Fieldops-operator" not in text

@@ -251,7 +251,8 @@ def owner_words(s: Situation) -> str | None:
         return None
     words = OWNERS.get(s.owner)
     if words is None:
-        return s.owner.replace("_", " ") if re.fullmatch(r"[a-z_]+", s.owner) else s.owner
+        # an identifier of the design's own stays as written (never capitalized at a sentence start)
+        return s.owner.replace("_", " ") if re.fullmatch(r"[a-z_]+", s.owner) else f"the owner {s.owner}"
     return words.format(service=s.service)
 
 
