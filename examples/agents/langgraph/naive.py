@@ -29,7 +29,19 @@ from common import Retryable  # noqa: E402  (examples/runtimes/common.py)
 from langchain_core.tools import InjectedToolCallId, tool  # noqa: E402
 from langgraph.types import RetryPolicy  # noqa: E402
 
-UNIT: Unit
+class NaiveUnit(Unit):
+    """The run's unit, its keys being the tool calls' own: the finish and every checkpoint list each key
+    the ledger holds, as it last says (the tool may have used several, one per tool call)."""
+
+    def effects(self) -> list:
+        last: dict = {}
+        for (record,) in self.store.db.execute("SELECT record FROM ledger ORDER BY seq").fetchall():
+            entry = json.loads(record)
+            last[entry["semantic_key"]] = entry["knowledge"]
+        return [{"key": k, "knowledge": v} for k, v in last.items()]
+
+
+UNIT: NaiveUnit
 RETRY = option("retry", "message")              # or "policy"
 
 
@@ -96,7 +108,7 @@ def conclude() -> None:
 
 def main() -> int:
     global UNIT
-    UNIT = Unit()
+    UNIT = NaiveUnit()
     policy = RetryPolicy(max_attempts=3, initial_interval=0.02, retry_on=Retryable) if RETRY == "policy" else None
     return serve(UNIT, graph([reserve, notify], handle_tool_errors=RETRY != "policy", retry_policy=policy),
                  conclude, after_begin=recover)
