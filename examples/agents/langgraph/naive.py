@@ -3,8 +3,9 @@
     crashlab integrate --runtime langgraph examples/integration/scenarios/keyless-502.yaml \
         t2-commit-before-record --worker 'python3 examples/agents/langgraph/naive.py'
 
-- The booking tool posts with a key taken from the model's ``tool_call_id``. The id is the model step's: when LangGraph runs the model step again (its
-  checkpoint not saved, ``durability="async"``), the call comes back under a new id, so a new key.
+- The booking tool posts with a key taken from the model's ``tool_call_id``. The id is the model
+  step's: when LangGraph runs the model step again (its checkpoint not saved: ``durability="exit"``,
+  or ``"async"`` when the save had not landed), the call comes back under a new id, so a new key.
 - Recovery is the framework's checkpointer only: a restarted worker resumes the thread with
   ``invoke(None, ...)`` and LangGraph re-runs the tools step that had not been recorded, which posts
   again with no read of the service (RETRY-01; on a service that keeps no keys, two holds: EFF-01).
