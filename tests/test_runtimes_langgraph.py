@@ -4,6 +4,7 @@ errors turned into messages the model answers by calling the tool again) fails f
 rules and the careful one (docs/agents/langgraph.md) passes; nothing leaves 127.0.0.1."""
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import ipaddress
 import json
@@ -124,6 +125,7 @@ def test_naive_fails_for_the_chapters_rule_and_careful_passes(server, netlog, na
     assert "the model called reserve 1 time(s)" in careful.runs[0].summary
     text = cards["careful"].text()
     assert "RetryPolicy" in text and "handle_tool_errors" in text and 'durability="async"' in text
+    assert f"runtime record run-82: {careful.runs[0].summary}; the sandbox counted 1 commit(s)" in text
     record = json.loads(Path(careful.runs[0].record).read_text())
     assert record["unit"] == careful.runs[0].unit and {r["table"] for r in record["record"]} == {"checkpoints",
                                                                                                   "writes"}
@@ -150,6 +152,18 @@ def test_the_framework_state_stays_out_of_the_workers_store_and_each_invocation_
     framework = sqlite3.connect(srv.env["CRASHLAB_RUNTIME"])
     threads = {r[0] for r in framework.execute("SELECT DISTINCT thread_id FROM checkpoints")}
     assert {first.runtime.runs[0].unit, second.runtime.runs[0].unit} <= threads
+
+
+def test_a_retry_policy_resends_inside_one_task_and_langgraphs_record_shows_one_call(server):
+    """A RetryPolicy on the tools node is a retry owner crashlab cannot see in the framework's record:
+    one reserve call and one answer there, two commits in the sandbox's log."""
+    rt, srv, work = server
+    cmd = f"{sys.executable} {EXAMPLES / 'naive.py'} --retry=policy --marker={work}"
+    card = integrate(resolve(str(KEYLESS)), worker=cmd, out=work / "policy", runtime=rt, server=srv).card
+    failed = {line.invariant for line in card.lines if line.status == "fail"}
+    assert {"EFF-01", "RETRY-01"} <= failed, card.text()
+    run = card.runtime.runs[0]
+    assert run.commits == 2 and "the model called reserve 1 time(s)" in run.summary, run.summary
 
 
 def test_a_checkpoint_folder_that_cannot_be_made_is_a_clear_error(tmp_path):
