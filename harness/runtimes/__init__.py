@@ -50,6 +50,7 @@ RUNTIMES: dict[str, str] = {
     "celery": "crashlab.runtimes.celery",
     "temporal": "crashlab.runtimes.temporal",
     "restate": "crashlab.runtimes.restate",
+    "langgraph": "crashlab.runtimes.langgraph",
 }
 
 

@@ -1,0 +1,192 @@
+"""LangGraph under ``crashlab integrate --runtime langgraph``: on the runtime subset, the naive agent
+(a booking tool keyed by the model's tool_call_id, recovery by the framework's checkpointer only,
+errors turned into messages the model answers by calling the tool again) fails for the chapter's
+rules and the careful one (docs/agents/langgraph.md) passes; nothing leaves 127.0.0.1."""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import ipaddress
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from crashlab.integrate.run import RUNTIME_SUITE, integrate
+from crashlab.scenario_loader import resolve
+from runtime_support import no_leftovers
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "agents" / "langgraph"
+KEYLESS = ROOT / "examples" / "integration" / "scenarios" / "keyless-502.yaml"
+
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc: Linux only"),
+    pytest.mark.skipif(importlib.util.find_spec("langgraph") is None
+                       or importlib.util.find_spec("langgraph.checkpoint.sqlite") is None,
+                       reason="LangGraph is not installed: pip install 'crashlab[langgraph]'"),
+]
+
+#: scenario -> the rules the naive agent must fail there
+NAIVE_FAILS = {
+    "integration-keyless-502": {"EFF-01", "RETRY-01"},
+    "crash-4-after-commit-before-record": {"RETRY-01"},
+    "t2-commit-before-record": {"RETRY-01"},
+    "matrix-weak-service": {"EFF-01"},
+    "matrix-retry-amplification": {"RETRY-03", "EFF-01"},
+}
+
+#: Loaded by every worker process through PYTHONPATH: an audit hook (sys.addaudithook) that logs every
+#: name lookup and every socket connect or sendto, so the test sees each address a worker reached for.
+SITECUSTOMIZE = '''
+import json, os, sys
+_LOG = os.environ.get("CRASHLAB_TEST_NETLOG")
+def _hook(event, args):
+    if event in ("socket.connect", "socket.sendto", "socket.getaddrinfo"):
+        where = args[0] if event == "socket.getaddrinfo" else args[1]
+        with open(_LOG, "a") as fh:
+            fh.write(json.dumps([event, where if isinstance(where, (str, int)) else list(where)]) + "\\n")
+if _LOG:
+    sys.addaudithook(_hook)
+'''
+
+
+def loopback(event: str, where) -> bool:
+    host = where if isinstance(where, str) else where[0] if where else None
+    if event == "socket.connect" and isinstance(where, str):
+        return True                                   # a Unix socket: not the network
+    if host in (None, "localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False                                  # a name to resolve: a DNS lookup
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from crashlab.runtimes import load
+
+    rt = load("langgraph")
+    work = tmp_path_factory.mktemp("langgraph")
+    srv = rt.start(work / "runtime")
+    yield rt, srv, work
+    srv.stop()
+    no_leftovers(str(work))
+
+
+@pytest.fixture
+def netlog(tmp_path, monkeypatch):
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "hook"))
+    monkeypatch.setenv("CRASHLAB_TEST_NETLOG", str(tmp_path / "net.jsonl"))
+    for name in ("LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING", "LANGCHAIN_API_KEY", "LANGSMITH_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "net.jsonl"
+
+
+def reached(log: Path) -> list[tuple[str, object]]:
+    return [tuple(json.loads(line)) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def scenario(name: str):
+    return resolve(str(KEYLESS) if name == "integration-keyless-502" else name)
+
+
+def test_the_subset_is_the_documented_one():
+    assert set(NAIVE_FAILS) == set(RUNTIME_SUITE)
+
+
+def test_the_workers_environment_turns_tracing_off_and_names_the_checkpoint_file(server):
+    rt, srv, _ = server
+    assert srv.env["LANGCHAIN_TRACING_V2"] == "false" and srv.env["LANGSMITH_TRACING"] == "false"
+    assert srv.env["CRASHLAB_RUNTIME"].endswith("langgraph-checkpoints.sqlite")
+    assert rt.tested_version == importlib.metadata.version("langgraph")
+
+
+@pytest.mark.parametrize("name", list(RUNTIME_SUITE))
+def test_naive_fails_for_the_chapters_rule_and_careful_passes(server, netlog, name):
+    rt, srv, work = server
+    cards = {}
+    for example in ("naive", "careful"):
+        # the work folder in the command line lets the fixture find any process left behind
+        cmd = f"{sys.executable} {EXAMPLES / (example + '.py')} --marker={work}"
+        cards[example] = integrate(scenario(name), worker=cmd, out=work / example, runtime=rt, server=srv).card
+    failed = {line.invariant for line in cards["naive"].lines if line.status == "fail"}
+    assert cards["naive"].verdict == "fail" and NAIVE_FAILS[name] <= failed, cards["naive"].text()
+    assert cards["careful"].verdict == "pass", cards["careful"].text()
+    # LangGraph's own record beside the card, and the settings that make it a retry owner
+    careful = cards["careful"].runtime
+    assert careful.name == "langgraph" and careful.runs[0].commits == 1
+    assert careful.runs[0].summary.startswith("LangGraph thread finished"), careful.runs[0].summary
+    assert "the model called reserve 1 time(s)" in careful.runs[0].summary
+    text = cards["careful"].text()
+    assert "RetryPolicy" in text and "handle_tool_errors" in text and 'durability="async"' in text
+    assert f"runtime record run-82: {careful.runs[0].summary}; the sandbox counted 1 commit(s)" in text
+    record = json.loads(Path(careful.runs[0].record).read_text())
+    assert record["unit"] == careful.runs[0].unit and {r["table"] for r in record["record"]} == {"checkpoints",
+                                                                                                  "writes"}
+    # no network: every worker process reached only for 127.0.0.1 (and the hook did see it do so)
+    seen = reached(netlog)
+    assert any(event == "socket.connect" for event, _ in seen), "the audit hook saw no connection at all"
+    assert all(loopback(event, where) for event, where in seen), [s for s in seen if not loopback(*s)]
+
+
+def test_the_framework_state_stays_out_of_the_workers_store_and_each_invocation_has_its_own_thread(server):
+    rt, srv, work = server
+    cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={work}"
+    first, second = (integrate(resolve("t2-commit-before-record"), worker=cmd, out=work / f"again{i}", runtime=rt,
+                               server=srv).card for i in (1, 2))
+    assert first.verdict == second.verdict == "pass", second.text()
+    assert first.runtime.runs[0].unit != second.runtime.runs[0].unit       # {run} is run-82 in both
+    # the second invocation ran its own thread from the start: it did not resume the first, finished one
+    assert "the model called reserve 1 time(s)" in second.runtime.runs[0].summary
+    assert second.runtime.runs[0].commits == 1
+    store = sqlite3.connect(work / "again2" / "t2-commit-before-record" / "run-82.sqlite")
+    tables = {r[0] for r in store.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "writes" not in tables and [c[1] for c in store.execute("PRAGMA table_info(checkpoints)")] == \
+        ["version", "record"]
+    framework = sqlite3.connect(srv.env["CRASHLAB_RUNTIME"])
+    threads = {r[0] for r in framework.execute("SELECT DISTINCT thread_id FROM checkpoints")}
+    assert {first.runtime.runs[0].unit, second.runtime.runs[0].unit} <= threads
+
+
+def test_a_retry_policy_resends_inside_one_task_and_langgraphs_record_shows_one_call(server):
+    """A RetryPolicy on the tools node is a retry owner crashlab cannot see in the framework's record:
+    one reserve call and one answer there, two commits in the sandbox's log."""
+    rt, srv, work = server
+    cmd = f"{sys.executable} {EXAMPLES / 'naive.py'} --retry=policy --marker={work}"
+    card = integrate(resolve(str(KEYLESS)), worker=cmd, out=work / "policy", runtime=rt, server=srv).card
+    failed = {line.invariant for line in card.lines if line.status == "fail"}
+    assert {"EFF-01", "RETRY-01"} <= failed, card.text()
+    run = card.runtime.runs[0]
+    assert run.commits == 2 and "the model called reserve 1 time(s)" in run.summary, run.summary
+
+
+def test_a_checkpoint_folder_that_cannot_be_made_is_a_clear_error(tmp_path):
+    from crashlab.errors import UsageError
+    from crashlab.runtimes import load
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(UsageError, match="LangGraph's checkpoint database"):
+        load("langgraph").start(blocker / "runtime")
+
+
+def test_the_summary_names_a_tool_call_asked_again_under_a_new_id():
+    from crashlab.runtimes.langgraph import summary
+
+    ask = [{"type": "human", "content": "{}"}]
+    rows = [{"table": "checkpoints", "step": 1, "messages": ask + [
+                {"type": "ai", "content": "", "tool_calls": [{"name": "reserve", "id": "call_a"}]}]},
+            {"table": "checkpoints", "step": 3, "messages": ask + [
+                {"type": "ai", "content": "", "tool_calls": [{"name": "reserve", "id": "call_b"}]},
+                {"type": "tool", "content": "CONFIRMED", "tool_call_id": "call_b"},
+                {"type": "ai", "content": "done"}]}]
+    line = summary(rows)
+    assert line.startswith("LangGraph thread finished: 2 checkpoint(s) up to step 3")
+    assert "the model called reserve 2 time(s) (call_a, call_b), 1 answer(s) recorded" in line
+    assert summary([]).startswith("LangGraph has no checkpoint")
