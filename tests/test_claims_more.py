@@ -238,6 +238,69 @@ def otel_problems(events: list[dict]) -> list[str]:
     return out
 
 
+# --------------------------------------------------------------------------- the figure's lanes and story
+def figure_problems(events: list[dict]) -> tuple[list[str], Counter]:
+    """The figure's labels: a marker or a worker's mark is at its event's time and says what it
+    did (a crash its failpoint or boundary, a fault its code, a resume whose handover), crashlab's
+    only for crashlab's acts; a deadline marker is at the run's intake deadline; a worker's end
+    (crash, finished, replaced) is its last event's; a call arrow is its call's port.op, time and
+    answer; a delivery's copy number counts the deliveries of its event id to its run."""
+    from crashlab.report.lanes import lanes
+    from crashlab.report.story import story
+
+    out, seen = [], Counter()
+    by_seq = {e["seq"]: e for e in events}
+    data = lanes(events)
+    intake = {e["run"]: e["event"]["payload"].get("deadline") for e in events
+              if e["kind"] == "deliver" and e["event"].get("type") == "intake"}
+    marks = [*data.markers, *(m for r in data.runs for w in r.workers for m in w.marks)]
+    for m in marks:
+        if m.kind == "deadline":
+            run = m.label.removeprefix("deadline ")
+            if intake.get(run) != m.t:
+                out.append(f"figure: {m.label!r} at {m.t}; the intake's: {intake.get(run)}")
+            seen["figure deadline"] += 1
+            continue
+        ev = by_seq.get(m.seq)
+        if ev is None or ev.get("t") != m.t:
+            out.append(f"figure: mark {m.kind} {m.label!r} is not at #{m.seq}'s time")
+            continue
+        if (m.actor == "crashlab") != crashlab_did(ev):
+            out.append(f"figure: mark {m.label!r} says crashlab={m.actor}; #{m.seq} is {ev['lane']} {ev['kind']}")
+        if ev["kind"] == "crash" and (ev.get("failpoint") or ev.get("boundary")) not in m.label:
+            out.append(f"figure: {m.label!r} does not name #{m.seq}'s failpoint or boundary")
+        if ev["kind"] == "resume" and ev.get("by") and ev["by"] not in m.label:
+            out.append(f"figure: {m.label!r} does not name who #{m.seq} handed over to")
+        if ev["lane"] == "fault" and ev.get("code") and ev["code"] not in m.label:
+            out.append(f"figure: {m.label!r} does not name #{m.seq}'s code {ev['code']}")
+        seen[f"figure mark {m.kind}"] += 1
+    for r in data.runs:
+        for w in r.workers:
+            own = [e for e in events if e.get("worker") == w.name]
+            # its end: a stop or a crash, or a fault nothing of the worker's followed
+            ends = [e for e in own if e["kind"] in ("stop", "crash") or e["kind"] == "adapter_fault" and e is own[-1]]
+            want = "alive" if not ends else {"crash": "crash", "adapter_fault": "adapter_fault"}.get(
+                ends[0]["kind"], "replaced" if str(ends[0].get("reason") or "").startswith("stale") else "finished")
+            if w.end_kind != want or (ends and w.end != ends[0]["t"]):
+                out.append(f"figure: worker {w.name} ends {w.end_kind} at {w.end}; its events: {want}")
+    st = story(events, data)
+    for c in st.calls:
+        ev, res = by_seq[c.seq], next((e for e in events if e.get("call") == c.seq and e["kind"] == "result"), None)
+        said = "no result" if res is None else "ok" if res["ok"] else str(res["error"].get("code"))
+        if (c.worker, c.service, c.op, c.t, c.back, c.outcome) != (
+                str(ev.get("worker")), ev["port"], ev["op"], ev["t"], res and res["t"], said):
+            out.append(f"story: call #{c.seq} drawn as {c.service}.{c.op} {c.outcome} at {c.t}..{c.back}")
+    copies: Counter = Counter()
+    for d in st.deliveries:
+        ev = by_seq[d.seq]
+        copies[(ev["run"], ev["event"].get("event_id"))] += 1
+        if (d.t, d.run, d.event_id, d.copy) != (ev["t"], ev["run"], str(ev["event"].get("event_id")),
+                                                copies[(ev["run"], ev["event"].get("event_id"))]):
+            out.append(f"story: delivery #{d.seq} drawn as copy {d.copy} of {d.event_id} at {d.t}")
+        seen["story duplicate delivery"] += d.copy > 1
+    return out, seen
+
+
 # --------------------------------------------------------------------------- the integration card
 def card_problems(events: list[dict]) -> list[str]:
     """Every #N a card line cites is an event of the trace; a rule the card passes has no finding
@@ -278,8 +341,9 @@ def judged():
                 continue
             show, s1 = show_problems(events)
             table, s2 = table_problems(events, result)
-            seen += s1 + s2
-            for kind, found in (("show", show), ("table", table), ("chrome", chrome_problems(events)),
+            figure, s3 = figure_problems(events)
+            seen += s1 + s2 + s3
+            for kind, found in (("show", show), ("table", table), ("figure", figure), ("chrome", chrome_problems(events)),
                                 ("otel", otel_problems(events))):
                 problems.setdefault(kind, []).extend(f"{adapter} {sc.id}: {p}" for p in found)
             if adapter in (REFERENCE, *INDEPENDENT):       # the card: checks run twice; a few designs suffice
@@ -303,6 +367,12 @@ def test_the_event_tables_who_is_crashlab_for_its_own_acts(judged):
     problems, seen, *_ = judged
     _none(problems["table"])
     assert seen["table crashlab crash"], seen
+
+
+def test_figure_labels_and_story_are_their_events(judged):
+    problems, seen, *_ = judged
+    _none(problems["figure"])
+    assert seen["figure deadline"] and seen["figure mark crash"] and seen["story duplicate delivery"], seen
 
 
 def test_chrome_export_names_the_worker_run_and_op_of_its_events(judged):
@@ -432,3 +502,18 @@ def test_around_marks_a_four_digit_event_without_overwriting_its_number():
     [marked] = [w for w in window if w.startswith(">>")]
     assert parse(marked, width)[1] == str(crash)
     assert text.header(events)[-1].index("time") == marked.index(parse(marked, width)[2])
+
+
+def test_a_worker_that_went_on_after_a_refused_checkpoint_is_not_drawn_ending_there():
+    """CheckpointWithoutOwner's checkpoints are refused (adapter_fault) and its worker goes on to
+    finish: the figure's worker bar ends at its stop, finished, with every refusal a mark on it."""
+    from crashlab.report.lanes import lanes
+    from crashlab.runner import run_scenario
+
+    sc = next(s for s in library() if s.id == "combined-cancel-after-finish")
+    events = run_scenario(sc, "crashlab.gallery.ownership:CheckpointWithoutOwner", None).events
+    [w1] = [w for r in lanes(events).runs for w in r.workers if w.name == "run-82/w1"]
+    stop = next(e for e in events if e.get("worker") == w1.name and e["kind"] == "stop")
+    faults = [e["seq"] for e in events if e.get("worker") == w1.name and e["kind"] == "adapter_fault"]
+    assert (w1.end_kind, w1.end) == ("finished", stop["t"]) and faults
+    assert [m.seq for m in w1.marks if m.kind == "adapter_fault"] == faults
