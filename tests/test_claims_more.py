@@ -517,3 +517,33 @@ def test_a_worker_that_went_on_after_a_refused_checkpoint_is_not_drawn_ending_th
     faults = [e["seq"] for e in events if e.get("worker") == w1.name and e["kind"] == "adapter_fault"]
     assert (w1.end_kind, w1.end) == ("finished", stop["t"]) and faults
     assert [m.seq for m in w1.marks if m.kind == "adapter_fault"] == faults
+
+
+@pytest.mark.skipif(__import__("sys").platform != "linux", reason="process groups and /proc: Linux only")
+@pytest.mark.parametrize("scenario,mistake", [("matrix-ambiguous-effect", "--mistake=sent_unknown_after"),
+                                              ("t3-record-before-response", "")])
+def test_a_real_workers_trace_says_the_same_in_every_sentence(tmp_path, scenario, mistake):
+    """An integration trace (a real worker process, crashlab's grants, failpoints and crashes in
+    it): its card's lines cite its events and agree with the checks; show, the event table, the
+    figure and both exports name crashlab for crashlab's acts and each event's own worker."""
+    import sys
+    from pathlib import Path
+
+    from crashlab.integrate.run import integrate
+    from crashlab.scenario_loader import resolve
+    from crashlab.trace import read_jsonl
+    from runtime_support import no_leftovers
+
+    worker = Path(__file__).resolve().parent.parent / "examples" / "integration" / "worker.py"
+    try:
+        outcome = integrate(resolve(scenario), worker=f"{sys.executable} {worker} {{url}} {{db}} {mistake} "
+                                                       f"--out-marker={tmp_path}".replace("  ", " "), out=tmp_path)
+    finally:
+        no_leftovers(str(tmp_path))
+    events = read_jsonl(outcome.trace)
+    result = check_trace(events)
+    show, seen = show_problems(events)
+    table, seen2 = table_problems(events, result)
+    figure, _ = figure_problems(events)
+    _none(card_problems(events) + show + table + figure + chrome_problems(events) + otel_problems(events))
+    assert seen["show crashlab lease"] and seen2["table crashlab lease"], seen
