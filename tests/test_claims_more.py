@@ -446,9 +446,9 @@ def test_the_rubric_lines_cite_their_scenarios_events_and_count_what_they_list(j
     _none(problems)
 
 
-def test_the_markdown_points_lost_count_their_findings_and_scenarios(judged):
+def test_the_markdown_points_lost_and_findings_count_their_findings_and_scenarios(judged):
     _, _, results, traces, _ = judged
-    problems, mores, cited = [], 0, 0
+    problems, mores, cited, rows = [], 0, 0, 0
     for adapter, res in results.items():
         card = rubric.score(res, adapter=adapter, seed=None)
         items = [Item(result=r, events=None, name=r.id) for r in res]
@@ -472,6 +472,14 @@ def test_the_markdown_points_lost_count_their_findings_and_scenarios(judged):
                 if (int(m[1]), m[2]) != (len(rest), want):
                     problems.append(f"{adapter}: {line!r}: {len(rest)} more findings in {scen}")
                 continue
+            m = re.match(r"^\| (\S+?)(?: \(automatic failure: .*, raised in (\d+) of the (\d+)\))? \| (\d+) \| ", line)
+            if m and m[1] != "rule":
+                hit = {r.id for r in res for v in r.violations if v.invariant == m[1].replace("\\", "")}
+                auto = {r.id for r in res for v in r.violations if v.invariant == m[1].replace("\\", "") and v.auto_fail}
+                if int(m[4]) != len(hit) or (m[2] is not None and (int(m[2]), int(m[3])) != (len(auto), len(hit))):
+                    problems.append(f"{adapter}: finding {line[:90]!r}: {len(hit)} scenarios, {len(auto)} automatic")
+                rows += 1
+                continue
             m = re.match(r"^\*\*.* (\S+)\*\* — ", line)
             if m:
                 scenario = m[1]
@@ -482,7 +490,7 @@ def test_the_markdown_points_lost_count_their_findings_and_scenarios(judged):
                     if int(n) not in traces[(adapter, scenario)]:
                         problems.append(f"{adapter} {scenario}: {line!r} cites #{n}, which its trace lacks")
                 cited += 1
-    assert mores and cited
+    assert mores and cited and rows
     _none(problems)
 
 
