@@ -6,8 +6,9 @@ raw trace events (or the scored results), by a second path that does not use the
 
 The runs are made once per session, in process, for the reference, the independent designs and
 every eighth gallery adapter on every library scenario (a CPU budget: the full gallery runs in
-test_claims.py); every trace is scored, the gallery's every fourth rendered and judged as it is
-made; only the problems, the scenario results and each trace's event numbers by run are kept."""
+test_claims.py); every trace is scored, the reference's every one and the others' every third
+rendered and judged as it is made; only the problems, the scenario results and each trace's
+event numbers by run are kept."""
 from __future__ import annotations
 
 import json
@@ -337,7 +338,7 @@ def judged():
             events = run.events
             results.setdefault(adapter, []).append(result)
             traces[(adapter, sc.id)] = {e["seq"]: e.get("run") for e in events}
-            if adapter in GALLERY and n % 4:      # a gallery adapter's every trace is scored; a quarter rendered
+            if adapter != REFERENCE and n % 3:    # every trace is scored; the reference's all rendered, others' a third
                 continue
             show, s1 = show_problems(events)
             table, s2 = table_problems(events, result)
