@@ -275,7 +275,12 @@ def figure_problems(events: list[dict]) -> tuple[list[str], Counter]:
         if ev["lane"] == "fault" and ev.get("code") and ev["code"] not in m.label:
             out.append(f"figure: {m.label!r} does not name #{m.seq}'s code {ev['code']}")
         seen[f"figure mark {m.kind}"] += 1
-    for r in data.runs:
+    for r in data.runs:      # the caption's disposition of each run is its accepted finish's
+        finishes = [e for e in events if e.get("run") == r.id and e["kind"] == "finish" and e.get("accepted")]
+        if r.disposition != (finishes[-1]["disposition"] if finishes else None):
+            out.append(f"figure: caption says {r.id}: {r.disposition}; its accepted finish: "
+                       f"{finishes and finishes[-1]['disposition']}")
+        seen["figure caption disposition"] += r.disposition is not None
         for w in r.workers:
             own = [e for e in events if e.get("worker") == w.name]
             # its end: a stop or a crash, or a fault nothing of the worker's followed
@@ -300,6 +305,30 @@ def figure_problems(events: list[dict]) -> tuple[list[str], Counter]:
             out.append(f"story: delivery #{d.seq} drawn as copy {d.copy} of {d.event_id} at {d.t}")
         seen["story duplicate delivery"] += d.copy > 1
     return out, seen
+
+
+def note_problems(events: list[dict], result) -> list[str]:
+    """The violation list under the figure: each numbered note is that violation, citing events
+    of the trace; '… N more violations' counts the ones not listed."""
+    from crashlab.report.figure import _Figure
+    from crashlab.report.lanes import lanes
+
+    out, seqs = [], {e["seq"] for e in events}
+    notes = _Figure(events, result, lanes(events)).note_lines()
+    listed = [line for line in notes if re.match(r"^\d+  ", line)]
+    for line in listed:
+        n = int(line.split()[0])
+        v = result.violations[n - 1]
+        if not line.startswith(f"{n}  {v.invariant}: "):
+            out.append(f"figure note {line!r} is not violation {n} ({v.invariant})")
+    for n in re.findall(r"#(\d+)\b", " ".join(notes)):
+        if int(n) not in seqs:
+            out.append(f"figure notes cite #{n}, which the trace lacks")
+    more = [line for line in notes if line.startswith("… ")]
+    if more != ([f"… {len(result.violations) - len(listed)} more violations in the report"]
+                if len(result.violations) > len(listed) else []):
+        out.append(f"figure notes {more} for {len(result.violations)} violations, {len(listed)} listed")
+    return out
 
 
 # --------------------------------------------------------------------------- the integration card
@@ -343,6 +372,7 @@ def judged():
             show, s1 = show_problems(events)
             table, s2 = table_problems(events, result)
             figure, s3 = figure_problems(events)
+            figure += note_problems(events, result)
             seen += s1 + s2 + s3
             for kind, found in (("show", show), ("table", table), ("figure", figure), ("chrome", chrome_problems(events)),
                                 ("otel", otel_problems(events))):
@@ -374,6 +404,7 @@ def test_figure_labels_and_story_are_their_events(judged):
     problems, seen, *_ = judged
     _none(problems["figure"])
     assert seen["figure deadline"] and seen["figure mark crash"] and seen["story duplicate delivery"], seen
+    assert seen["figure caption disposition"], seen
 
 
 def test_chrome_export_names_the_worker_run_and_op_of_its_events(judged):
