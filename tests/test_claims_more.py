@@ -373,6 +373,7 @@ def judged():
             table, s2 = table_problems(events, result)
             figure, s3 = figure_problems(events)
             figure += note_problems(events, result)
+            seen["figure notes more"] += len(result.violations) > 6
             seen += s1 + s2 + s3
             for kind, found in (("show", show), ("table", table), ("figure", figure), ("chrome", chrome_problems(events)),
                                 ("otel", otel_problems(events))):
@@ -404,7 +405,7 @@ def test_figure_labels_and_story_are_their_events(judged):
     problems, seen, *_ = judged
     _none(problems["figure"])
     assert seen["figure deadline"] and seen["figure mark crash"] and seen["story duplicate delivery"], seen
-    assert seen["figure caption disposition"], seen
+    assert seen["figure caption disposition"] and seen["figure notes more"], seen
 
 
 def test_chrome_export_names_the_worker_run_and_op_of_its_events(judged):
