@@ -195,7 +195,7 @@ def lane_table(item: Item, origin: int) -> str:
     """Every event of the trace, one row each (a port call and its result share a row, as
     `crashlab show` prints them), each row anchored by its sequence number (``#e-74``) so
     that cited evidence is one click away."""
-    from .text import _outcome
+    from .text import who_and_body
 
     results = {ev.get("call"): ev for ev in item.events or () if ev.get("lane") == "port" and ev.get("kind") == "result"}
     calls = {ev.get("seq") for ev in item.events or () if ev.get("lane") == "port" and ev.get("kind") == "call"}
@@ -206,21 +206,17 @@ def lane_table(item: Item, origin: int) -> str:
             continue
         seq = ev.get("seq")
         extra = ""
-        if lane == "port" and kind == "call":
-            res = results.get(seq)
-            who = ev.get("worker") or ev.get("run") or ""
-            body = (f"#{seq} {format_time(int(ev.get('t') or 0), origin)} {who} {ev.get('port')}.{ev.get('op')}"
-                    f"({style._args(ev.get('args'), 70)}) {_outcome(res, origin, int(ev.get('t') or 0))}")
-            if res is not None:
-                extra = f"<a id=\"e-{e(res.get('seq'))}\"></a>#{e(res.get('seq'))}"
-        else:
-            body = style.summarize(ev, origin)
+        res = results.get(seq) if lane == "port" and kind == "call" else None
+        if res is not None:
+            extra = f"<a id=\"e-{e(res.get('seq'))}\"></a>#{e(res.get('seq'))}"
+        # who did it: crashlab for its own acts (a grant, a failpoint, a crash, a takeover), as show prints it
+        who, body = who_and_body(ev, results, origin)
         rows.append(f"<tr id='e-{e(seq)}'><td class='mono'>{e(seq)}{'<br>' + extra if extra else ''}</td>"
                     f"<td class='mono'>{e(format_time(int(ev.get('t') or 0), origin))}</td>"
-                    f"<td>{e(lane)}</td><td class='mono'>{e(body)}</td></tr>")
+                    f"<td>{e(lane)}</td><td class='mono'>{e(who)}</td><td class='mono'>{e(body)}</td></tr>")
     return ("<details id='events'><summary>State/event table: every event of the trace, a port call and its result on "
             f"one row ({len(rows)} rows); cited evidence links here</summary><div class='scroll'><table><tr><th>seq</th>"
-            "<th>time</th><th>lane</th><th>event</th></tr>" + "".join(rows) + "</table></div></details>")
+            "<th>time</th><th>lane</th><th>who</th><th>event</th></tr>" + "".join(rows) + "</table></div></details>")
 
 
 # --------------------------------------------------------------------------- pages

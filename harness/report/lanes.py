@@ -121,6 +121,7 @@ def lanes(events: list[dict]) -> Lanes:
     marks: dict[str, list[Mark]] = {}
     markers: list[Mark] = []
     last = 0
+    last_of = {ev["worker"]: ev.get("seq", 0) for ev in events if ev.get("worker")}   # each worker's last event
     for ev in events:
         lane, kind, t, seq = ev.get("lane"), ev.get("kind"), ev.get("t", 0), ev.get("seq", 0)
         if lane in ("meta", "port") or (lane == "world" and kind in ("deliver", "approval_granted")):
@@ -143,13 +144,15 @@ def lanes(events: list[dict]) -> Lanes:
                 workers[wname] = {"name": wname, "run": ev.get("run"), "start": t, "end": None,
                                   "end_kind": "alive", "seq": seq, "pauses": []}
             elif kind in ("stop", "adapter_fault") and w is not None and w["end"] is None:
-                # a stale worker a replacement had taken over is stopped by crashlab: replaced, not finished
-                replaced = kind == "stop" and str(ev.get("reason") or "").startswith("stale")
-                w["end"] = t
-                w["end_kind"] = "replaced" if replaced else "finished" if kind == "stop" else "adapter_fault"
                 if kind == "adapter_fault":
                     marks.setdefault(wname, []).append(Mark(t=t, seq=seq, kind="adapter_fault", ok=False,
                                                             label=str(ev.get("fault"))))
+                # a fault the worker went on after (a refused checkpoint) is a mark on it, not its end;
+                # a stale worker a replacement had taken over is stopped by crashlab: replaced, not finished
+                if kind == "stop" or seq == last_of.get(wname):
+                    replaced = kind == "stop" and str(ev.get("reason") or "").startswith("stale")
+                    w["end"] = t
+                    w["end_kind"] = "replaced" if replaced else "finished" if kind == "stop" else "adapter_fault"
             elif kind == "takeover":
                 markers.append(Mark(t=t, seq=seq, kind="takeover", label=f"takeover of {ev.get('stale')}",
                                     actor=CRASHLAB))

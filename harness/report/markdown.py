@@ -71,8 +71,11 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
                     lines.append(f"    - rule ({md(str(p.rule.get('source')))}): \"{md(str(p.rule.get('quote')))}\"")
                 if p.fix:
                     lines.append(f"    - what to change: {md(str(p.fix.get('text')))} ({md(str(p.fix.get('see')))})")
-            if len(entries) > 3:
-                lines.append(f"  - … {len(entries) - 3} more")
+            if len(entries) > 3:         # what it counts, and the scenarios they are in
+                rest = entries[3:]
+                scenarios = sorted({lp.scenario for lp in rest})
+                lines.append(f"  - … {len(rest)} more finding{'s' if len(rest) != 1 else ''} in {len(scenarios)} "
+                             f"scenario{'s' if len(scenarios) != 1 else ''}: {', '.join(md(s) for s in scenarios)}")
     findings = group(items, card)
     if findings:
         lines += ["", "### Findings", "", "| rule | scenarios | first example |", "|---|---|---|"]

@@ -53,6 +53,7 @@ def lines(events: list[dict], *, lanes: set[str] | None = None, worker: str | No
             focus = named.get("call") if isinstance(named.get("call"), int) else around
         cited.add(focus)
     shown: list[tuple[int, str]] = []
+    width = seq_width(events)
     for ev in events[1:]:
         lane, kind = ev.get("lane"), ev.get("kind")
         if lane == "meta" or (lane == "port" and kind == "result"):
@@ -62,23 +63,14 @@ def lines(events: list[dict], *, lanes: set[str] | None = None, worker: str | No
         target = ev.get("worker") or ev.get("run") or ""
         if worker and not (target == worker or target.endswith("/" + worker)):
             continue
-        # crashlab's own action (a grant, a failpoint, a crash, a takeover) is crashlab's, done to its target
-        who = actor(ev) or target
         if lane == "port" and kind == "call":
             res = results.get(ev.get("seq"))
             if not everything and ev.get("seq") not in cited and ((ev.get("port"), ev.get("op")) in QUIET_CALLS or (
                     ev.get("port"), ev.get("op")) == ("inbox", "poll") and res is not None and res.get("ok")
                     and not (res.get("value") or {}).get("events")):
                 continue
-            body = (f"{ev.get('port')}.{ev.get('op')}({style._args(ev.get('args'), 70)}) "
-                    + _outcome(res, origin, int(ev.get("t") or 0)))
-        else:
-            body = style.summarize(ev, origin).split(" ", 2)[2]
-            if target and body.startswith(target + " "):
-                body = body[len(target) + 1:]
-            if who != target and target:
-                body = f"{target}: {body}"
-        text = (f"{ev.get('seq'):>5}  {format_time(int(ev.get('t') or 0), origin):<14} {lane:<9} "
+        who, body = who_and_body(ev, results, origin)
+        text = (f"{ev.get('seq'):>{width}}  {format_time(int(ev.get('t') or 0), origin):<14} {lane:<9} "
                 f"{style.shorten(who, 14):<14} {body}")
         shown.append((int(ev.get("seq") or 0), text))
     if around is not None:
@@ -86,6 +78,29 @@ def lines(events: list[dict], *, lanes: set[str] | None = None, worker: str | No
         lo, hi = max(0, at - context), min(len(shown), at + context + 1)
         return [(">>" + text[2:]) if seq == focus else text for seq, text in shown[lo:hi]]
     return [text for _, text in shown]
+
+
+def who_and_body(ev: dict, results: dict, origin: int) -> tuple[str, str]:
+    """One event's actor and what it did, as `crashlab show` and the report's event table print
+    them: a port call with its result on one line; crashlab's own action (a grant, a failpoint, a
+    crash, a takeover) is crashlab's, done to its target (``worker-1: crash ...``)."""
+    target = ev.get("worker") or ev.get("run") or ""
+    who = actor(ev) or target
+    if ev.get("lane") == "port" and ev.get("kind") == "call":
+        return who, (f"{ev.get('port')}.{ev.get('op')}({style._args(ev.get('args'), 70)}) "
+                     + _outcome(results.get(ev.get("seq")), origin, int(ev.get("t") or 0)))
+    body = style.summarize(ev, origin).split(" ", 2)[2]
+    if target and body.startswith(target + " "):
+        body = body[len(target) + 1:]
+    if who != target and target:
+        body = f"{target}: {body}"
+    return who, body
+
+
+def seq_width(events: list[dict]) -> int:
+    """The seq column's width: two spaces to spare before the longest number, where ``--around``
+    puts its ``>>`` (never over a digit of the number it marks)."""
+    return max(5, len(str(max((int(ev.get("seq") or 0) for ev in events), default=0))) + 2)
 
 
 def header(events: list[dict]) -> list[str]:
@@ -97,7 +112,7 @@ def header(events: list[dict]) -> list[str]:
     return [f"{head.get('scenario')} — {head.get('title')}",
             f"seed {head.get('seed')} · adapter {head.get('adapter')} · clock from {format_time(0, origin)}"
             + (f" · runs: {runs}" if runs else ""),
-            f"{'seq':>5}  {'time':<14} {'lane':<9} {'who':<14} event"]
+            f"{'seq':>{seq_width(events)}}  {'time':<14} {'lane':<9} {'who':<14} event"]
 
 
 def dispositions(events: list[dict]) -> list[str]:
