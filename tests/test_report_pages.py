@@ -221,3 +221,20 @@ def test_the_index_names_each_runs_disposition_on_its_own_line():
     html = scenarios_html([item(multi), item(result("one"))])
     assert '<span class="muted">run-1</span> CANCELLED_NO_EFFECT<br><span class="muted">run-2</span> none' in html
     assert "<td>SUCCEEDED</td>" in html                     # a single run: its disposition alone
+
+
+def test_expected_and_observed_effects_count_the_same_records_in_words(tmp_path):
+    """The page counts remote effects as the expectation does (the runs' own operation), lists the
+    other records apart, and writes an expectation per run in words, never as a Python dict."""
+    import re
+
+    paths = [TRACES / f"{n}.jsonl" for n in ("crash-6-after-checkpoint-before-notify",
+                                              "combined-cancel-racing-conditional-prepare")]
+    render_inputs(paths, tmp_path / "out")
+    six = (tmp_path / "out" / "scenarios" / f"{paths[0].stem}.html").read_text(encoding="utf-8")
+    assert "remote effects of reservation.reserve: 1<" in six
+    assert re.search(r"remote effects of reservation\.reserve: 1 \(R-1\); other records the runs made: M-1 "
+                     r"\(notification\)", six), six
+    race = (tmp_path / "out" / "scenarios" / f"{paths[1].stem}.html").read_text(encoding="utf-8")
+    assert "{&#x27;" not in race and "{'" not in race
+    assert re.search(r"remote effects of reservation\.reserve: run-a 0, run-b 0", race), race

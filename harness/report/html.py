@@ -234,6 +234,27 @@ def repro_html(item: Item, *, no_answers: bool = False) -> str:
     return f'<p><b>Reproduce</b>{note}</p><pre class="repro"><code>{e(line)}</code></pre>'
 
 
+def _forward_words(head: dict) -> str:
+    """The runs' own operations, as the effect expectation counts them: ``reservation.reserve``."""
+    ops = dict.fromkeys(f"{run.get('service')}.{run.get('operation')}" for run in head.get("runs") or ()
+                        if isinstance(run, dict))
+    return ", ".join(ops) or "the runs' operations"
+
+
+def _effects_words(want) -> str:
+    """An ``expect.remote_effects`` value in words: ``1``, ``between 0 and 1``, ``run-a 0, run-b 0``."""
+    if isinstance(want, bool) or not isinstance(want, (int, dict)):
+        return str(want)
+    if isinstance(want, int):
+        return str(want)
+    parts = []
+    lo, hi = want.get("min"), want.get("max")
+    if lo is not None or hi is not None:
+        parts.append(f"between {lo if lo is not None else 0} and {hi if hi is not None else 'any'}")
+    parts += [f"{run} {n}" for run, n in want.items() if run not in ("min", "max")]
+    return ", ".join(parts) or "any"
+
+
 def expected_observed(item: Item) -> str:
     """What the scenario expected (its ``expect`` block) next to what the run did."""
     head = (item.events or [{}])[0]
@@ -246,10 +267,18 @@ def expected_observed(item: Item) -> str:
                                       if isinstance(want, dict) else " or ".join(str(d) for d in want)))
     obs.append("disposition: " + (", ".join(f"{run} {d or 'none'}" for run, d in r.dispositions.items()) or "none"))
     if expect.get("remote_effects") is not None:
-        exp.append(f"remote effects: {expect['remote_effects']}")
+        exp.append(f"remote effects of {_forward_words(head)}: {_effects_words(expect['remote_effects'])}")
     if item.lanes is not None:
-        own = [x for x in item.lanes.effects if x.cause != "other_actor" and not x.compensates]
-        obs.append(f"remote effects: {len(own)}" + (f" ({', '.join(x.ref for x in own[:6])})" if own else ""))
+        # counted as the expectation counts them (EXP-EFFECTS): the records of the runs' own operations;
+        # the rest of the run's records (a notification, a release) are listed apart
+        forward = {str(run.get("service")) for run in head.get("runs") or () if isinstance(run, dict)}
+        mine = [x for x in item.lanes.effects if x.cause != "other_actor" and not x.compensates]
+        own = [x for x in mine if x.service in forward]
+        other = [x for x in mine if x.service not in forward]
+        obs.append(f"remote effects of {_forward_words(head)}: {len(own)}"
+                   + (f" ({', '.join(x.ref for x in own[:6])})" if own else "")
+                   + (f"; other records the runs made: {', '.join(f'{x.ref} ({x.service})' for x in other[:6])}"
+                      if other else ""))
     if expect.get("evidence"):
         exp.append("evidence: " + "; ".join(evidence_words(x, quote=str) for x in expect["evidence"]))
     if not exp:
