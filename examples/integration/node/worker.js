@@ -379,6 +379,16 @@ class Worker {
       if (attempts >= ATTEMPT_CEILING) {
         return this.finishRun("WAITING_RETRY", "operator", `attempt ceiling ${ATTEMPT_CEILING} spent, nothing sent took effect`);
       }
+      // a retry-after recorded before a restart binds this worker too: wait out what is left of it
+      const last = (this.latest(e.key).observations || []).slice(-1)[0];
+      if (last && last.retry_after_ms && last.wall_ms) {
+        const left = last.wall_ms + last.retry_after_ms - Date.now();
+        if (left > 0) {
+          log(`a recorded retry-after: ${left.toFixed(0)} ms left before attempt ${attempts + 1}`);
+          await sleep(left);
+          store.renew(this.ttlWall());
+        }
+      }
       const r = await this.send(e, prof);
       if (r === "sent-ok") return "CONFIRMED";
       if (r === "stop") return "STOPPED";
