@@ -176,3 +176,14 @@ def test_a_not_judgeable_line_shows_what_the_checks_would_have_charged(out):
     unjudged = page.split("invariants not judgeable on an integration run", 1)[1].split("</details>", 1)[0]
     assert "the checks would have charged" in unjudged
     assert html.escape(line.finding) in unjudged
+
+
+def test_the_docs_table_lists_every_rule_the_card_cannot_judge_and_no_other():
+    from crashlab.integrate.card import NOT_JUDGEABLE, OWN_JUDGED
+
+    doc = (ROOT / "docs" / "integration.md").read_text()
+    table = doc.split("<!-- the not-judgeable table -->", 1)[1].split("\n\n", 1)[0]
+    rows = [row for row in table.strip().splitlines()[2:] if row.startswith("|")]
+    listed = {rule.strip() for row in rows for rule in row.split("|")[1].split(",")}
+    assert listed == set(NOT_JUDGEABLE) - OWN_JUDGED
+    assert not {"OWN-04", "FENCE-01", "EVT-01"} & set(NOT_JUDGEABLE)

@@ -8,9 +8,16 @@ in the platform ports of the simulator (the lease, the operator, authority, depl
 backoff clock) is not visible from outside a real worker: those rules are *not judgeable*, and
 their findings are listed but never decide the verdict.
 
+Some rules the card judges on its own evidence: OWN-03 on the order of the worker's store rows,
+FENCE-01 on the fence each send carried against the sender's own ledger row, OWN-04 on the finish
+row's next_owner (its escalation half is the operator port's). A rule it cannot judge shows the
+finding the checks would have charged, never deciding the verdict.
+
 Verdict: fail when a judgeable rule is violated; inconclusive (exit 2) when one of the minimum
-set could not be judged (the store was not readable, say) or the checks themselves said
-unknown; pass otherwise.
+set could not be judged (the store was not readable, say), the checks themselves said unknown, or a
+premise of the scenario did not happen (a rule that met no request, a failpoint that never fired:
+the supervisor's notes; an early-read window that closed before the run's first read:
+:func:`early_read_missed`); pass otherwise.
 
 The card is a function of the trace alone (:func:`judged`): ``crashlab integrate`` writes what the
 supervisor saw that the events do not show (the store views it could read, the wall-clock cuts,
