@@ -422,7 +422,7 @@ def test_a_scenario_whose_faults_never_met_a_request_under_real_time_is_inconclu
                                 "fault": "lost_response"}]})
     outcome = integrate(sc, worker=careful(out), out=out)
     assert outcome.card.verdict == "inconclusive", outcome.card.text()
-    assert any("none of the scenario's 1 fault, crash or pause rule(s) met a request" in r for r in outcome.card.reasons)
+    assert any("lost_response on reservation.reserve #1 did not happen: it met no request" in r for r in outcome.card.reasons)
 
 
 def test_the_suite_is_the_integration_tag_and_docs_list_every_library_scenario_in_or_out():

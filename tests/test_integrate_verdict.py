@@ -81,10 +81,11 @@ def same_verdict_everywhere(outcome, capsys) -> None:
 def test_the_careful_worker_on_fieldops_no_key_lookup_passes_for_check_too(out, capsys):
     outcome = integrate(resolve("fieldops-no-key-lookup"), worker=careful(out), out=out)
     assert outcome.card.verdict == "pass", outcome.card.text()
-    assert lines(outcome.card)["OWN-04"].status == "not judgeable"
+    assert lines(outcome.card)["OWN-04"].status == "pass"     # judged on the finish row's next_owner
     same_verdict_everywhere(outcome, capsys)
     result = check_trace(read_jsonl(outcome.trace))
-    assert any(n.startswith("OWN-04 not judgeable on an integration run") for n in result.notes)
+    # the escalation half of OWN-04 (the operator port) is a note, never a failure
+    assert any(n.startswith("OWN-04 pass on an integration run") for n in result.notes)
     # no intake deadline in this scenario: nothing for the deadline rules to judge
     assert lines(outcome.card)["DEAD-01"].status == "not exercised"
     assert lines(outcome.card)["DEAD-02"].status == "not exercised"

@@ -21,6 +21,8 @@ Retry-After; 409 waits for the key to settle and reads it.
   short_throttle_wait wait a fifth of a 429's Retry-After before sending again
   ignores_cancellation read the inbox and go on: a delivered cancellation never stops a send
   tenantless_key      derive the key from the intent without its tenant and principal
+  trusts_early_negative take the first read that finds nothing as proof that nothing was sent, and
+                      send again (before the late-delivery bound, or while the reads still lag)
 """
 from __future__ import annotations
 
@@ -258,7 +260,7 @@ TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EF
             "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN"}
 ATTEMPT_CEILING = 5
 MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait",
-            "ignores_cancellation", "tenantless_key")
+            "ignores_cancellation", "tenantless_key", "trusts_early_negative")
 LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
@@ -531,6 +533,11 @@ class Worker:
                 self.append("CONFIRMED", remote_ref=found[0]["ref"],
                             reconciliation=[{"query": lookup, "as_of": data.get("as_of"), "found": True}],
                             evidence=[f"{lookup} read found {found[0]['ref']}"])
+                return
+            if self.mistake == "trusts_early_negative":     # one negative read, whatever it could settle
+                self.append("PROPOSED", reconciliation=[{"query": lookup, "as_of": data.get("as_of"),
+                                                         "found": False}],
+                            evidence=[f"{lookup} read found nothing: taken as not sent"])
                 return
             if settled and data.get("consistency") == "strong":
                 self.append("PROPOSED", reconciliation=[{"query": lookup, "as_of": data.get("as_of"),

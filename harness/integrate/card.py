@@ -8,9 +8,16 @@ in the platform ports of the simulator (the lease, the operator, authority, depl
 backoff clock) is not visible from outside a real worker: those rules are *not judgeable*, and
 their findings are listed but never decide the verdict.
 
+Some rules the card judges on its own evidence: OWN-03 on the order of the worker's store rows,
+FENCE-01 on the fence each send carried against the sender's own ledger row, OWN-04 on the finish
+row's next_owner (its escalation half is the operator port's). A rule it cannot judge shows the
+finding the checks would have charged, never deciding the verdict.
+
 Verdict: fail when a judgeable rule is violated; inconclusive (exit 2) when one of the minimum
-set could not be judged (the store was not readable, say) or the checks themselves said
-unknown; pass otherwise.
+set could not be judged (the store was not readable, say), the checks themselves said unknown, or a
+premise of the scenario did not happen (a rule that met no request, a failpoint that never fired:
+the supervisor's notes; an early-read window that closed before the run's first read:
+:func:`early_read_missed`); pass otherwise.
 
 The card is a function of the trace alone (:func:`judged`): ``crashlab integrate`` writes what the
 supervisor saw that the events do not show (the store views it could read, the wall-clock cuts,
@@ -26,6 +33,7 @@ from dataclasses import dataclass, replace
 from ..checks.invariants import BY_ID, EXPECTATIONS, INVARIANTS
 from ..exercised import counts, idle
 from ..results import ScenarioResult, Violation
+from ..timefmt import format_time
 
 MINIMUM = ("EFF-01", "PREP-02", "RETRY-01", "REC-01", "TRUTH-01")
 LIMITATION = ("synthetic service on loopback, scaled time: supports 'the worker does not duplicate against a "
@@ -35,8 +43,7 @@ _LEASE = "the worker's lease is its own; the trace holds the supervisor's grant 
          "the worker's epochs and renewals"
 #: invariant -> why an integration run cannot judge it (absent: judgeable).
 NOT_JUDGEABLE: dict[str, str] = {
-    "OWN-01": _LEASE, "OWN-02": _LEASE, "OWN-03": _LEASE, "FENCE-01": _LEASE, "LEASE-01": _LEASE,
-    "OWN-04": "escalation goes through the simulator's operator port; a real worker's escalation is not read",
+    "OWN-01": _LEASE, "OWN-02": _LEASE, "OWN-03": _LEASE, "LEASE-01": _LEASE,
     "PKT-01": "decision packets go through the simulator's operator port",
     "PKT-02": "decision packets go through the simulator's operator port",
     "RETRY-02": "backoff is judged on clock.sleep records; a real worker's sleeps are not observed",
@@ -45,8 +52,8 @@ NOT_JUDGEABLE: dict[str, str] = {
     "AUTH-02": "credentials and permissions live in the simulator's authority port",
     "MIG-01": "deployments (code versions) are the simulator's; the sandbox does not redeploy a worker",
     "PIN-01": "deployments (code versions) are the simulator's; the sandbox does not redeploy a worker",
-    "EVT-01": "duplicate events are judged on inbox acknowledgements the store views do not carry",
-    "EVT-02": "duplicate events are judged on inbox acknowledgements the store views do not carry",
+    "EVT-02": "a duplicate's disposition is read from the worker's checkpoints, and the example workers do not record "
+              "one yet (docs/integration.md, \"Rules an integration run cannot judge\")",
     "EXP-DISPOSITION-AT": "a disposition at a named scenario time depends on wall-clock luck under scaled time",
 }
 #: invariants that need the worker's store views (the minimum set's reason when they are missing).
@@ -83,6 +90,54 @@ def refusal_codes(trace) -> dict[int, str]:
             if e.get("kind") == "result" and e.get("ok") is False and isinstance(e.get("error"), dict)}
 
 
+#: OWN-04 on an integration card: the finish row carries next_owner; the escalation does not reach crashlab
+OWN_04_PART = ("judged on the finish row: every finish that leaves something unresolved names an accountable "
+               "next_owner (its escalation with a decision packet goes through the simulator's operator port, "
+               "which a real worker does not call: not judged)")
+
+
+def _escalation_only(v) -> bool:
+    """An OWN-04 finding about the escalation (no escalation, or its packet's sections), which a real
+    worker's trace cannot show; the finish row's missing next_owner is the part the card judges."""
+    return v.invariant == "OWN-04" and "names no next_owner" not in v.message
+
+
+#: the rules the card judges itself, on the worker's store and the sandbox's requests
+OWN_JUDGED = frozenset({"OWN-03", "FENCE-01"})
+#: FENCE-01 on an integration card: the fence the sandbox received against the worker's own ledger
+FENCE_OWN = ("judged on the sandbox's requests and the worker's ledger: every send to a fencing service carries as "
+             "its fence the lease epoch of the sender's own SENT_UNKNOWN row for that key (the worker's lease is "
+             "its own; its ledger says which epoch it held)")
+
+
+def unfenced_sends(trace) -> list[str]:
+    """Sends to a fencing service (the header's profile) whose ``fence`` is not the lease epoch the sender's
+    latest ledger row of the same key names: the epoch the worker itself recorded before it sent."""
+    from ..model import is_dispatch
+
+    head = trace[0] if trace else {}
+    services = head.get("services") if isinstance(head.get("services"), dict) else {}
+    last: dict = {}
+    out = []
+    for e in trace:
+        if e.get("kind") == "ledger" and isinstance(e.get("epoch"), int):
+            last[(e.get("run"), e.get("worker"), e.get("key"))] = (e["epoch"], e["seq"])
+        if e.get("lane") != "port" or e.get("kind") != "call" or not is_dispatch(str(e.get("port")), str(e.get("op"))):
+            continue
+        if not (services.get(e.get("port")) or {}).get("fencing"):
+            continue
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        held = last.get((e.get("run"), e.get("worker"), args.get("key")))
+        if held is None:
+            continue           # no ledger row of its own before the send: PREP-02's finding
+        fence = args.get("fence")
+        if fence != held[0] or isinstance(fence, bool):
+            said = "no fence" if fence is None else f"fence {fence!r}"
+            out.append(f"{e.get('run')}: {e.get('port')}.{e.get('op')} #{e['seq']} by {e.get('worker')} carries {said} to a fencing "
+                       f"service; its own ledger row #{held[1]} for {args.get('key')} names lease epoch {held[0]}")
+    return out
+
+
 #: OWN-03 on an integration card: what the worker's store alone shows of it
 STORE_ORDER = ("judged on the worker's store alone: in each of its tables, no row carries a lease epoch lower than "
                "an earlier row's (whether an epoch was the live lease is the worker's own lease, not judgeable)")
@@ -107,11 +162,68 @@ def stale_rows(trace) -> list[str]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+#: the reads that identify an effect (a lookup by key, a search, a registry's version read)
+READS = frozenset({"lookup", "search", "get_version", "aggregate"})
+
+
+def early_read_missed(trace) -> list[str]:
+    """The early-read windows a run never met. Where an ambiguous send's effect becomes visible only
+    later (it lands late, or the service's reads lag its commits), the scenario tests what the worker
+    does with a read made before then. Under scaled real time that window is a few hundred milliseconds:
+    a worker on a loaded machine may make its first read after it closed and see the effect, so a
+    worker that trusts one early negative read would pass by luck. Each such window whose run's first
+    read of the service came after it closed is returned as a reason (the card is then inconclusive)."""
+    head = trace[0] if trace else {}
+    services = head.get("services") if isinstance(head.get("services"), dict) else {}
+    calls, answers, late = {}, {}, set()
+    for e in trace:
+        if e.get("lane") == "port" and e.get("kind") == "call":
+            calls[e.get("seq")] = e
+        elif e.get("lane") == "port" and e.get("kind") == "result":
+            answers[e.get("call")] = e
+        elif e.get("kind") == "late_arrival":
+            late.add(e.get("call"))
+    origin = head.get("origin_ms") if isinstance(head.get("origin_ms"), int) else 0
+    out = []
+    for e in trace:
+        sent = calls.get(e.get("call"))
+        if e.get("kind") != "effect" or sent is None or not isinstance(e.get("t"), int):
+            continue
+        profile = services.get(sent.get("port")) if isinstance(services.get(sent.get("port")), dict) else {}
+        lag = profile.get("lag_ms") if isinstance(profile.get("lag_ms"), int) else 0
+        if e.get("call") in late:
+            visible, how = e["t"], "the late arrival landed"
+        elif profile.get("consistency") == "eventual" and lag > 0:
+            visible, how = e["t"] + lag, f"its reads caught up with the commit ({lag} ms of lag)"
+        else:
+            continue
+        first = next((c for s, c in sorted(calls.items()) if s > sent["seq"] and c.get("run") == sent.get("run")
+                      and c.get("port") == sent.get("port") and c.get("op") in READS
+                      and (answers.get(s) or {}).get("delivered") is not False and s in answers), None)
+        if first is None:
+            continue           # no read at all: nothing to be early or late (the other rules judge that)
+        answered = answers[first["seq"]].get("t")
+        if isinstance(answered, int) and answered >= visible:
+            out.append(f"{sent.get('run')}: the early-read window of {sent.get('port')}.{sent.get('op')} #{sent['seq']} "
+                       f"closed before the run's first read: {how} at {format_time(visible, origin)}, and the first "
+                       f"{first.get('port')}.{first.get('op')} (#{first['seq']}) was answered at "
+                       f"{format_time(answered, origin)}, so "
+                       "what the worker does with an early negative read was not tested (the worker or the machine "
+                       "was slower than the window; run again, or with a lower --time-scale)")
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Line:
     invariant: str
     status: str          # pass | fail | not judgeable | not exercised
     why: str             # for fail: the first finding; for not judgeable and not exercised: the reason
+    finding: str | None = None   # not judgeable: the first finding the checks would have charged (None: none)
+
+    def judgeable_text(self) -> str:
+        """A not-judgeable line as the card prints it: why, and what the checks would have charged."""
+        tail = f"; the checks would have charged: {self.finding}" if self.finding else ""
+        return f"{self.why}{tail}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +283,9 @@ class Card:
         if idle:
             out.append(f"  not exercised (nothing in this run to judge them on): {', '.join(idle)}")
         reasons: dict[str, list[str]] = {}
-        for line in self.lines:
+        for line in self.lines:       # grouped by why; a line with a finding stands alone, showing it
             if line.status == "not judgeable":
-                reasons.setdefault(line.why, []).append(line.invariant)
+                reasons.setdefault(line.judgeable_text(), []).append(line.invariant)
         for why, ids in reasons.items():
             out.append(f"  not judgeable: {', '.join(ids)}: {why}")
         out.extend(f"  inconclusive: {r}" for r in self.reasons)
@@ -185,7 +297,8 @@ class Card:
     def to_json(self) -> dict:
         out = {"scenario": self.scenario, "verdict": self.verdict, "limitation": LIMITATION,
                "reasons": list(self.reasons),
-               "invariants": [{"id": l.invariant, "status": l.status, "why": l.why} for l in self.lines]}
+               "invariants": [{"id": l.invariant, "status": l.status, "why": l.why}
+                              | ({"finding": l.finding} if l.status == "not judgeable" else {}) for l in self.lines]}
         if self.runtime is not None:
             out["runtime"] = self.runtime.to_json()
         return out
@@ -211,7 +324,7 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
     refusals = refusal_codes(trace)
     indistinct = [v for v in result.violations if _indistinct(v, refusals)]
     for v in result.violations:
-        if not _unobservable(v) and not _indistinct(v, refusals):
+        if not _unobservable(v) and not _indistinct(v, refusals) and not _escalation_only(v):
             findings.setdefault(v.invariant, []).append(v)
     lines = []
     facts = counts(list(trace)) if trace else None
@@ -219,11 +332,17 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
     for inv in INVARIANTS + EXPECTATIONS:
         nothing = idle(inv.id, facts) if facts is not None and inv.id not in found else None
         if nothing is not None:
-            lines.append(Line(inv.id, "not exercised", nothing))
+            lines.append(Line(invariant=inv.id, status="not exercised", why=nothing))
             continue
         if inv.id == "OWN-03" and trace and not store_missing:
             stale = stale_rows(trace)
-            lines.append(Line(inv.id, "fail", stale[0]) if stale else Line(inv.id, "pass", STORE_ORDER))
+            lines.append(Line(invariant=inv.id, status="fail", why=stale[0]) if stale
+                         else Line(invariant=inv.id, status="pass", why=STORE_ORDER))
+            continue
+        if inv.id == "FENCE-01" and trace and not store_missing:
+            unfenced = unfenced_sends(trace)
+            lines.append(Line(invariant=inv.id, status="fail", why=unfenced[0]) if unfenced
+                         else Line(invariant=inv.id, status="pass", why=FENCE_OWN))
             continue
         why = NOT_JUDGEABLE.get(inv.id)
         if why is None and unplaced and inv.id.startswith("EXP-"):
@@ -241,22 +360,27 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
         if why is None and store_missing and inv.id in NEEDS_STORE:
             why = "the worker's store views were not readable (" + ", ".join(
                 sorted({"ledger", "checkpoints", "finish"} - views)) + ": missing, or unreadable as the reasons say)"
+        charged = next((v.message for v in result.violations if v.invariant == inv.id), None)
         if why is not None:
-            lines.append(Line(inv.id, "not judgeable", why))
+            lines.append(Line(invariant=inv.id, status="not judgeable", why=why, finding=charged))
         elif inv.id == "EXP-EVIDENCE" and unobserved and inv.id not in findings:
-            lines.append(Line(inv.id, "not judgeable", "the scenario requires evidence a real worker produces "
-                              f"inside itself ({unobserved[0].message})"))
+            lines.append(Line(invariant=inv.id, status="not judgeable", finding=charged,
+                              why=f"the scenario requires evidence a real worker produces inside itself "
+                                  f"({unobserved[0].message})"))
         elif inv.id == "CLS-03" and indistinct and inv.id not in findings:
-            lines.append(Line(inv.id, "not judgeable", _INDISTINCT_WHY))
+            lines.append(Line(invariant=inv.id, status="not judgeable", why=_INDISTINCT_WHY, finding=charged))
         elif inv.id in findings:
-            lines.append(Line(inv.id, "fail", findings[inv.id][0].message))
+            lines.append(Line(invariant=inv.id, status="fail", why=findings[inv.id][0].message))
+        elif inv.id == "OWN-04":
+            lines.append(Line(invariant=inv.id, status="pass", why=OWN_04_PART))
         else:
-            lines.append(Line(inv.id, "pass", BY_ID[inv.id].statement))
+            lines.append(Line(invariant=inv.id, status="pass", why=BY_ID[inv.id].statement))
     reasons = [f"{line.invariant} is in the minimum set and was not judgeable: {line.why}"
                for line in lines if line.invariant in MINIMUM and line.status == "not judgeable"]
     if result.verdict == "unknown":
         reasons.extend(result.notes or ("the checks could not judge every run",))
     reasons.extend(notes)
+    reasons.extend(early_read_missed(list(trace)))
     reasons.extend(cut)
     reasons.extend(missed)
     failed = any(line.status == "fail" for line in lines)
@@ -329,7 +453,8 @@ def as_result(raw: ScenarioResult, judged_card: Card) -> ScenarioResult:
     card could not judge as a note (never a failure), the card's reasons as notes."""
     status = {line.invariant: line for line in judged_card.lines}
     failing = {i for i, line in status.items() if line.status == "fail"}
-    violations = [v for v in raw.violations if v.invariant in failing]
+    # a rule the card judges on its own (OWN-03, FENCE-01) is told by the card's finding, not the checks'
+    violations = [v for v in raw.violations if v.invariant in failing and v.invariant not in OWN_JUDGED]
     notes = []
     for v in raw.violations:
         line = status.get(v.invariant)

@@ -82,16 +82,14 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
                      runtime_name=runtime.name if runtime is not None and server is not None else None)
     events = sup.run()
     path = out / f"{scenario.id}.jsonl"
+    # an intake on the clock is the run's start (a worker polls until it arrives), and its duplicates ask the
+    # same of a worker whenever they come: neither makes the expectations' outcome a matter of order
     timed = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events
              if ev.anchor is None and ev.run is not None and ev.type != "other_actor"
-             and ev.type not in UNDELIVERED]
+             and ev.type not in UNDELIVERED and not is_intake(ev)]
     undelivered = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events if ev.type in UNDELIVERED]
     views = set.intersection(*(rs.store.views_found for rs in sup.runs.values())) if sup.runs else set()
-    fired = any(ev.get("kind") in ("fault", "crash", "pause") for ev in events)
-    unexercised = [] if fired or not (timed and scenario.rules) else [
-        f"none of the scenario's {len(scenario.rules)} fault, crash or pause rule(s) met a request, and its "
-        f"{timed[0]} is on the clock: the run never reached what the scenario tests (under real time a clock "
-        "event may come before the requests it was meant to meet)"]
+    unexercised = unmet_rules(scenario, events, timed)
     # what the supervisor saw that the events do not show: in the header, so the card is the trace's own
     # (beside the run's options, which the supervisor wrote there for the repro line)
     events[0][FIELD] = {**(events[0].get(FIELD) or {}), "views": sorted(views), "notes": sup.notes + unexercised,
@@ -102,6 +100,57 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     if server is not None and runtime is not None:
         verdict = replace(verdict, runtime=runtime_section(runtime, server, ids, events, work))
     return Outcome(scenario=scenario.id, trace=path, result=result, card=verdict)
+
+
+def is_intake(ev) -> bool:
+    """A scenario event that delivers a run's intake (``type: event, kind: intake``)."""
+    return ev.type == "intake" or (ev.type == "event" and (ev.data or {}).get("kind") == "intake")
+
+
+def _rule_text(rule) -> str:
+    m = rule.match
+    call = ".".join(p for p in (m.port, m.op) if p) or "any call"
+    what = rule.fault if rule.action == "fault" else f"{rule.action} {rule.boundary}"
+    where = f" (line {rule.line})" if rule.line is not None else ""
+    return f"the {rule.action} rule{where}, {what} on {call}" + (f" #{m.nth}" if m.nth else "")
+
+
+def unmet_rules(scenario: Scenario, events: list[dict], timed: list[str] = ()) -> list[str]:
+    """The scenario's premises that did not happen, one reason each: a fault, crash or pause rule that
+    met no request, and a store failpoint armed in a worker that never fired (the worker never reached
+    it, or does not honour CRASHLAB_FAILPOINT). A scenario whose premise did not happen did not test
+    what it says: the card is inconclusive, never a pass (its other rules still fail a worker)."""
+    fired: set = set()
+    armed: dict = {}
+    stale = {ev.get("stale") for ev in events if ev.get("kind") == "takeover"}
+    # a crash rule met by a replaced worker's request is spent, as the sandbox spends it: no zombie is killed
+    zombie_calls = [(ev.get("port"), ev.get("op"), ev.get("nth")) for ev in events
+                    if ev.get("kind") == "call" and ev.get("lane") == "port" and ev.get("worker") in stale]
+    for ev in events:
+        kind = ev.get("kind")
+        if kind in ("fault", "crash", "pause"):
+            line = ev.get("rule_line")
+            fired.add(line if line is not None else (kind, ev.get("fault") if kind == "fault" else ev.get("boundary")))
+        elif kind == "failpoint":
+            armed.setdefault(ev.get("rule_line"), []).append(f"{ev.get('failpoint')} in {ev.get('worker')}")
+    clock = f"; the scenario's {timed[0]} is on the clock, and under real time a clock event may come before the " \
+            "requests it was meant to meet" if timed else ""
+    out = []
+    for rule in scenario.rules:
+        key = rule.line if rule.line is not None else (rule.action, rule.fault if rule.action == "fault" else rule.boundary)
+        m = rule.match
+        if key in fired or (rule.action == "crash" and any(
+                port == m.port and m.op in (None, op) and m.nth in (None, nth) for port, op, nth in zombie_calls)):
+            continue
+        if rule.line is not None and rule.line in armed:
+            out.append(f"{_rule_text(rule)} did not happen: its failpoint was armed ({', '.join(armed[rule.line])}) "
+                       "and never fired (the worker never reached that store write, or does not honour "
+                       "CRASHLAB_FAILPOINT: docs/integration.md, \"Failpoints\"), so the crash the scenario tests "
+                       "never happened")
+        else:
+            out.append(f"{_rule_text(rule)} did not happen: it met no request, so the run never reached what the "
+                       f"scenario tests{clock}")
+    return out
 
 
 def runtime_section(runtime: Runtime, server: Server, ids: dict[str, str], events: list[dict],

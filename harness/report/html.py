@@ -167,6 +167,14 @@ def coverage_html(r: ScenarioResult, events: list[dict] | None) -> str:
     def rows(ids) -> str:
         return "".join(f"<tr><td><code>{e(i)}</code></td><td>{e(statements.get(i, ''))}</td></tr>" for i in ids)
 
+    def unjudged(ids) -> str:      # the card's why, and the finding the checks would have charged
+        from ..integrate.card import judged
+
+        lines = {line.invariant: line for line in judged(events).lines}
+        return "".join(f"<tr><td><code>{e(i)}</code></td><td>{e(statements.get(i, ''))}</td>"
+                       f"<td>{e(lines[i].why) if i in lines else ''}</td>"
+                       f"<td>{e(lines[i].finding or '') if i in lines else ''}</td></tr>" for i in ids)
+
     facts = "".join(f"<tr><td>{e(label)}</td><td>{cov.counts.get(k, 0)}</td></tr>" for k, label in FACTS.items()
                     if not k.startswith("expect_"))
     return (f"<p><b>Exercised</b>: {e(headline(cov.counts))}</p>"
@@ -178,7 +186,8 @@ def coverage_html(r: ScenarioResult, events: list[dict] | None) -> str:
             "<th>statement</th></tr>" + rows(cov.not_exercised) + "</table></details>"
             + (f"<details><summary class='idle'>{len(cov.not_judgeable)} invariants not judgeable on an "
                "integration run (they live where a real worker's trace cannot show them: not a pass)</summary>"
-               "<table class='collapse'><tr><th>invariant</th><th>statement</th></tr>" + rows(cov.not_judgeable)
+               "<table class='collapse'><tr><th>invariant</th><th>statement</th><th>why not judgeable</th>"
+               "<th>the checks would have charged</th></tr>" + unjudged(cov.not_judgeable)
                + "</table></details>" if cov.not_judgeable else "") +
             "<details><summary>What the trace holds</summary><table><tr><th>fact</th><th>count</th></tr>"
             + facts + "</table></details>")
