@@ -109,8 +109,8 @@ PLAIN: tuple[Mutant, ...] = (
        "taken as proof that nothing landed, and the request is sent again.", _SEMANTIC,
        "Without that support, a negative read may be only temporarily negative.",
        "matrix-late-arrival-search-only", ("REC-01", "EFF-01"), gaps=("RETRY-01",),
-       note="RETRY-01 credits the resend: it counts the correction before it (PROPOSED after the early "
-            "empty search) as the read it needs, and REC-01 charges that correction instead."),
+       note="The resend follows a read, one that cannot prove absence: REC-01 (weak evidence), not RETRY-01 "
+            "(no read at all), which alone is the chapter's automatic failure of a blind retry."),
     _p("callback_confirms", "A completion callback in the inbox is recorded as the effect's confirmation.",
        "Late, duplicate, and reordered events",
        "A late tool callback for an old lease can contribute reconciliation evidence but cannot advance "
@@ -256,33 +256,35 @@ def write(page: Path, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="run the integration mutants and print the measured table")
-    ap.add_argument("--worker", choices=WORKERS, default="plain")
+    ap.add_argument("--worker", choices=WORKERS, action="append", help="plain (the default), or a runtime; repeatable")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--only", help="one mutant id")
     ap.add_argument("--out", type=Path, default=Path("/tmp/crashlab-mutants"))
     ap.add_argument("--write", type=Path, help="replace the measured table in this page")
     args = ap.parse_args(argv)
-    chosen = tuple(m for m in MUTANTS if m.worker == args.worker and args.only in (None, m.id))
+    workers = args.worker or ["plain"]
+    chosen = tuple(m for m in MUTANTS if m.worker in workers and args.only in (None, m.id))
     if not chosen:
-        raise SystemExit(f"--only: no {args.worker} mutant {args.only!r}")
-    runtime = server = None
-    if args.worker != "plain":
-        from crashlab.runtimes import load
-
-        runtime = load(args.worker)
-        server = runtime.start(args.out / "runtime")
+        raise SystemExit(f"--only: no {'/'.join(workers)} mutant {args.only!r}")
     results: dict[str, list[Measured]] = {}
-    try:
-        for n in range(args.runs):
-            for m in chosen:
-                for r in measure(m, args.out / f"run{n}", runtime=runtime, server=server):
-                    results.setdefault(m.id, []).append(r)
-                    flag = "" if not r.missing else f"  NOT CAUGHT BY {', '.join(r.missing)}"
-                    print(f"{r.mutant} @ {r.scenario}: {r.verdict} {', '.join(r.failed)} ({r.seconds}s){flag}",
-                          file=sys.stderr)
-    finally:
-        if server is not None:
-            server.stop()
+    for name in workers:
+        runtime = server = None
+        if name != "plain":
+            from crashlab.runtimes import load
+
+            runtime = load(name)
+            server = runtime.start(args.out / f"runtime-{name}")
+        try:
+            for n in range(args.runs):
+                for m in (m for m in chosen if m.worker == name):
+                    for r in measure(m, args.out / f"run{n}", runtime=runtime, server=server):
+                        results.setdefault(m.id, []).append(r)
+                        flag = "" if not r.missing else f"  NOT CAUGHT BY {', '.join(r.missing)}"
+                        print(f"{r.mutant} @ {r.scenario}: {r.verdict} {', '.join(r.failed)} ({r.seconds}s){flag}",
+                              file=sys.stderr)
+        finally:
+            if server is not None:
+                server.stop()
     text = table(results, chosen)
     print(text, end="")
     if args.write:
