@@ -62,7 +62,8 @@ class StepWorker(careful.Worker):
                                               "authoritative absence"])
             self.finish("CANCELLED_NO_EFFECT", "cancelled before the send")
             return
-        self.append("SENT_UNKNOWN", note="about to send")
+        if self.mistake != "sent_unknown_after":       # the mistake appends it after the answer (Worker.send)
+            self.append("SENT_UNKNOWN", note="about to send")
         if self.state != "EFFECT_IN_FLIGHT":
             self.write("EFFECT_IN_FLIGHT", self.knowledge)
         self.send()
