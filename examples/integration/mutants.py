@@ -237,7 +237,7 @@ def table(results: dict[str, list[Measured]], mutants: tuple[Mutant, ...]) -> st
             failed = Counter(r.failed for r in mine)
             caught = "; ".join(f"{', '.join(f) or 'nothing'}" + (f" ({n}/{len(mine)})" if len(failed) > 1 else "")
                                for f, n in failed.most_common())
-            named = ", ".join(m.rules) + (f"; not caught: {', '.join(m.gaps)}" if m.gaps else "")
+            named = "; ".join(filter(None, [", ".join(m.rules), f"not caught: {', '.join(m.gaps)}" if m.gaps else ""]))
             verdict = ", ".join(f"{v} {n}/{len(mine)}" for v, n in verdicts.most_common())
             rows.append(f"| `{m.id}` | `{m.mistake}` | `{sc}` | {named} | {caught} | {verdict} | {len(mine)} |")
     return "\n".join(rows) + "\n"
