@@ -584,3 +584,73 @@ def test_two_distinct_retry_requests_admit_two_attempts_within_one_wait():
     b.finish(W2, "WAITING_RETRY", effects=[("k-1", "PROPOSED")])
     res = check_trace(b.end(waiting="WAITING_RETRY"))
     assert "EVT-01" not in ids(res), [(v.invariant, v.message) for v in res.violations]
+
+
+# --------------------------------------------------------------------------- CANCEL-01: a cancellation never read
+def _cancel_unread(where: str):
+    """A refused send, a negative read, then a resend with no poll of the inbox right before it.
+    ``where`` the cancel lands: 'before_answer' (in the inbox before the refusal's answer reached the
+    worker: it could have read it and did not) or 'after_poll' (between the worker's last poll and its
+    resend, with no answer in between: the race AR-08 accepts)."""
+    b = TraceBuilder()
+    b.clean_prefix()
+    c = b.call(W1, "reservation", "reserve", key="k-1", intent=dict(SENT), retry_owner="caller")
+    cancel = b.deliver("cancel") if where == "before_answer" else None
+    b.result(c, error={"code": "refused", "definite": True})
+    negative_lookup(b, W1)
+    b.append(W1, "k-1", "PROPOSED", "SENT_UNKNOWN", 1)
+    if where == "after_poll":
+        b.io(W1, "inbox", "poll", after_seq=0, value={"events": []})
+        cancel = b.deliver("cancel")
+    b.append(W1, "k-1", "SENT_UNKNOWN", "PROPOSED", 1)
+    send, ref = b.reserve(W1, "k-1")
+    b.append(W1, "k-1", "CONFIRMED", "SENT_UNKNOWN", 1, remote_ref=ref)
+    b.io(W1, "inbox", "poll", after_seq=0, value={"events": [b.events[cancel]["event"]]})
+    b.finish(W1, "CANCELLED_EFFECT_REMAINS", effects=[("k-1", "CONFIRMED")])
+    return check_trace(b.end(finished="CANCELLED_EFFECT_REMAINS")), cancel, send
+
+
+def test_a_send_after_an_answer_that_followed_a_cancellation_unread_breaks_cancel01():
+    res, cancel, send = _cancel_unread("before_answer")
+    [v] = hits(res, "CANCEL-01")
+    assert v.events[0] == cancel and v.events[-1] == send and "did not read its inbox" in v.message
+
+
+def test_a_cancellation_landing_between_the_last_poll_and_the_send_is_a_race_not_a_finding():
+    res, _, _ = _cancel_unread("after_poll")
+    assert "CANCEL-01" not in ids(res), [(v.invariant, v.message) for v in res.violations]
+
+
+# --------------------------------------------------------------------------- RETRY-01: a closed socket proves nothing
+def _resend_after_timeout_before_send(adapter: str, read_first: bool):
+    """A send the transport closed before anything left (timeout_before_send, recorded definite), then
+    a resend of the same key, with or without a read by key before it; ``adapter`` is the header's."""
+    b = TraceBuilder()
+    b.events[0]["adapter"] = adapter
+    b.clean_prefix()
+    first, _ = b.reserve(W1, "k-1", commit=False, error={"code": "timeout_before_send", "definite": True})
+    if read_first:
+        negative_lookup(b, W1)
+    b.append(W1, "k-1", "PROPOSED", "SENT_UNKNOWN", 1)
+    b.append(W1, "k-1", "SENT_UNKNOWN", "PROPOSED", 1)
+    again, ref = b.reserve(W1, "k-1")
+    b.append(W1, "k-1", "CONFIRMED", "SENT_UNKNOWN", 1, remote_ref=ref)
+    b.checkpoint(W1, "SUCCEEDED", 1, effects=[("k-1", "CONFIRMED")])
+    b.finish(W1, "SUCCEEDED", effects=[("k-1", "CONFIRMED")])
+    return check_trace(b.end(finished="SUCCEEDED")), first, again
+
+
+def test_a_resend_after_a_closed_socket_with_no_read_is_blind_on_an_integration_trace():
+    res, first, again = _resend_after_timeout_before_send("integrate:./my-worker {url} {db}", read_first=False)
+    [v] = hits(res, "RETRY-01")
+    assert v.events[:2] == (first, again)
+
+
+def test_a_closed_socket_settled_by_a_read_by_key_allows_the_resend():
+    res, _, _ = _resend_after_timeout_before_send("integrate:./my-worker {url} {db}", read_first=True)
+    assert "RETRY-01" not in ids(res), [(v.invariant, v.message) for v in res.violations]
+
+
+def test_the_simulators_definite_timeout_before_send_still_allows_the_resend():
+    res, _, _ = _resend_after_timeout_before_send("hand:Made", read_first=False)
+    assert "RETRY-01" not in ids(res), [(v.invariant, v.message) for v in res.violations]

@@ -23,6 +23,14 @@ Retry-After; 409 waits for the key to settle and reads it.
   tenantless_key      derive the key from the intent without its tenant and principal
   trusts_early_negative take the first read that finds nothing as proof that nothing was sent, and
                       send again (before the late-delivery bound, or while the reads still lag)
+  early_negative_read trust the first empty read: a lookup still in flight, or a search before the
+                      late-delivery bound, taken as proof that nothing landed
+  callback_confirms   take a completion callback in the inbox as the confirmation of the effect
+  attempt_key         derive the key from the intent and the worker's number (the attempt): a
+                      restarted worker sends under a key of its own
+  resend_after_restart a restarted worker finding SENT_UNKNOWN sends again, with no read
+  no_next_owner       finish with the effect unknown naming no next owner
+  no_cancel_check     read the inbox once at the start, never again before a send
 """
 from __future__ import annotations
 
@@ -261,6 +269,8 @@ TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EF
 ATTEMPT_CEILING = 5
 MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait",
             "ignores_cancellation", "tenantless_key", "trusts_early_negative")
+MISTAKES += ("early_negative_read", "callback_confirms", "attempt_key", "resend_after_restart", "no_next_owner",
+             "no_cancel_check")
 LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
@@ -311,6 +321,8 @@ class Worker:
             self.knowledge = knowledge
 
     def finish(self, disposition: str, reason: str, next_owner: str | None = None) -> None:
+        if self.mistake == "no_next_owner":
+            next_owner = None
         self.write(disposition, self.knowledge)
         self.store.finish({"disposition": disposition, "reason": reason, "next_owner": next_owner,
                            "effects": self.effects()})
@@ -344,6 +356,8 @@ class Worker:
         self.intent = intake["payload"]["intent"]
         scoped = self.intent if self.mistake != "tenantless_key" else \
             {k: v for k, v in self.intent.items() if k not in ("tenant", "principal")}
+        if self.mistake == "attempt_key":
+            scoped = {**scoped, "attempt": self.epoch}
         self.key = "rsv-" + hashlib.sha256(canonical(scoped).encode()).hexdigest()[:20]
         self.notify_user = bool(intake["payload"].get("notify"))
         self.notice_key = "msg-" + self.key[4:]          # the notification: its own identity
@@ -375,7 +389,10 @@ class Worker:
             self.append("PROPOSED", note="prepared before any send")
             self.write("EFFECT_PREPARED", "PROPOSED")
         if self.knowledge == "SENT_UNKNOWN":
-            self.reconcile()
+            if self.mistake == "resend_after_restart":
+                self.knowledge = "PROPOSED"
+            else:
+                self.reconcile()
         if self.knowledge == "PROPOSED":
             self.dispatch()
         if self.knowledge == "CONFIRMED" and self.state not in TERMINAL:
@@ -432,7 +449,7 @@ class Worker:
     def dispatch(self) -> None:
         attempts = 0
         while self.knowledge == "PROPOSED":
-            if self.cancelled():       # checked right before every send
+            if self.mistake != "no_cancel_check" and self.cancelled():       # checked right before every send
                 self.append("REJECTED", evidence=["cancelled; no attempt left the worker since the last "
                                                   "authoritative absence"])
                 self.finish("CANCELLED_NO_EFFECT", "cancelled before the send")
@@ -503,6 +520,12 @@ class Worker:
             self.finish("FAILED_EFFECT_UNKNOWN", "the service offers no authoritative read: the effect may exist",
                         next_owner="operator")
             return
+        if self.mistake == "callback_confirms":
+            done = [e for e in self.poll() if e["type"] == "callback" and e["payload"].get("status") == "succeeded"]
+            if done:
+                self.append("CONFIRMED", remote_ref=done[0]["payload"].get("ref"),
+                            evidence=[f"completion callback {done[0]['event_id']} says succeeded"])
+                return
         sent = max([a.get("at", 0) for a in self.store.entries(self.key)[-1]["attempts"]] or [0])
         bound_s = self.profile.get("max_delivery_delay_ms", 0) / 1000
         for _ in range(500):
@@ -539,6 +562,8 @@ class Worker:
                                                          "found": False}],
                             evidence=[f"{lookup} read found nothing: taken as not sent"])
                 return
+            if self.mistake == "early_negative_read":     # the first empty answer taken as final
+                settled, data["consistency"] = True, "strong"
             if settled and data.get("consistency") == "strong":
                 self.append("PROPOSED", reconciliation=[{"query": lookup, "as_of": data.get("as_of"),
                                                          "found": False}],

@@ -43,7 +43,10 @@ class StepWorker(careful.Worker):
     """One step of the careful worker under a runtime (``phase`` one of PHASES)."""
 
     def __init__(self, phase: str) -> None:
-        super().__init__(os.environ["CRASHLAB_URL"], os.environ["CRASHLAB_DB"], None)
+        named = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--mistake=")]
+        if any(m not in careful.MISTAKES for m in named):     # --mistake=NAME: the careful worker's own mistakes
+            raise SystemExit(f"--mistake: one of {', '.join(careful.MISTAKES)}")
+        super().__init__(os.environ["CRASHLAB_URL"], os.environ["CRASHLAB_DB"], named[0] if named else None)
         self.phase = phase
 
     # the careful worker's loop would resend by itself; under a runtime each step sends at most once
@@ -54,12 +57,13 @@ class StepWorker(careful.Worker):
             self.append("REJECTED", evidence=["no attempt took effect: the last read or answer proved absence"])
             self.finish("FAILED_NO_EFFECT", "the runtime's attempts are exhausted")
             return
-        if self.cancelled():                         # checked right before the send
+        if self.mistake != "no_cancel_check" and self.cancelled():       # checked right before the send
             self.append("REJECTED", evidence=["cancelled; no attempt left the worker since the last "
                                               "authoritative absence"])
             self.finish("CANCELLED_NO_EFFECT", "cancelled before the send")
             return
-        self.append("SENT_UNKNOWN", note="about to send")
+        if self.mistake != "sent_unknown_after":       # the mistake appends it after the answer (Worker.send)
+            self.append("SENT_UNKNOWN", note="about to send")
         if self.state != "EFFECT_IN_FLIGHT":
             self.write("EFFECT_IN_FLIGHT", self.knowledge)
         self.send()

@@ -24,13 +24,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from crashlab_env import need  # noqa: E402
-from worker import Ambiguous, Stale, Worker  # noqa: E402  (the careful worker)
+from worker import MISTAKES, Ambiguous, Stale, Worker  # noqa: E402  (the careful worker)
 
 __all__ = ["Unit", "Retryable", "Stale", "need", "runtime_id"]
 
 
 class Retryable(Exception):
     """An outcome the naive examples hand to the runtime's retries (a 5xx, a timeout, a closed connection)."""
+
+
+def mistake() -> str | None:
+    """The one mistake ``--mistake=NAME`` plants in a careful example (the careful worker's MISTAKES):
+    the runtime examples run the worker's own decisions, so each is one decision away from passing."""
+    named = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--mistake=")]
+    if any(m not in MISTAKES for m in named):
+        raise SystemExit(f"--mistake: one of {', '.join(MISTAKES)}")
+    return named[0] if named else None
 
 
 def runtime_id() -> str:
@@ -43,7 +52,7 @@ class Unit(Worker):
     CRASHLAB_DB, CRASHLAB_WORKER, CRASHLAB_EPOCH, CRASHLAB_RUN)."""
 
     def __init__(self) -> None:
-        super().__init__(os.environ["CRASHLAB_URL"], os.environ["CRASHLAB_DB"], None)
+        super().__init__(os.environ["CRASHLAB_URL"], os.environ["CRASHLAB_DB"], mistake())
         if isinstance(getattr(self.store, "db", None), sqlite3.Connection):
             # a runtime runs steps and tasks on its own threads, one at a time: share the connection
             self.store.db.close()
@@ -80,7 +89,10 @@ class Unit(Worker):
         if self.done():
             return "finished"
         if self.knowledge == "SENT_UNKNOWN":     # attempt > 1: an earlier send may have committed
-            self.reconcile()
+            if self.mistake == "resend_after_restart":
+                self.knowledge = "PROPOSED"
+            else:
+                self.reconcile()
         if self.knowledge == "PROPOSED" and not self.done():
             self.dispatch()
         return str(self.knowledge)

@@ -11,6 +11,7 @@ from .common import CLAIM, RUN_GRAPH, TERMINAL, Finding, Invariant, finish_call,
 from .evidence import absence, presence
 from .index import RECORD_FAULTS, WALL_CLOCK_FAULTS, RunIndex, TraceIndex
 from .knowledge import knew
+from ..model import SERVICE_OPS
 from .values import effect_items
 
 def _disp_01(ix: TraceIndex) -> Iterator[Finding]:
@@ -45,6 +46,40 @@ def _cancel_01(ix: TraceIndex) -> Iterator[Finding]:
             if seen is not None:
                 yield run.id, f"{d.service}.{d.op} #{d.seq} is new work after the cancellation known at #{seen}", \
                     (seen, d.seq), False
+                continue
+            unread = _unread_cancel(ix, run, d)
+            if unread is not None:
+                delivered, answer = unread
+                yield run.id, f"{d.service}.{d.op} #{d.seq} is new work after the cancellation delivered at " \
+                              f"#{delivered}: {d.worker} had an answer from the service since (#{answer}) and " \
+                              f"did not read its inbox before sending", (delivered, answer, d.seq), False
+
+
+def _unread_cancel(ix: TraceIndex, run: RunIndex, d) -> tuple[int, int] | None:
+    """A cancellation the worker could have read and did not (AR-08: "Cancellation stops new work";
+    docs: read the inbox before each send): (its delivery, an answer) when a cancel was in the run's
+    inbox before ``d.worker`` received a service's answer, and the worker then sent ``d`` without a
+    poll of its inbox since the delivery. A cancel delivered after the worker's last answer (between
+    its last read and its send) is the race the chapter accepts ("Where a remote request may already
+    have left, the system keeps ambiguity"): never a finding."""
+    delivered = run.cancel_delivered(d.seq)
+    if delivered is None:
+        return None
+    by_seq = ix.memo.get("events_by_seq")
+    if by_seq is None:
+        by_seq = ix.memo["events_by_seq"] = {ev["seq"]: ev for ev in ix.events if isinstance(ev.get("seq"), int)}
+    answer = None
+    for s in range(delivered + 1, d.seq):
+        ev = by_seq.get(s)
+        if ev is None or ev.get("worker") != d.worker:
+            continue
+        if ev.get("kind") == "call" and ev.get("port") == "inbox":
+            return None                          # it read its inbox after the delivery
+        if ev.get("kind") == "result" and ev.get("delivered") and answer is None:
+            call = run.calls.get(ev.get("call")) or {}
+            if call.get("port") in SERVICE_OPS:
+                answer = s
+    return None if answer is None else (delivered, answer)
 
 
 def _cancel_02(ix: TraceIndex) -> Iterator[Finding]:
@@ -192,8 +227,10 @@ INVARIANTS: tuple[Invariant, ...] = (
         "adapter command that cannot start make the verdict unknown instead.",
         "the adapter_fault event"),
     inv("CANCEL-01", "No new effect after cancellation was observed.", "disposition", True, None, _cancel_01,
-        "No dispatch of the run's operation by a worker that saw a cancel event in a poll before it, or "
-        "that started after a cancel was already in the durable inbox. Compensation is allowed.",
+        "No dispatch of the run's operation by a worker that saw a cancel event in a poll before it, "
+        "that started after a cancel was already in the durable inbox, or that received a service's answer "
+        "after a cancel was delivered and sent without polling its inbox since (a cancel delivered after its "
+        "last answer is a race, not a finding). Compensation is allowed.",
         "the cancellation evidence, the dispatch"),
     inv("CANCEL-02", "Cancellation is visible in the disposition.", "disposition", True, None, _cancel_02,
         "A CANCELLED_* finish needs a cancel event received before it; a terminal finish by a worker that "

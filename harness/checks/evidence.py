@@ -229,7 +229,7 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
             return Finding(state="present", strength="definite", cites=(r["seq"],),
                            why="accepted response")
         err = r.get("error") or {}
-        if err.get("definite"):
+        if err.get("definite") and not _closed_socket(ix, err):
             code = err.get("code")
             if code != "already_exists":
                 return Finding(state="absent", strength="definite", cites=(r["seq"],),
@@ -280,6 +280,19 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
                        why=f"no answer that settles it and no identifying read; all it had seen is a completion "
                            f"callback (inbox poll #{callback}), which is not a warrant")
     return NOTHING
+
+
+#: transport refusals a real worker meets as a closed connection, which over a real socket cannot be
+#: told from one closed after sending (docs/integration.md, "HTTP mapping"): on an integration trace
+#: they prove nothing was sent only to the simulator, never to the worker
+SOCKET_INDISTINCT = ("refused", "timeout_before_send")
+
+
+def _closed_socket(ix: TraceIndex, err: dict) -> bool:
+    """Whether ``err`` is one of SOCKET_INDISTINCT in an integration trace (its header's adapter is
+    ``integrate:`` and the worker command): AR-08, "For TIMEOUT_BEFORE_SEND, the transport must prove
+    that no bytes could have been accepted", and the worker's transport proved nothing."""
+    return err.get("code") in SOCKET_INDISTINCT and str(ix.header.get("adapter", "")).startswith("integrate:")
 
 
 def warranted_absence(ix: TraceIndex, run: RunIndex, e: dict) -> bool:
