@@ -140,10 +140,9 @@ PLAIN: tuple[Mutant, ...] = (
        "A complete recovery review conversation",
        "It needs a state such as effect unknown, an accountable next owner, and a communication that does "
        "not promise absence or completion.",
-       "matrix-weak-service", (), gaps=("OWN-04",),
-       note="The checks find it (OWN-04: 'finish FAILED_EFFECT_UNKNOWN names no next_owner'), but the "
-            "integration card holds OWN-04 not judgeable (escalations are a platform port), so the card "
-            "passes: the next_owner half of OWN-04 is in the finish row and could be judged."),
+       "matrix-weak-service", ("OWN-04",),
+       note="The card judges OWN-04 on the finish row (its next_owner); the escalation half of OWN-04 stays "
+            "a note, since a real worker never calls the operator port."),
 )
 
 
