@@ -404,6 +404,11 @@ def _carried_over_policy(ix: TraceIndex, run: RunIndex, d: Dispatch, phash: Any)
              and ev["seq"] < d.seq and ev.get("proposal_hash") == phash and ev.get("action") == d.op]
     if not asked:
         return None
+    # judged where the design binds its proposal to a policy version (its checkpoint's contract names
+    # one when the approval was asked), as MIG-01 judges a policy change only where the contract names it
+    frozen = [cp for cp in run.checkpoints if cp["seq"] < asked[0]["seq"]]
+    if not frozen or _policy(dig(frozen[-1], "checkpoint", "contract")) is None:
+        return None
     policies = []
     for ev in asked:
         w = run.workers.get(ev.get("worker"))
@@ -535,9 +540,10 @@ INVARIANTS: tuple[Invariant, ...] = (
         "operation) an approval_granted for the dispatch's proposal hash and operation exists, unexpired at "
         "dispatch time, not revoked and with no capability change since (a worker that stalled after it last "
         "read the clock is judged at that reading: the stall, not the worker, made it late); and where the "
-        "trace records approval requests, one for that proposal hash was asked by a worker of the sender's "
-        "policy version (run.info env): a policy change makes a new proposal, and a migrated run never "
-        "dispatches under the approval asked under the old policy (pinned old code may).",
+        "run's checkpoint named contract.policy_version when the approval was asked, one approval request "
+        "for that proposal hash came from a worker of the sender's policy version (run.info env): a policy "
+        "change makes a new proposal, and a migrated run never dispatches under the approval asked under "
+        "the old policy (pinned old code may).",
         "the approval and the dispatch"),
     inv("REC-01", "Ambiguity is resolved only by an authoritative read that identifies the effect.",
         "effect_correctness", True, None, _rec_01,
