@@ -356,9 +356,10 @@ ENTRIES: tuple[Entry, ...] = (
            note="It loses no point: trace 8 and the third handoff run presuppose a release that was sent; "
                 "a design that never compensates cannot reach that situation, so those scenarios also "
                 "accept CANCELLED_EFFECT_REMAINS with an escalation (and still refuse a kept hold reported "
-                "as CANCELLED_NO_EFFECT, or one left without an escalation). It scores 19/20 and its verdict "
-                "is inconclusive: it never sends a compensation, so no scenario exercises E5 (compensation "
-                "is a separate effect), and a point nothing exercised is not kept."),
+                "as CANCELLED_NO_EFFECT, or one left without an escalation). It never sends a compensation, "
+                "yet E5 (compensation is a separate effect) is still judged: a run cancelled after its hold "
+                "was confirmed is where COMP-01 asks that the original is kept, never rewritten to “never "
+                "happened”, and it keeps it. It scores 20/20."),
 )
 
 BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}

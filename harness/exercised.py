@@ -29,7 +29,8 @@ FACTS = {
     "refusals": "refusals (validation, permission, changed intent, exists)", "throttled": "throttled answers",
     "permission_denied": "permission denials", "deployments": "deployments", "late": "late callbacks or arrivals",
     "duplicates": "duplicate deliveries", "cancellations": "cancellations", "approvals": "approval events",
-    "compensations": "compensation steps", "conflicts": "key conflicts", "fencing_sends": "sends to a fencing service",
+    "compensations": "compensation steps",
+    "cancelled_committed": "cancelled runs with a confirmed effect", "conflicts": "key conflicts", "fencing_sends": "sends to a fencing service",
     "unresolved": "unresolved finishes", "escalations": "escalations", "finishes": "accepted finishes",
     "expect_dispositions": "expected dispositions", "expect_effects": "expected effect count",
     "expect_evidence": "required evidence", "expect_absent": "forbidden evidence",
@@ -52,7 +53,7 @@ EXERCISED_BY: dict[str, tuple[str, ...]] = {
     "PREP-02": ("dispatches",), "KEY-01": ("dispatches",), "EFF-01": ("dispatches",),
     "EFF-02": ("dispatches",), "EVT-01": ("duplicates",), "EVT-02": ("duplicates",), "KEY-02": ("dispatches",),
     "KEY-03": ("conflicts",), "AUTH-01": ("dispatches",), "REC-01": ("ambiguous",),
-    "COMP-01": ("compensations",), "HIST-01": ("checkpoints",), "DISP-01": ("finishes",), "ADAPTER-FAULT": ("runs",),
+    "COMP-01": ("compensations", "cancelled_committed"), "HIST-01": ("checkpoints",), "DISP-01": ("finishes",), "ADAPTER-FAULT": ("runs",),
     "CANCEL-01": ("cancellations",), "CANCEL-02": ("cancellations",), "DISP-02": ("finishes",),
     "TRUTH-02": ("finishes",), "TERM-01": ("finishes",),
     "EXP-DISPOSITION": ("expect_dispositions",), "EXP-EFFECTS": ("expect_effects",),
@@ -90,6 +91,8 @@ def counts(events: list[dict]) -> dict[str, int]:
     # "no deadline" (docs/invariants.md): the intake names no business deadline (the header's runs[].deadline null)
     timed = {r.get("id") for r in runs if r.get("deadline") is not None}
     finished: set = set()
+    committed: set = set()      # runs whose ledger confirmed an effect of their own (not a compensation)
+    cancelled: set = set()
     calls: dict[int, dict] = {}
     answered: set[int] = set()
     sent: set[tuple] = set()
@@ -129,6 +132,8 @@ def counts(events: list[dict]) -> dict[str, int]:
             n["ledger"] += 1
             entry = ev.get("entry") if isinstance(ev.get("entry"), dict) else {}
             n["compensations"] += entry.get("kind") == "compensation" and ev.get("previous") is None
+            if ev.get("knowledge") == "CONFIRMED" and entry.get("kind") != "compensation":
+                committed.add(ev.get("run"))
         elif kind == "ledger_rejected":
             n["fenced"] += 1
         elif lane == "run" and kind == "lease" and ev.get("op") == "acquire" and int(ev.get("epoch") or 0) > 1:
@@ -153,6 +158,7 @@ def counts(events: list[dict]) -> dict[str, int]:
             delivered.add(ident)
         elif lane == "world" and kind == "cancel":
             n["cancellations"] += 1
+            cancelled.add(ev.get("run"))
         elif kind in ("approval_requested", "approval_granted", "revoke", "capability_change"):
             n["approvals"] += 1
         elif lane == "run" and kind == "escalation":
@@ -165,6 +171,10 @@ def counts(events: list[dict]) -> dict[str, int]:
     # a dispatch that never got an answer (the worker crashed or the run ended first) is ambiguous too
     n["ambiguous"] += sum(1 for seq, c in calls.items() if seq not in answered
                           and is_dispatch(str(c.get("port")), str(c.get("op"))))
+    # COMP-01 judges whether a confirmed original is kept (never rewritten to "never happened", a release
+    # under its own key): a run cancelled with an effect of its own confirmed (either order) had the
+    # occasion to compensate it or to keep it and hand the corrective proposal to the operator
+    n["cancelled_committed"] = len(cancelled & committed)
     n["unfinished"] = sum(1 for r in runs if r.get("id") not in finished)
     return n
 

@@ -91,11 +91,12 @@ CONTROLS: tuple[Control, ...] = (
             requires="sent_effect"),
     Control(id="cancel_new_work", does="cancel new work", section=_OPERATE, quote=_ALLOWLIST,
             names=("STOP", "CANCEL", "CANCEL_NEW_WORK"),
-            names_too="effect: whether an effect remains or is unknown (STOP should say whether an "
-                      "effect remains or is unknown)"),
+            names_too="effect: whether an effect remains or is unknown, as the ledger holds it (none only "
+                      "while nothing may have been sent, remains only for a confirmed effect)"),
     Control(id="close_unresolved", does="close with an unresolved disposition", section=_OPERATE,
             quote=_ALLOWLIST, names=("STOP", "CLOSE", "CLOSE_UNRESOLVED"),
-            names_too="effect: whether an effect remains or is unknown"),
+            names_too="effect: whether an effect remains or is unknown, as the ledger holds it (none only "
+                      "while nothing may have been sent, remains only for a confirmed effect)"),
     Control(id="migration_or_pin_runbook", does="point to the migration or pin runbook",
             section="Alerts that lead to action",
             quote="An incompatible checkpoint points to the migration or pin runbook.",

@@ -364,6 +364,10 @@ def _auth_01(ix: TraceIndex) -> Iterator[Finding]:
                 yield run.id, f"{d.service}.{d.op} #{d.seq} has no approval bound to proposal hash {shown(phash)}", \
                     (d.seq,), False
                 continue
+            carried = _carried_over_policy(ix, run, d, phash)
+            if carried is not None:
+                yield run.id, carried[1], (carried[0], d.seq), False
+                continue
             reasons = []
             seq, t = acted_at(run, d)
             for a in reversed(bound):
@@ -380,6 +384,42 @@ def _auth_01(ix: TraceIndex) -> Iterator[Finding]:
             if reasons:
                 seq, why = reasons[0]
                 yield run.id, f"{d.service}.{d.op} #{d.seq} without a live approval: {why}", (seq, d.seq), False
+
+
+def _policy(env: Any) -> Any:
+    return obj(env).get("policy_version")
+
+
+def _carried_over_policy(ix: TraceIndex, run: RunIndex, d: Dispatch, phash: Any) -> tuple[int, str] | None:
+    """A dispatch under approvals asked only by workers of another policy version than the sender's:
+    AR-08 names policy version among the fields to compare before every attempt ("If intent changed,
+    close the old attempt and create a new proposal"), and a migration must preserve authority checks.
+    Pinned old code (the same policy version) may use the original approval; a trace without approval
+    requests, or workers without a declared policy version, says nothing here."""
+    sender = run.workers.get(d.worker)
+    mine = _policy(sender.env) if sender is not None else None
+    if mine is None:
+        return None
+    asked = [ev for ev in ix.events if ev.get("kind") == "approval_requested" and ev.get("run") == run.id
+             and ev["seq"] < d.seq and ev.get("proposal_hash") == phash and ev.get("action") == d.op]
+    if not asked:
+        return None
+    # judged where the design binds its proposal to a policy version (its checkpoint's contract names
+    # one when the approval was asked), as MIG-01 judges a policy change only where the contract names it
+    frozen = [cp for cp in run.checkpoints if cp["seq"] < asked[0]["seq"]]
+    if not frozen or _policy(dig(frozen[-1], "checkpoint", "contract")) is None:
+        return None
+    policies = []
+    for ev in asked:
+        w = run.workers.get(ev.get("worker"))
+        policy = _policy(w.env) if w is not None else None
+        if policy is None or policy == mine:
+            return None
+        policies.append(policy)
+    return asked[-1]["seq"], (f"{d.service}.{d.op} #{d.seq} by {d.worker} (policy version {mine}) under the "
+                              f"approval asked at #{asked[-1]['seq']} for proposal {shown(phash)} under policy "
+                              f"version {policies[-1]}: a policy change makes a new proposal with its own "
+                              "approval (or pin the old code); migration does not carry authority over")
 
 
 def _rec_01(ix: TraceIndex) -> Iterator[Finding]:
@@ -499,7 +539,11 @@ INVARIANTS: tuple[Invariant, ...] = (
         "At each effect or compensation dispatch (runs with approval mode none excepted for their own "
         "operation) an approval_granted for the dispatch's proposal hash and operation exists, unexpired at "
         "dispatch time, not revoked and with no capability change since (a worker that stalled after it last "
-        "read the clock is judged at that reading: the stall, not the worker, made it late).",
+        "read the clock is judged at that reading: the stall, not the worker, made it late); and where the "
+        "run's checkpoint named contract.policy_version when the approval was asked, one approval request "
+        "for that proposal hash came from a worker of the sender's policy version (run.info env): a policy "
+        "change makes a new proposal, and a migrated run never dispatches under the approval asked under "
+        "the old policy (pinned old code may).",
         "the approval and the dispatch"),
     inv("REC-01", "Ambiguity is resolved only by an authoritative read that identifies the effect.",
         "effect_correctness", True, None, _rec_01,

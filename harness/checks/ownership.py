@@ -179,13 +179,15 @@ def _retry_02(ix: TraceIndex) -> Iterator[Finding]:
             if n < 2 or d.key in reported:
                 continue
             ceiling, cp_seq = _ceiling(run, d)
+            admitted, spent = _retry_admissions(run, d) if d.role == "primary" else (0, None)
             if ceiling is None:
                 reported.add(d.key)
                 yield run.id, f"{d.key} was sent {n} times (#{d.seq}) but no checkpoint declared " \
                               f"control.budgets.attempt_ceiling", (d.seq,), False
-            elif n > ceiling:
+            elif n > max(ceiling, (spent or 0) + admitted):
                 reported.add(d.key)
-                yield run.id, f"attempt {n} of {d.key} (#{d.seq}) exceeds the declared ceiling {ceiling}", \
+                more = f" and the {admitted} attempt(s) admitted by deliberate retry requests" if admitted else ""
+                yield run.id, f"attempt {n} of {d.key} (#{d.seq}) exceeds the declared ceiling {ceiling}{more}", \
                     (cp_seq, d.seq), False
         for prev, d in _same_worker_pairs(run):
             if prev.key != d.key:
@@ -199,9 +201,25 @@ def _retry_02(ix: TraceIndex) -> Iterator[Finding]:
                           f"backoff (a clock.sleep whose reason starts with \u201cbackoff\u201d)", (prev.seq, d.seq), False
 
 
-def _ceiling(run: RunIndex, d: Dispatch):
+def _retry_admissions(run: RunIndex, d: Dispatch) -> tuple[int, int | None]:
+    """How many attempts deliberate retry requests admitted before ``d`` (one per distinct retry event
+    id delivered after the run waited WAITING_RETRY), and the ceiling spent when it first waited.
+    Seed 002: "an explicit control-plane intent" claims the next attempt for the retained effect; it
+    is not a raised budget, so a design may count it on top of the spent ceiling or raise the ceiling
+    for it, not both. Whether each admission was used once is EFF-01's (effects.py)."""
+    waits = [f["seq"] for f in run.finishes
+             if f.get("accepted") and f["disposition"] == "WAITING_RETRY" and f["seq"] < d.seq]
+    if not waits:
+        return 0, None
+    admitted = len({ev["event"].get("event_id") for ev in run.inbox
+                    if ev["event"].get("type") == "retry" and waits[0] < ev["seq"] < d.seq})
+    return admitted, _ceiling(run, d, before=waits[0])[0]
+
+
+def _ceiling(run: RunIndex, d: Dispatch, before: int | None = None):
+    before = d.seq if before is None else before
     for cp in reversed(run.checkpoints):
-        if cp["seq"] > d.seq:
+        if cp["seq"] > before:
             continue
         budgets = (obj(dig(cp, "checkpoint", "control"))).get("budgets") or {}
         c = budgets.get("attempt_ceiling") if isinstance(budgets, dict) else None
@@ -341,9 +359,36 @@ def packet_problems(ix: TraceIndex, run: RunIndex, packet: Any, before: int) -> 
             problems.append(f"recommends {action} while the ledger holds no confirmed effect")
         elif ix.profile(run.service).get("compensation") is False:
             problems.append(f"recommends {action} on {run.service}, which cannot release")
-    elif controls & {"cancel_new_work", "close_unresolved"} and "effect" not in rec:
-        problems.append(f"recommends {action} without saying whether an effect remains or is unknown")
+    elif controls & {"cancel_new_work", "close_unresolved"}:
+        if "effect" not in rec:
+            problems.append(f"recommends {action} without saying whether an effect remains or is unknown")
+        else:
+            problems.extend(_stop_effect_problems(action, rec.get("effect"), held))
     return problems
+
+
+#: What a STOP's ``effect`` may say, by the claim it makes (docs/adapters.md, "A STOP's effect").
+STOP_EFFECT_WORDS: dict[str, str] = {
+    "none": "absent", "absent": "absent", "no_effect": "absent", "nothing": "absent",
+    "remains": "present", "present": "present", "kept": "present",
+    "unknown": "unknown", "unresolved": "unknown",
+}
+
+
+def _stop_effect_problems(action: str, effect: Any, held: dict[str, str]) -> list[str]:
+    """A STOP's ``effect`` against the ledger: "none" only where nothing may have been sent,
+    "remains" only where an effect is confirmed; "unknown" is never a false reassurance."""
+    word = effect.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(effect, str) else None
+    claim = STOP_EFFECT_WORDS.get(word) if word else None
+    if claim is None:
+        return [f"recommends {action} with effect \u201c{shown(effect)}\u201d, which says neither none, remains nor unknown"]
+    sent = sorted(k for k, v in held.items() if v in UNRESOLVED or v in _PRESENT)
+    if claim == "absent" and sent:
+        return [f"recommends {action} with effect \u201c{shown(effect)}\u201d while the ledger holds "
+                + ", ".join(f"{k} {held[k]}" for k in sent)]
+    if claim == "present" and not any(v in _PRESENT for v in held.values()):
+        return [f"recommends {action} with effect \u201c{shown(effect)}\u201d while the ledger holds no confirmed effect"]
+    return []
 
 
 def _pkt_01(ix: TraceIndex) -> Iterator[Finding]:
@@ -403,7 +448,9 @@ INVARIANTS: tuple[Invariant, ...] = (
     inv("RETRY-02", "Attempts stay within the declared ceiling and deadline, with backoff recorded.",
         "ownership", False, None, _retry_02,
         "A second attempt under a key needs control.budgets.attempt_ceiling declared in a checkpoint "
-        "before it, and the count never exceeds it; no effect dispatch at or after the run's deadline (a "
+        "before it, and the count never exceeds it, or the ceiling spent when the run first waited "
+        "WAITING_RETRY plus one attempt per deliberate retry request since (a distinct retry event id: seed "
+        "002's explicit retry admits one more attempt, with or without a raised ceiling, not both); no effect dispatch at or after the run's deadline (a "
         "worker that stalled after it last read the clock is judged at that reading); "
         "one worker's consecutive attempts of a key are separated by clock.sleep(reason 'backoff ...') or "
         "a read (a new worker counts as the separation).",
@@ -432,7 +479,9 @@ INVARIANTS: tuple[Invariant, ...] = (
         "RECONCILE (a reconciliation read) names as query an identifying read the service offers (lookup needs lookup "
         "by_key, search a lookup other than none, get_version / wait_job a registry) and needs an "
         "unresolved key; COMPENSATE (a corrective proposal) needs a confirmed effect on a service that can "
-        "release; STOP (cancel new work, close with an unresolved disposition) says whether an effect "
-        "remains or is unknown.",
+        "release; STOP (cancel new work, close with an unresolved disposition) says in effect whether an "
+        "effect remains or is unknown, in agreement with the ledger: none (absent) only while no key is "
+        "SENT_UNKNOWN, CONFIRMED or COMPENSATION_PROPOSED, remains (present) only while a key is CONFIRMED "
+        "or COMPENSATION_PROPOSED, unknown always.",
         "the escalation"),
 )

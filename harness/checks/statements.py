@@ -9,7 +9,7 @@ finish reason an operator or user reads, a notification sent to the user) are he
   inbox event carried (a user's or approver's own words): name the event by its id instead;
 * **no speculation**: no hedged narrative ("probably", "likely", "it seems", ...);
 * **no claim the ledger does not support**: a text that says the run's effect happened
-  ("confirmed", "reserved", "went through", ...) needs the run's effect CONFIRMED (or
+  ("confirmed", "reserved", "went through", "created", "on hold for", ...) needs the run's effect CONFIRMED (or
   compensated since) in the ledger as it stood; one that says a message was delivered needs
   that notification CONFIRMED. A clause that negates or hedges the word ("not confirmed",
   "whether it was reserved is unknown") claims nothing;
@@ -39,8 +39,10 @@ from .values import obj
 _SPECULATION = re.compile(r"\b(probably|likely|maybe|perhaps|presumably|apparently|hopefully|"
                           r"i think|i believe|i guess|we think|we believe|should have|must have|"
                           r"it seems|seems to|looks like)\b", re.I)
+#: Words that say the effect exists. A hold "created", "placed" or "secured", a slot "on hold for" or
+#: "held for" someone is a reservation said in other words; "on hold" alone (a paused run) is not.
 _EXISTS = re.compile(r"\b(confirmed|succeeded|successful|successfully|went through|completed|reserved|booked|"
-                     r"published|is in place)\b", re.I)
+                     r"published|is in place|created|placed|secured|on hold for|held for)\b", re.I)
 _DELIVERED = re.compile(r"\b(delivered|was sent|has been sent|received)\b", re.I)
 _HEDGE = re.compile(r"\b(not|no|never|whether|unknown|unresolved|uncertain|unclear|cannot|can't|pending|if|"
                     r"until|ambiguous|unless)\b", re.I)
@@ -265,7 +267,8 @@ INVARIANTS: tuple[Invariant, ...] = (
         "Every operator.escalate packet (and a finish's packet) copies no inbox event or payload whole and "
         "quotes no free text an inbox event carried (12 characters or more); no free-text field speculates "
         "(probably, likely, maybe, it seems, ...); no free-text field says the run's effect happened "
-        "(confirmed, reserved, went through, ...) unless the ledger held it CONFIRMED (or compensated since) "
+        "(confirmed, reserved, created, on hold for, went through, ...) unless the ledger held it CONFIRMED "
+        "(or compensated since) "
         "when the packet was sent, nor that a message was delivered unless its notification was CONFIRMED "
         "(a clause that negates or hedges the word claims nothing; an effect's intent is typed parameters, "
         "not text); recommended.action is an allowlisted control (docs/adapters.md, \u201cThe operator's "
