@@ -26,7 +26,9 @@ def read(path: Path) -> Scorecard:
     """A results JSON as a Scorecard; a usage error naming the file otherwise."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return Scorecard.from_json(data)
+        from .checks.rubric import scorecard_from_json
+
+        return scorecard_from_json(data)
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read: {exc}") from None
     except (ValueError, TypeError, KeyError, RecursionError) as exc:

@@ -206,9 +206,8 @@ class Scorecard:
     @classmethod
     def from_json(cls, data: Any, base: Any = None) -> "Scorecard":
         """The inverse of to_json (docs/results.md); ValueError names the first bad field. A file
-        written before points were marked exercised (no ``score.exercised``) is rescored: what each
-        scenario exercised is computed from its saved trace where the file is there (``base``: the
-        results file's folder, for relative paths), and a point not shown exercised is not kept."""
+        written before points were marked exercised (no ``score.exercised``) is read as written:
+        crashlab.checks.rubric.scorecard_from_json rescores it (the checks are a floor above)."""
         score = _field(data, "score", dict)
         categories = _field(score, "categories", dict, {}, "score")
         for name, cat in categories.items():
@@ -230,10 +229,7 @@ class Scorecard:
                    not_exercised=_ids(score, "not_exercised"), not_recorded=_ids(score, "not_recorded"))
         if "exercised" in score:
             _field(score, "exercised", int, where="score")
-            return card
-        from .checks.rubric import rescored   # local: the checks import networkx
-
-        return rescored(card, base)
+        return card
 
 
 def _ids(score: dict, name: str) -> tuple[str, ...]:

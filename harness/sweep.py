@@ -525,7 +525,9 @@ def merge(paths: list[Path]) -> Scorecard:
     for p in paths:
         try:
             data = json.loads(Path(p).read_text(encoding="utf-8"), parse_constant=_refuse)
-            cards.append((p, Scorecard.from_json(data)))
+            from .checks.rubric import scorecard_from_json
+
+            cards.append((p, scorecard_from_json(data)))
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{p}: cannot read: {exc}") from None
         except (ValueError, TypeError, KeyError, RecursionError) as exc:

@@ -350,33 +350,33 @@ def _older(card) -> dict:
 
 def test_an_older_results_file_computes_the_record_from_its_saved_traces(tmp_path):
     from crashlab.conformance import run_one
-    from crashlab.results import Scorecard
+    from crashlab.checks.rubric import scorecard_from_json
     from crashlab.scenario import library
 
     [t2] = [s for s in library() if s.id == "t2-commit-before-record"]
     _, res = run_one(t2, "crashlab.reference_impl:ReferenceAdapter", out_dir=tmp_path)
     card = score([res], adapter="crashlab.reference_impl:ReferenceAdapter", seed=None)
     assert card.verdict == "unknown" and "D2" in card.not_exercised
-    back = Scorecard.from_json(_older(card))
+    back = scorecard_from_json(_older(card))
     assert back.scenarios[0].exercised == res.exercised
     assert (back.total, back.not_exercised, back.verdict) == (card.total, card.not_exercised, "unknown")
     # a relative trace path is found beside the results file
     data = _older(card)
     data["scenarios"][0]["trace"] = Path(res.trace).name
-    assert Scorecard.from_json(data, base=tmp_path).not_exercised == card.not_exercised
+    assert scorecard_from_json(data, base=tmp_path).not_exercised == card.not_exercised
 
 
 def test_an_older_results_file_without_its_traces_is_not_recorded(tmp_path):
-    from crashlab.results import Scorecard
+    from crashlab.checks.rubric import scorecard_from_json
 
     data = _older(score([result("a"), result("b", violation("EFF-01"))], adapter="x:Y", seed=None))
     data["scenarios"][0]["trace"] = str(tmp_path / "gone.jsonl")
-    back = Scorecard.from_json(data)
+    back = scorecard_from_json(data)
     assert [lp.point.split()[0] for lp in back.lost] == ["E2"]           # the file's own findings
     assert back.not_recorded == tuple(p.id for p in RUBRIC if p.id != "E2")
     assert (back.total, back.verdict) == (0, "fail")                     # a lost point still fails
     assert "[not recorded] C1" in render(back) and "20/20" not in render(back)
     # an older file that claimed 20/20 and kept no traces: nothing can be shown kept, so no pass
     data = _older(score([result("a")], adapter="x:Y", seed=None))
-    back = Scorecard.from_json(data)
+    back = scorecard_from_json(data)
     assert (back.total, back.verdict, len(back.not_recorded)) == (0, "unknown", 20)

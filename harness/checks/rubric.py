@@ -275,6 +275,13 @@ def score(results: list[ScenarioResult], *, adapter: str, seed: int | None, rule
                             "crashlab": ruleset.package_version()})
 
 
+def scorecard_from_json(data, base: Path | None = None) -> Scorecard:
+    """A results JSON as a Scorecard (Scorecard.from_json), rescored when it was written before
+    points were marked exercised (no ``score.exercised``): see :func:`rescored`."""
+    card = Scorecard.from_json(data)
+    return card if "exercised" in data["score"] else rescored(card, base)
+
+
 def rescored(card: Scorecard, base: Path | None = None) -> Scorecard:
     """A results file written before points were marked exercised: each scenario's record is
     computed from its saved trace when the file is there (``base``: the results file's folder),

@@ -162,7 +162,9 @@ def _read_results(p: Path) -> Scorecard:
     except (ValueError, RecursionError) as exc:  # NaN, huge integers, deep nesting
         raise UsageError(f"{p}: not a crashlab results JSON ({str(exc)[:120]})", hint=INPUT_HINT) from None
     try:
-        return Scorecard.from_json(data, base=p.parent)
+        from ..checks.rubric import scorecard_from_json
+
+        return scorecard_from_json(data, base=p.parent)
     except (ValueError, TypeError, KeyError) as exc:
         raise UsageError(f"{p}: not a crashlab results JSON: {exc}",
                          hint="the schema is docs/results.md; write one with `crashlab conformance --json PATH`") \
