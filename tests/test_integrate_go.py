@@ -42,6 +42,9 @@ def binary(tmp_path_factory):
 @pytest.mark.parametrize("scenario", [sc.id for sc in suite()])
 def test_the_careful_go_worker_passes_the_integration_suite(binary, tmp_path, scenario):
     outcome = integrate(resolve(scenario), worker=f"{binary} {{url}} {{db}}", out=tmp_path)
+    if outcome.card.verdict == "inconclusive":
+        # a premise did not happen under this machine's timing (the card names it): run it once more
+        outcome = integrate(resolve(scenario), worker=f"{binary} {{url}} {{db}}", out=tmp_path / "again")
     assert outcome.card.verdict == "pass", outcome.card.text()
 
 
