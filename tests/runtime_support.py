@@ -7,7 +7,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+#: the plain careful integration worker (examples/integration/worker.py)
+WORKER = ROOT / "examples" / "integration" / "worker.py"
 KEYLESS_502 = ROOT / "examples" / "integration" / "scenarios" / "keyless-502.yaml"
 KEYLESS_CRASH = ROOT / "examples" / "runtimes" / "scenarios" / "keyless-crash-after-commit.yaml"
 
@@ -68,3 +72,16 @@ def assert_handed_over_before_the_stale_worker_resumed(outcome) -> None:
     assert events[resume]["handover"] == "taken"
     read = next(i for i, e in enumerate(events) if e["kind"] == "call" and e["op"] in ("lookup", "search"))
     assert events[read]["worker"] == "run-82/w2" and read < resume
+
+
+@pytest.fixture
+def out(tmp_path):
+    """A test's output folder; no process whose command line names it may be left when the test ends."""
+    yield tmp_path
+    no_leftovers(str(tmp_path))
+
+
+def careful(out: Path, mistake: str = "") -> str:
+    """The plain careful worker's command (``mistake``: ``--mistake=NAME``); the output folder is in its
+    command line, so :func:`out` can find any process left behind."""
+    return f"{sys.executable} {WORKER} {{url}} {{db}} {mistake} --out-marker={out}".strip()

@@ -17,10 +17,9 @@ from crashlab.integrate.card import MINIMUM, card
 from crashlab.integrate.run import integrate, suite
 from crashlab.results import ScenarioResult
 from crashlab.scenario_loader import load_file, resolve
-from runtime_support import alive_with, no_leftovers
+from runtime_support import alive_with, careful, out  # noqa: F401 (out: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKER = ROOT / "examples" / "integration" / "worker.py"
 KEYLESS_502 = ROOT / "examples" / "integration" / "scenarios" / "keyless-502.yaml"
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc: Linux only")
@@ -50,17 +49,6 @@ def _listening(port: int) -> bool:
             if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
                 return True
     return False
-
-
-@pytest.fixture
-def out(tmp_path):
-    yield tmp_path
-    no_leftovers(str(tmp_path))
-
-
-def careful(out: Path, mistake: str = "") -> str:
-    # the output folder is in the command line, so the fixture can find any process left behind
-    return f"{sys.executable} {WORKER} {{url}} {{db}} {mistake} --out-marker={out}".strip()
 
 
 def script(out: Path, body: str) -> str:

@@ -21,22 +21,11 @@ from crashlab.report.view import Item
 from crashlab.checks.verdict import check_trace
 from crashlab.scenario_loader import from_dict, resolve
 from crashlab.trace import read_jsonl
-from runtime_support import no_leftovers
+from runtime_support import careful, out  # noqa: F401 (out: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKER = ROOT / "examples" / "integration" / "worker.py"
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc: Linux only")
-
-
-@pytest.fixture
-def out(tmp_path):
-    yield tmp_path
-    no_leftovers(str(tmp_path))
-
-
-def careful(out: Path, mistake: str = "") -> str:
-    return f"{sys.executable} {WORKER} {{url}} {{db}} {mistake} --out-marker={out}".strip()
 
 
 def finish_only(out: Path, disposition: str) -> str:

@@ -19,25 +19,14 @@ from crashlab.report.html import catalogue, scenario_page
 from crashlab.report.view import Item
 from crashlab.scenario_loader import resolve
 from crashlab.trace import read_jsonl
-from runtime_support import no_leftovers
+from runtime_support import careful, out  # noqa: F401 (out: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKER = ROOT / "examples" / "integration" / "worker.py"
 FIELD = "integration"      # the header field with the card's inputs
 EXIT = {"pass": 0, "fail": 1, "inconclusive": 2}
 AS_RESULT = {"pass": "pass", "fail": "fail", "inconclusive": "unknown"}
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc: Linux only")
-
-
-@pytest.fixture
-def out(tmp_path):
-    yield tmp_path
-    no_leftovers(str(tmp_path))
-
-
-def careful(out: Path, mistake: str = "") -> str:
-    return f"{sys.executable} {WORKER} {{url}} {{db}} {mistake} --out-marker={out}".strip()
 
 
 def script(out: Path, name: str, body: str) -> str:
