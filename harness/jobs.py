@@ -70,6 +70,11 @@ def protect_self() -> None:
     _prctl(PR_SET_DUMPABLE, 0)
 
 
+def die_with_parent() -> None:
+    """In a child, before exec: SIGKILL when the thread that started it dies (crashlab's, or a server's)."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def die_with(parent: int) -> None:
     """In a child: SIGKILL when ``parent`` dies (kill -9 included); exit now if it already has."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

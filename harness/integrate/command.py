@@ -3,19 +3,10 @@ before anything starts; its death with crashlab's thread; and which armed store 
 worker that killed itself met."""
 from __future__ import annotations
 
-import ctypes
-import signal
 import string
 from collections.abc import Iterable
 
 from ..errors import UsageError
-
-
-def die_with_parent() -> None:   # in the child, before exec: SIGKILL when crashlab's thread dies
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def check_placeholders(argv: list[str], *, runtime: bool) -> None:

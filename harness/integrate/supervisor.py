@@ -35,7 +35,8 @@ from ..model import TERMINAL_STATES, PortCall, WAITING_STATES, validate_checkpoi
 from ..sandbox import Caller, Hooks, Sandbox
 from ..sandbox.server import Gate
 from ..scenario_compiled import Rule, Scenario
-from .command import check_placeholders, die_with_parent, fired_failpoint
+from ..jobs import die_with_parent
+from .command import check_placeholders, fired_failpoint
 from .repro import DEFAULTS, header_options
 from .store import PostgresStore, SqliteStore, open_store
 

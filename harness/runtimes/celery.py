@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -27,18 +26,11 @@ import celery  # noqa: F401  (the extra: load() names it when missing)
 import redis
 
 from ..errors import UsageError
+from ..jobs import die_with_parent
 from . import Runtime
 
 VERSION = "5.7.0"
 START_TIMEOUT_S = 10.0
-
-
-def _die_with_parent() -> None:   # the server is crashlab's: it dies with crashlab, even by SIGKILL
-    import ctypes
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def _free_port() -> int:
@@ -71,7 +63,7 @@ class RedisServer:
                  "--save", "", "--appendonly", "no", "--dir", str(self.work), "--logfile", str(self.log),
                  "--daemonize", "no", "--databases", "4"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent, close_fds=True)
+                preexec_fn=die_with_parent, close_fds=True)
             try:
                 ready = self._ready()
             except BaseException:             # Ctrl-C or SIGTERM while it starts: nothing is left running

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..errors import UsageError
-from ..integrate.command import die_with_parent as _die_with_parent
+from ..jobs import die_with_parent as _die_with_parent
 
 START_TIMEOUT_S = 60.0
 
