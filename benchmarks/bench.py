@@ -52,12 +52,12 @@ import simpy
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from crashlab.checks import check_trace  # noqa: E402
-from crashlab.conformance import run_suite  # noqa: E402
-from crashlab.drivers import InProcessChannel, load_adapter  # noqa: E402
-from crashlab.runner import Runner, Limits  # noqa: E402
-from crashlab.scenario_loader import from_dict, library, library_dir  # noqa: E402
-from crashlab.scenario_yaml import _parse  # noqa: E402
-from crashlab.trace import jsonl  # noqa: E402
+from crashlab.run.conformance import run_suite  # noqa: E402
+from crashlab.run.drivers import InProcessChannel, load_adapter  # noqa: E402
+from crashlab.run.runner import Runner, Limits  # noqa: E402
+from crashlab.scenario.loader import from_dict, library, library_dir  # noqa: E402
+from crashlab.scenario.yaml import _parse  # noqa: E402
+from crashlab.world.trace import jsonl  # noqa: E402
 
 TIMELINE = "combined-cancellation-under-pressure"
 
@@ -396,7 +396,7 @@ def main() -> int:
               f"{per_event[k] * 1e6:6.2f} us per event ({per_event[k] / per_event[1]:.2f}x the 1x cost)")
 
     # 7b: the crash matrix against scenario length: every run's crash points, CPU per crash point
-    from crashlab.explore import crash_matrix
+    from crashlab.run.explore import crash_matrix
 
     matrix = {}
     for k in (1, 2, 4):
@@ -420,7 +420,7 @@ def main() -> int:
               f"({card.verdict}), traces written")
 
         # 4b: the trust boundary's cost: the adapter in worker processes against --in-process
-        from crashlab.sweep import LocalExecutor
+        from crashlab.run.sweep import LocalExecutor
 
         def suite_with(executor):
             return lambda: run_suite(adapter, scenarios, out_dir=Path(tmp) / "iso", executor=executor)
@@ -490,7 +490,7 @@ def main() -> int:
                   f"--jobs 2, {explore_mb[0]:.0f} MB RSS per worker)")
             suites = {"in-process": ["--in-process"],
                       "wire: (warm server)": ["--adapter", f"wire:{adapter.text}"],
-                      "exec: (Python shim)": ["--adapter", f"exec:{sys.executable} -m crashlab.wire {adapter.text}"]}
+                      "exec: (Python shim)": ["--adapter", f"exec:{sys.executable} -m crashlab.run.wire {adapter.text}"]}
 
             def suite_cli(extra):
                 return lambda: subprocess.run(cmd + ["conformance", "-q", "--jobs", "1", "--out", tmp, *extra],

@@ -22,8 +22,8 @@ from crashlab.probe.interpret import interpret  # noqa: E402
 from crashlab.probe.mapping import load_map  # noqa: E402
 from crashlab.probe.plan import execute, worst_case  # noqa: E402
 from crashlab.sandbox import Sandbox  # noqa: E402
-from crashlab.scenario_loader import from_dict  # noqa: E402
-from crashlab.timefmt import parse_duration  # noqa: E402
+from crashlab.scenario.loader import from_dict  # noqa: E402
+from crashlab.vocab.timefmt import parse_duration  # noqa: E402
 
 PROFILES = {
     "semantic, by_key": {"idempotency": "semantic", "lookup": "by_key"},

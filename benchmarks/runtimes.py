@@ -38,11 +38,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from crashlab.errors import CrashlabError  # noqa: E402
+from crashlab.vocab.errors import CrashlabError  # noqa: E402
 from crashlab.integrate.run import RUNTIME_SUITE, integrate, suite  # noqa: E402
 from crashlab.integrate.supervisor import DEFAULT_TIME_SCALE  # noqa: E402
 from crashlab.runtimes import RUNTIMES, load  # noqa: E402
-from crashlab.scenario_loader import resolve  # noqa: E402
+from crashlab.scenario.loader import resolve  # noqa: E402
 
 KEYLESS = ROOT / "examples" / "integration" / "scenarios" / "keyless-502.yaml"
 PLAIN = ROOT / "examples" / "integration" / "worker.py"

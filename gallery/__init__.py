@@ -1,3 +1,5 @@
+# layer adapters: the reference adapter and the gallery of variants.
+# may import: vocab, world, scenario, rules, checks, run, reference_impl (only floors below it).
 """A gallery of known-bad adapters, and the correct alternatives beside them.
 
 Every adapter here is ``crashlab.reference_impl:ReferenceAdapter`` with one decision replaced

@@ -8,7 +8,7 @@ which): EscalateEveryAmbiguity skips the authoritative read (E4); StopInsteadOfC
 CANCELLED_EFFECT_REMAINS) and PinInsteadOfMigrate lose nothing."""
 from __future__ import annotations
 
-from crashlab.model import Knowledge, RunState
+from crashlab.vocab.model import Knowledge, RunState
 from crashlab.reference_impl import ReferenceAdapter, effects, migrations
 from crashlab.reference_impl.behaviour import Behaviour
 from crashlab.reference_impl.effects import evolve

@@ -3,7 +3,7 @@
 before a retry policy")."""
 from __future__ import annotations
 
-from crashlab.model import Knowledge, RunState
+from crashlab.vocab.model import Knowledge, RunState
 from crashlab.reference_impl import ReferenceAdapter, migrations
 from crashlab.reference_impl.behaviour import Behaviour
 from crashlab.reference_impl.matrix import Action, Row

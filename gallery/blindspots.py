@@ -2,7 +2,7 @@
 docs/adapters.md, enforced as its own invariant (docs/invariants.md)."""
 from __future__ import annotations
 
-from crashlab.model import RunState
+from crashlab.vocab.model import RunState
 from crashlab.reference_impl import ReferenceAdapter, adapter, effects, inbox, matrix, migrations
 from crashlab.reference_impl.behaviour import Behaviour
 from crashlab.reference_impl.inbox import Absorbed

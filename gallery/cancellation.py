@@ -2,7 +2,7 @@
 forward recovery", "Common durability traps")."""
 from __future__ import annotations
 
-from crashlab.model import TERMINAL_STATES, Knowledge, RunState
+from crashlab.vocab.model import TERMINAL_STATES, Knowledge, RunState
 from crashlab.reference_impl import ReferenceAdapter
 from crashlab.reference_impl.adapter import truthful_disposition
 from crashlab.reference_impl.behaviour import Behaviour

@@ -3,7 +3,7 @@ transition needs (AR-08 "Evidence interpretation drill", "Effect ledger and sema
 identity", "Reconciliation is a first-class capability")."""
 from __future__ import annotations
 
-from crashlab.model import RUN_TRANSITIONS, Knowledge, RunState
+from crashlab.vocab.model import RUN_TRANSITIONS, Knowledge, RunState
 from crashlab.reference_impl import ReferenceAdapter, effects
 from crashlab.reference_impl.adapter import finish_run, truthful_disposition
 from crashlab.reference_impl.behaviour import Behaviour

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from crashlab.checks import INVARIANTS
 from crashlab.checks.rubric import CATEGORY_MAX, RUBRIC, point_for, score
-from crashlab.conformance import run_one
-from crashlab.drivers import load_adapter
-from crashlab.results import ScenarioResult, Scorecard
-from crashlab.scenario_compiled import Scenario
-from crashlab.scenario_loader import library
+from crashlab.run.conformance import run_one
+from crashlab.run.drivers import load_adapter
+from crashlab.vocab.results import ScenarioResult, Scorecard
+from crashlab.vocab.compiled import Scenario
+from crashlab.scenario.loader import library
 
 from . import ENTRIES, Entry, changes
 

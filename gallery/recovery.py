@@ -2,7 +2,7 @@
 "Checkpoint identity and ownership", "Late, duplicate, and reordered events")."""
 from __future__ import annotations
 
-from crashlab.model import RunState
+from crashlab.vocab.model import RunState
 from crashlab.reference_impl import ReferenceAdapter, inbox
 from crashlab.reference_impl.behaviour import Behaviour
 from crashlab.reference_impl.effects import new_entry

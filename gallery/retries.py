@@ -2,7 +2,7 @@
 retrying", "Keep retry budgets end to end")."""
 from __future__ import annotations
 
-from crashlab.ports import PortError
+from crashlab.world.ports import PortError
 from crashlab.reference_impl import ReferenceAdapter, effects, matrix
 from crashlab.reference_impl.adapter import dispatch_primary
 from crashlab.reference_impl.behaviour import Behaviour

@@ -4,7 +4,7 @@ ambiguous, and an absence claimed on a read that was right by luck. Each is caug
 invariant (docs/invariants.md)."""
 from __future__ import annotations
 
-from crashlab.model import DISPOSITION_EFFECT_CLAIM, RunState
+from crashlab.vocab.model import DISPOSITION_EFFECT_CLAIM, RunState
 from crashlab.reference_impl import ReferenceAdapter, adapter, effects, matrix
 from crashlab.reference_impl.behaviour import Behaviour
 from crashlab.reference_impl.session import Session

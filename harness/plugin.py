@@ -71,8 +71,8 @@ class CrashlabItem(pytest.Item):
         self.result = None
 
     def runtest(self):
-        from .conformance import failure_message, run_checked
-        from .scenario_loader import from_dict
+        from .run.conformance import failure_message, run_checked
+        from .scenario.loader import from_dict
 
         scenario = self.scenario or from_dict(self.document, file=str(self.path))
         out = self.config.getoption("crashlab_out")
@@ -154,10 +154,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 class ConformanceSuite(pytest.Collector):
     def collect(self):
-        from .explore import crash_documents
-        from .drivers import load_adapter
-        from .scenario_loader import library
-        from .sweep import LocalExecutor, probe_all
+        from .run.explore import crash_documents
+        from .run.drivers import load_adapter
+        from .scenario.loader import library
+        from .run.sweep import LocalExecutor, probe_all
 
         config = self.config
         scenarios = library()
@@ -181,7 +181,7 @@ class CrashlabFile(pytest.File):
     """A user's ``*.crashlab.yaml`` scenario, collected as one test."""
 
     def collect(self):
-        from .scenario_loader import load_file
+        from .scenario.loader import load_file
 
         scenario = load_file(self.path)
         yield CrashlabItem.from_parent(self, name=scenario.id, scenario=scenario)
@@ -197,10 +197,10 @@ def pytest_collect_file(parent, file_path):
 def pytest_collection_modifyitems(session, config, items):
     if config.getoption("crashlab_adapter") is None:
         return
-    from .drivers import load_adapter
-    from .errors import CrashlabError
+    from .run.drivers import load_adapter
+    from .vocab.errors import CrashlabError
 
-    from .sweep import check_imports
+    from .run.sweep import check_imports
 
     try:
         spec = load_adapter(_adapter(config), import_code=_in_process(config))
@@ -226,8 +226,8 @@ class CrashlabFixture:
         return _adapter(self._config)
 
     def load(self, scenario):
-        from .scenario_compiled import Scenario
-        from .scenario_loader import from_dict, load_file, resolve
+        from .vocab.compiled import Scenario
+        from .scenario.loader import from_dict, load_file, resolve
 
         if isinstance(scenario, Scenario):
             return scenario
@@ -239,14 +239,14 @@ class CrashlabFixture:
     def run(self, scenario, adapter: str | None = None, seed: int | None = None):
         """Run (in a worker process) and check; return the ScenarioResult (its ``trace`` is saved
         under tmp_path)."""
-        from .conformance import run_checked
+        from .run.conformance import run_checked
 
         return run_checked(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp,
                            in_process=_in_process(self._config))
 
     def check(self, scenario, adapter: str | None = None, seed: int | None = None):
         """Run and raise AssertionError (ConformanceFailure) unless the verdict is pass."""
-        from .conformance import check_scenario
+        from .run.conformance import check_scenario
 
         return check_scenario(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp,
                               in_process=_in_process(self._config))

@@ -1,3 +1,5 @@
+# layer adapters: the reference adapter and the gallery of variants.
+# may import: vocab, world, scenario, rules, checks, run, gallery (only floors below it).
 """The reference AR-08 v0.1.0 adapter: ``crashlab.reference_impl:ReferenceAdapter``.
 
 Reading order (each module cites the chapter section it implements):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable
 
-from crashlab.model import RUN_TRANSITIONS, Knowledge, RunState
+from crashlab.vocab.model import RUN_TRANSITIONS, Knowledge, RunState
 
 from . import canonical, effects, matrix
 from .behaviour import REFERENCE, Behaviour

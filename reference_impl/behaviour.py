@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 if TYPE_CHECKING:  # annotations only
-    from crashlab.model import RunState
+    from crashlab.vocab.model import RunState
 
     from .inbox import Absorbed
     from .matrix import Row
     from .migrations import Compatibility
     from .record import RunRecord
     from .session import Session
-    from .transitions import Facts, Transition
+    from .facts import Facts, Transition
 
 Action = Callable[["Session", "Facts", "Transition"], Awaitable[None]]
 

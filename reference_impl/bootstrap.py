@@ -8,7 +8,7 @@ ownership is taken, and the ledger is inspected before anything is planned.
 """
 from __future__ import annotations
 
-from crashlab.model import TERMINAL_STATES, RunState
+from crashlab.vocab.model import TERMINAL_STATES, RunState
 
 from . import matrix, migrations
 from .inbox import absorb

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Mapping
 
-from crashlab.model import Knowledge, RunState
-from crashlab.ports import PortError
+from crashlab.vocab.model import Knowledge, RunState
+from crashlab.world.ports import PortError
 
 from . import canonical, matrix
 from .matrix import ROW, Action
 from .session import FencedOut, Session
+from .facts import EffectFact, _K  # noqa: F401 (moved there)
 
 
 class Role(str, Enum):
@@ -39,7 +40,6 @@ class Role(str, Enum):
 #: The checkpoint state written right before a send, per role.
 IN_FLIGHT_STATE = {Role.PRIMARY: RunState.EFFECT_IN_FLIGHT, Role.NOTIFICATION: RunState.NOTIFYING,
                    Role.COMPENSATION: RunState.COMPENSATING}
-_K = Knowledge
 
 
 # --------------------------------------------------------------------------- entries
@@ -65,42 +65,6 @@ def new_entry(s: Session, *, kind: str, service: str, operation: str, intent: di
 
 def evolve(s: Session, entry: Mapping[str, Any], knowledge: Knowledge, note: str, **changes: Any) -> dict:
     return {**entry, **changes, "knowledge": knowledge.value, "lease_epoch": s.epoch, "note": note}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EffectFact:
-    """What the ledger proves about one semantic key, for the decision table."""
-
-    key: str
-    knowledge: Knowledge
-    attempts: int
-    claimed_retries: tuple[str, ...]
-    verdict: str | None      # matrix row of the decisive reconciliation after the last attempt
-    note: str                # matrix row (or step) that produced the latest knowledge
-    retry_at: int | None = None   # earliest next send after a retryable failure (backoff, retry-after)
-
-    @property
-    def ceiling(self) -> int:
-        return matrix.ATTEMPT_CEILING + len(self.claimed_retries)
-
-    @property
-    def sendable(self) -> bool:
-        """Nothing of it landed (every attempt failed before send, or authoritative absence
-        was recorded) and it may be sent under the same key."""
-        return self.knowledge is _K.PROPOSED
-
-    @property
-    def unresolved(self) -> bool:
-        return self.knowledge is _K.SENT_UNKNOWN and self.verdict is None
-
-    @property
-    def stuck(self) -> bool:
-        """Reconciliation ended without an answer (or with a contradiction)."""
-        return self.knowledge is _K.SENT_UNKNOWN and self.verdict is not None
-
-    @property
-    def nothing_landed(self) -> bool:
-        return self.knowledge in (_K.PROPOSED, _K.REJECTED)
 
 
 def last_verdict(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Mapping
 
-from crashlab.model import Knowledge
+from crashlab.vocab.model import Knowledge
 
 # --------------------------------------------------------------------------- budgets
 # "Use both an attempt ceiling and an absolute deadline" (Keep retry budgets end to end).

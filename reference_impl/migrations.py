@@ -22,7 +22,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from crashlab.model import RunState
+from crashlab.vocab.model import RunState
 
 from .record import events_from_v1
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from crashlab.model import DISPOSITION_EFFECT_CLAIM, RunState
+from crashlab.vocab.model import DISPOSITION_EFFECT_CLAIM, RunState
 
 from . import matrix
 from .effects import Role, entry_of, fact_of, read_request, role_of

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
-from crashlab.model import RunState
+from crashlab.vocab.model import RunState
 
 SCHEMAS = (1, 2)
 ADAPTER = "reference_impl/AR-08 v0.1.0"

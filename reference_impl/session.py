@@ -19,8 +19,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from crashlab.model import RUN_TRANSITIONS, PortCall, RunState
-from crashlab.ports import PortError
+from crashlab.vocab.model import RUN_TRANSITIONS, PortCall, RunState
+from crashlab.world.ports import PortError
 
 from . import matrix
 from .behaviour import REFERENCE, Behaviour

@@ -12,44 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from crashlab.model import TERMINAL_STATES, Knowledge, RunState
+from crashlab.vocab.model import TERMINAL_STATES, Knowledge, RunState
 
 from . import matrix
-from .effects import EffectFact
+from .facts import EffectFact
+from .facts import Facts, Transition  # noqa: F401 (moved there)
 
 _K, _S = Knowledge, RunState
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Facts:
-    state: RunState | None                # None: no checkpoint yet
-    intake_problems: tuple[str, ...]      # validation problems of the intake (empty: valid)
-    cancelled: bool
-    proposal_frozen: bool
-    authority_row: str | None             # None: approval live; else the matrix row of the answer
-    approval_requests: int
-    approval_pending: bool                # the last approval request has no answer yet
-    primary: EffectFact | None
-    notification: EffectFact | None
-    compensation: EffectFact | None
-    notify: bool
-    pending_retry: str | None             # a deliberate retry intent no attempt has claimed
-    deadline_passed: bool
-    retry_past_deadline: bool = False     # the run's next attempt could only leave after the deadline
-
-    @property
-    def awaiting_authority(self) -> bool:
-        """A frozen proposal with nothing in flight: it needs live approval to go on."""
-        return self.proposal_frozen and (self.primary is None or self.primary.sendable)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Transition:
-    name: str
-    section: str                          # the chapter section it implements
-    when: Callable[[Facts], bool]
-    action: str                           # an action of adapter.ACTIONS
-    row: Callable[[Facts], str] | None = None   # finishing transitions: the decisive matrix row
 
 
 def _row(name: str) -> Callable[[Facts], str]:

@@ -1,10 +1,10 @@
 """Adapters that send the port boundary what it must refuse (tests/test_boundary.py), in-process
-and, through ``python -m crashlab.wire``, over the wire."""
+and, through ``python -m crashlab.run.wire``, over the wire."""
 import json
 import os
 
-from crashlab.model import PortCall
-from crashlab.ports import PortError
+from crashlab.vocab.model import PortCall
+from crashlab.world.ports import PortError
 from crashlab.gallery.blindspots import SilentDuplicates
 
 #: The calls FuzzCalls makes, as JSON ``[[port, op, args], ...]`` (an environment variable, so that

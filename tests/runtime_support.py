@@ -64,7 +64,7 @@ def statuses(outcome) -> dict:
 
 def assert_handed_over_before_the_stale_worker_resumed(outcome) -> None:
     """A stalled run (matrix-lease-loss) passed, its replacement read the key, then the stale worker resumed."""
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     assert outcome.card.verdict == "pass", outcome.card.text()
     events = read_jsonl(outcome.trace)

@@ -1,7 +1,7 @@
 """Small scripted adapters and scenario builders for the harness's own tests."""
 from __future__ import annotations
 
-from crashlab.runner import Limits, run_scenario
+from crashlab.run.runner import Limits, run_scenario
 from crashlab.scenario import from_dict
 
 INTENT = {"tenant": "T-1", "incident": "I-82", "part": "P-204", "slot": "S-19",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import support
-from crashlab.errors import InvalidScenario
+from crashlab.vocab.errors import InvalidScenario
 from crashlab.scenario import library
 from support import kinds, run, scenario
 

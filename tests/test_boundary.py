@@ -1,4 +1,4 @@
-"""Port arguments are checked at the boundary against their documented shapes (crashlab.ports.ARGUMENTS),
+"""Port arguments are checked at the boundary against their documented shapes (crashlab.world.ports.ARGUMENTS),
 in-process and over the wire alike: a wrong shape is a ``bad_request`` answer naming the port and the
 field (arguments that are not an object at all: an adapter fault), never an internal error."""
 from __future__ import annotations
@@ -14,13 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from boundary_adapters import ANSWERS_VAR, CALLS_VAR
-from crashlab.boundary import argument_problems, refuse_malformed
+from crashlab.world.boundary import argument_problems, refuse_malformed
 from crashlab.checks.index import RECORD_FAULTS
 from crashlab.cli import main
-from crashlab.conformance import check_run
-from crashlab.model import PLATFORM_PORTS, SERVICE_OPS, PortCall
-from crashlab.ports import ARGUMENTS, PortError
-from crashlab.strategies import arguments, port_calls
+from crashlab.run.conformance import check_run
+from crashlab.vocab.model import PLATFORM_PORTS, SERVICE_OPS, PortCall
+from crashlab.world.ports import ARGUMENTS, PortError
+from crashlab.scenario.strategies import arguments, port_calls
 from support import INTENT, kinds, run, scenario
 
 HERE = Path(__file__).parent
@@ -30,7 +30,7 @@ SERVICES = {"reservation": {}, "notification": {}, "registry": {}}
 
 
 def over_the_wire(name: str) -> str:
-    return f"exec:env PYTHONPATH={HERE}:{ROOT} {PY} -m crashlab.wire boundary_adapters:{name}"
+    return f"exec:env PYTHONPATH={HERE}:{ROOT} {PY} -m crashlab.run.wire boundary_adapters:{name}"
 
 
 BOTH = pytest.mark.parametrize("spec", [lambda n: f"boundary_adapters:{n}", over_the_wire],
@@ -78,7 +78,7 @@ def test_a_wrong_shape_is_a_bad_request_naming_the_port_op_and_field(port, op, a
 def test_the_quick_check_of_a_shape_agrees_with_the_full_one(call):
     """The quick check that passes most calls never lets one through that the full check refuses,
     and what it refuses, the full check names."""
-    from crashlab.boundary import _SHAPES, _problems
+    from crashlab.world.boundary import _SHAPES, _problems
 
     port, op, args = call
     shape = _SHAPES.get((port, op))
@@ -95,7 +95,7 @@ def test_the_quick_check_of_a_shape_agrees_with_the_full_one(call):
     ("clock", "sleep", {"ms": 1.5, "reason": "r"}), ("checkpoints", "write", {"checkpoint": {}, "lease_epoch": 1}),
 ])
 def test_the_quick_check_refuses_what_does_not_fit(port, op, args):
-    from crashlab.boundary import _SHAPES
+    from crashlab.world.boundary import _SHAPES
 
     assert not _SHAPES[port, op].fits(args) and argument_problems(port, op, args)
 
@@ -220,7 +220,7 @@ def test_fuzz_the_shape_check_answers_or_lets_through_never_raises_otherwise(dra
 @pytest.mark.parametrize("value", [{"now": 5, "ok": True, "owner": None, "name": "w1"}, {"epoch": 2**63 - 1},
                                    {"events": [{"seq": 1}]}, {"value": 1.5}, {}])
 def test_a_result_reaches_the_adapter_as_a_copy_equal_to_the_json_round_trip(value):
-    from crashlab.boundary import harness_value
+    from crashlab.world.boundary import harness_value
 
     copy = harness_value(value)
     assert copy == json.loads(json.dumps(value)) and copy is not value
@@ -230,7 +230,7 @@ def test_a_result_reaches_the_adapter_as_a_copy_equal_to_the_json_round_trip(val
 
 
 def test_a_flat_result_copied_as_it_is_is_still_a_copy():
-    from crashlab.boundary import harness_value
+    from crashlab.world.boundary import harness_value
 
     stored = {"version": 3, "owner": "w1"}
     copy = harness_value(stored)

@@ -14,8 +14,8 @@ from crashlab.checks import verdict as verdict_module
 from crashlab.checks.common import Invariant
 from crashlab.checks.guard import REPORT, evaluate
 from crashlab.checks.index import build
-from crashlab.conformance import check_run, check_scenario
-from crashlab.errors import ConformanceFailure
+from crashlab.run.conformance import check_run, check_scenario
+from crashlab.vocab.errors import ConformanceFailure
 from crashlab.scenario import resolve
 from support import INTENT, run, scenario
 
@@ -24,7 +24,7 @@ ROOT = HERE.parent
 PY = sys.executable
 T6 = "t6-duplicate-input-event"
 BAD = "boundary_adapters:SilentDuplicatesAskingBadly"
-BAD_WIRE = f"exec:env PYTHONPATH={HERE}:{ROOT} {PY} -m crashlab.wire boundary_adapters:SilentDuplicatesAskingBadly"
+BAD_WIRE = f"exec:env PYTHONPATH={HERE}:{ROOT} {PY} -m crashlab.run.wire boundary_adapters:SilentDuplicatesAskingBadly"
 
 
 def _notes(result, inv_id):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from functools import cache
 
 from crashlab.checks import check_trace
-from crashlab.runner import run_scenario
-from crashlab.scenario_loader import library
+from crashlab.run.runner import run_scenario
+from crashlab.scenario.loader import library
 from support import message_faults
 
 

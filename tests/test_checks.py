@@ -19,10 +19,10 @@ from checks_traces import INTENT, SENT, TraceBuilder  # noqa: E402
 
 from crashlab.checks import EXPECTATIONS, INVARIANTS, check_trace, timelines  # noqa: E402
 from crashlab.checks.invariants import BY_ID, KNOWLEDGE_GRAPH, RUN_GRAPH  # noqa: E402
-from crashlab.explore import crash_documents, probe_calls  # noqa: E402
-from crashlab.drivers import load_adapter  # noqa: E402
+from crashlab.run.explore import crash_documents, probe_calls  # noqa: E402
+from crashlab.run.drivers import load_adapter  # noqa: E402
 from support import message_faults  # noqa: E402
-from crashlab.runner import run_scenario  # noqa: E402
+from crashlab.run.runner import run_scenario  # noqa: E402
 from crashlab.scenario import from_dict  # noqa: E402
 
 W1, W2 = "run-82/w1", "run-82/w2"
@@ -510,7 +510,7 @@ def test_timelines_are_frozen_values():
 
 
 def test_a_corrupt_trace_is_invalid_input_not_a_crash():
-    from crashlab.errors import UsageError
+    from crashlab.vocab.errors import UsageError
     events = TraceBuilder().clean()
     del events[3]["worker"]
     with pytest.raises(UsageError, match="not a well-formed crashlab trace"):

@@ -21,13 +21,13 @@ import pytest
 
 from crashlab.checks import check_trace
 from crashlab.gallery import ENTRIES
-from crashlab.model import EFFECT_OPS
+from crashlab.vocab.model import EFFECT_OPS
 from crashlab.report.claims import KINDS
 from crashlab.report.comms import communications, situation
 from crashlab.report.packet import resolution_sentence, summary_sentences
 from crashlab.report.values import clock
-from crashlab.runner import run_scenario
-from crashlab.scenario_loader import library
+from crashlab.run.runner import run_scenario
+from crashlab.scenario.loader import library
 
 REFERENCE = "crashlab.reference_impl:ReferenceAdapter"
 INDEPENDENT = tuple(f"crashlab.gallery.independent:{n}" for n in ("Patient", "Brisk", "Conservative"))

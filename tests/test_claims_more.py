@@ -20,13 +20,13 @@ import pytest
 
 from crashlab.checks import rubric
 from crashlab.checks.verdict import check_trace
-from crashlab.conformance import run_one
+from crashlab.run.conformance import run_one
 from crashlab.gallery import ENTRIES
 from crashlab.report import export, markdown, text
 from crashlab.report.html import lane_table
 from crashlab.report.view import Item
-from crashlab.scenario_loader import library
-from crashlab.timefmt import format_time
+from crashlab.scenario.loader import library
+from crashlab.vocab.timefmt import format_time
 
 REFERENCE = "crashlab.reference_impl:ReferenceAdapter"
 INDEPENDENT = tuple(f"crashlab.gallery.independent:{n}" for n in ("Patient", "Brisk", "Conservative"))
@@ -335,7 +335,7 @@ def note_problems(events: list[dict], result) -> list[str]:
 def card_problems(events: list[dict]) -> list[str]:
     """Every #N a card line cites is an event of the trace; a rule the card passes has no finding
     of the checks on the same trace; one it fails has one (or is the card's own, OWN-03)."""
-    from crashlab.integrate.card import judged
+    from crashlab.checks.card import judged
 
     card = judged(events)
     seqs = {e["seq"] for e in events}
@@ -529,7 +529,7 @@ def test_the_markdown_points_lost_and_findings_count_their_findings_and_scenario
 
 def test_around_marks_a_four_digit_event_without_overwriting_its_number():
     """``>>`` sits in the seq column's spare spaces: #1074 reads 1074 on its marked line, not 074."""
-    from crashlab.runner import run_scenario
+    from crashlab.run.runner import run_scenario
 
     sc = next(s for s in library() if s.id == "t8-compensation-failure")
     events = [dict(e) for e in run_scenario(sc, REFERENCE, None).events]
@@ -549,7 +549,7 @@ def test_a_worker_that_went_on_after_a_refused_checkpoint_is_not_drawn_ending_th
     """CheckpointWithoutOwner's checkpoints are refused (adapter_fault) and its worker goes on to
     finish: the figure's worker bar ends at its stop, finished, with every refusal a mark on it."""
     from crashlab.report.lanes import lanes
-    from crashlab.runner import run_scenario
+    from crashlab.run.runner import run_scenario
 
     sc = next(s for s in library() if s.id == "combined-cancel-after-finish")
     events = run_scenario(sc, "crashlab.gallery.ownership:CheckpointWithoutOwner", None).events
@@ -571,8 +571,8 @@ def test_a_real_workers_trace_says_the_same_in_every_sentence(tmp_path, scenario
     from pathlib import Path
 
     from crashlab.integrate.run import integrate
-    from crashlab.scenario_loader import resolve
-    from crashlab.trace import read_jsonl
+    from crashlab.scenario.loader import resolve
+    from crashlab.world.trace import read_jsonl
     from runtime_support import no_leftovers
 
     worker = Path(__file__).resolve().parent.parent / "examples" / "integration" / "worker.py"

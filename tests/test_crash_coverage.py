@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from crashlab.drivers import load_adapter
-from crashlab.explore import crash_documents, double_crash_documents, probe_calls, probe_points
-from crashlab.runner import run_scenario
-from crashlab.scenario_loader import from_dict, library
-from crashlab.sweep import Coverage, LocalExecutor, crash_jobs
+from crashlab.run.drivers import load_adapter
+from crashlab.run.explore import crash_documents, double_crash_documents, probe_calls, probe_points
+from crashlab.run.runner import run_scenario
+from crashlab.scenario.loader import from_dict, library
+from crashlab.run.sweep import Coverage, LocalExecutor, crash_jobs
 
 SPEC = load_adapter(None)
 MULTI = [sc for sc in library() if len(sc.runs) > 1]

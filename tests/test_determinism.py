@@ -5,13 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crashlab.runner import run_scenario
+from crashlab.run.runner import run_scenario
 from crashlab.scenario import load_file
 
 HERE = Path(__file__).parent
 SCENARIO = HERE / "data" / "determinism.yaml"
 PROG = (
-    "import hashlib, sys; from crashlab.runner import run_scenario; from crashlab.scenario import load_file; "
+    "import hashlib, sys; from crashlab.run.runner import run_scenario; from crashlab.scenario import load_file; "
     "r = run_scenario(load_file(sys.argv[1]), sys.argv[2], int(sys.argv[3])); "
     "print(hashlib.sha256(r.to_jsonl().encode()).hexdigest(), len(r.events))"
 )
@@ -44,7 +44,7 @@ def test_runs_are_isolated_from_each_other():
 def test_the_trace_is_canonical_json_lines():
     import json
 
-    from crashlab.model import canonical_json
+    from crashlab.vocab.model import canonical_json
 
     text = run_scenario(load_file(SCENARIO), "jitter_adapter:Jittery", 11).to_jsonl()
     events = [json.loads(line) for line in text.splitlines()]

@@ -3,7 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crashlab.model import (CHECKPOINT_FIELD_MEANINGS, CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS,
+from crashlab.vocab.model import (CHECKPOINT_FIELD_MEANINGS, CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS,
                            EFFECT_ENTRY_FIELDS)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,5 +23,5 @@ def test_the_generated_field_tables_are_current():
 def test_the_adapter_docs_never_send_the_reader_to_a_source_file():
     for name in ("adapters.md", "protocol.md"):
         text = (ROOT / "docs" / name).read_text(encoding="utf-8")
-        for marker in ("harness/", "crashlab.model", "reference_impl/", ".py)"):
+        for marker in ("harness/", "crashlab.vocab.model", "reference_impl/", ".py)"):
             assert marker not in text, f"docs/{name} points at source: {marker}"

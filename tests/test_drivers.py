@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from crashlab.cli import main
-from crashlab.drivers import load_adapter
-from crashlab.errors import UsageError
+from crashlab.run.drivers import load_adapter
+from crashlab.vocab.errors import UsageError
 from support import Script, effects, kinds, run, scenario
 
 WIRE = Path(__file__).parent / "data" / "wire"
@@ -142,7 +142,7 @@ def test_subprocess_crash_is_sigkill_and_a_fresh_process(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
     sc = scenario(crashes=[{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "after"}])
     inproc = run(sc)
-    wire = run(sc, f"exec:{PY} -m crashlab.wire support:Script")
+    wire = run(sc, f"exec:{PY} -m crashlab.run.wire support:Script")
     strip = lambda events: [{k: v for k, v in e.items() if k != "adapter"} for e in events]  # noqa: E731
     assert strip(inproc.events) == strip(wire.events)
     assert len(kinds(wire, "start")) == 2
@@ -190,7 +190,7 @@ def test_a_string_enum_crosses_the_boundary_as_its_value_on_every_path():
     import enum
     import json
 
-    from crashlab.boundary import adapter_value, json_copy
+    from crashlab.world.boundary import adapter_value, json_copy
 
     class Colour(str, enum.Enum):
         RED = "red"

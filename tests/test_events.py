@@ -1,16 +1,16 @@
-"""The trace vocabulary (crashlab.events) declares every event crashlab writes."""
+"""The trace vocabulary (crashlab.vocab.events) declares every event crashlab writes."""
 import pytest
 
-from crashlab.errors import InternalError
-from crashlab.event_tables import BY_NAME, KINDS, problem
-from crashlab import events
-from crashlab.events import LANES
+from crashlab.vocab.errors import InternalError
+from crashlab.vocab.event_tables import BY_NAME, KINDS, problem
+from crashlab.vocab import events
+from crashlab.vocab.events import LANES
 from crashlab.scenario import library
-from crashlab.trace import Trace
+from crashlab.world.trace import Trace
 
 
 def test_every_event_of_the_library_matches_its_declaration_and_every_field_is_documented():
-    from crashlab.runner import run_scenario
+    from crashlab.run.runner import run_scenario
 
     seen: dict[str, set] = {}
     for sc in library():

@@ -1,4 +1,4 @@
-"""Typed trace events (crashlab.events): one frozen class per kind, validated at construction,
+"""Typed trace events (crashlab.vocab.events): one frozen class per kind, validated at construction,
 parsed from and written back to the very dicts a trace holds, and the dispatch tables of the
 checks and the report, which handle every kind or say they ignore it."""
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from crashlab import event_tables, events
+from crashlab.vocab import event_tables, events
 from crashlab.checks import index
-from crashlab.errors import UsageError
-from crashlab.event_tables import parse
-from crashlab.events import ABSENT, EventError
+from crashlab.vocab.errors import UsageError
+from crashlab.vocab.event_tables import parse
+from crashlab.vocab.events import ABSENT, EventError
 from crashlab.report import style
 from crashlab.scenario import EVENT_TYPES, library
-from crashlab.trace import jsonl, read_jsonl
+from crashlab.world.trace import jsonl, read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = sorted((ROOT / "traces").glob("*.jsonl"))
@@ -27,7 +27,7 @@ EVERY_TYPE = set(events.TYPES.values()) | {events.ScenarioEvent}
 
 @pytest.fixture(scope="module")
 def library_traces():
-    from crashlab.runner import run_scenario
+    from crashlab.run.runner import run_scenario
 
     return [run_scenario(sc, None).events for sc in library()]
 

@@ -20,13 +20,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 
 from crashlab.cli import main
-from crashlab.conformance import check_run
-from crashlab.drivers import load_adapter
-from crashlab.explore import (check_document, crash_documents, double_crash_documents, probe_calls,
+from crashlab.run.conformance import check_run
+from crashlab.run.drivers import load_adapter
+from crashlab.run.explore import (check_document, crash_documents, double_crash_documents, probe_calls,
                              to_yaml)
-from crashlab.runner import run_scenario
+from crashlab.run.runner import run_scenario
 from crashlab.scenario import from_dict, library, load_file
-from crashlab.strategies import schedules
+from crashlab.scenario.strategies import schedules
 
 sys.path.insert(0, str(Path(__file__).parent / "data" / "checks"))
 
@@ -209,7 +209,7 @@ def test_a_recorded_reference_bug_scenario_passes(path):
 
 
 def test_the_crash_matrix_command_prints_each_failing_schedule_and_a_summary(capsys):
-    from crashlab.explore import matrix_main
+    from crashlab.run.explore import matrix_main
 
     assert matrix_main(["--scenario", "matrix-permission-denied", "--double"]) == 0
     assert re.fullmatch(r"[1-9]\d* double-crash schedules over 1 scenario\(s\): 0 failing",

@@ -10,12 +10,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 
 from crashlab.cli import main
-from crashlab.drivers import load_adapter
-from crashlab.explore import probe_calls
-from crashlab.explore_coverage import LAG, Coverage, situations
-from crashlab.model import PLATFORM_PORTS
+from crashlab.run.drivers import load_adapter
+from crashlab.run.explore import probe_calls
+from crashlab.run.explore_coverage import LAG, Coverage, situations
+from crashlab.vocab.model import PLATFORM_PORTS
 from crashlab.scenario import from_dict, resolve
-from crashlab.strategies import DEFINITE_ERRORS, STORE_FAULTS, schedules
+from crashlab.scenario.strategies import DEFINITE_ERRORS, STORE_FAULTS, schedules
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from crashlab.cli import main
-from crashlab.errors import UsageError
-from crashlab.explore import read_journal
+from crashlab.vocab.errors import UsageError
+from crashlab.run.explore import read_journal
 
 T1 = "t1-crash-before-dispatch"
 HEADER = {"journal": 1, "adapter": "crashlab.reference_impl:ReferenceAdapter", "seed": 0, "examples": 2,

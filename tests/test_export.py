@@ -21,7 +21,7 @@ import pytest
 
 from crashlab.cli import main
 from crashlab.report.export import chrome_events, export_trace, otel_document
-from crashlab.trace import read_jsonl
+from crashlab.world.trace import read_jsonl
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 SAMPLES = ["t2-commit-before-record", "t4-approval-wait-crash", "t6-duplicate-input-event",

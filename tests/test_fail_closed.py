@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashlab.boundary import MAX_LINE_BYTES, json_copy
+from crashlab.world.boundary import MAX_LINE_BYTES, json_copy
 from crashlab.cli import main
-from crashlab.conformance import run_suite
-from crashlab.drivers import AdapterFault, parse_request
-from crashlab.errors import InvalidScenario, UsageError
+from crashlab.run.conformance import run_suite
+from crashlab.run.drivers import AdapterFault, parse_request
+from crashlab.vocab.errors import InvalidScenario, UsageError
 from crashlab.scenario import library, load_text, resolve
-from crashlab.trace import read_jsonl
+from crashlab.world.trace import read_jsonl
 from support import kinds, run, scenario
 
 HERE = Path(__file__).parent
@@ -56,7 +56,7 @@ def test_every_base_exception_is_an_adapter_fault_in_process(name, words):
 
 @pytest.mark.parametrize("name", ["RaisesSystemExit0", "RaisesKeyboardInterrupt", "RaisesCustomBaseException"])
 def test_every_base_exception_is_an_adapter_fault_over_the_wire(name):
-    fault = fault_of(run(scenario(), f"exec:env PYTHONPATH={HERE}:{ROOT} {PY} -m crashlab.wire hostile_adapters:{name}"))
+    fault = fault_of(run(scenario(), f"exec:env PYTHONPATH={HERE}:{ROOT} {PY} -m crashlab.run.wire hostile_adapters:{name}"))
     assert fault["fault"] == "base_exception" and name.removeprefix("Raises")[:6] in fault["message"]
 
 
@@ -163,7 +163,7 @@ def test_partial_results_on_interrupt_say_they_are_partial(tmp_path):
     """SIGINT and SIGTERM mid-suite: exit 130/143, no traceback, the finished traces and a partial
     results JSON written, no adapter process left behind."""
     marker = tmp_path / "slow_adapter_marker.py"
-    marker.write_text("import sys\nfrom crashlab.wire import serve\nsys.exit(serve('crashlab.reference_impl:ReferenceAdapter'))\n")
+    marker.write_text("import sys\nfrom crashlab.run.wire import serve\nsys.exit(serve('crashlab.reference_impl:ReferenceAdapter'))\n")
     for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         out = tmp_path / f"out{code}"
         proc = subprocess.Popen([PY, "-m", "crashlab", "conformance", "--adapter", f"exec:{PY} {marker}",
@@ -373,7 +373,7 @@ _ANY = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
 @settings(max_examples=400, deadline=None)
 @given(_ANY)
 def test_the_fast_boundary_copy_decides_exactly_as_the_careful_one(value):
-    from crashlab.boundary import adapter_value
+    from crashlab.world.boundary import adapter_value
 
     def outcome(fn):
         try:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.conformance import run_one
-from crashlab.exercised import counts, idle
+from crashlab.run.conformance import run_one
+from crashlab.checks.exercised import counts, idle
 from crashlab.scenario import library
 
 STRANGER = Path(__file__).resolve().parent.parent / "calibration" / "stranger"

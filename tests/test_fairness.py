@@ -16,9 +16,9 @@ from checks_traces import SENT, TraceBuilder  # noqa: E402
 
 import crashlab.gallery.independent as independent  # noqa: E402
 from crashlab.checks import check_trace  # noqa: E402
-from crashlab.conformance import run_one  # noqa: E402
+from crashlab.run.conformance import run_one  # noqa: E402
 from crashlab.gallery.independent.fieldops import Worker  # noqa: E402
-from crashlab.model import RUN_TRANSITIONS, RunState  # noqa: E402
+from crashlab.vocab.model import RUN_TRANSITIONS, RunState  # noqa: E402
 from crashlab.scenario import library  # noqa: E402
 
 W1 = "run-82/w1"
@@ -251,7 +251,7 @@ class LapsedFinisher:
     reports a disposition anyway."""
 
     async def run(self, p):
-        from crashlab.ports import PortError
+        from crashlab.world.ports import PortError
 
         info = await p.run.info()
         lease = await p.lease.acquire(1_000)
@@ -338,10 +338,10 @@ def test_an_exec_sweep_states_its_expected_duration_before_it_starts(tmp_path, m
     import importlib
     import io
 
-    from crashlab.drivers import load_adapter
-    from crashlab.progress import Progress
+    from crashlab.run.drivers import load_adapter
+    from crashlab.report.progress import Progress
 
-    sweep_module = importlib.import_module("crashlab.sweep")
+    sweep_module = importlib.import_module("crashlab.run.sweep")
     assert "about 4 min with 2 worker(s)" in sweep_module.expected_duration(240, 2.0, 2)
     monkeypatch.setattr(sweep_module, "crash_jobs", lambda *a, **k: [])
     for spec, says in ((f"exec:{sys.executable} x.py", True), ("crashlab.reference_impl:ReferenceAdapter", False)):
@@ -352,7 +352,7 @@ def test_an_exec_sweep_states_its_expected_duration_before_it_starts(tmp_path, m
 
 
 def test_an_evidence_alternative_is_checked_part_by_part_when_loaded():
-    from crashlab.errors import InvalidScenario
+    from crashlab.vocab.errors import InvalidScenario
     from crashlab.scenario import from_dict
 
     doc = {"id": "x", "title": "x", "runs": [{"id": "run-82", "intent": {"part": "P-1"}}],

@@ -1,7 +1,7 @@
 """faults.Rules: the rule matching shared by the simulator and the sandbox."""
-from crashlab.faults import Rules
-from crashlab.model import PortCall
-from crashlab.scenario_compiled import Match, Rule
+from crashlab.world.faults import Rules
+from crashlab.vocab.model import PortCall
+from crashlab.vocab.compiled import Match, Rule
 
 CALL = PortCall(port="reservation", op="reserve", args={"key": "k1"})
 

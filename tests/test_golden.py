@@ -1,5 +1,5 @@
 """Regression evidence: the reference adapter reproduces its archived golden traces."""
-from crashlab.golden import GOLDEN_DIR, compare
+from crashlab.run.golden import GOLDEN_DIR, compare
 
 
 def test_golden_traces_are_reproduced_byte_for_byte():

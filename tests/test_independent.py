@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import crashlab.gallery.independent as independent
-from crashlab.conformance import run_one, run_suite
-from crashlab.drivers import load_adapter
+from crashlab.run.conformance import run_one, run_suite
+from crashlab.run.drivers import load_adapter
 from crashlab.scenario import library
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.integrate.card import MINIMUM, card
+from crashlab.checks.card import MINIMUM, card
 from crashlab.integrate.run import integrate, suite
-from crashlab.results import ScenarioResult
-from crashlab.scenario_loader import load_file, resolve
+from crashlab.vocab.results import ScenarioResult
+from crashlab.scenario.loader import load_file, resolve
 from runtime_support import alive_with, careful, out  # noqa: F401 (out: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +74,7 @@ def test_the_careful_worker_passes_the_integration_suite(out, scenario):
     # one verdict per trace: `crashlab check` (and the report, crashlab.check_trace) read the card's
     from crashlab.checks.verdict import check_trace
     from crashlab.cli import main
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     assert check_trace(read_jsonl(outcome.trace)).verdict == "pass"
     assert main(["check", str(outcome.trace)]) == 0
@@ -107,7 +107,7 @@ def test_a_closed_connection_taken_as_not_sent_fails_retry01(out):
 def test_the_integration_trace_reads_checks_and_shows_unchanged(out, capsys):
     from crashlab.checks.verdict import check_trace
     from crashlab.cli import main
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     outcome = integrate(resolve("t2-commit-before-record"), worker=careful(out), out=out)
     events = read_jsonl(outcome.trace)
@@ -130,7 +130,7 @@ def test_the_integration_trace_reads_checks_and_shows_unchanged(out, capsys):
 
 def test_the_supervisors_grant_is_its_own_lease_record_and_never_a_worker_call(out):
     from crashlab.checks.verdict import check_raw, check_trace
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     outcome = integrate(resolve("t2-commit-before-record"), worker=careful(out), out=out)
     events = read_jsonl(outcome.trace)
@@ -199,8 +199,8 @@ def test_the_card_is_inconclusive_when_a_minimum_rule_cannot_be_judged():
 
 
 def test_a_refusal_a_socket_cannot_tell_apart_is_recognized_by_its_code_not_its_wording(out):
-    from crashlab.results import Violation
-    from crashlab.trace import read_jsonl
+    from crashlab.vocab.results import Violation
+    from crashlab.world.trace import read_jsonl
 
     outcome = integrate(resolve("matrix-timeout-before-send"), worker=careful(out), out=out)
     lines = {line.invariant: line for line in outcome.card.lines}
@@ -309,7 +309,7 @@ def reserve_once(out: Path, timeout: float) -> str:
 
 def _paused_at_reserve(sc_id: str, resume_after: str, restart_after: str):
     """One run whose worker is paused with its first reserve held (``before``)."""
-    from crashlab.scenario_loader import from_dict
+    from crashlab.scenario.loader import from_dict
 
     return from_dict({"id": sc_id, "title": "a pause at the reserve", "seed": 1,
                       "clock": {"origin": "10:00", "horizon": "10:30"}, "services": {"reservation": {}},
@@ -324,7 +324,7 @@ def test_a_pause_stops_and_resumes_the_worker_group(out):
     sc = _paused_at_reserve("pause-test", "5s", "1m")      # resumed before any takeover
     outcome = integrate(sc, worker=careful(out), out=out)
     assert outcome.card.verdict == "pass", outcome.card.text()
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     kinds = [e["kind"] for e in read_jsonl(outcome.trace)]
     assert kinds.index("pause") < kinds.index("resume") and kinds.count("start") == 1
@@ -362,7 +362,7 @@ PAUSED = ROOT / "examples" / "integration" / "scenarios" / "paused-past-lease.ya
 
 
 def test_a_paused_worker_is_replaced_and_its_lease_fences_it_when_it_resumes(out):
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     outcome = integrate(load_file(PAUSED), worker=careful(out), out=out)
     assert outcome.card.verdict == "pass", outcome.card.text()
@@ -386,7 +386,7 @@ def test_a_worker_without_a_lease_resumes_stale_and_fails_term01_and_own03_on_it
 
 
 def test_store_order_finds_a_stale_row_per_table_and_run_only():
-    from crashlab.integrate.card import stale_rows
+    from crashlab.checks.card import stale_rows
 
     def row(seq, kind, epoch, run="r"):
         return {"seq": seq, "kind": kind, "epoch": epoch, "run": run}
@@ -399,7 +399,7 @@ def test_store_order_finds_a_stale_row_per_table_and_run_only():
 
 
 def test_a_scenario_whose_faults_never_met_a_request_under_real_time_is_inconclusive(out):
-    from crashlab.scenario_loader import from_dict
+    from crashlab.scenario.loader import from_dict
 
     # the cancellation is on the clock at 10:00:00.001: it reaches the worker before its first request, the
     # lost response never meets a reserve, and the scenario's point never happens
@@ -420,7 +420,7 @@ def test_the_suite_is_the_integration_tag_and_docs_list_every_library_scenario_i
     import re
 
     from crashlab.integrate.run import SUITE_TAG, exercises
-    from crashlab.scenario_loader import library
+    from crashlab.scenario.loader import library
 
     text = (ROOT / "docs" / "integration.md").read_text()
     table = text.split("<!-- the suite table: every library scenario, in or out -->")[1].split("<!-- end of")[0]
@@ -498,7 +498,7 @@ def test_the_listening_check_sees_a_listening_socket():
 
 
 def test_other_actors_background_traffic_runs_beside_a_real_worker(out):
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "background-traffic.yaml"),
                         worker=careful(out), out=out)
@@ -534,7 +534,7 @@ def test_one_unreadable_view_is_named_and_leaves_the_others_readable(tmp_path):
 def test_an_approval_a_real_worker_never_receives_makes_the_expectations_not_judgeable():
     """An approval scenario's expectations assume the approval arrived; the sandbox cannot deliver
     it, so a miss there is not the worker's (the invariants still judge it)."""
-    from crashlab.results import Violation
+    from crashlab.vocab.results import Violation
 
     miss = Violation(invariant="EXP-DISPOSITION", message="disposition WAITING_HUMAN not allowed", events=(1,))
     result = ScenarioResult(id="x", title="x", verdict="fail", dispositions={}, violations=(miss,), notes=(), seed=0,
@@ -563,7 +563,7 @@ def _first(events: list[dict], **match) -> int:
 
 
 def test_a_replaced_worker_resumes_only_after_its_late_replacement_acted(out):
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     # the rule resumes the stale worker 1.8 s (real) after the pause; the replacement's first request
     # comes 2.5 s after the takeover: the stale worker stays stopped until the replacement had its time
@@ -580,7 +580,7 @@ def test_a_replaced_worker_resumes_only_after_its_late_replacement_acted(out):
 
 
 def test_a_replacement_that_only_polls_the_inbox_has_not_got_the_run(out):
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     # the second worker process polls the inbox at once, as a runtime's worker process does before its
     # runtime hands it the run, and works on the run (reads, writes) only 2.5 s later
@@ -599,7 +599,7 @@ def test_a_replacement_that_only_polls_the_inbox_has_not_got_the_run(out):
 
 
 def test_a_handover_that_never_came_is_inconclusive_not_a_verdict(out):
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     outcome = integrate(load_file(PAUSED), worker=_late_replacement(out, 3.0), out=out, handover_wait_s=0.5)
     events = read_jsonl(outcome.trace)

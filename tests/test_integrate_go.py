@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.integrate.run import integrate, suite
-from crashlab.scenario_loader import resolve
+from crashlab.scenario.loader import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "examples" / "integration" / "go" / "worker.go"
@@ -58,7 +58,7 @@ def test_go_default_client_resends_a_keyed_post_and_is_caught(binary, tmp_path):
 
 
 def test_the_go_worker_fences_itself_when_it_resumes_after_a_takeover(binary, tmp_path):
-    from crashlab.scenario_loader import load_file
+    from crashlab.scenario.loader import load_file
 
     outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "paused-past-lease.yaml"),
                         worker=f"{binary} {{url}} {{db}}", out=tmp_path)
@@ -66,7 +66,7 @@ def test_the_go_worker_fences_itself_when_it_resumes_after_a_takeover(binary, tm
 
 
 def test_the_go_worker_finds_its_own_hold_among_other_actors(binary, tmp_path):
-    from crashlab.scenario_loader import load_file
+    from crashlab.scenario.loader import load_file
 
     outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "background-traffic.yaml"),
                         worker=f"{binary} {{url}} {{db}}", out=tmp_path)

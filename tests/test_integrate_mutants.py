@@ -32,7 +32,7 @@ def unavailable(runtime: str) -> str | None:
     if runtime == "temporal" and not ((Path(sys.executable).parent / "temporal").exists() or shutil.which("temporal")):
         return f"Temporal's dev server is not installed: {mutants.INSTALL['temporal']}"
     if runtime == "restate":
-        from crashlab.errors import UsageError
+        from crashlab.vocab.errors import UsageError
         from crashlab.runtimes.restate import server_binary
 
         try:

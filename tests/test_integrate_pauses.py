@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from crashlab.integrate.run import integrate
-from crashlab.scenario_loader import load_file
-from crashlab.trace import read_jsonl
+from crashlab.scenario.loader import load_file
+from crashlab.world.trace import read_jsonl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_integrate import PAUSED, _late_replacement, _paused_at_reserve, careful, out  # noqa: E402,F401
@@ -106,7 +106,7 @@ def test_a_request_held_longer_than_the_sandbox_hold_bound_leaves_only_at_the_re
 
 
 def test_a_finish_written_by_the_replacement_of_a_crashed_worker_is_the_replacements(out):
-    from crashlab.scenario_loader import resolve
+    from crashlab.scenario.loader import resolve
 
     # the first worker wrote its terminal checkpoint and died before its finish; the replacement finds
     # the decision and writes the finish (no owner in the row): the finish is the replacement's, not
@@ -121,7 +121,7 @@ def test_a_finish_written_by_the_replacement_of_a_crashed_worker_is_the_replacem
 
 def test_a_crash_rule_on_a_paused_call_whose_worker_was_replaced_meanwhile_is_spent(out):
     import yaml
-    from crashlab.scenario_loader import from_dict
+    from crashlab.scenario.loader import from_dict
 
     # the held reserve also meets a crash rule (after): by the time it leaves its worker is a zombie,
     # which no crash rule kills, so its answer is delivered as for any zombie's request; the sandbox
@@ -189,7 +189,7 @@ def yaml_spec() -> dict:
 
 
 def from_dict_(spec: dict):
-    from crashlab.scenario_loader import from_dict
+    from crashlab.scenario.loader import from_dict
 
     return from_dict(spec)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.integrate.run import integrate
-from crashlab.scenario_loader import resolve
+from crashlab.scenario.loader import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "examples" / "integration" / "worker.py"
@@ -65,7 +65,7 @@ def server(tmp_path_factory):
 
 
 def test_the_careful_worker_passes_on_postgresql_and_writes_are_ordered_by_commit_time(server, tmp_path):
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     outcome = integrate(resolve("t2-commit-before-record"), worker=f"{sys.executable} {WORKER} {{url}} {{db}}",
                         out=tmp_path, store=server)

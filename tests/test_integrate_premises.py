@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.integrate.card import judged
+from crashlab.checks.card import judged
 from crashlab.integrate.run import integrate
 from crashlab.report.html import scenario_page
 from crashlab.report.view import Item
 from crashlab.checks.verdict import check_trace
-from crashlab.scenario_loader import from_dict, resolve
-from crashlab.trace import read_jsonl
+from crashlab.scenario.loader import from_dict, resolve
+from crashlab.world.trace import read_jsonl
 from runtime_support import careful, out  # noqa: F401 (out: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,7 +168,7 @@ def test_a_not_judgeable_line_shows_what_the_checks_would_have_charged(out):
 
 
 def test_the_docs_table_lists_every_rule_the_card_cannot_judge_and_no_other():
-    from crashlab.integrate.card import NOT_JUDGEABLE, OWN_JUDGED
+    from crashlab.checks.card import NOT_JUDGEABLE, OWN_JUDGED
 
     doc = (ROOT / "docs" / "integration.md").read_text()
     table = doc.split("<!-- the not-judgeable table -->", 1)[1].split("\n\n", 1)[0]

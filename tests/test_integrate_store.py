@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from crashlab.errors import UsageError
+from crashlab.vocab.errors import UsageError
 from crashlab.integrate.run import integrate
 from crashlab.integrate.store import open_store, plan_stores
-from crashlab.scenario_loader import load_file
+from crashlab.scenario.loader import load_file
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "examples" / "integration" / "worker.py"
@@ -127,7 +127,7 @@ def test_integrate_refuses_an_input_store_before_any_worker_runs(tmp_path, monke
 
 # --------------------------------------------------------------------------- a cancellation read and ignored
 def test_a_worker_that_reads_a_cancellation_and_sends_anyway_fails_cancel01(tmp_path):
-    from crashlab.scenario_loader import resolve
+    from crashlab.scenario.loader import resolve
 
     outcome = integrate(resolve("matrix-cancel-after-refused-send"), worker=careful("--mistake=ignores_cancellation"),
                         out=tmp_path / "o")
@@ -137,7 +137,7 @@ def test_a_worker_that_reads_a_cancellation_and_sends_anyway_fails_cancel01(tmp_
 
 
 def test_a_key_without_tenant_and_principal_is_caught_in_the_suite(tmp_path):
-    from crashlab.scenario_loader import resolve
+    from crashlab.scenario.loader import resolve
 
     outcome = integrate(resolve("matrix-cross-tenant-key-collision"), worker=careful("--mistake=tenantless_key"),
                         out=tmp_path / "o")

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from crashlab.cli import main
-from crashlab.cli_args import parser
+from crashlab.cli.args import parser
 from crashlab.integrate.command import fired_failpoint
-from crashlab.integrate.repro import header_options, repro_line
+from crashlab.run.repro import header_options, repro_line
 from crashlab.integrate.run import integrate
 from crashlab.report.export import chrome_events, otel_document
 from crashlab.report.lanes import lanes
-from crashlab.scenario_loader import load_file, resolve
-from crashlab.trace import read_jsonl
+from crashlab.scenario.loader import load_file, resolve
+from crashlab.world.trace import read_jsonl
 from runtime_support import no_leftovers
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,13 +12,13 @@ import pytest
 
 from crashlab.checks.verdict import check_trace
 from crashlab.cli import main
-from crashlab.conformance import recheck_saved
-from crashlab.exercised import coverage
+from crashlab.run.conformance import recheck_saved
+from crashlab.checks.exercised import coverage
 from crashlab.integrate.run import integrate
 from crashlab.report.html import catalogue, scenario_page
 from crashlab.report.view import Item
-from crashlab.scenario_loader import resolve
-from crashlab.trace import read_jsonl
+from crashlab.scenario.loader import resolve
+from crashlab.world.trace import read_jsonl
 from runtime_support import careful, out  # noqa: F401 (out: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +55,7 @@ def same_verdict_everywhere(outcome, capsys) -> None:
     # a rule the card could not judge is never a failure on the result, only a note
     failing = {line.invariant for line in card.lines if line.status == "fail"}
     assert {v.invariant for v in check_trace(events).violations} == failing
-    from crashlab.integrate.card import judged
+    from crashlab.checks.card import judged
 
     assert isinstance(events[0].get(FIELD), dict)          # the card's inputs are in the header
     assert judged(events).verdict == card.verdict and judged(events).lines == card.lines
@@ -134,7 +134,7 @@ def test_an_older_integration_trace_without_the_card_inputs_is_never_a_pass(out,
     del head[FIELD]
     older.write_text("\n".join([json.dumps(head)] + rows[1:]) + "\n")
     events = read_jsonl(older)
-    from crashlab.integrate.card import judged
+    from crashlab.checks.card import judged
 
     assert check_trace(events).verdict == "unknown" and judged(events).verdict == "inconclusive"
     capsys.readouterr()

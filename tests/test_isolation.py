@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-import crashlab.conformance  # noqa: F401  (loaded once: pytester restores sys.modules between runs)
-from crashlab.conformance import run_checked, run_suite
-from crashlab.jobs import Done, Lost, Pool, descendants
-from crashlab.runner import Limits
+import crashlab.run.conformance  # noqa: F401  (loaded once: pytester restores sys.modules between runs)
+from crashlab.run.conformance import run_checked, run_suite
+from crashlab.run.jobs import Done, Lost, Pool, descendants
+from crashlab.run.runner import Limits
 from crashlab.scenario import resolve
-from crashlab.drivers import load_adapter
-from crashlab.sweep import Job, LocalExecutor, judge, traced_once
+from crashlab.run.drivers import load_adapter
+from crashlab.run.sweep import Job, LocalExecutor, judge, traced_once
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -334,7 +334,7 @@ def test_the_fixture_runs_the_adapter_in_a_worker(pytester):
 
 
 def test_an_adapter_whose_import_hangs_is_a_usage_error_within_the_bound(tmp_path, monkeypatch):
-    from crashlab.errors import UsageError
+    from crashlab.vocab.errors import UsageError
 
     (tmp_path / "hangs_at_import.py").write_text("import time\ntime.sleep(600)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -345,7 +345,7 @@ def test_an_adapter_whose_import_hangs_is_a_usage_error_within_the_bound(tmp_pat
 
 
 def test_an_adapter_that_exits_while_imported_is_a_usage_error(tmp_path, monkeypatch):
-    from crashlab.errors import UsageError
+    from crashlab.vocab.errors import UsageError
 
     (tmp_path / "exits_at_import_hard.py").write_text("import os\nos._exit(0)\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -2,7 +2,7 @@
 worker (woken by a later inbox event) acquires without waiting out the finished worker's TTL."""
 from __future__ import annotations
 
-from crashlab.conformance import run_one
+from crashlab.run.conformance import run_one
 from crashlab.scenario import resolve
 
 ADAPTER = "crashlab.gallery.independent:Conservative"

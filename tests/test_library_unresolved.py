@@ -11,7 +11,7 @@ import pytest
 
 import crashlab.gallery.independent as independent
 import crashlab.gallery.independent.fieldops as fieldops
-from crashlab.conformance import run_one
+from crashlab.run.conformance import run_one
 from crashlab.scenario import library
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from crashlab.cli import main
-from crashlab.terminal import printable
-from crashlab.trace import MAX_READ_BYTES, MAX_TRACE_BYTES, jsonl, read_jsonl
+from crashlab.cli.terminal import printable
+from crashlab.world.trace import MAX_READ_BYTES, MAX_TRACE_BYTES, jsonl, read_jsonl
 from support import kinds, run, scenario
 
 HERE = Path(__file__).parent
@@ -27,7 +27,7 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)])}
 T1 = "t1-crash-before-dispatch"
 LIBRARY_T1 = ROOT / "scenarios" / f"{T1}.yaml"
 FAILS = "crashlab.gallery.retries:BlindRetry"   # a known-bad adapter: every scenario it runs fails
-WIRE = f"exec:env PYTHONPATH={HERE}:{ROOT} {PY} -m crashlab.wire"
+WIRE = f"exec:env PYTHONPATH={HERE}:{ROOT} {PY} -m crashlab.run.wire"
 
 
 def cli(*args, cwd, timeout=300, preexec=None, shell=None):
@@ -312,8 +312,8 @@ def test_a_trace_that_grows_past_the_bound_is_an_adapter_fault_over_the_wire():
 
 
 def test_a_run_that_hits_the_event_bound_is_an_adapter_fault(monkeypatch):
-    import crashlab.trace
-    monkeypatch.setattr(crashlab.trace, "MAX_TRACE_EVENTS", 12)
+    import crashlab.world.trace
+    monkeypatch.setattr(crashlab.world.trace, "MAX_TRACE_EVENTS", 12)
     [fault] = kinds(run(scenario(), "support:Script"), "adapter_fault")
     assert fault["fault"] == "trace_too_large" and "12 events" in fault["message"]
 
@@ -351,8 +351,8 @@ def test_jsonl_is_what_the_bound_counts():
 def test_the_bound_counts_the_trace_as_it_grows():
     """The size is counted when asked, the events since the last count at once: at every point it
     is the length of the trace lines written so far, whatever was asked in between."""
-    from crashlab import events
-    from crashlab.trace import Trace
+    from crashlab.vocab import events
+    from crashlab.world.trace import Trace
 
     trace, counts = Trace(lambda: 5), []
     for i in range(7):

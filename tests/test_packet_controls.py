@@ -22,7 +22,7 @@ from checks_traces import TraceBuilder  # noqa: E402
 
 from crashlab.checks import check_trace  # noqa: E402
 from crashlab.checks.controls import ALLOWED, BY_ID, CONTROLS, NAMES, PRECONDITIONS, normal, resolve  # noqa: E402
-from crashlab.conformance import run_one  # noqa: E402
+from crashlab.run.conformance import run_one  # noqa: E402
 from crashlab.scenario import library  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

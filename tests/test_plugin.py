@@ -1,7 +1,7 @@
 """The pytest plugin, tested with pytester from a directory that has no tests of its own."""
 import textwrap
 
-import crashlab.conformance  # noqa: F401  (loaded once: pytester restores sys.modules between runs)
+import crashlab.run.conformance  # noqa: F401  (loaded once: pytester restores sys.modules between runs)
 
 BROKEN = textwrap.dedent('''
     from crashlab.reference_impl import ReferenceAdapter

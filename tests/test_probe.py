@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from crashlab.cli import main
-from crashlab.errors import CrashlabError, InvalidScenario, UsageError
+from crashlab.vocab.errors import CrashlabError, InvalidScenario, UsageError
 from crashlab.probe.client import BudgetExhausted, Client, Exchange, check_target
 from crashlab.probe.interpret import interpret
 from crashlab.probe.mapping import from_doc, load_map
 from crashlab.probe.plan import Observed, execute, worst_case
 from crashlab.probe.profile import apply_profile, load_profile, profile_text
-from crashlab.scenario_loader import from_dict, resolve
-from crashlab.scenario_yaml import parse_yaml
+from crashlab.scenario.loader import from_dict, resolve
+from crashlab.scenario.yaml import parse_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 MAP = ROOT / "examples" / "probe" / "sandbox-map.yaml"
@@ -424,7 +424,7 @@ def test_a_scenario_whose_services_the_profile_changed_is_judged_by_the_invarian
     import json
 
     from crashlab.probe.profile import with_services
-    from crashlab.scenario_loader import resolve
+    from crashlab.scenario.loader import resolve
 
     own = resolve("fieldops-no-key-lookup")
     path = tmp_path / "p.yaml"
@@ -445,10 +445,10 @@ def test_a_scenario_whose_services_the_profile_changed_is_judged_by_the_invarian
 
 
 def test_a_sweep_crashes_the_scenario_on_the_profiles_services(tmp_path):
-    from crashlab.drivers import load_adapter
+    from crashlab.run.drivers import load_adapter
     from crashlab.probe.profile import with_services
-    from crashlab.scenario_loader import resolve
-    from crashlab.sweep import LocalExecutor, crash_jobs
+    from crashlab.scenario.loader import resolve
+    from crashlab.run.sweep import LocalExecutor, crash_jobs
 
     path = tmp_path / "p.yaml"
     path.write_text("services:\n  reservation: {idempotency: key_only, lookup: by_key}\n")

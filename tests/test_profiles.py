@@ -7,11 +7,11 @@ import itertools
 
 import pytest
 
-from crashlab.errors import InvalidScenario
-from crashlab.ports import PortError
-from crashlab.runner import run_scenario
+from crashlab.vocab.errors import InvalidScenario
+from crashlab.world.ports import PortError
+from crashlab.run.runner import run_scenario
 from crashlab.scenario import PROFILE_CHOICES, from_dict
-from crashlab.services import PROFILE_DEFAULTS, Reservation, profile_conflicts
+from crashlab.world.services import PROFILE_DEFAULTS, Reservation, profile_conflicts
 
 INTENT = {"tenant": "T-1", "incident": "I-82", "part": "P-204", "slot": "S-19", "technician": "TECH-4",
           "quantity": 1, "principal": "U-7"}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.runner import RunResult, run_scenario
+from crashlab.run.runner import RunResult, run_scenario
 from crashlab.scenario import from_dict, load_file
 
 from crashlab.reference_impl import canonical
@@ -681,7 +681,7 @@ def test_a_run_without_a_business_deadline_keeps_none_and_its_packet_says_so():
     """The reference invents no deadline: an intake that names none gives checkpoints with
     ``control.deadline`` null and a decision packet whose budget has no deadline and no
     time remaining (it used to show 10:30, 30 minutes after intake)."""
-    from crashlab.scenario_loader import library
+    from crashlab.scenario.loader import library
 
     sc = next(s for s in library() if s.id == "fieldops-no-key-lookup")
     result = run_scenario(sc, ADAPTER)

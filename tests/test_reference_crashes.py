@@ -12,7 +12,7 @@ from functools import cache
 
 import pytest
 
-from crashlab.runner import run_scenario
+from crashlab.run.runner import run_scenario
 from crashlab.scenario import Match, Rule, load_file
 
 from test_reference import ADAPTER, DATA, calls, checker_violations, effects, final, run

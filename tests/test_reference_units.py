@@ -11,8 +11,8 @@ from unittest import mock
 
 import pytest
 
-from crashlab.model import ERROR_CODES, Knowledge, RunState, validate_checkpoint
-from crashlab.runner import run_scenario
+from crashlab.vocab.model import ERROR_CODES, Knowledge, RunState, validate_checkpoint
+from crashlab.run.runner import run_scenario
 from crashlab.scenario import load_file
 
 from crashlab.reference_impl import adapter as adapter_module, canonical, matrix, migrations, transitions
@@ -234,7 +234,7 @@ def test_each_transition_names_its_chapter_section_and_an_action():
 # --------------------------------------------------------------------------- determinism
 def test_a_seed_reproduces_the_trace_byte_for_byte_in_another_process():
     path = DATA / "cancel_in_flight.yaml"
-    code = ("import sys; from crashlab.scenario import load_file; from crashlab.runner import run_scenario; "
+    code = ("import sys; from crashlab.scenario import load_file; from crashlab.run.runner import run_scenario; "
             f"sys.stdout.write(run_scenario(load_file({str(path)!r}), {ADAPTER!r}).to_jsonl())")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from crashlab.checks import check_trace
-from crashlab.errors import UsageError
+from crashlab.vocab.errors import UsageError
 from crashlab.report import render_inputs, render_results, render_scorecard
 from crashlab.report.figure import TimeAxis
 from crashlab.report.machines import layout, svg
-from crashlab.results import LostPoint, Scorecard
-from crashlab.runner import run_scenario
+from crashlab.vocab.results import LostPoint, Scorecard
+from crashlab.run.runner import run_scenario
 from crashlab.scenario import load_file
-from crashlab.trace import write_jsonl
+from crashlab.world.trace import write_jsonl
 
 DATA = Path(__file__).parent / "data" / "report"
 sys.path.insert(0, str(DATA))
@@ -98,7 +98,7 @@ def test_every_scenario_gets_a_png_figure_and_a_page(rendered, tmp_path):
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
     # an SVG is drawn on request (from Python)
     from crashlab.report.figure import render_figure
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     events = read_jsonl(results[0].trace)
     assert render_figure(events, results[0], tmp_path / "x", svg=True) == tmp_path / "x.png"
@@ -413,7 +413,7 @@ def test_missing_matplotlib_names_the_extra(saved, tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- state machines
 def test_state_machine_layout_covers_every_state_and_flags_illegal_steps():
-    from crashlab.model import RunState
+    from crashlab.vocab.model import RunState
 
     assert set(layout("run").boxes) == {s.value for s in RunState}
     drawing = svg("run", [(None, "VALIDATED"), ("VALIDATED", "PROPOSED"), ("PROPOSED", "SUCCEEDED")], "t")

@@ -10,10 +10,10 @@ from functools import lru_cache
 
 import pytest
 
-from crashlab.model import Knowledge, RunState
+from crashlab.vocab.model import Knowledge, RunState
 from crashlab.report.comms import ASSERTIONS, Claim, Sentence, communications, situation
-from crashlab.runner import run_scenario
-from crashlab.scenario_loader import library
+from crashlab.run.runner import run_scenario
+from crashlab.scenario.loader import library
 
 ADAPTERS = (
     "crashlab.reference_impl:ReferenceAdapter",
@@ -219,7 +219,7 @@ def test_packet_sections_show_no_repr_and_a_resolved_run_no_missing_panel():
     panels are missing."""
     from html import unescape
 
-    from crashlab.conformance import check_run
+    from crashlab.run.conformance import check_run
     from crashlab.report.html import packets_html
     from crashlab.report.view import Item, unresolved
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from crashlab.checks import EXPECTATIONS, INVARIANTS
 from crashlab.checks.rubric import score
-from crashlab.conformance import recheck_saved
-from crashlab.exercised import EXERCISED_BY, FACTS, counts, coverage, severity
+from crashlab.run.conformance import recheck_saved
+from crashlab.checks.exercised import EXERCISED_BY, FACTS, counts, coverage, severity
 from crashlab.report.html import catalogue, scenario_page
 from crashlab.report.index import index_page, overall
 from crashlab.report.view import Item, ordered
-from crashlab.results import ScenarioResult, Violation
-from crashlab.trace import read_jsonl
+from crashlab.vocab.results import ScenarioResult, Violation
+from crashlab.world.trace import read_jsonl
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 
@@ -123,8 +123,8 @@ def test_t7_the_late_callback_delivered_through_the_inbox_exercises_late01():
 
 
 def test_a_run_whose_worker_died_without_finishing_holds_no_end_rule():
-    from crashlab.runner import fault_trace
-    from crashlab.scenario_loader import resolve
+    from crashlab.run.runner import fault_trace
+    from crashlab.scenario.loader import resolve
 
     run = fault_trace(resolve("t2-commit-before-record"), "crashlab.reference_impl:ReferenceAdapter", None, "died",
                       "the worker process exited with code 1")

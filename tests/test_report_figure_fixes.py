@@ -12,8 +12,8 @@ from crashlab.checks import check_trace
 from crashlab.report.axis import Break, break_groups, break_label
 from crashlab.report.figure import RC, _Figure, build_figure, matplotlib
 from crashlab.report.lanes import lanes
-from crashlab.runner import run_scenario
-from crashlab.scenario_loader import resolve
+from crashlab.run.runner import run_scenario
+from crashlab.scenario.loader import resolve
 from test_report_figures import text_problems
 
 

@@ -12,7 +12,7 @@ from crashlab.report.axis import TimeAxis
 from crashlab.report.figure import RC, build_figure, collapse_states, matplotlib
 from crashlab.report.lanes import lanes
 from crashlab.report.story import story
-from crashlab.trace import read_jsonl
+from crashlab.world.trace import read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = sorted((ROOT / "traces").glob("*.jsonl"))

@@ -19,10 +19,10 @@ from crashlab.report.findings import group
 from crashlab.report.comms import communications, situation
 from crashlab.report.packet import clock, collapse, packet_html
 from crashlab.report.view import Item, ordered, repro
-from crashlab.results import ScenarioResult, Violation
-from crashlab.runner import run_scenario
+from crashlab.vocab.results import ScenarioResult, Violation
+from crashlab.run.runner import run_scenario
 from crashlab.scenario import resolve
-from crashlab.trace import read_jsonl, write_jsonl
+from crashlab.world.trace import read_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

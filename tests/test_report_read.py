@@ -8,9 +8,9 @@ from pathlib import Path
 
 from crashlab.cli import main
 from crashlab.report.compare import first_divergence, generated_documents, outcome
-from crashlab.runner import run_scenario
+from crashlab.run.runner import run_scenario
 from crashlab.scenario import resolve
-from crashlab.trace import read_jsonl, write_jsonl
+from crashlab.world.trace import read_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 T2 = ROOT / "traces" / "t2-commit-before-record.jsonl"
@@ -178,7 +178,7 @@ def test_an_integration_trace_reproduces_with_crashlab_integrate_not_a_seed():
     """An integration run is a real worker in real time: its repro line is `crashlab integrate`
     with the worker command, never `crashlab run --seed` (which would run no worker at all)."""
     from crashlab.report.view import Item, repro
-    from crashlab.results import ScenarioResult
+    from crashlab.vocab.results import ScenarioResult
 
     head = {"lane": "meta", "kind": "header", "scenario": "t2-commit-before-record", "seed": 102,
             "adapter": "integrate:python3 examples/integration/worker.py {url} {db}"}

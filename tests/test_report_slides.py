@@ -11,13 +11,13 @@ import pytest
 
 from crashlab.checks import check_trace
 from crashlab.cli import main
-from crashlab.errors import UsageError
+from crashlab.vocab.errors import UsageError
 from crashlab.report import render_inputs
 from crashlab.report.axis import Break, break_label
 from crashlab.report.figure import RC, _Figure, matplotlib
 from crashlab.report.lanes import lanes
 from crashlab.report.window import parse_window
-from crashlab.trace import read_jsonl
+from crashlab.world.trace import read_jsonl
 from test_report_figures import text_problems
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ from crashlab.report.findings import auto_fail_sources, group
 from crashlab.report.index import finding_html, score_html
 from crashlab.report.markdown import summary
 from crashlab.report.view import Item
-from crashlab.results import ScenarioResult, Violation
+from crashlab.vocab.results import ScenarioResult, Violation
 
 NOT_AUTO = ("RETRY-01: repeats #73; the service deduplicates this key, so the resend cannot duplicate: it costs "
             "the classification point, not an automatic failure")
@@ -77,7 +77,7 @@ def test_the_figure_progress_never_counts_failures():
 
 
 def test_check_prints_dispositions_as_words_not_a_python_dict():
-    from crashlab.conformance import failure_message
+    from crashlab.run.conformance import failure_message
 
     res = ScenarioResult(id="x", title="x", verdict="fail", dispositions={"run-1": "SUCCEEDED", "run-2": None},
                          violations=(retry(True),), seed=1, repro="crashlab run x --adapter a:B --seed 1")
@@ -96,7 +96,7 @@ def test_run_without_answers_prints_no_adapter(tmp_path, capsys):
 
 
 def test_the_eight_traces_are_all_workshop_scenarios():
-    from crashlab.scenario_loader import library
+    from crashlab.scenario.loader import library
 
     traces = [s for s in library() if any(s.id.startswith(f"t{n}-") for n in range(1, 9))]
     assert len(traces) == 8 and all("workshop" in s.tags for s in traces), \

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashlab import ruleset
+from crashlab.rules import ruleset
 from crashlab.checks.docs import invariants_markdown, rubric_markdown
 from crashlab.checks.invariants import BY_ID, INVARIANTS
 from crashlab.checks.rubric import AUTO_FAIL_REASONS, BY_POINT, CATEGORY_MAX, RUBRIC, point_for, render, score
-from crashlab.results import ScenarioResult, Violation
+from crashlab.vocab.results import ScenarioResult, Violation
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -169,8 +169,8 @@ def _scenario(expect):
 def test_a_scenario_rule_reaches_the_violation_the_failure_message_and_the_results_json():
     import json
 
-    from crashlab.conformance import failure_message, run_one
-    from crashlab.results import Scorecard
+    from crashlab.run.conformance import failure_message, run_one
+    from crashlab.vocab.results import Scorecard
 
     rule = {"point": "D2", "source": "AR-08, Cancellation races", "quote": "Before dispatch, stop cleanly"}
     _, res = run_one(_scenario({"dispositions": ["CANCELLED_NO_EFFECT"], "rules": {"dispositions": rule}}),
@@ -189,7 +189,7 @@ def test_a_scenario_rule_reaches_the_violation_the_failure_message_and_the_resul
 
 
 def test_a_miss_in_a_file_without_rules_costs_the_point_of_its_kind():
-    from crashlab.conformance import run_one
+    from crashlab.run.conformance import run_one
 
     _, res = run_one(_scenario({"remote_effects": 3}), "support:Script")
     [miss] = [v for v in res.violations if v.invariant == "EXP-EFFECTS"]
@@ -197,7 +197,7 @@ def test_a_miss_in_a_file_without_rules_costs_the_point_of_its_kind():
 
 
 def test_results_written_before_rules_existed_still_load():
-    from crashlab.results import Scorecard
+    from crashlab.vocab.results import Scorecard
 
     old = {"adapter": "x:Y", "seed": None, "verdict": "fail",
            "score": {"total": 19, "max": 20, "categories": {"disposition": {"score": 4, "max": 5}}},
@@ -309,7 +309,7 @@ def test_more_findings_than_shown_count_findings_and_name_scenarios():
 def test_the_exercised_record_round_trips_through_results_json():
     import json
 
-    from crashlab.results import Scorecard
+    from crashlab.vocab.results import Scorecard
 
     card = score([result("a", exercised=("CLS-02", "TRUTH-01")), result("b", exercised=EVERY_CHECK)],
                  adapter="x:Y", seed=None)
@@ -326,7 +326,7 @@ def test_the_exercised_record_round_trips_through_results_json():
 def test_an_exercised_record_that_is_not_a_list_of_ids_names_the_field():
     import pytest
 
-    from crashlab.results import Scorecard
+    from crashlab.vocab.results import Scorecard
 
     data = score([result("a")], adapter="x:Y", seed=None).to_json()
     data["scenarios"][0]["exercised"] = "TRUTH-01"
@@ -349,7 +349,7 @@ def _older(card) -> dict:
 
 
 def test_an_older_results_file_computes_the_record_from_its_saved_traces(tmp_path):
-    from crashlab.conformance import run_one
+    from crashlab.run.conformance import run_one
     from crashlab.checks.rubric import scorecard_from_json
     from crashlab.scenario import library
 

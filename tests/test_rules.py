@@ -306,7 +306,7 @@ def test_a_careful_adapter_not_derived_from_the_reference_passes_whatever_its_le
     import checks_mini
     from test_checks import CLEAN, scenario
 
-    from crashlab.runner import run_scenario
+    from crashlab.run.runner import run_scenario
 
     name = f"GoodTtl{ttl}"
     setattr(checks_mini, name, type(name, (checks_mini.Good,), {"TTL": ttl}))
@@ -429,7 +429,7 @@ def test_exp_disposition_at_judges_the_record_in_force_at_that_time():
 
 
 def test_the_loader_reads_absent_and_disposition_at_and_refuses_bad_ones():
-    from crashlab.errors import InvalidScenario
+    from crashlab.vocab.errors import InvalidScenario
     from crashlab.scenario import from_dict
 
     base = {"id": "x", "title": "x", "clock": {"origin": "10:00", "horizon": "10:20"},
@@ -508,7 +508,7 @@ def test_mig_01_a_changed_policy_or_capability_version_is_incompatible(monkeypat
 
 
 def test_a_deploy_that_alters_behaviour_names_the_contract_version_it_changes():
-    from crashlab.errors import InvalidScenario as ScenarioError
+    from crashlab.vocab.errors import InvalidScenario as ScenarioError
     from crashlab.scenario import from_dict
 
     doc = {"id": "x", "title": "x", "runs": [{"id": "run-82", "intent": {"part": "P-1"}}], "services": {"reservation": {}},
@@ -523,8 +523,8 @@ def test_a_deploy_that_alters_behaviour_names_the_contract_version_it_changes():
 
 
 def test_same_key_reuses_the_anchored_calls_key_and_needs_an_anchor():
-    from crashlab.errors import InvalidScenario
-    from crashlab.runner import run_scenario
+    from crashlab.vocab.errors import InvalidScenario
+    from crashlab.run.runner import run_scenario
     from crashlab.scenario import from_dict, library
 
     doc = {"id": "x", "title": "x", "runs": [{"id": "run-82", "intent": {"part": "P-1"}}],

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.errors import UsageError
+from crashlab.vocab.errors import UsageError
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
-from crashlab.scenario_loader import resolve
+from crashlab.scenario.loader import resolve
 from runtime_support import alive_with, no_leftovers
 
 ROOT = Path(__file__).resolve().parent.parent

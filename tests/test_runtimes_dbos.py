@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
-from crashlab.scenario_loader import resolve
+from crashlab.scenario.loader import resolve
 from runtime_support import no_leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +76,7 @@ def test_naive_fails_for_the_chapters_rule_and_careful_passes(server, name):
 
 
 def test_a_missing_system_database_folder_is_a_clear_error(tmp_path):
-    from crashlab.errors import UsageError
+    from crashlab.vocab.errors import UsageError
     from crashlab.runtimes import load
 
     blocker = tmp_path / "file"

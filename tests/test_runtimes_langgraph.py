@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
-from crashlab.scenario_loader import resolve
+from crashlab.scenario.loader import resolve
 from runtime_support import no_leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,7 +167,7 @@ def test_a_retry_policy_resends_inside_one_task_and_langgraphs_record_shows_one_
 
 
 def test_a_checkpoint_folder_that_cannot_be_made_is_a_clear_error(tmp_path):
-    from crashlab.errors import UsageError
+    from crashlab.vocab.errors import UsageError
     from crashlab.runtimes import load
 
     blocker = tmp_path / "file"

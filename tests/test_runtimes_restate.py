@@ -23,7 +23,7 @@ HAVE_SDK = importlib.util.find_spec("restate") is not None and importlib.util.fi
 def _have_server() -> bool:
     if not HAVE_SDK:
         return False
-    from crashlab.errors import UsageError
+    from crashlab.vocab.errors import UsageError
     from crashlab.runtimes.restate import server_binary
     try:
         server_binary()
@@ -52,7 +52,7 @@ def server(tmp_path_factory):
 
 def _integrate(server, scenario, worker_name: str, out: Path, command: str | None = None):
     from crashlab.integrate.run import integrate
-    from crashlab.scenario_loader import load_file, resolve
+    from crashlab.scenario.loader import load_file, resolve
     runtime, srv = server
     sc = load_file(scenario) if isinstance(scenario, Path) else resolve(scenario)
     outcome = integrate(sc, worker=command or example("restate", worker_name, out), out=out, runtime=runtime,
@@ -133,7 +133,7 @@ def test_server_stop_closes_its_ports_and_sends_nothing_out(tmp_path):
 
 @needs_sdk
 def test_missing_server_names_the_npm_install(monkeypatch, tmp_path):
-    from crashlab.errors import UsageError
+    from crashlab.vocab.errors import UsageError
     from crashlab.runtimes import restate
     monkeypatch.delenv("CRASHLAB_RESTATE_SERVER", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))

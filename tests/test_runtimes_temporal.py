@@ -38,7 +38,7 @@ def server(tmp_path_factory):
 
 def _integrate(server, scenario, worker_name: str, out: Path, command: str | None = None):
     from crashlab.integrate.run import integrate
-    from crashlab.scenario_loader import load_file, resolve
+    from crashlab.scenario.loader import load_file, resolve
     runtime, srv = server
     sc = load_file(scenario) if isinstance(scenario, Path) else resolve(scenario)
     outcome = integrate(sc, worker=command or example("temporal", worker_name, out), out=out, runtime=runtime,
@@ -113,7 +113,7 @@ def test_server_stop_closes_its_port_and_removes_its_data(tmp_path):
 
 @needs_sdk
 def test_missing_dev_server_names_the_install(monkeypatch, tmp_path):
-    from crashlab.errors import UsageError
+    from crashlab.vocab.errors import UsageError
     from crashlab.runtimes import temporal
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -180,7 +180,7 @@ class _FakeServer:
 def test_the_wiring_gives_each_run_its_id_and_writes_the_record(tmp_path):
     from crashlab.integrate.run import integrate
     from crashlab.runtimes import Runtime
-    from crashlab.scenario_loader import resolve
+    from crashlab.scenario.loader import resolve
     worker = ROOT / "examples" / "integration" / "worker.py"
     seen = tmp_path / "seen"
     # a shell in front of the careful worker writes what it was given: {runtime}, {runtime_id} and the env

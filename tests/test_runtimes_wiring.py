@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.errors import UsageError
+from crashlab.vocab.errors import UsageError
 from crashlab.integrate.run import integrate
 from crashlab.runtimes import RUNTIMES, load
-from crashlab.scenario_loader import resolve
+from crashlab.scenario.loader import resolve
 from runtime_support import alive_with, no_leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups 
 FAKE = '''
 import os
 from pathlib import Path
-from crashlab.errors import UsageError
+from crashlab.vocab.errors import UsageError
 from crashlab.runtimes import Runtime
 
 
@@ -98,7 +98,7 @@ def test_every_worker_gets_the_server_env_and_one_unit_id_per_run(fake):
     # the repro line re-runs it under the runtime: without --runtime the worker has no CRASHLAB_RUNTIME
     import shlex
 
-    from crashlab.cli_args import parser
+    from crashlab.cli.args import parser
     args = parser().parse_args(shlex.split(kill.result.repro)[1:])
     assert args.command == "integrate" and args.runtime == "fake" and args.worker == worker_cmd(fake)
     rows = seen(fake)

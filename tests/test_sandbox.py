@@ -10,7 +10,7 @@ import time
 import pytest
 
 from crashlab.sandbox import Sandbox
-from crashlab.scenario_loader import from_dict
+from crashlab.scenario.loader import from_dict
 
 INTENT = {"tenant": "T-1", "incident": "I-82", "part": "P-204", "slot": "S-19", "technician": "TECH-4",
           "quantity": 1, "principal": "U-7"}
@@ -224,7 +224,7 @@ def test_bad_requests_get_clear_errors(serve):
 
 
 def test_the_trace_is_in_the_vocabulary(serve, tmp_path):
-    from crashlab.trace import read_jsonl, write_jsonl
+    from crashlab.world.trace import read_jsonl, write_jsonl
 
     sb = serve(scenario())
     Client(sb).post("/reservation/reserve", {"intent": INTENT}, key="k1")
@@ -255,7 +255,7 @@ def test_sandbox_serve_on_the_command_line(tmp_path):
     import subprocess
     import sys
 
-    from crashlab.trace import read_jsonl
+    from crashlab.world.trace import read_jsonl
 
     log = tmp_path / "log.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "crashlab", "sandbox", "serve", "matrix-ambiguous-effect",
@@ -288,8 +288,8 @@ def test_sandbox_serve_on_the_command_line(tmp_path):
 def test_other_actors_background_traffic_is_the_simulators_and_stops_with_the_sandbox(serve):
     from itertools import islice
 
-    from crashlab import transport
-    from crashlab.runner import run_scenario
+    from crashlab.world import transport
+    from crashlab.run.runner import run_scenario
 
     sc = scenario({"background": "1m"}, horizon="10:30")
     sb = serve(sc, scale=6000.0)            # one scenario minute is 10 ms

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from crashlab import transport as tp
-from crashlab.scenario_compiled import Match, Rule
-from crashlab.services import PROFILE_DEFAULTS
+from crashlab.world import transport as tp
+from crashlab.vocab.compiled import Match, Rule
+from crashlab.world.services import PROFILE_DEFAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
 RES = dict(PROFILE_DEFAULTS["reservation"])
@@ -83,10 +83,10 @@ def test_the_plan_is_pure_data():
     steps = tp.plan("reservation", "reservation", RES, "reserve", {"key": "k"}, rule("lost_response"))
     assert steps == tp.plan("reservation", "reservation", RES, "reserve", {"key": "k"}, rule("lost_response"))
     assert all(s.span in tp.SPANS for s in steps if isinstance(s, tp.Wait))
-    assert "import simpy" not in (ROOT / "harness" / "transport.py").read_text()
+    assert "import simpy" not in (ROOT / "harness" / "world/transport.py").read_text()
 
 
-@pytest.mark.parametrize("module", ["world.py", "sandbox/server.py"])
+@pytest.mark.parametrize("module", ["world/world.py", "sandbox/server.py"])
 def test_no_interpreter_decides_a_fault_by_its_name(module):
     """The world and the sandbox interpret plans; a fault's name in them would be a second copy."""
     source = (ROOT / "harness" / module).read_text()
@@ -119,7 +119,7 @@ def test_the_sandbox_does_over_http_what_the_plan_says(fault):
     import time
 
     from crashlab.sandbox import Sandbox
-    from crashlab.scenario_loader import from_dict
+    from crashlab.scenario.loader import from_dict
 
     profile = {"proxy_retries": 1, "idempotency": "none", "lookup": "by_incident_slot"}   # every commit is new
     sc = from_dict({"id": "plan-test", "title": "plan test", "seed": 1, "clock": {"origin": "10:00", "horizon": "10:10"},

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import crashlab.scenario_loader as loader_module
-from crashlab.errors import InvalidScenario
+import crashlab.scenario.loader as loader_module
+from crashlab.vocab.errors import InvalidScenario
 from crashlab.scenario import (CARD_FIELDS, DEFAULT_ORIGIN_MS, EVENT_TYPES, clock_ms, format_time, from_dict,
                               library, library_dir, load_file, load_text, parse_duration, parse_time, resolve)
 
@@ -326,7 +326,7 @@ def test_bad_expectation_rules_name_the_field(rules, field, words):
 
 def test_rubric_point_ids_match_the_rubric():
     from crashlab.checks.rubric import RUBRIC
-    from crashlab.model import RUBRIC_POINT_IDS
+    from crashlab.vocab.model import RUBRIC_POINT_IDS
     assert tuple(p.id for p in RUBRIC) == RUBRIC_POINT_IDS
 
 

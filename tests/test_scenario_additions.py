@@ -8,8 +8,8 @@ import copy
 import pytest
 
 from crashlab.checks import check_trace
-from crashlab.conformance import run_one
-from crashlab.errors import InvalidScenario
+from crashlab.run.conformance import run_one
+from crashlab.vocab.errors import InvalidScenario
 from crashlab.scenario import load_text, resolve
 
 REFERENCE = "crashlab.reference_impl:ReferenceAdapter"

@@ -10,7 +10,7 @@ import yaml
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from crashlab.errors import InvalidScenario  # noqa: E402
+from crashlab.vocab.errors import InvalidScenario  # noqa: E402
 from crashlab.scenario import (SCHEMA_PATH, TABLE_BEGIN, TABLE_END, from_dict,  # noqa: E402
                               library, library_dir, library_table, schema_document, schema_text)
 

@@ -8,9 +8,9 @@ import support
 from crashlab.checks.rubric import CAPS, score
 from crashlab.checks.invariants import BY_ID
 from crashlab.checks.rules import KEY_WITHOUT_INTENT, TWO_LIVE_WORKERS
-from crashlab.conformance import check_run, run_one
-from crashlab.ports import PortError
-from crashlab.results import ScenarioResult, Violation
+from crashlab.run.conformance import check_run, run_one
+from crashlab.world.ports import PortError
+from crashlab.vocab.results import ScenarioResult, Violation
 from crashlab.scenario import library
 from support import INTENT, checkpoint, entry, run, scenario
 

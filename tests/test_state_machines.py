@@ -1,9 +1,9 @@
-"""The state machines are data (crashlab.model); as graphs (networkx) they must let every run
+"""The state machines are data (crashlab.vocab.model); as graphs (networkx) they must let every run
 finish and every effect's knowledge settle: no state is a trap, none is unreachable."""
 import networkx as nx
 import pytest
 
-from crashlab.model import (KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, TERMINAL_STATES, UNRESOLVED_KNOWLEDGE,
+from crashlab.vocab.model import (KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, TERMINAL_STATES, UNRESOLVED_KNOWLEDGE,
                            Knowledge, RunState)
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from crashlab.cli import main
-from crashlab.conformance import run_suite
-from crashlab.drivers import load_adapter
-from crashlab.errors import UsageError
-from crashlab.progress import Progress
+from crashlab.run.conformance import run_suite
+from crashlab.run.drivers import load_adapter
+from crashlab.vocab.errors import UsageError
+from crashlab.report.progress import Progress
 from crashlab.scenario import resolve
-from crashlab.sweep import LocalExecutor, Shard, merge, sweep
+from crashlab.run.sweep import LocalExecutor, Shard, merge, sweep
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -61,7 +61,7 @@ def test_results_and_traces_are_identical_whatever_the_jobs_and_shards(tmp_path,
 
 def test_the_dask_executor_gives_the_same_results(tmp_path):
     pytest.importorskip("distributed", reason="the Dask executor needs crashlab[dask]")
-    from crashlab.sweep import DaskExecutor
+    from crashlab.run.sweep import DaskExecutor
 
     scenarios = [resolve(s) for s in SCENARIOS]
     adapter = load_adapter("crashlab.gallery.retries:BlindRetry")
@@ -140,7 +140,7 @@ def test_a_sweep_killed_mid_write_and_resumed_twice_gives_the_uninterrupted_resu
 def test_ctrl_c_on_a_sweep_keeps_the_journal_and_says_how_to_resume(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([PY, "-m", "crashlab", "sweep", "--scenario", SCENARIOS[1], "--out", str(out), "-j", "1", "--json",
-                             str(out / "r.json"), "--adapter", f"exec:{PY} -m crashlab.wire crashlab.reference_impl:ReferenceAdapter"],
+                             str(out / "r.json"), "--adapter", f"exec:{PY} -m crashlab.run.wire crashlab.reference_impl:ReferenceAdapter"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     journal = out / "sweep.journal.jsonl"
     deadline = time.monotonic() + 120
@@ -155,8 +155,8 @@ def test_ctrl_c_on_a_sweep_keeps_the_journal_and_says_how_to_resume(tmp_path):
 def test_an_interrupt_swallowed_where_it_landed_still_stops_the_sweep(tmp_path, monkeypatch, capsys):
     """A signal handler's exception raised inside a finalizer (a closing pipe, say) is swallowed by
     Python; crashlab still stops at the next step, keeps the journal and never exits 0."""
-    import crashlab.sweep as sweep_module
-    from crashlab.errors import Interrupted
+    import crashlab.run.sweep as sweep_module
+    from crashlab.vocab.errors import Interrupted
 
     real_add, seen = sweep_module.Journal.add, []
 
@@ -169,7 +169,7 @@ def test_an_interrupt_swallowed_where_it_landed_still_stops_the_sweep(tmp_path, 
     monkeypatch.setattr(sweep_module.Journal, "add", add)
     out = tmp_path / "out"
     code = main(["sweep", "-q", "--scenario", SCENARIOS[0], "--out", str(out), "-j", "1", "--json", str(out / "r.json"),
-                 "--adapter", f"exec:{PY} -m crashlab.wire crashlab.reference_impl:ReferenceAdapter"])
+                 "--adapter", f"exec:{PY} -m crashlab.run.wire crashlab.reference_impl:ReferenceAdapter"])
     err = capsys.readouterr().err
     assert code == 130 and "--resume" in err and len(seen) == 2
     assert _json(out / "r.json")["partial"]["done"] == 2
@@ -177,7 +177,7 @@ def test_an_interrupt_swallowed_where_it_landed_still_stops_the_sweep(tmp_path, 
 
 def test_an_interrupt_swallowed_after_the_last_run_still_exits_130(monkeypatch, capsys):
     import crashlab.cli as cli
-    from crashlab.errors import Interrupted
+    from crashlab.vocab.errors import Interrupted
 
     def run_then_swallow(args):
         Interrupted.requested = signal.SIGTERM
@@ -210,7 +210,7 @@ def test_bad_shards_are_usage_errors(text, capsys, tmp_path):
 def test_progress_is_a_periodic_line_when_not_a_terminal(monkeypatch):
     stream = io.StringIO()
     progress = Progress(4, "sweep", stream=stream)
-    monkeypatch.setattr("crashlab.progress.STATUS_EVERY_S", 0.0)
+    monkeypatch.setattr("crashlab.report.progress.STATUS_EVERY_S", 0.0)
     for failed in (False, True, False):
         progress.update(failed=failed)
     lines = stream.getvalue().splitlines()

@@ -18,7 +18,7 @@ from checks_traces import PROFILE, SENT, TraceBuilder  # noqa: E402
 
 from crashlab.checks import check_trace, invariants, verdict  # noqa: E402
 from crashlab.checks.rubric import POINT_OF  # noqa: E402
-from crashlab.conformance import run_one  # noqa: E402
+from crashlab.run.conformance import run_one  # noqa: E402
 from crashlab.scenario import library  # noqa: E402
 
 W1 = "run-82/w1"
@@ -309,8 +309,8 @@ def test_an_adapter_cannot_take_the_integration_traces_name_to_dodge_the_lease_r
     adapter spec may carry that name."""
     import pytest
 
-    from crashlab.drivers import load_adapter
-    from crashlab.errors import UsageError
+    from crashlab.run.drivers import load_adapter
+    from crashlab.vocab.errors import UsageError
 
     with pytest.raises(UsageError, match="integrate:"):
         load_adapter("integrate:Adapter")

@@ -8,17 +8,17 @@ import sys
 
 import pytest
 
-from crashlab import ruleset
+from crashlab.rules import ruleset
 from crashlab.checks import check_trace
 from crashlab.checks.fingerprint import fingerprint
 from crashlab.checks.invariants import BY_ID
 from crashlab.checks.rubric import BY_POINT, POINT_OF, render, score
 from crashlab.cli import main
-from crashlab.conformance import run_one
-from crashlab.errors import UsageError
-from crashlab.results import ScenarioResult, Scorecard, Violation
-from crashlab.scenario_loader import library, resolve
-from crashlab.trace import read_jsonl
+from crashlab.run.conformance import run_one
+from crashlab.vocab.errors import UsageError
+from crashlab.vocab.results import ScenarioResult, Scorecard, Violation
+from crashlab.scenario.loader import library, resolve
+from crashlab.world.trace import read_jsonl
 
 REFERENCE = "crashlab.reference_impl:ReferenceAdapter"
 
@@ -159,7 +159,7 @@ def test_run_and_conformance_write_the_same_trace_bytes(tmp_path):
 
 
 def test_the_rule_set_is_the_same_in_another_process_with_another_hash_seed():
-    code = ("from crashlab.scenario_loader import resolve; from crashlab.runner import run_scenario; "
+    code = ("from crashlab.scenario.loader import resolve; from crashlab.run.runner import run_scenario; "
             "import sys; sys.stdout.write(run_scenario(resolve('t2-commit-before-record'), None).to_jsonl())")
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout for seed in ("0", "12345")}
@@ -167,7 +167,7 @@ def test_the_rule_set_is_the_same_in_another_process_with_another_hash_seed():
 
 
 def test_merge_refuses_shards_judged_by_two_rule_sets(tmp_path):
-    from crashlab.sweep import merge
+    from crashlab.run.sweep import merge
 
     for i in (1, 2):
         main(["conformance", "-q", "-j", "1", "--scenario", "t2-commit-before-record", "--scenario",
@@ -232,7 +232,7 @@ def test_nothing_that_can_move_a_verdict_changes_without_a_rule_set_entry(monkey
         f"entry of the unreleased one: added checks and scenarios, changed rules) with fingerprint {now}, and "
         "run python tools/docgen.py for CHANGELOG.md")
     # it notices a scenario dropped, an expectation widened, a check's rule or point moved
-    import crashlab.scenario_loader as loader
+    import crashlab.scenario.loader as loader
     from crashlab.checks import rules
 
     real = loader.library()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.drivers import load_adapter
-from crashlab.errors import UsageError
+from crashlab.run.drivers import load_adapter
+from crashlab.vocab.errors import UsageError
 from crashlab.scenario import resolve
 from support import kinds, run, scenario
 
@@ -23,7 +23,7 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)])}
 def test_the_warm_server_gives_the_same_trace_as_a_fresh_interpreter(name):
     sc = resolve(name)
     warm = run(sc, "wire:crashlab.reference_impl:ReferenceAdapter").to_jsonl().splitlines()
-    cold = run(sc, f"exec:{sys.executable} -m crashlab.wire crashlab.reference_impl:ReferenceAdapter").to_jsonl().splitlines()
+    cold = run(sc, f"exec:{sys.executable} -m crashlab.run.wire crashlab.reference_impl:ReferenceAdapter").to_jsonl().splitlines()
     assert warm[1:] == cold[1:] and len(kinds(run(sc, "wire:crashlab.reference_impl:ReferenceAdapter"), "start")) >= 1
 
 
@@ -47,7 +47,7 @@ def test_nothing_is_left_running_after_the_command():
                            "wire:crashlab.reference_impl.adapter:ReferenceAdapter", "--tag", "trace", "--out", "/tmp/crashlab-warm-test"],
                           capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    left = subprocess.run(["pgrep", "-f", "crashlab.warm crashlab.reference_impl.adapter:ReferenceAdapter"], capture_output=True,
+    left = subprocess.run(["pgrep", "-f", "crashlab.run.warm crashlab.reference_impl.adapter:ReferenceAdapter"], capture_output=True,
                           text=True).stdout.split()
     assert not left
 

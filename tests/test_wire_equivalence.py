@@ -4,13 +4,13 @@ import sys
 
 import pytest
 
-from crashlab.conformance import check_run
-from crashlab.drivers import load_adapter
-from crashlab.runner import run_scenario
+from crashlab.run.conformance import check_run
+from crashlab.run.drivers import load_adapter
+from crashlab.run.runner import run_scenario
 from crashlab.scenario import library
 
 INPROC = load_adapter("crashlab.reference_impl:ReferenceAdapter")
-WIRE = load_adapter(f"exec:{sys.executable} -m crashlab.wire crashlab.reference_impl:ReferenceAdapter")
+WIRE = load_adapter(f"exec:{sys.executable} -m crashlab.run.wire crashlab.reference_impl:ReferenceAdapter")
 
 
 def _without_adapter_name(events):

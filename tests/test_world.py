@@ -2,12 +2,12 @@
 platform primitives. Each test reads the ground truth from the trace's remote lane."""
 import pytest
 
-from crashlab.model import PLATFORM_PORTS
-from crashlab.platform import Primitive
-from crashlab.ports import PortError
+from crashlab.vocab.model import PLATFORM_PORTS
+from crashlab.world.platform import Primitive
+from crashlab.world.ports import PortError
 from crashlab.scenario import from_dict
-from crashlab.services import Reservation, Registry, PROFILE_DEFAULTS
-from crashlab.world import Streams, World
+from crashlab.world.services import Reservation, Registry, PROFILE_DEFAULTS
+from crashlab.world.world import Streams, World
 from support import INTENT, Script, effects, kinds, run, scenario
 
 
@@ -249,7 +249,7 @@ def test_background_traffic_from_other_actors_is_seeded():
 # --------------------------------------------------------------------------- a run with earlier history
 def test_a_run_with_history_continues_its_checkpoint_versions_and_lease_epochs():
     from crashlab.scenario import library
-    from crashlab.runner import run_scenario
+    from crashlab.run.runner import run_scenario
 
     sc = next(s for s in library() if s.id == "handoff-1-sent-unknown-cancelled")
     events = run_scenario(sc).events
@@ -267,7 +267,7 @@ def test_earlier_history_moves_no_verdict(adapter):
     import dataclasses
 
     from crashlab.checks import check_trace
-    from crashlab.runner import run_scenario
+    from crashlab.run.runner import run_scenario
     from crashlab.scenario import library
 
     for sc in library():

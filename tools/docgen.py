@@ -17,12 +17,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from crashlab.changelog import changelog_entries, fixes_markdown  # noqa: E402
+from crashlab.report.changelog import changelog_entries, fixes_markdown  # noqa: E402
 from crashlab.checks.docs import invariants_markdown, rubric_markdown  # noqa: E402
-from crashlab.event_tables import kinds_markdown  # noqa: E402
-from crashlab.ports import arguments_markdown  # noqa: E402
-from crashlab.scenario_schema import SCHEMA_PATH, library_table, schema_text  # noqa: E402
-from crashlab.model import (CHECKPOINT_FIELD_MEANINGS, CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS,  # noqa: E402
+from crashlab.vocab.event_tables import kinds_markdown  # noqa: E402
+from crashlab.world.ports import arguments_markdown  # noqa: E402
+from crashlab.scenario.schema import SCHEMA_PATH, library_table, schema_text  # noqa: E402
+from crashlab.vocab.model import (CHECKPOINT_FIELD_MEANINGS, CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELD_MEANINGS,  # noqa: E402
                            EFFECT_ENTRY_FIELDS, KNOWLEDGE_TRANSITIONS, Knowledge, RunState)
 
 _NAMES = {str: "string", int: "integer", dict: "object", list: "array", type(None): "null", bool: "boolean",

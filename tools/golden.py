@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from crashlab.drivers import DEFAULT_ADAPTER  # noqa: E402
-from crashlab.golden import GOLDEN_DIR, compare, generate  # noqa: E402
+from crashlab.run.drivers import DEFAULT_ADAPTER  # noqa: E402
+from crashlab.run.golden import GOLDEN_DIR, compare, generate  # noqa: E402
 
 
 def update(folder: Path = GOLDEN_DIR) -> Path:

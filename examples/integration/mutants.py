@@ -191,7 +191,7 @@ NOT_BUILT = {
 
 
 def scenario_of(name: str):
-    from crashlab.scenario_loader import load_file, resolve
+    from crashlab.scenario.loader import load_file, resolve
 
     return load_file(ROOT / name) if name.endswith(".yaml") else resolve(name)
 

@@ -18,8 +18,8 @@ expectation rejects an outcome the chapter permits (tests/test_independent.py, C
 """
 from __future__ import annotations
 
-from crashlab.model import PortCall
-from crashlab.ports import PortError
+from crashlab.vocab.model import PortCall
+from crashlab.world.ports import PortError
 
 from .fieldops import Config, PortFailure, Worker
 

@@ -1,3 +1,5 @@
+# layer checks: judging a trace: invariants, expectations, the rubric, the integration card, coverage.
+# may import: vocab, world, scenario, rules (only floors below it).
 """Checks: the three timelines, the invariants, the verdict and the twenty-point rubric.
 
 ``check_trace(events)`` judges one trace; ``timelines(events)`` extracts the three lanes;

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..model import WAITING_STATES
+from ..vocab.model import WAITING_STATES
 from .common import TERMINAL, Finding, Invariant, inv
 from .index import TraceIndex
 from .values import dig, obj

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..model import KNOWLEDGE_EVIDENCE
+from ..vocab.model import KNOWLEDGE_EVIDENCE
 from .common import (CLAIM, KNOWLEDGE_GRAPH, NO_ENTRY, TERMINAL, Finding, Invariant, inv, is_compensation, streams,
                      unfenced)
 from .evidence import Finding as Warrant

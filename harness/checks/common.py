@@ -15,8 +15,8 @@ from typing import Callable, Iterable
 
 import networkx as nx
 
-from ..model import (DISPOSITION_EFFECT_CLAIM, KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, TERMINAL_STATES,
-                     UNRESOLVED_KNOWLEDGE, RunState)
+from ..vocab.model import (DISPOSITION_EFFECT_CLAIM, KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, TERMINAL_STATES,
+                           UNRESOLVED_KNOWLEDGE, RunState)
 from .index import COMPENSATION_OPS, Dispatch, RunIndex, TraceIndex
 from .knowledge import knew
 from .values import identity

@@ -11,7 +11,7 @@ from .common import CLAIM, RUN_GRAPH, TERMINAL, Finding, Invariant, finish_call,
 from .evidence import absence, presence
 from .index import RECORD_FAULTS, WALL_CLOCK_FAULTS, RunIndex, TraceIndex
 from .knowledge import knew
-from ..model import SERVICE_OPS
+from ..vocab.model import SERVICE_OPS
 from .values import effect_items
 
 def _disp_01(ix: TraceIndex) -> Iterator[Finding]:

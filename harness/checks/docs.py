@@ -4,8 +4,8 @@
 """
 from __future__ import annotations
 
-from .. import ruleset
-from ..model import KNOWLEDGE_EVIDENCE, KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, RunState
+from ..rules import ruleset
+from ..vocab.model import KNOWLEDGE_EVIDENCE, KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, RunState
 from .invariants import EXPECTATIONS, INVARIANTS, Invariant
 from .rubric import AUTO_FAIL_REASONS, CAPS, CATEGORY_MAX, RUBRIC, _BY_INVARIANT
 
@@ -61,16 +61,16 @@ def invariants_markdown() -> str:
            "past key retention, a record with another intent, a job still running, `already_exists`) "
            "and completion callbacks never settle anything. A deadline passing is not evidence.",
            "",
-           "Knowledge moves and the evidence they need (crashlab.model.KNOWLEDGE_EVIDENCE):",
+           "Knowledge moves and the evidence they need (crashlab.vocab.model.KNOWLEDGE_EVIDENCE):",
            "", "| move | needs |", "|---|---|"]
     for (a, b), text in KNOWLEDGE_EVIDENCE.items():
         out.append(f"| {getattr(a, 'value', a) or '(none)'} → {b.value} | {text} |")
-    out += ["", "Legal knowledge transitions (crashlab.model.KNOWLEDGE_TRANSITIONS, checked as a networkx graph):",
+    out += ["", "Legal knowledge transitions (crashlab.vocab.model.KNOWLEDGE_TRANSITIONS, checked as a networkx graph):",
             "", "| from | to |", "|---|---|"]
     for src, dsts in KNOWLEDGE_TRANSITIONS.items():
         out.append(f"| {getattr(src, 'value', '(none)') if src is not None else '(none)'} | "
                    f"{', '.join(sorted(d.value for d in dsts))} |")
-    out += ["", "Legal run-state transitions between consecutive checkpoints (crashlab.model.RUN_TRANSITIONS; "
+    out += ["", "Legal run-state transitions between consecutive checkpoints (crashlab.vocab.model.RUN_TRANSITIONS; "
             "every non-terminal state may also be rewritten to itself):", "", "| from | to |", "|---|---|"]
     for src in RunState:                 # declaration order: the table's own order depends on hashing
         if src in RUN_TRANSITIONS:
@@ -179,7 +179,7 @@ def rubric_markdown() -> str:
            "them: " + ", ".join(f"{inv.id} ({inv.auto_fail})" for inv in INVARIANTS if inv.auto_fail) + ".", "",
            "**Only what was exercised is kept.** A point no finding cost is kept only when at least one of "
            "its invariants was exercised (held on events it had to judge, or violated) in at least one "
-           "selected scenario (crashlab.exercised decides which trace facts exercise which invariant: a "
+           "selected scenario (crashlab.checks.exercised decides which trace facts exercise which invariant: a "
            "cancellation for CANCEL-01, a throttled answer for CLS-02, ...). Otherwise it is *not exercised*: "
            "not kept, and not lost. The scorecard prints `[not exercised]` for it and the total as "
            "`17/20 (17/17 exercised points kept; 3 not exercised: C4, E5, D2)`; 20/20 only when every point "

@@ -1,13 +1,13 @@
 """The fingerprint of a rule set: a digest of everything that can move a verdict and that the
 rule set declares. It reads the checks, the rubric and the library, so it lives above all three
-(crashlab.ruleset, below them, records the value; tests compare the two).
+(crashlab.rules.ruleset, below them, records the value; tests compare the two).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 
-from .. import scenario_loader
+from ..scenario import loader as scenario_loader
 from .invariants import BY_ID
 from .rubric import AUTO_FAIL_REASONS, CAPS, POINT_OF, RUBRIC
 from .rules import KIND_POINT

@@ -11,7 +11,7 @@ when it raises, narrows the damage to the runs it cannot read:
   their findings, and the scenario-wide ones, are those of a normal pass;
 * for each unreadable run, the trace is cut short (a bisection over its prefixes) to the first
   event whose addition makes the invariant raise, and an earlier call of that run whose
-  arguments break their shape (crashlab.ports.ARGUMENTS) is named when removing it alone makes
+  arguments break their shape (crashlab.world.ports.ARGUMENTS) is named when removing it alone makes
   the run readable: the note names the invariant, the run and the event(s), and the scenario is
   inconclusive unless some other finding fails it.
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-from ..boundary import argument_problems
-from ..errors import clip
+from ..world.boundary import argument_problems
+from ..vocab.errors import clip
 from .index import TraceIndex, build
 
 #: A note ending with this makes the verdict inconclusive (crashlab.checks.verdict).

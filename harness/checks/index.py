@@ -16,8 +16,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import event_tables, events as kinds
-from ..model import EFFECT_OPS
+from ..vocab import event_tables, events as kinds
+from ..vocab.model import EFFECT_OPS
 from .values import dig, hashable, matches, obj
 
 #: Effect operations that correct an earlier effect (compensation), per service.
@@ -39,7 +39,7 @@ RECORD_FAULTS = frozenset({"invalid_checkpoint", "invalid_effect_entry"})
 
 @dataclass(slots=True)
 class Dispatch:
-    """One effect call (crashlab.model.is_dispatch) and its result, if any."""
+    """One effect call (crashlab.vocab.model.is_dispatch) and its result, if any."""
 
     seq: int
     t: int
@@ -266,7 +266,7 @@ class TraceIndex:
 
 def build(events: list[dict]) -> TraceIndex:
     """File every event once, through the handler its kind has in FILERS. ``events[0]`` must be
-    the header. An event the vocabulary does not declare (crashlab.events) is an EventError: the
+    the header. An event the vocabulary does not declare (crashlab.vocab.events) is an EventError: the
     trace reader and ``Trace.emit`` refuse one, so only a hand-made trace can hold it."""
     header = events[0] if events and events[0].get("kind") == "header" else {}
     runs: dict[str, RunIndex] = {}
@@ -293,7 +293,7 @@ def build(events: list[dict]) -> TraceIndex:
 #: A filer files one event into the index; ``run`` is the index of the event's run, None when
 #: it has none or names a run the header does not declare.
 Filer = Callable[[TraceIndex, "RunIndex | None", dict], object]
-#: The filer of each event type (crashlab.events); the kinds in IGNORED are filed nowhere (no
+#: The filer of each event type (crashlab.vocab.events); the kinds in IGNORED are filed nowhere (no
 #: check reads them).
 FILERS: dict[type[kinds.Event], Filer] = {}
 IGNORED: frozenset[type[kinds.Event]] = frozenset({

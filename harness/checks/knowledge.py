@@ -28,7 +28,7 @@ Adding an invariant: the contract
 ---------------------------------
 1. **The truth it compares with.** Its ``computed`` text says what it holds an act or a
    claim against: the remote lane (what the services really did, at the horizon), a
-   transition table of crashlab.model, or the content a record must carry.
+   transition table of crashlab.vocab.model, or the content a record must carry.
 2. **The warrant it demands.** An act or a claim is judged on what its worker saw, asked
    through this view (and evidence.resolve / presence / absence for one dispatch): never on
    what happened after that seq or in another worker, and never on what the worker wrote

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..model import Knowledge
+from ..vocab.model import Knowledge
 from .common import CLAIM, TERMINAL, UNRESOLVED, Finding, Invariant, finish_call, inv, live, streams
 from .controls import resolve
 from .index import Dispatch, RunIndex, TraceIndex

@@ -8,7 +8,7 @@ the point its scenario's ``expect.rules`` names, else the point of its kind
 (crashlab.checks.rules.KIND_POINT); no scenario tag routes anything.
 
 A point is kept only when some selected scenario exercised it: at least one of its invariants
-was held on events it had to judge, or violated (crashlab.exercised decides which; each
+was held on events it had to judge, or violated (crashlab.checks.exercised decides which; each
 ScenarioResult carries the record as ``exercised``). A point no scenario exercised is "not
 exercised" (or "not recorded", for results that carry no record): never kept, never lost, and
 the verdict is at best unknown.
@@ -32,10 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import ruleset
-from ..errors import CrashlabError
-from ..exercised import coverage
-from ..results import LostPoint, ScenarioResult, Scorecard, Violation, outcome_text
+from ..rules import ruleset
+from ..vocab.errors import CrashlabError
+from .exercised import coverage
+from ..vocab.results import LostPoint, ScenarioResult, Scorecard, Violation, outcome_text
 from .invariants import BY_ID
 from .rules import KEY_WITHOUT_INTENT, TWO_LIVE_WORKERS
 
@@ -175,7 +175,7 @@ KEPT, LOST, NOT_EXERCISED, NOT_RECORDED = "kept", "lost", "not exercised", "not 
 
 def exercised_checks(result: ScenarioResult, events: list[dict], checks) -> tuple[str, ...]:
     """The checks (of ``checks``, ids) a trace exercised: violated, or held on events it had to
-    judge (crashlab.exercised decides which)."""
+    judge (crashlab.checks.exercised decides which)."""
     cov = coverage(result, events, list(checks))
     return () if cov is None else cov.violated + cov.held
 
@@ -287,7 +287,7 @@ def rescored(card: Scorecard, base: Path | None = None) -> Scorecard:
     computed from its saved trace when the file is there (``base``: the results file's folder),
     and a point no scenario is shown to exercise is not recorded, never kept. The findings, caps
     and automatic failures are the file's own; the total and verdict follow from them."""
-    from ..trace import read_jsonl
+    from ..world.trace import read_jsonl
 
     checks = _checks_of(card.extra.get("rules"))
     filled = []

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..model import is_dispatch
+from ..vocab.model import is_dispatch
 from .index import TraceIndex
 
 #: The point an expectation miss costs when the scenario names no rule for it.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import canonical_json
+from ..vocab.model import canonical_json
 
 
 def business(intent: Any) -> dict:

@@ -7,15 +7,15 @@
 * **pass**: otherwise.
 
 An integration trace (its header's adapter is ``integrate:`` and the worker command) is a real
-worker's run: its verdict is its integration card's (crashlab.integrate.card.judged), the same
+worker's run: its verdict is its integration card's (crashlab.checks.card.judged), the same
 for ``crashlab integrate``, ``check``, ``report`` and this function.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import UsageError
-from ..results import ScenarioResult, Violation
+from ..vocab.errors import UsageError
+from ..vocab.results import ScenarioResult, Violation
 from .index import WALL_CLOCK_FAULTS, build
 from .disposition import blocking_faults
 from .guard import REPORT, Budget, evaluate
@@ -31,13 +31,13 @@ def check_trace(events: list[dict], *, trace_path: str | None = None,
                 checks: frozenset[str] | None = None) -> ScenarioResult:
     """Check one trace (a list of event dicts, header first) and return its verdict; ``checks``
     (default: every one) are the ids of the checks to judge it by (an older rule set's,
-    crashlab.ruleset.checks_of). An integration trace is judged by its integration card."""
+    crashlab.rules.ruleset.checks_of). An integration trace is judged by its integration card."""
     raw = check_raw(events, trace_path=trace_path, checks=checks)
-    from ..integrate import is_integration
+    from .card import is_integration
 
     result = raw
     if is_integration(events[0]):
-        from ..integrate.card import as_result, judged
+        from .card import as_result, judged
 
         result = as_result(raw, judged(events, raw))
     ids = [inv.id for inv in INVARIANTS + EXPECTATIONS if checks is None or inv.id in checks]

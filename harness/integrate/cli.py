@@ -1,4 +1,4 @@
-"""The integration commands, registered by crashlab.cli_args in one line: ``crashlab sandbox
+"""The integration commands, registered by crashlab.cli.args in one line: ``crashlab sandbox
 serve`` (crashlab.sandbox.cli) and ``crashlab integrate``."""
 from __future__ import annotations
 
@@ -77,14 +77,14 @@ no process may outlive its group. Each is a recorded fault of that scenario with
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..errors import UsageError
-    from ..scenario_loader import resolve
+    from ..vocab.errors import UsageError
+    from ..scenario.loader import resolve
     from .run import SUITE_TAG, integrate
 
     names = list(args.scenarios)
     tags = list(args.tag or ()) + ([SUITE_TAG] if args.suite else [])
     if tags:
-        from ..scenario_loader import library
+        from ..scenario.loader import library
 
         tagged = [sc.id for sc in library() if set(tags) & set(sc.tags)]
         if not tagged:
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "runtime", None):
         from ..runtimes import load
         runtime = load(args.runtime)          # a UsageError naming the extra when its package is missing
-    from ..files import check_output_dir, check_output_file
+    from ..vocab.files import check_output_dir, check_output_file
 
     check_output_dir(args.out, "--out")          # before any worker runs: a file there is exit 3, not a crash
     from .store import plan_stores
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        from ..files import atomic_writer
+        from ..vocab.files import atomic_writer
         with atomic_writer(Path(args.json)) as fh:
             fh.write(json.dumps({"integration": cards}, indent=1, sort_keys=True) + "\n")
     print(f"integration: {sum(c == 0 for c in codes)} pass, {sum(c == 1 for c in codes)} fail, "
@@ -141,7 +141,7 @@ class _runtime_server:
     def __enter__(self):
         if self.runtime is None:
             return None
-        from ..errors import UsageError
+        from ..vocab.errors import UsageError
 
         work = self.out / f"runtime-{self.runtime.name}"
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import string
 from collections.abc import Iterable
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 
 
 def check_placeholders(argv: list[str], *, runtime: bool) -> None:

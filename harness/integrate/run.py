@@ -3,7 +3,7 @@
 ``integrate(scenario, worker=..., out=...)`` starts the sandbox and the supervisor, drives the
 worker to the end, writes the trace (``OUT/{scenario}.jsonl``, checkable by ``crashlab check``,
 ``show`` and ``report`` like any trace) with the card's inputs in its header, and judges it on the
-integration card, as every reader of the file does (crashlab.integrate.card.judged).
+integration card, as every reader of the file does (crashlab.checks.card.judged).
 """
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..checks.verdict import check_trace
-from ..results import ScenarioResult
-from ..files import atomic_writer
+from ..vocab.results import ScenarioResult
+from ..vocab.files import atomic_writer
 from ..runtimes import Runtime, Server
 from ..sandbox.server import UNDELIVERED
-from ..scenario_compiled import Scenario
-from ..trace import write_jsonl
-from .card import FIELD, Card, RuntimeRun, RuntimeSection, judged
-from .repro import repro_line
+from ..vocab.compiled import Scenario
+from ..world.trace import write_jsonl
+from ..checks.card import FIELD, Card, RuntimeRun, RuntimeSection, judged
+from ..run.repro import repro_line
 from .supervisor import DEFAULT_TIME_SCALE, HANDOVER_WAIT_S, WALL_LIMIT_S, Supervisor
 
 #: The integration suite is the library scenarios with this tag: those a real worker process can
@@ -32,7 +32,7 @@ EXERCISES = "With real processes:"
 
 def suite() -> list[Scenario]:
     """The integration suite: every library scenario tagged ``integration``, in library order."""
-    from ..scenario_loader import library
+    from ..scenario.loader import library
 
     return [sc for sc in library() if SUITE_TAG in sc.tags]
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 
 VIEWS = {"ledger": ("crashlab_ledger", "seq"), "checkpoints": ("crashlab_checkpoints", "version"),
          "finish": ("crashlab_finish", "seq")}

@@ -29,15 +29,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import events
-from ..errors import UsageError
-from ..model import TERMINAL_STATES, PortCall, WAITING_STATES, validate_checkpoint, validate_effect_entry
+from ..vocab import events
+from ..vocab.errors import UsageError
+from ..vocab.model import TERMINAL_STATES, PortCall, WAITING_STATES, validate_checkpoint, validate_effect_entry
 from ..sandbox import Caller, Hooks, Sandbox
 from ..sandbox.server import Gate
-from ..scenario_compiled import Rule, Scenario
-from ..jobs import die_with_parent
+from ..vocab.compiled import Rule, Scenario
+from ..run.jobs import die_with_parent
 from .command import check_placeholders, fired_failpoint
-from .repro import DEFAULTS, header_options
+from ..run.repro import DEFAULTS, header_options
 from .store import PostgresStore, SqliteStore, open_store
 
 DEFAULT_TIME_SCALE = DEFAULTS["time_scale"]

@@ -1,4 +1,4 @@
-"""``crashlab probe URL --map MAP.yaml --out PROFILE.yaml``: registered by crashlab.cli_args in one
+"""``crashlab probe URL --map MAP.yaml --out PROFILE.yaml``: registered by crashlab.cli.args in one
 line; prints the plan (the default) or, with ``--execute``, carries it out and writes the profile."""
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ def add_parser(cmd) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import UsageError
-    from ..timefmt import parse_duration
+    from ..vocab.errors import UsageError
+    from ..vocab.timefmt import parse_duration
     from .client import Client, check_target
     from .mapping import load_map
     from .plan import plan_text
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         import os
 
-        from ..files import check_output_file
+        from ..vocab.files import check_output_file
         out = check_output_file(args.out, "--out")
         if os.path.exists(out) and os.path.samefile(out, args.map):
             raise UsageError(f"--out {args.out} is the mapping file; write the profile elsewhere")
@@ -104,7 +104,7 @@ def report(pmap, client, url: str, wait_ms: int, out, map_path: str) -> int:
     from .plan import execute
     from .profile import _spelled, profile_text
 
-    from ..errors import UsageError
+    from ..vocab.errors import UsageError
 
     print("sending:")
     obs = execute(pmap, client, wait_ms=wait_ms, say=lambda line: print(line, flush=True))
@@ -136,7 +136,7 @@ def report(pmap, client, url: str, wait_ms: int, out, map_path: str) -> int:
     meta = {"url": url, "map": map_path, "id": obs.probe_id, "requests": len(client.sent), "wait": f"{wait_ms}ms",
             "effects": list(obs.effects), "released": released, "residue": residue}
     if out is not None:
-        from ..files import atomic_write_text
+        from ..vocab.files import atomic_write_text
         atomic_write_text(out, profile_text(profile, meta, str(out)))
         print(f"profile: {out}")
     return 0 if not residue and not obs.unknown and not obs.stopped else 1

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import quote, urlsplit
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 from .mapping import _PLACEHOLDER, ProbeMap, Request
 
 MAX_ANSWER = 1 << 20        # an answer body of at most 1 MiB is read

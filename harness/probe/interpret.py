@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..services import profile_conflicts
+from ..world.services import profile_conflicts
 from .client import Exchange
 from .mapping import ProbeMap, dig
 from .plan import Observed, listed, ref_of

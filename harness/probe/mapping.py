@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import InvalidScenario
-from ..scenario_yaml import _choice, _plain, _plain_mapping, _Reader, _string, parse_yaml
+from ..vocab.errors import InvalidScenario
+from ..scenario.yaml import _choice, _plain, _plain_mapping, _Reader, _string, parse_yaml
 
 SERVICES = ("reservation", "notification")
 ENDPOINTS = ("test", "sandbox")

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 from .client import BudgetExhausted, Client, Exchange, _fill
 from .evidence import NotEvidence, judge
 from .mapping import ProbeMap, dig

@@ -18,9 +18,9 @@ from typing import Any, Iterable
 
 import yaml
 
-from ..errors import InvalidScenario, UsageError
-from ..scenario_compiled import Scenario
-from ..scenario_yaml import _Reader, parse_yaml
+from ..vocab.errors import InvalidScenario, UsageError
+from ..vocab.compiled import Scenario
+from ..scenario.yaml import _Reader, parse_yaml
 from .interpret import FIELDS, Profile
 
 PROFILE_FIELDS = frozenset({"services", "evidence", "probe"})
@@ -76,7 +76,7 @@ def profile_text(profile: Profile, meta: dict, name: str) -> str:
 def load_profile(path: str | Path) -> dict[str, dict]:
     """The profile's services, validated as a scenario's ``services:`` section is (errors name the
     file, line and field): service name -> the raw fields it declares."""
-    from ..scenario_loader import read_services
+    from ..scenario.loader import read_services
 
     p = Path(path)
     try:
@@ -100,7 +100,7 @@ def load_profile(path: str | Path) -> dict[str, dict]:
 
 def apply_profile(scenario: Scenario, services: dict[str, dict], source: str) -> Scenario:
     """``scenario`` with the profile's fields replacing its same-named services' fields."""
-    from ..scenario_loader import from_dict
+    from ..scenario.loader import from_dict
 
     missing = sorted(set(services) - set(scenario.services))
     if missing:
@@ -166,7 +166,7 @@ def with_services(scenarios: list[Scenario], path: str) -> list[Scenario]:
 
 def _effective(sc: Scenario) -> dict:
     """A scenario's services with the optional knobs it leaves out at their value (false)."""
-    from ..services import PROFILE_OPTIONAL
+    from ..world.services import PROFILE_OPTIONAL
 
     return {name: {**PROFILE_OPTIONAL.get(name, {}), **prof} for name, prof in sc.services.items()}
 

@@ -1,3 +1,5 @@
+# layer report: drawing and writing what ran: scorecards, lanes, HTML, Markdown, the changelog.
+# may import: vocab, world, scenario, rules, checks, run, reference_impl, gallery, sandbox, integrate, runtimes, probe (only floors below it).
 """Reports: the timeline figures, the HTML page and the Markdown summary (docs/reports.md).
 
 Three entry points, all writing into ``out_dir`` and returning the path of ``index.html``
@@ -25,9 +27,9 @@ import json
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import UsageError
-from ..results import Scorecard, ScenarioResult
-from ..trace import read_jsonl
+from ..vocab.errors import UsageError
+from ..vocab.results import Scorecard, ScenarioResult
+from ..world.trace import read_jsonl
 from .window import Window, parse_window
 
 __all__ = ["render_results", "render_scorecard", "render_inputs"]
@@ -190,7 +192,7 @@ def _trace_of(r: ScenarioResult, bases: list[Path], source: Path | None = None) 
 
 
 def _recheck(events: list[dict], path: Path) -> ScenarioResult:
-    from ..conformance import recheck_saved  # a trace edited out of shape is a usage error, not a crash
+    from ..run.conformance import recheck_saved  # a trace edited out of shape is a usage error, not a crash
 
     return recheck_saved(events, path)
 
@@ -225,7 +227,7 @@ def _common_adapter(results: list[ScenarioResult], loaded: dict | None = None) -
 
 # --------------------------------------------------------------------------- rendering
 def _names(results: list[ScenarioResult]) -> list[str]:
-    from ..conformance import safe_name
+    from ..run.conformance import safe_name
 
     names, seen = [], set()
     for r in results:
@@ -243,7 +245,7 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
             out_dir: Path, *, adapter: str | None, notes: list[str], no_answers: bool = False,
             linear: bool = False, progress=None, jobs: int | None = None, figures: str = "all",
             window: Window | str | None = None, slides: bool = False) -> Path:
-    from ..files import atomic_write_text
+    from ..vocab.files import atomic_write_text
     from . import index, markdown
     from .figure import matplotlib
     from .lanes import lanes as extract_lanes
@@ -330,7 +332,7 @@ def _scenario(task) -> None:
     neighbours in the report's order."""
     from dataclasses import replace
 
-    from ..files import atomic_write_text
+    from ..vocab.files import atomic_write_text
     from . import html
 
     item, prev, next_, out_dir, no_answers, view, draw = task
@@ -388,7 +390,7 @@ def _scenarios(tasks: list, progress=None, jobs: int | None = None) -> None:
     output is the same bytes for any number. The workers take one scenario at a time, so
     none idles while another has a queue. What workers could not do (one died, or none could
     start) is done in this process; an interrupt stops them at once. ``progress``
-    (crashlab.progress) counts figures."""
+    (crashlab.report.progress) counts figures."""
     done = [False] * len(tasks)
     if progress is not None:
         progress.total = len(tasks)

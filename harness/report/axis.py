@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from ..timefmt import format_time
+from ..vocab.timefmt import format_time
 
 STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000,
          600_000, 900_000, 1_800_000, 3_600_000, 6 * 3_600_000, 86_400_000)

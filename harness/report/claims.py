@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ..model import DISPOSITION_EFFECT_CLAIM, EFFECT_OPS, RunState
+from ..vocab.model import DISPOSITION_EFFECT_CLAIM, EFFECT_OPS, RunState
 
 #: Every kind of fact, and what its seqs cite.
 KINDS = {"ledger": "the key's last ledger append", "reads": "the read results",

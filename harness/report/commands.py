@@ -1,11 +1,11 @@
 """The report-side commands of ``crashlab`` (show, diff, compare) and the report options
-(--no-answers, --linear), registered by crashlab.cli_args with a few lines. Importing this module
+(--no-answers, --linear), registered by crashlab.cli.args with a few lines. Importing this module
 is cheap: the handlers import their modules when they run."""
 from __future__ import annotations
 
 import argparse
 
-from ..events import LANES as ALL_LANES
+from ..vocab.events import LANES as ALL_LANES
 
 LANES = tuple(lane for lane in ALL_LANES if lane != "meta")  # the lanes `crashlab show` can filter on
 
@@ -33,7 +33,7 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
 
 def _window(text: str):
     """--window FROM..TO, read when the command line is: a malformed one stops before anything runs."""
-    from ..errors import UsageError
+    from ..vocab.errors import UsageError
     from .window import parse_window
 
     try:
@@ -55,7 +55,7 @@ def report_options(args: argparse.Namespace) -> dict:
 def figure_progress(*, quiet: bool = False, stream=None):
     """A progress display that counts figures drawn. Drawing a figure is not a verdict, so its
     status line says nothing of failures (a failing adapter's report never logs "0 failing")."""
-    from ..progress import Progress
+    from .progress import Progress
 
     class Figures(Progress):
         def status(self, now: float | None = None) -> str:
@@ -142,8 +142,8 @@ def _compare(args) -> int:
     if args.results:
         import sys
 
-        from ..errors import UsageError
-        from ..movement import cmd
+        from ..vocab.errors import UsageError
+        from .movement import cmd
 
         if args.adapter:
             raise UsageError("compare takes two --adapter or two --results, not both")

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import DISPOSITION_EFFECT_CLAIM, RunState
-from ..timefmt import format_time
+from ..vocab.model import DISPOSITION_EFFECT_CLAIM, RunState
+from ..vocab.timefmt import format_time
 from .claims import Fact, RunFacts, cite, run_facts
 from .values import clock
 

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 from . import style
 from .text import load
 
@@ -270,7 +270,7 @@ def generated_documents(examples: int, seed: int, bases) -> list[tuple[dict, str
     from hypothesis import HealthCheck, find, settings, strategies as st
     from hypothesis.errors import NoSuchExample
 
-    from ..strategies import schedules
+    from ..scenario.strategies import schedules
 
     drawn: list[tuple[dict, str | None]] = []
     strategy = st.one_of([st.tuples(schedules(dict(s.raw)), st.just(s.source)) for s in bases])
@@ -296,10 +296,10 @@ def compare(adapter_a: str, adapter_b: str, scenarios, *, examples: int = 0, see
     comparison (docs/protocol.md, "Trust boundary")."""
     import tempfile
 
-    from ..conformance import run_checked
-    from ..drivers import load_adapter
-    from ..scenario_loader import from_dict
-    from ..trace import read_jsonl
+    from ..run.conformance import run_checked
+    from ..run.drivers import load_adapter
+    from ..scenario.loader import from_dict
+    from ..world.trace import read_jsonl
 
     spec_a, spec_b = load_adapter(adapter_a), load_adapter(adapter_b)
     work = [(s, None) for s in scenarios]
@@ -325,7 +325,7 @@ def compare(adapter_a: str, adapter_b: str, scenarios, *, examples: int = 0, see
 
 
 def cmd_compare(args: argparse.Namespace, out=None) -> int:
-    from ..scenario_loader import library
+    from ..scenario.loader import library
 
     out = out or sys.stdout
     if len(args.adapter or ()) != 2:
@@ -356,7 +356,7 @@ def cmd_compare(args: argparse.Namespace, out=None) -> int:
         for name, left, right in paired(d.a, d.b):
             print(("   " if left == right else " ≠ ") + f"{name + ':':<28} A {left:<26} | B {right}", file=out)
         if d.document is not None and saved is not None:
-            from ..explore import to_yaml
+            from ..run.explore import to_yaml
 
             saved.mkdir(parents=True, exist_ok=True)
             path = saved / f"difference-{i}.yaml"

@@ -29,9 +29,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..files import atomic_write_text, check_output_file
-from ..trace import read_jsonl
+from ..vocab.errors import UsageError
+from ..vocab.files import atomic_write_text, check_output_file
+from ..world.trace import read_jsonl
 from .lanes import CRASHLAB, lanes as extract_lanes
 
 FORMATS = ("chrome", "otel")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from ..files import atomic_write_text
+from ..vocab.files import atomic_write_text
 
 MANIFEST = "digests.json"
 
@@ -32,7 +32,7 @@ def _code_digest() -> str:
     import matplotlib
     import PIL
 
-    from ..ruleset import package_version
+    from ..rules.ruleset import package_version
 
     h = hashlib.sha256(f"{package_version()}|{matplotlib.__version__}|{PIL.__version__}".encode())
     here = Path(__file__).parent      # crashlab.report, and the modules of crashlab it draws with

@@ -22,10 +22,10 @@ import io
 import textwrap
 from pathlib import Path
 
-from ..errors import UsageError
-from ..files import atomic_write_bytes
-from ..results import ScenarioResult
-from ..timefmt import format_time
+from ..vocab.errors import UsageError
+from ..vocab.files import atomic_write_bytes
+from ..vocab.results import ScenarioResult
+from ..vocab.timefmt import format_time
 from . import legend, style
 from .axis import TimeAxis, break_groups, break_label, label_width
 from .lanes import Lanes, lanes as extract_lanes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..results import LostPoint, Scorecard, Violation
+from ..vocab.results import LostPoint, Scorecard, Violation
 from .view import Item
 
 

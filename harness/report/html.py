@@ -15,12 +15,12 @@ from html import escape
 from typing import Any
 
 from ..checks.expectations import evidence_words
-from ..conformance import safe_name
-from ..results import ScenarioResult
-from ..scenario_format import CARD_FIELDS
-from ..timefmt import format_time
+from ..run.conformance import safe_name
+from ..vocab.results import ScenarioResult
+from ..scenario.format import CARD_FIELDS
+from ..vocab.timefmt import format_time
 from . import machines, packet as packets_view, style
-from ..exercised import severity
+from ..checks.exercised import severity
 from .view import Item, knowledge_steps, packets, repro, run_steps, unresolved
 
 CARD_LABELS = {"known_before_failure": "Known before the failure", "survived": "What survived",
@@ -157,7 +157,7 @@ def violations_html(r: ScenarioResult, by_seq: dict, origin: int, events: list[d
 def coverage_html(r: ScenarioResult, events: list[dict] | None) -> str:
     """What the run exercised: the headline counts, the invariants judged on real events and
     held, and those with nothing to judge ("not exercised", never a pass)."""
-    from ..exercised import FACTS, coverage, headline
+    from ..checks.exercised import FACTS, coverage, headline
 
     statements = dict(catalogue())
     cov = coverage(r, events, list(statements))
@@ -168,7 +168,7 @@ def coverage_html(r: ScenarioResult, events: list[dict] | None) -> str:
         return "".join(f"<tr><td><code>{e(i)}</code></td><td>{e(statements.get(i, ''))}</td></tr>" for i in ids)
 
     def unjudged(ids) -> str:      # the card's why, and the finding the checks would have charged
-        from ..integrate.card import judged
+        from ..checks.card import judged
 
         lines = {line.invariant: line for line in judged(events).lines}
         return "".join(f"<tr><td><code>{e(i)}</code></td><td>{e(statements.get(i, ''))}</td>"

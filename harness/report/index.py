@@ -2,10 +2,10 @@
 (failures first, then the eight traces in chapter order), each linking to its own page."""
 from __future__ import annotations
 
-from ..results import Scorecard
+from ..vocab.results import Scorecard
 from .findings import Finding, auto_fail_sources, group, lost_groups
 from .html import badge, category_words, e, expected_observed, repro_html, shell, value_html
-from ..exercised import coverage, severity
+from ..checks.exercised import coverage, severity
 from .view import Item
 
 DIFFERS_NOTE = ("No invariant was violated: {n} scenario(s) differ from their expected outcome only, as a "
@@ -163,7 +163,7 @@ def _report_order(card: Scorecard, hrefs: dict[str, str]) -> list:
 
 def _rule_html(p) -> str:
     """A lost point's expected and observed outcomes, and the rule (with its quote) that cost it."""
-    from ..results import outcome_text
+    from ..vocab.results import outcome_text
 
     out = ""
     if p.expected is not None or p.observed is not None:

@@ -16,7 +16,7 @@ from functools import lru_cache
 from html import escape
 from typing import Mapping
 
-from ..model import KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, Knowledge, RunState
+from ..vocab.model import KNOWLEDGE_TRANSITIONS, RUN_TRANSITIONS, Knowledge, RunState
 from . import style
 
 NO_ENTRY = "no entry"

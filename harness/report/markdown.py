@@ -1,7 +1,7 @@
 """summary.md: a GitHub-flavoured summary for a CI job (``$GITHUB_STEP_SUMMARY``)."""
 from __future__ import annotations
 
-from ..results import Scorecard, outcome_text
+from ..vocab.results import Scorecard, outcome_text
 from .view import Item, repro
 
 _MD_SPECIAL = str.maketrans({"|": "\\|", "`": "\\`", "*": "\\*", "[": "\\[", "]": "\\]",
@@ -37,7 +37,7 @@ def summary(items: list[Item], card: Scorecard | None, adapter: str | None, *, n
     grouped by rule; passes as one line. ``items`` are in report order (failures first)."""
     from .findings import group
 
-    from ..exercised import severity
+    from ..checks.exercised import severity
     from .index import DIFFERS_NOTE, counts_text, overall, verdict_counts
 
     counts = verdict_counts(items)

@@ -5,7 +5,7 @@ Both faces (cli, workshop) read it from here, one floor below them.
 from __future__ import annotations
 
 from ..checks.rubric import render as render_rubric
-from ..exercised import severity
+from ..checks.exercised import severity
 from .findings import auto_fail_text
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import is_dispatch
+from ..vocab.model import is_dispatch
 from .lanes import Lanes
 
 NEVER_MS = 2 ** 62

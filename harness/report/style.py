@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import event_tables, events
-from ..model import Knowledge, RunState
-from ..timefmt import format_time
+from ..vocab import event_tables, events
+from ..vocab.model import Knowledge, RunState
+from ..vocab.timefmt import format_time
 
 _S, _K = RunState, Knowledge
 RUN_COLORS: dict[str, str] = {s.value: c for s, c in {

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..errors import UsageError
-from ..timefmt import format_time
+from ..vocab.errors import UsageError
+from ..vocab.timefmt import format_time
 from . import style
 from .lanes import actor
 
@@ -125,7 +125,7 @@ def dispositions(events: list[dict]) -> list[str]:
 
 
 def load(path: str | Path) -> list[dict]:
-    from ..trace import read_jsonl
+    from ..world.trace import read_jsonl
 
     return read_jsonl(Path(path))
 
@@ -148,8 +148,8 @@ def cmd_show(args, out=None) -> int:
         from ..integrate import is_integration
 
         if is_integration(events[0]):    # a real worker's run: its one verdict is its card's, as check says
-            from ..conformance import recheck_saved
-            from ..integrate.card import judged
+            from ..run.conformance import recheck_saved
+            from ..checks.card import judged
 
             recheck_saved(events, args.trace)          # a trace edited out of shape: a usage error naming it
             print(f"integration verdict: {judged(events).verdict.upper()} (crashlab check {args.trace} prints "

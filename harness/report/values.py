@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..timefmt import format_time
+from ..vocab.timefmt import format_time
 
 #: An expiry at or beyond this many ms (about 146 million years) means "never".
 NEVER_MS = 2 ** 62

@@ -4,8 +4,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from ..model import DISPOSITION_EFFECT_CLAIM, RunState
-from ..results import ScenarioResult
+from ..vocab.model import DISPOSITION_EFFECT_CLAIM, RunState
+from ..vocab.results import ScenarioResult
 from .lanes import Lanes
 
 #: Dispositions that leave nothing for anyone to do.
@@ -17,7 +17,7 @@ RESOLVED = frozenset(s.value for s, claim in DISPOSITION_EFFECT_CLAIM.items()
 class Item:
     result: ScenarioResult
     events: list[dict] | None       # None: no trace was saved
-    name: str                       # output file stem, safe (crashlab.conformance.safe_name)
+    name: str                       # output file stem, safe (crashlab.run.conformance.safe_name)
     lanes: Lanes | None = None
     png: bytes | None = None        # the rendered figure, for embedding
 
@@ -84,7 +84,7 @@ def chapter_rank(scenario_id: str) -> int:
 def ordered(items: list[Item]) -> list[Item]:
     """Failures (fail, then expectation differences, then unknown) first, then passes; inside each group the eight traces in
     chapter order, then the rest in the order given."""
-    from ..exercised import severity
+    from ..checks.exercised import severity
 
     weight = {"fail": 0, "differs": 1, "unknown": 2}
     return [item for _, item in sorted(enumerate(items), key=lambda p: (
@@ -107,7 +107,7 @@ def repro_parts(item: Item) -> tuple[str, str | None, int]:
         words = shlex.split(r.repro)
     except ValueError:
         words = []
-    if words[:2] == ["crashlab", "integrate"] and "--worker" in words[3:-1]:   # crashlab.integrate.repro's line
+    if words[:2] == ["crashlab", "integrate"] and "--worker" in words[3:-1]:   # crashlab.run.repro's line
         return words[2], INTEGRATE + words[words.index("--worker", 3) + 1], r.seed
     at = words.index("--adapter") if "--adapter" in words else -1
     if words[:2] == ["crashlab", "run"] and at == 3 and words[at + 2:at + 3] in (["--seed"], []) \
@@ -127,12 +127,12 @@ def repro(item: Item, *, no_answers: bool = False) -> str:
     """A shell-quoted command that re-runs the scenario; it works when pasted into a POSIX shell,
     whatever the adapter spec holds (``exec:node my adapter.js``). Hiding answers replaces the
     adapter by ``"$CRASHLAB_ADAPTER"``."""
-    from ..integrate.repro import repro_line
+    from ..run.repro import repro_line
 
     head = item.events[0] if item.events else None
     said = item.result.repro or ""
     if head is None and said.startswith("crashlab integrate ") and " --worker " in said:
-        # an integration result's own line (crashlab.integrate.repro), with its options
+        # an integration result's own line (crashlab.run.repro), with its options
         return said.split(" --worker ", 1)[0] + f" --worker {ADAPTER_PLACEHOLDER}" if no_answers else said
     source, adapter, seed = repro_parts(item)
     if adapter and str(adapter).startswith(INTEGRATE):

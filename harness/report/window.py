@@ -1,7 +1,7 @@
 """A time window of a figure (``--window FROM..TO``): only what happened between FROM and TO is
 drawn, on an axis that spans exactly that stretch, so the densest second of a trace gets the
 whole width. FROM and TO are points on the scenario's clock in its own notation
-(crashlab.timefmt): clock times (``10:04..10:04:01.500``) or durations after the origin
+(crashlab.vocab.timefmt): clock times (``10:04..10:04:01.500``) or durations after the origin
 (``4m..4m1s``, ``240000..241500``).
 
 Pure data: a window clips the figure's lanes and story; stretches (checkpoint states, records,
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..errors import UsageError
-from ..timefmt import CLOCK_HINT, clock_ms, parse_time
+from ..vocab.errors import UsageError
+from ..vocab.timefmt import CLOCK_HINT, clock_ms, parse_time
 from .lanes import Lanes
 from .story import Story
 

@@ -1,3 +1,5 @@
+# layer real: real processes, sockets and stores.
+# may import: vocab, world, scenario, rules, checks, run, reference_impl, gallery, sandbox, integrate, probe (only floors below it).
 """Durable runtimes under ``crashlab integrate --runtime NAME``: one profile per runtime.
 
 A profile says how crashlab starts the runtime's local server where it has one (the server is
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 
 
 class Server(Protocol):

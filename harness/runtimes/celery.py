@@ -25,8 +25,8 @@ from pathlib import Path
 import celery  # noqa: F401  (the extra: load() names it when missing)
 import redis
 
-from ..errors import UsageError
-from ..jobs import die_with_parent
+from ..vocab.errors import UsageError
+from ..run.jobs import die_with_parent
 from . import Runtime
 
 VERSION = "5.7.0"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import dbos  # noqa: F401  (the extra: load() names it when missing)
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 from . import Runtime
 
 VERSION = "3.4.0"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 from . import Runtime
 
 VERSION = "1.2.24"

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from ..errors import UsageError
-from ..jobs import die_with_parent as _die_with_parent
+from ..vocab.errors import UsageError
+from ..run.jobs import die_with_parent as _die_with_parent
 
 START_TIMEOUT_S = 60.0
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import temporalio                       # noqa: F401  (the extra must be installed to use this profile)
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 from . import Runtime
 from .local_server import LocalProcess, free_ports, port_open
 

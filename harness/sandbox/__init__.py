@@ -1,7 +1,9 @@
+# layer real: real processes, sockets and stores.
+# may import: vocab, world, scenario, rules, checks, run, reference_impl, gallery, integrate, runtimes, probe (only floors below it).
 """A scenario's synthetic services as real HTTP endpoints on 127.0.0.1 (docs/integration.md).
 
 ``Sandbox(scenario, time_scale=..., hooks=...)`` serves them with crashlab's own service
-semantics (crashlab.services) and rule matching (crashlab.faults); ``crashlab sandbox serve``
+semantics (crashlab.world.services) and rule matching (crashlab.world.faults); ``crashlab sandbox serve``
 is its command-line face and crashlab.integrate its supervisor.
 """
 from .httpmap import FAULTS, ROUTES, STATUS, Route

@@ -21,9 +21,9 @@ def add_parser(cmd) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from ..errors import UsageError
-    from ..scenario_loader import resolve
-    from ..trace import write_jsonl
+    from ..vocab.errors import UsageError
+    from ..scenario.loader import resolve
+    from ..world.trace import write_jsonl
     from .server import Sandbox
 
     if not 0 <= args.port <= 65535:

@@ -1,7 +1,7 @@
 """The sandbox: a scenario's synthetic services as real HTTP endpoints on 127.0.0.1.
 
-The semantics are crashlab.services' (the same classes the simulator runs), the rules are
-matched by crashlab.faults and what a fault does to a call is crashlab.transport's plan; this
+The semantics are crashlab.world.services' (the same classes the simulator runs), the rules are
+matched by crashlab.world.faults and what a fault does to a call is crashlab.world.transport's plan; this
 module runs each request's plan on the socket (hold, commit, answer, or close with no answer),
 handler.py reads and writes the HTTP by the mapping in httpmap.py.
 Everything the services do is written to one trace in crashlab's vocabulary (``Sandbox.trace``): every request as a ``call`` and its answer as a ``result``
@@ -23,14 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import quote
 
-from .. import events, transport
-from ..errors import UsageError
-from ..faults import Rules
-from ..model import PortCall
-from ..ports import PortError
-from ..scenario_compiled import Rule, Scenario
-from ..services import SERVICE_CLASSES, Service
-from ..trace import Trace
+from ..vocab import events
+from ..world import transport
+from ..vocab.errors import UsageError
+from ..world.faults import Rules
+from ..vocab.model import PortCall
+from ..world.ports import PortError
+from ..vocab.compiled import Rule, Scenario
+from ..world.services import SERVICE_CLASSES, Service
+from ..world.trace import Trace
 from .httpmap import STATUS
 
 MAX_HOLD_S = 30.0           # no request is held longer than this, whatever the scale
@@ -161,7 +162,7 @@ class Sandbox:
         self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="crashlab-sandbox", daemon=True)
         self._thread.start()
-        from ..runner import header_fields
+        from ..run.runner import header_fields
         with self.lock:
             self.emit(events.Header, **header_fields(self.scenario, self.scenario.seed, self.adapter), **self.header)
         self.clock.t0 = time.monotonic()

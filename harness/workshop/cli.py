@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 from . import evidence as E
 from . import grade as G
 from . import kit, progress
@@ -213,7 +213,7 @@ def _measured(r, answers: dict, adapter: str | None) -> list[str]:
         from . import weak
         rows = [(answers["as_is"], weak.measure("as_is", weak.DESIGNS[answers["as_is"]]))] if answers.get("as_is") else []
         if adapter:
-            from ..drivers import load_adapter
+            from ..run.drivers import load_adapter
             spec = load_adapter(adapter)
             rows += [("your adapter", weak.measure(p, spec)) for p in weak.PROFILES]
         return ["", "comparison (measured from the runs):", weak.table(rows)] if rows else []

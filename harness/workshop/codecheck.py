@@ -16,7 +16,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 from . import evidence as E
 from .solutions import PLUMBING
 
@@ -101,7 +101,7 @@ def _run(scenario, spec, kit: Path | None):
     """One scenario in a worker process; a kit's adapter.py is imported there from the kit folder."""
     import os
 
-    from ..conformance import run_checked
+    from ..run.conformance import run_checked
 
     if kit is None:
         return run_checked(scenario, spec)
@@ -125,9 +125,9 @@ def source(kit_dir: Path, *, wire: bool, adapter: str | None) -> str:
 def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None):
     """Run every scenario of the rung with the learner's adapter; -> (passed, lines). The
     learner's code runs only in supervised worker processes (as ``crashlab run`` runs any
-    adapter: crashlab.judge, crashlab.jobs); crashlab checks the traces here."""
-    from ..conformance import failure_message
-    from ..drivers import load_adapter
+    adapter: crashlab.run.judge, crashlab.run.jobs); crashlab checks the traces here."""
+    from ..run.conformance import failure_message
+    from ..run.drivers import load_adapter
 
     here = None
     if adapter:
@@ -139,7 +139,7 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
     elif wire:
         guard(kit_dir / "adapter.py", r.starter)
         spec = load_adapter(f"exec:{shlex.quote(sys.executable)} -c \"import sys; sys.path.insert(0, sys.argv[1]); "
-                            f"from crashlab.wire import serve; sys.exit(serve('adapter:Adapter'))\" "
+                            f"from crashlab.run.wire import serve; sys.exit(serve('adapter:Adapter'))\" "
                             f"{shlex.quote(str(kit_dir.resolve()))}")
     else:
         if not (kit_dir / "adapter.py").exists():

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..scenario_compiled import Scenario
-from ..scenario_loader import load_file, resolve
-from ..timefmt import format_time
+from ..vocab.compiled import Scenario
+from ..scenario.loader import load_file, resolve
+from ..vocab.timefmt import format_time
 
 DATA = Path(__file__).resolve().parent / "data"
 HIDDEN_ADAPTER = "anonymous"
@@ -39,7 +39,7 @@ def card(name: str) -> dict:
 
 @functools.cache
 def _run(name: str, adapter: str, seed: int | None) -> tuple[tuple[dict, ...], Any]:
-    from ..conformance import run_one
+    from ..run.conformance import run_one
 
     result, verdict = run_one(scenario_of(name), adapter, seed=seed)
     return tuple(result.events), verdict

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 from .evidence import DATA
 
 ROOM = ".crashlab-room.json"

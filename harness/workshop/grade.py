@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from ..errors import UsageError
-from ..scenario_yaml import parse_yaml
+from ..vocab.errors import UsageError
+from ..scenario.yaml import parse_yaml
 from . import keys as K
 from .evidence import DATA
 from .ladder import Rung, vocab, vocabularies

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import UsageError
-from ..scenario_yaml import parse_yaml
-from ..trace import write_jsonl
+from ..vocab.errors import UsageError
+from ..scenario.yaml import parse_yaml
+from ..world.trace import write_jsonl
 from . import evidence as E
 from .keys import REFERENCE, _answers
 from .ladder import TRACE_LABELS, vocab
@@ -112,7 +112,7 @@ def _compatibility_markdown() -> str:
 
 
 def _contracts_markdown() -> str:
-    from ..model import CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELDS
+    from ..vocab.model import CHECKPOINT_FIELDS, EFFECT_ENTRY_FIELDS
 
     def table(fields):
         return [f"| `{f.path}` | {'/'.join(t.__name__ for t in f.types)} | {'yes' if f.required else 'no'} |"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from ..scenario_yaml import parse_yaml
-from ..trace import write_jsonl
+from ..scenario.yaml import parse_yaml
+from ..world.trace import write_jsonl
 from . import evidence as E
 from . import exhibits, grade, keys
 from .ladder import TRACE_LABELS, Rung, vocabularies

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 from .evidence import DATA
 from .exhibits import questions as exhibit_questions
 from .questions import Question

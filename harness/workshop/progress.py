@@ -6,7 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 
 PROGRESS = ".crashlab-workshop.json"
 STATUSES = ("not started", "started", "attempted", "passed")

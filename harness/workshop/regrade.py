@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
+from ..vocab.errors import UsageError
 from . import grade as G
 from . import progress
 from .ladder import rung as get_rung

@@ -55,7 +55,7 @@ def adapter() -> str:
 
 @functools.cache
 def card(spec: str | None = None):
-    from ..conformance import run_suite
+    from ..run.conformance import run_suite
 
     return run_suite(spec or adapter())
 

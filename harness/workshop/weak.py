@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..checks.invariants import INVARIANTS
-from ..timefmt import format_time
+from ..vocab.timefmt import format_time
 from . import evidence as E
 from .questions import Expected
 
@@ -23,7 +23,7 @@ SAFETY = frozenset(inv.id for inv in INVARIANTS if inv.safety)
 def measure(profile, adapter) -> dict:
     """One row of the comparison table, from the run's own trace (``profile``: a name of
     PROFILES, or a compiled scenario such as a learner's option)."""
-    from ..conformance import run_one
+    from ..run.conformance import run_one
 
     scenario = E.scenario_of(PROFILES[profile]) if isinstance(profile, str) else profile
     result, verdict = run_one(scenario, adapter)
@@ -107,8 +107,8 @@ def blank_options() -> str:
 
 def read_options(path: Path) -> list[dict]:
     """The learner's options; UsageError naming the file, line and field."""
-    from ..errors import UsageError
-    from ..scenario_yaml import parse_yaml
+    from ..vocab.errors import UsageError
+    from ..scenario.yaml import parse_yaml
 
     try:
         doc = parse_yaml(Path(path).read_text(encoding="utf-8"), file=str(path))
@@ -176,7 +176,7 @@ def option_doc(option: dict) -> dict:
 
 
 def measure_option(option: dict) -> dict:
-    from ..scenario_loader import from_dict
+    from ..scenario.loader import from_dict
 
     m = measure(from_dict(option_doc(option), file=option["name"]), DESIGNS[option["design"]])
     return {**m, "profile": option["name"]}

@@ -29,8 +29,8 @@ MODES = ("async", "sync", "exit")
 def main(argv: list[str]) -> int:
     from crashlab.integrate.run import integrate
     from crashlab.runtimes import load
-    from crashlab.scenario_loader import resolve
-    from crashlab.trace import read_jsonl
+    from crashlab.scenario.loader import resolve
+    from crashlab.world.trace import read_jsonl
 
     repeat = int(next((a.split("=", 1)[1] for a in argv if a.startswith("--repeat=")), "1"))
     out = Path(next((a.split("=", 1)[1] for a in argv if a.startswith("--out=")), "crashlab-langgraph-measure"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from checks_mini import Good
 
-from crashlab.ports import PortError
+from crashlab.world.ports import PortError
 
 
 class Careful(Good):

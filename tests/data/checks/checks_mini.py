@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from crashlab.ports import PortError
+from crashlab.world.ports import PortError
 
 TERMINAL = ("SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EFFECT_UNKNOWN",
             "CANCELLED_NO_EFFECT", "CANCELLED_EFFECT_REMAINS", "CANCELLED_EFFECT_UNKNOWN")

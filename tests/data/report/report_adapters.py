@@ -7,8 +7,8 @@ compensation); ``Sloppy`` dispatches without fencing and retries blindly under a
 """
 from __future__ import annotations
 
-from crashlab.model import digest
-from crashlab.ports import PortError
+from crashlab.vocab.model import digest
+from crashlab.world.ports import PortError
 
 TTL = 60_000
 TERMINAL = {"SUCCEEDED", "FAILED_NO_EFFECT", "FAILED_EFFECT_REMAINS", "FAILED_EFFECT_UNKNOWN",

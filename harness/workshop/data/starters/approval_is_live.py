@@ -13,7 +13,7 @@ def approval_is_live(answer: dict, resumed_wait: bool) -> bool:
 
 
 # ----------------------------------------------------------------- plumbing (no need to edit)
-from crashlab.model import RunState  # noqa: E402
+from crashlab.vocab.model import RunState  # noqa: E402
 from crashlab.reference_impl import ReferenceAdapter  # noqa: E402
 from crashlab.reference_impl.behaviour import Behaviour  # noqa: E402
 from crashlab.reference_impl.session import Session  # noqa: E402

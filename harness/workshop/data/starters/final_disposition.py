@@ -22,7 +22,7 @@ def final_disposition(knowledge, cancelled: bool, nothing_landed: bool) -> str:
 
 
 # ----------------------------------------------------------------- plumbing (no need to edit)
-from crashlab.model import RunState  # noqa: E402
+from crashlab.vocab.model import RunState  # noqa: E402
 from crashlab.reference_impl import ReferenceAdapter  # noqa: E402
 from crashlab.reference_impl.behaviour import Behaviour  # noqa: E402
 from crashlab.reference_impl.effects import Role, entry_of, fact_of  # noqa: E402

@@ -17,7 +17,7 @@ def replay_disposition(recorded_state: str, recorded_effects: list) -> str:
 
 
 # ----------------------------------------------------------------- plumbing (no need to edit)
-from crashlab.model import RunState  # noqa: E402
+from crashlab.vocab.model import RunState  # noqa: E402
 from crashlab.reference_impl import ReferenceAdapter  # noqa: E402
 from crashlab.reference_impl.behaviour import Behaviour  # noqa: E402
 

@@ -11,7 +11,7 @@ Tools you may use (each is a coroutine: await it):
   effects.commit(session, state)        write the checkpoint in `state`
   session.ledger[key]                   the ledger entry (knowledge, attempts, evidence)
 """
-from crashlab.model import Knowledge, RunState
+from crashlab.vocab.model import Knowledge, RunState
 from crashlab.reference_impl import effects
 from crashlab.reference_impl.effects import evolve
 
