@@ -66,7 +66,7 @@ def coverage_section(items: list[Item], hrefs: dict[str, str] | None = None) -> 
     return ('<section id="exercised"><h2>What was exercised</h2><p class="muted">A rubric point is exercised '
             "by a scenario whose trace had events for one of its invariants to judge (an ambiguous send for "
             "the retry rule, a throttled answer for throttling, ...); a scenario that did not exercise it "
-            f"says nothing about it. {len(covs)} scenarios with traces.</p><div class='scroll'>"
+            f"says nothing about it. {len(covs)} scenario{'' if len(covs) == 1 else 's'} with traces.</p><div class='scroll'>"
             "<table class='collapse'><tr><th>rubric point</th><th>invariants</th><th>exercised in</th>"
             "<th>violated in</th><th>not exercised in</th></tr>" + "".join(rows) + "</table></div></section>")
 
@@ -207,7 +207,7 @@ def index_page(items: list[Item], card: Scorecard | None, *, adapter: str | None
     head = (f"<header><h1>crashlab report {badge(verdict)}</h1><p>"
             + (f"adapter <code>{e(shown_adapter)}</code> · " if shown_adapter else "")
             + (f"seed {e(card.seed)} · " if card is not None and card.seed is not None else "")
-            + f"{len(items)} scenarios: {counts_text(counts)}"
+            + f"{len(items)} scenario{'' if len(items) == 1 else 's'}: {counts_text(counts)}"
             + "</p>" + (f'<p>{e(DIFFERS_NOTE.format(n=counts["differs"]))}</p>' if verdict == "differs" else "")
             + "".join(f'<p class="muted">{e(n)}</p>' for n in notes) + "</header>")
     body = [head]
