@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from crashlab.ports import PortError
+from crashlab import PortError
 
 TTL = 45_000
 CHUNK = 12_000
