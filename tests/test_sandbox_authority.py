@@ -124,3 +124,13 @@ def test_the_simulator_and_the_sandbox_decide_by_the_same_functions():
     assert approvals.live(book, policy, H, "reserve", 1020) is None
     with pytest.raises(PortError, match="proposal_hash and action"):
         approvals.request(book, policy, {"proposal_hash": 3, "action": "reserve"}, 0)
+
+
+def test_the_default_suite_asks_no_approval_unless_tagged_for_the_authority_suite(serve):
+    from crashlab.scenario.loader import resolve
+
+    t1 = resolve("t1-crash-before-dispatch")          # declares auto approval, for the simulator
+    assert "integration" in t1.tags and t1.runs[0].approval["mode"] == "auto"
+    assert serve(t1, scale=100.0).trace.events[0]["runs"][0]["approval"] == "none"
+    t4 = resolve("t4-approval-wait-crash")
+    assert serve(t4, scale=100.0).trace.events[0]["runs"][0]["approval"] == "manual"

@@ -9,7 +9,9 @@ A grant reaches the run's inbox as an ``approval`` event (``expires_at`` in scen
 ``Crashlab-Now``); a scenario's ``approve``, ``revoke`` and ``capability_change`` act here and reach the
 inbox as in the simulator. A run whose scenario declares no ``approval`` policy has a standing approval
 for its own operation in the sandbox (mode ``none``, written so in the trace's header, where AUTH-01
-reads it): a real worker's scenario that says nothing about approvals asks none of its worker. A
+reads it): a real worker's scenario that says nothing about approvals asks none of its worker. So does
+a scenario of the default integration suite (tag ``integration``) not also tagged
+``integration-authority``: the suite asks no approvals of the example workers yet. A
 release (any action other than the run's operation) follows ``compensation_authority`` and needs an
 approval of its own, as in the simulator.
 """
@@ -30,8 +32,16 @@ if TYPE_CHECKING:
 PORT = "authority"
 
 
+#: the default integration suite's tag, and the tag of the scenarios whose approvals it applies
+SUITE_TAG, AUTHORITY_TAG = "integration", "integration-authority"
+
+
 def declared(scenario: "Scenario") -> set[str]:
-    """The runs whose scenario file declares an ``approval`` policy."""
+    """The runs whose approval policy the sandbox applies: declared in the scenario file, outside the
+    default integration suite unless the scenario is also tagged for the authority suite."""
+    tags = set(scenario.tags)
+    if SUITE_TAG in tags and AUTHORITY_TAG not in tags:
+        return set()
     raw_runs = (scenario.raw or {}).get("runs") if isinstance(scenario.raw, dict) else None
     return {str(r.get("id")) for r in raw_runs or () if isinstance(r, dict) and "approval" in r}
 
