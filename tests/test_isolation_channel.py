@@ -291,3 +291,20 @@ def test_a_pth_file_planted_in_a_site_dir_is_refused_by_the_next_run(tmp_path):
     hook.unlink()
     assert crashlab("list").returncode == 0
 
+
+
+def test_the_plugin_refuses_planted_code(pytester, monkeypatch, tmp_path):
+    import crashlab.vocab.planted as planted
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "zz-verdict.pth").write_text("import os\n")
+    monkeypatch.setattr(planted, "site_dirs", lambda: [str(site)])
+    refused = pytester.runpytest("--crashlab-adapter=crashlab.reference_impl:ReferenceAdapter",
+                                 f"--crashlab-scenario={T1}", "-p", "no:cacheprovider")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines([f"*{site / 'zz-verdict.pth'}*"])
+    pytester.makepyfile(test_own="def test_own(crashlab):\n    crashlab.check('" + T1 + "')\n")
+    failed = pytester.runpytest("-p", "no:cacheprovider")
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(["*zz-verdict.pth*"])
