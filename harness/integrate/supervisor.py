@@ -12,8 +12,7 @@ and at the end. What it reads becomes the trace's run and knowledge lanes (trace
 the sandbox writes the port and remote lanes into the same trace, in real order. Its own acts are
 recorded as its own: each lease grant (``granted_by``), each failpoint it arms (a ``failpoint``
 event; the ``crash`` where one fired names it), each takeover, and the worker a handover went to.
-A run in a durable waiting state is woken (its next worker started) by a delivery it has not read.
-Every worker misbehaviour is a recorded fault, never a hang.
+A waiting run is woken (its next worker started) by a delivery it has not read; misbehaviour is a recorded fault.
 """
 from __future__ import annotations
 
@@ -520,21 +519,20 @@ class Supervisor(Hooks):
                      if c.run == rs.id and c.number > stale.number and (c.acted or c.number in rs.wrote)), None)
 
     # ------------------------------------------------------------------ the whole scenario
+    def _unread(self, rs: RunState) -> bool:
+        with self.sandbox.lock:
+            return len(self.sandbox.inbox[rs.id]) > self.sandbox.polled.get(rs.id, 0)
+
     def _expecting(self, rs: RunState) -> bool:
         """A waiting run with something unread in its inbox or on its way there (an approval): not over."""
-        sb = self.sandbox
-        with sb.lock:
-            return rs.waiting is not None and rs.finished is None and (
-                sb.upcoming.get(rs.id, 0) > 0 or len(sb.inbox[rs.id]) > sb.polled.get(rs.id, 0))
+        return rs.waiting is not None and rs.finished is None and (self.sandbox.upcoming.get(rs.id, 0) > 0
+                                                                   or self._unread(rs))
 
     def _woken(self, rs: RunState, now: float) -> bool:
         """A waiting run whose inbox holds what its workers have not polled: its next worker starts now."""
-        with self.sandbox.lock:
-            unread = len(self.sandbox.inbox[rs.id]) > self.sandbox.polled.get(rs.id, 0)
-        if not unread or rs.waiting is None or rs.finished is not None or rs.proc is not None or rs.zombies:
-            return False
-        rs.done, rs.waiting, rs.restart_at = False, None, now
-        return True
+        if rs.waiting is not None and rs.finished is None and rs.proc is None and not rs.zombies and self._unread(rs):
+            rs.done, rs.waiting, rs.restart_at = False, None, now
+        return not rs.done
 
     def run(self) -> list[dict]:
         sb = self.sandbox
