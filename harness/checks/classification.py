@@ -222,8 +222,8 @@ def redispatch(ix: TraceIndex, want: str) -> Iterator[Finding]:
                         if want == "blind":
                             yield run.id, f"{d.service}.{d.op} #{d.seq} by {d.worker} repeats #{prev.seq} " \
                                           f"({outcome}) without an authoritative read showing absence" + \
-                                (f" on a service that keeps no idempotency keys, where its reads since ({f.why}) "
-                                 f"may be only temporarily negative" if early else ""), (prev.seq, d.seq, *f.cites), True
+                                (f" on a service that keeps no idempotency keys, where a negative read may be only "
+                                 f"temporarily negative: {f.why}" if early else ""), (prev.seq, d.seq, *f.cites), True
                         else:
                             yield run.id, f"{d.service}.{d.op} #{d.seq} repeats #{prev.seq} ({outcome}) on " \
                                           f"evidence that cannot prove absence: {f.why}", \
