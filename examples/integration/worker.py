@@ -32,6 +32,8 @@ Retry-After; 409 waits for the key to settle and reads it.
   no_next_owner       finish with the effect unknown naming no next owner
   no_cancel_check     read the inbox once at the start, never again before a send
   no_approval_check   never ask the authority: send without a live approval bound to the proposal
+  unrecorded_duplicates ignore a duplicate delivery without recording its disposition (the careful
+                      worker lists every duplicate it saw in each later checkpoint's evidence)
 
 Approvals: before anything is prepared the worker asks the sandbox's authority whether an approval
 bound to the proposal's hash is live. A run with a standing approval (its scenario declares none)
@@ -281,7 +283,7 @@ ATTEMPT_CEILING = 5
 MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait",
             "ignores_cancellation", "tenantless_key", "trusts_early_negative")
 MISTAKES += ("early_negative_read", "callback_confirms", "attempt_key", "resend_after_restart", "no_next_owner",
-             "no_cancel_check", "no_approval_check")
+             "no_cancel_check", "no_approval_check", "unrecorded_duplicates")
 LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
@@ -297,6 +299,7 @@ class Worker:
         self.worker = os.environ.get("CRASHLAB_WORKER", "worker")
         self.epoch = int(os.environ.get("CRASHLAB_EPOCH", "1"))
         self.run_id = os.environ.get("CRASHLAB_RUN", "run")
+        self.duplicates: list[dict] = []     # every later delivery of an event id already seen
 
     # -- records ------------------------------------------------------------------------
     def write(self, state: str, knowledge: str | None = None) -> None:
@@ -311,7 +314,9 @@ class Worker:
                         "lease_epoch": self.epoch, "event_sequence": self.seen, "cancellation": {},
                         "deadline": None, "budgets": {"attempt_ceiling": ATTEMPT_CEILING}},
             "contract": {"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
-            "evidence": {"proposal_hash": getattr(self, "phash", None)}, "effects": effects})
+            "evidence": {"proposal_hash": getattr(self, "phash", None),
+                         **({"duplicates": self.duplicates} if self.duplicates else {})},
+            "effects": effects})
         self.state = state
 
     def append(self, knowledge: str, notice: bool = False, **extra) -> None:
@@ -343,6 +348,14 @@ class Worker:
         status, data, _ = self.client.call("GET", f"/inbox?after_seq=0")
         events = data.get("events", []) if status == 200 else []
         self.seen = max([e["seq"] for e in events] or [0])
+        # a duplicate delivery causes no transition; its disposition goes in every later checkpoint's evidence
+        first: set = set()
+        for e in events:
+            if e.get("event_id") in first and all(d["seq"] != e["seq"] for d in self.duplicates) \
+                    and self.mistake != "unrecorded_duplicates":
+                self.duplicates.append({"event_id": e["event_id"], "seq": e["seq"],
+                                        "disposition": "duplicate: no transition"})
+            first.add(e.get("event_id"))
         return events
 
     # -- the run ------------------------------------------------------------------------

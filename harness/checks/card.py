@@ -50,14 +50,12 @@ NOT_JUDGEABLE: dict[str, str] = {
     "JIT-01": "jitter is judged on random.draw records; a real worker's draws are not observed",
     "MIG-01": "deployments (code versions) are the simulator's; the sandbox does not redeploy a worker",
     "PIN-01": "deployments (code versions) are the simulator's; the sandbox does not redeploy a worker",
-    "EVT-02": "a duplicate's disposition is read from the worker's checkpoints, and the example workers do not record "
-              "one yet (docs/integration.md, \"Rules an integration run cannot judge\")",
     "EXP-DISPOSITION-AT": "a disposition at a named scenario time depends on wall-clock luck under scaled time",
 }
 #: invariants that need the worker's store views (the minimum set's reason when they are missing).
 NEEDS_STORE = {"PREP-01", "PREP-02", "REC-01", "TRUTH-01", "KEY-02", "KNOW-01", "KNOW-02", "EVID-01", "DISP-02",
                "TRUTH-02", "CKPT-01", "TERM-01", "HIST-01", "COMP-01", "EXP-DISPOSITION", "DEAD-01", "DEAD-02",
-               "REC-02", "CLS-03", "MSG-01"}
+               "REC-02", "CLS-03", "MSG-01", "EVT-02"}
 
 
 #: ports whose calls a real worker makes inside itself: evidence of them cannot be observed

@@ -78,6 +78,7 @@ type worker struct {
 	noticeIntent     M
 	key, state, know string
 	seen             int
+	duplicates       []any // every later delivery of an event id already seen, with its disposition
 	lookup           string
 	fencing          bool    // the service checks the lease epoch as a fencing token
 	bound            float64 // the service's late-delivery bound, in seconds
@@ -184,8 +185,16 @@ func (w *worker) checkpoint(state string) {
 		"control": M{"state": state, "state_version": version + 1, "owner": w.name, "lease_epoch": w.epoch,
 			"event_sequence": w.seen, "cancellation": M{}, "deadline": nil, "budgets": M{"attempt_ceiling": 5}},
 		"contract": M{"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
-		"evidence": M{"proposal_hash": nil}, "effects": effects})
+		"evidence": w.evidence(), "effects": effects})
 	w.state = state
+}
+
+// evidence is a checkpoint's evidence: every duplicate delivery seen so far, recorded with "no transition".
+func (w *worker) evidence() M {
+	if len(w.duplicates) == 0 {
+		return M{"proposal_hash": nil}
+	}
+	return M{"proposal_hash": nil, "duplicates": w.duplicates}
 }
 
 func (w *worker) append(knowledge string, extra M) { w.appendEntry(false, knowledge, extra) }
@@ -281,6 +290,20 @@ func (w *worker) events() []any {
 	}
 	evs, _ := data["events"].([]any)
 	w.seen = len(evs)
+	// a duplicate delivery causes no transition; its disposition goes in every later checkpoint's evidence
+	first, known := map[any]bool{}, map[any]bool{}
+	for _, d := range w.duplicates {
+		known[d.(M)["seq"]] = true
+	}
+	for _, e := range evs {
+		ev, _ := e.(M)
+		if first[ev["event_id"]] && !known[ev["seq"]] {
+			w.duplicates = append(w.duplicates, M{"event_id": ev["event_id"], "seq": ev["seq"],
+				"disposition": "duplicate: no transition"})
+			known[ev["seq"]] = true
+		}
+		first[ev["event_id"]] = true
+	}
 	return evs
 }
 
