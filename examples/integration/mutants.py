@@ -145,6 +145,12 @@ PLAIN: tuple[Mutant, ...] = (
        "disposition.", "t6-duplicate-input-event", ("EVT-02",),
        note="The careful worker lists every duplicate it saw in each later checkpoint's evidence (event id, "
             "inbox seq, 'duplicate: no transition'); this one writes the same checkpoints without them."),
+    _p("no_approval_check", "The worker never asks the authority: it sends without a live approval bound to the "
+       "proposal's hash.", "Recovery bootstrap procedure",
+       "Validate identity, delegation, capability, and approval references.",
+       "examples/integration/scenarios/approval-wait.yaml", ("AUTH-01",),
+       note="Runs on the integration-authority suite: the approval scenarios apply the scenario's approval "
+            "policy in the sandbox's authority port (docs/integration.md, \"The authority port\")."),
     _p("no_next_owner", "The run finishes with the effect unknown and names no next owner.",
        "A complete recovery review conversation",
        "It needs a state such as effect unknown, an accountable next owner, and a communication that does "
