@@ -85,3 +85,37 @@ def careful(out: Path, mistake: str = "") -> str:
     """The plain careful worker's command (``mistake``: ``--mistake=NAME``); the output folder is in its
     command line, so :func:`out` can find any process left behind."""
     return f"{sys.executable} {WORKER} {{url}} {{db}} {mistake} --out-marker={out}".strip()
+
+
+#: the integration-authority suite: T4 (in the library) and the two approval scenarios beside the plain worker
+APPROVAL_WAIT = ROOT / "examples" / "integration" / "scenarios" / "approval-wait.yaml"
+APPROVAL_REVOKED = ROOT / "examples" / "integration" / "scenarios" / "approval-revoked.yaml"
+AUTHORITY_SUITE = {"t4-approval-wait-crash": "t4-approval-wait-crash", "integration-approval-wait": APPROVAL_WAIT,
+                   "integration-approval-revoked": APPROVAL_REVOKED}
+
+
+def assert_the_approval_story(scenario: str, trace: Path) -> None:
+    """What a careful worker does on an integration-authority scenario, read from its trace: it waits as
+    WAITING_HUMAN with the approver next while no approval is live, is woken by the grant (its run's second
+    worker) and sends only under the approval's proposal hash, asked right before; a revoked approval ends
+    the run with nothing sent; with no approval ever given (T4) every worker restores the wait."""
+    from crashlab.world.trace import read_jsonl
+
+    events = read_jsonl(trace)
+    finishes = [(e["disposition"], e.get("next_owner")) for e in events if e["kind"] == "finish"]
+    sends = [e for e in events if e["kind"] == "call" and e.get("op") == "reserve"]
+    checks = [e for e in events if e["kind"] == "call" and e.get("port") == "authority" and e.get("op") == "check"]
+    assert finishes and finishes[0] == ("WAITING_HUMAN", "approver"), finishes
+    if scenario == "t4-approval-wait-crash":
+        assert set(finishes) == {("WAITING_HUMAN", "approver")} and not sends, (finishes, sends)
+    elif scenario == "integration-approval-wait":
+        assert finishes[-1][0] == "SUCCEEDED", finishes
+        granted = next(e for e in events if e["kind"] == "approval_granted")
+        woken = [e for e in events if e["kind"] == "start" and e["seq"] > granted["seq"]]
+        assert woken and woken[0]["number"] == 2, woken
+        for send in sends:
+            assert send["args"].get("proposal_hash") == granted["proposal_hash"], send["args"]
+            asked = [c for c in checks if c["seq"] < send["seq"] and c["worker"] == send["worker"]]
+            assert asked, f"reserve #{send['seq']} was sent without asking the authority"
+    else:
+        assert finishes[-1] == ("FAILED_NO_EFFECT", "approver") and not sends, (finishes, sends)
