@@ -140,14 +140,15 @@ def assert_only_loopback(log: Path) -> None:
     assert all(loopback(event, where) for event, where in seen), [s for s in seen if not loopback(*s)]
 
 
-def naive_and_careful(runtime, server, work: Path, examples: Path, scenario, *options: str) -> dict:
-    """Both examples of an agent framework (``examples/naive.py``, ``careful.py``) on one scenario, under
-    ``runtime``'s started ``server``: their cards, by example. The work folder rides in each command line,
-    so a process left behind is found."""
+def naive_and_careful(runtime, server, work: Path, examples: Path, scenario, *options: str,
+                      names: tuple[str, ...] = ("naive", "careful")) -> dict:
+    """The examples of an agent framework (``examples/naive.py`` and ``careful.py``, or those ``names``) on
+    one scenario, under ``runtime``'s started ``server``: their cards, by example. The work folder rides in
+    each command line, so a process left behind is found."""
     from crashlab.integrate.run import integrate
 
     cards = {}
-    for name in ("naive", "careful"):
+    for name in names:
         cmd = " ".join([sys.executable, str(examples / f"{name}.py"), *options, f"--marker={work}"])
         cards[name] = integrate(scenario, worker=cmd, out=work / name / scenario.id, runtime=runtime,
                                 server=server).card

@@ -20,7 +20,8 @@ EXAMPLES = ROOT / "examples" / "agents" / "openai_agents"
 KEYLESS_AFTER_TOOL = ROOT / "examples" / "agents" / "scenarios" / "keyless-crash-after-tool.yaml"
 INSTALL = "pip install 'crashlab[openai-agents]'"
 
-installed = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("agents", "dbos_openai_agents", "dbos")),
+installed = pytest.mark.skipif(any(importlib.util.find_spec(m) is None
+                                   for m in ("agents", "dbos_openai_agents", "dbos")),
                                reason=f"the OpenAI Agents SDK or its DBOS runner is not installed: {INSTALL}")
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc: Linux only")
 
@@ -46,7 +47,8 @@ def netlog(tmp_path, monkeypatch):
 def test_the_profile_names_its_versions_and_turns_tracing_off(server):
     rt, srv, _ = server
     assert rt.tested_version == f"openai-agents {importlib.metadata.version('openai-agents')}"
-    assert importlib.metadata.version("dbos-openai-agents") in rt.title and importlib.metadata.version("dbos") in rt.title
+    assert importlib.metadata.version("dbos-openai-agents") in rt.title
+    assert importlib.metadata.version("dbos") in rt.title
     assert srv.env["OPENAI_AGENTS_DISABLE_TRACING"] == "1" and srv.env["CRASHLAB_RUNTIME_NAME"] == "openai-agents-dbos"
     settings = " ".join(rt.retry_owner_settings)
     assert "failure_error_function" in settings and "max_turns=10" in settings and "_model_call_step" in settings
@@ -63,7 +65,8 @@ def test_naive_fails_for_the_chapters_rule_and_careful_passes(server, netlog):
     assert naive.commits == 2 and "the model called reserve 2 time(s)" in naive.summary, naive.summary
     assert "ran inline" in naive.summary
     assert careful.summary.startswith("OpenAI Agents SDK on DBOS: workflow SUCCESS") and careful.commits == 1
-    assert "the model called reserve 1 time(s)" in careful.summary and "ran as a DBOS step (1 row(s))" in careful.summary
+    assert "the model called reserve 1 time(s)" in careful.summary
+    assert "ran as a DBOS step (1 row(s))" in careful.summary
     assert "failure_error_function" in cards["careful"].text()
     assert_only_loopback(netlog)
 

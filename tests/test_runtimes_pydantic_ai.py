@@ -90,8 +90,8 @@ def test_an_inline_tool_runs_again_after_it_returned_and_a_step_does_not(server)
     a second hold on a service without keys; the same tool as a DBOS step is replayed."""
     rt, srv, work = server
     sc = resolve(str(KEYLESS_AFTER_TOOL))
-    inline = naive_and_careful(rt, srv, work / "inline", EXAMPLES, sc)["naive"]
-    stepped = naive_and_careful(rt, srv, work / "step", EXAMPLES, sc, "--tools=step")["naive"]
+    inline = naive_and_careful(rt, srv, work / "inline", EXAMPLES, sc, names=("naive",))["naive"]
+    stepped = naive_and_careful(rt, srv, work / "step", EXAMPLES, sc, "--tools=step", names=("naive",))["naive"]
     # the sandbox counts the notification too: two holds and a notice inline, one hold and a notice as steps
     assert "EFF-01" in failed(inline) and inline.runtime.runs[0].commits == 3, inline.text()
     assert "ran inline" in inline.runtime.runs[0].summary

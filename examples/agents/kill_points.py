@@ -49,8 +49,8 @@ def measure(runtime: str, examples: Path, argv: list[str]) -> int:
                     cmd = f"{sys.executable} {examples / example}.py {option}".strip()
                     outcome = integrate(sc, worker=cmd, out=out / f"{example}-{tools}-{i}", runtime=rt, server=server)
                     events = read_jsonl(outcome.trace)
-                    holds.append(sum(1 for e in events if e.get("kind") == "effect" and e.get("service") == "reservation"
-                                     and e.get("cause") != "other_actor"))
+                    holds.append(sum(1 for e in events if e.get("kind") == "effect"
+                                     and e.get("service") == "reservation" and e.get("cause") != "other_actor"))
                     keys.append(len({(e.get("args") or {}).get("key") for e in events
                                      if e.get("kind") == "call" and e.get("op") == "reserve"}))
                     found = re.search(r"called reserve (\d+) time", outcome.card.runtime.runs[0].summary)
