@@ -94,7 +94,9 @@ def test_the_summary_reads_the_sdks_model_steps():
             {"table": "tool_calls", "tool": "reserve", "call_id": "call_a"}]
     line = summary(rows, FRAMEWORK)
     assert line.startswith("OpenAI Agents SDK on DBOS: workflow PENDING, started 1 time(s); 1 model step(s)")
-    assert "the model called reserve 1 time(s) (call_a), ran inline" in line
+    assert "the model called reserve 1 time(s) (call_a), has no step row yet (inline, or a step cut by a kill" in line
+    done = summary([{**rows[0], "status": "SUCCESS"}, *rows[1:]], FRAMEWORK)
+    assert "the model called reserve 1 time(s) (call_a), ran inline (no DBOS step" in done
 
 
 def test_a_missing_framework_is_a_usage_error_naming_the_extra(monkeypatch):

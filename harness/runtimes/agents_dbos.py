@@ -126,10 +126,13 @@ def summary(record: list[dict], fw: Framework) -> str:
             ids = asked.setdefault(str(row["tool"]), [])
             if row["call_id"] not in ids:
                 ids.append(str(row["call_id"]))
+    ended = wf.get("status") in ("SUCCESS", "ERROR")
     parts = []
     for tool, ids in asked.items():
         rows = ran_as_step(tool, steps)
-        how = f"ran as a DBOS step ({rows} row(s))" if rows else "ran inline (no DBOS step: recovery runs it again)"
+        how = f"ran as a DBOS step ({rows} row(s))" if rows else \
+            "ran inline (no DBOS step: recovery runs it again)" if ended else \
+            "has no step row yet (inline, or a step cut by a kill: the workflow has not ended)"
         parts.append(f"the model called {tool} {len(ids)} time(s) ({', '.join(ids)}), {how}")
     starts = int(wf.get("recovery_attempts") or 0)
     return (f"{fw.label} on DBOS: workflow {wf['status']}, started {starts} time(s); {models} model step(s) "
