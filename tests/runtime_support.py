@@ -1,6 +1,8 @@
 """Shared by the durable-runtime tests: run an example under a runtime, find what outlived it."""
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 import socket
 import sys
@@ -119,3 +121,72 @@ def assert_the_approval_story(scenario: str, trace: Path) -> None:
             assert asked, f"reserve #{send['seq']} was sent without asking the authority"
     else:
         assert finishes[-1] == ("FAILED_NO_EFFECT", "approver") and not sends, (finishes, sends)
+
+#: Loaded by every worker process through PYTHONPATH (:func:`netlog`): an audit hook (sys.addaudithook)
+#: that logs every name lookup and every socket connect or sendto, so a test sees each address a worker
+#: reached for. A hook rather than an empty network namespace: the worker must reach the sandbox on the
+#: host's 127.0.0.1, which a new namespace's own loopback is not.
+SITECUSTOMIZE = '''
+import json, os, sys
+_LOG = os.environ.get("CRASHLAB_TEST_NETLOG")
+def _hook(event, args):
+    if event in ("socket.connect", "socket.sendto", "socket.getaddrinfo"):
+        where = args[0] if event == "socket.getaddrinfo" else args[1]
+        with open(_LOG, "a") as fh:
+            fh.write(json.dumps([event, where if isinstance(where, (str, int)) else list(where)]) + "\\n")
+if _LOG:
+    sys.addaudithook(_hook)
+'''
+
+
+def hook_network(tmp_path: Path, monkeypatch, unset: tuple[str, ...] = ()) -> Path:
+    """Load :data:`SITECUSTOMIZE` into every process started from here on; the log it writes."""
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "hook"))
+    monkeypatch.setenv("CRASHLAB_TEST_NETLOG", str(tmp_path / "net.jsonl"))
+    for name in unset:
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "net.jsonl"
+
+
+def loopback(event: str, where) -> bool:
+    host = where if isinstance(where, str) else where[0] if where else None
+    if event == "socket.connect" and isinstance(where, str):
+        return True                                   # a Unix socket: not the network
+    if host in (None, "localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False                                  # a name to resolve: a DNS lookup
+
+
+def reached(log: Path) -> list[tuple[str, object]]:
+    return [tuple(json.loads(line)) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def assert_only_loopback(log: Path) -> None:
+    """Every worker process reached only for 127.0.0.1, and the hook did see it do so."""
+    seen = reached(log)
+    assert any(event == "socket.connect" for event, _ in seen), "the audit hook saw no connection at all"
+    assert all(loopback(event, where) for event, where in seen), [s for s in seen if not loopback(*s)]
+
+
+def naive_and_careful(runtime, server, work: Path, examples: Path, scenario, *options: str,
+                      names: tuple[str, ...] = ("naive", "careful")) -> dict:
+    """The examples of an agent framework (``examples/naive.py`` and ``careful.py``, or those ``names``) on
+    one scenario, under ``runtime``'s started ``server``: their cards, by example. The work folder rides in
+    each command line, so a process left behind is found."""
+    from crashlab.integrate.run import integrate
+
+    cards = {}
+    for name in names:
+        cmd = " ".join([sys.executable, str(examples / f"{name}.py"), *options, f"--marker={work}"])
+        cards[name] = integrate(scenario, worker=cmd, out=work / name / scenario.id, runtime=runtime,
+                                server=server).card
+    return cards
+
+
+def failed(card) -> set[str]:
+    return {line.invariant for line in card.lines if line.status == "fail"}
