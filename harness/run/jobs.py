@@ -12,7 +12,8 @@ rest goes on.
 Containment (Linux; elsewhere each piece degrades to nothing, and the pool still works):
 crashlab becomes the *child subreaper* of everything it starts, so an adapter's ``setsid``
 grandchild is re-parented to it rather than escaping; :func:`kill_tree` kills every
-descendant before results are written; every worker dies with crashlab (``PR_SET_PDEATHSIG``),
+descendant before results are written, freezing them first (``SIGSTOP``, listed again until no new
+one appears) so that a process that keeps re-forking cannot outrun it; every worker dies with crashlab (``PR_SET_PDEATHSIG``),
 and a seccomp filter in each worker (inherited by the adapter processes it starts) kills the
 process that tries to signal, trace or pidfd crashlab itself.
 """
@@ -103,30 +104,109 @@ def descendants(pid: int | None = None) -> list[int]:
     return out
 
 
-def kill_tree(spare: frozenset[int] | set[int] = frozenset(), only_new: frozenset[int] | None = None) -> int:
-    """SIGKILL every descendant of this process (not the ``spare`` pids themselves, but what is
-    below them), and reap the direct children among them; with ``only_new``, only children that
-    are not in it (and their descendants). Returns how many were killed."""
+REAP_LIMIT_S = 2.0          # how long a cleanup keeps freezing and killing before it reports survivors
+
+
+def kill_tree(spare: frozenset[int] | set[int] = frozenset(), only_new: frozenset[int] | None = None,
+              limit_s: float = REAP_LIMIT_S) -> int:
+    """Kill every descendant of this process (not the ``spare`` pids themselves, but what is below
+    them) so that none survives by forking faster than the kills (:func:`reap`); with ``only_new``,
+    only children that are not in it (and their descendants). Returns how many were killed."""
     me = os.getpid()
-    victims: list[int] = []
-    children = descendants(me) if only_new is None else []
-    if only_new is not None:
-        for child in _children(me):
-            if child not in only_new:
-                children += [child] + descendants(child)
-    for pid in children:
-        if pid in spare:
-            continue
-        try:
-            os.kill(pid, signal.SIGKILL)
-            victims.append(pid)
-        except (ProcessLookupError, PermissionError):
-            pass
-    mine = set(_children(me))
-    for pid in victims:
-        if pid in mine:
-            _reap(pid, 2.0)
-    return len(victims)
+
+    def below() -> list[int]:
+        if only_new is None:
+            found = descendants(me)
+        else:
+            found = []
+            for child in _children(me):
+                if child not in only_new:
+                    found += [child] + descendants(child)
+        return [pid for pid in found if pid not in spare]
+
+    return reap(below, limit_s)
+
+
+def kill_process_tree(pid: int, limit_s: float = REAP_LIMIT_S) -> int:
+    """Kill ``pid`` and every process below it, as :func:`kill_tree` does below this process."""
+    return reap(lambda: [pid] + descendants(pid), limit_s)
+
+
+def freeze(listing: Callable[[], list[int]], deadline: float | None = None) -> list[int]:
+    """SIGSTOP every process ``listing()`` names, and list again until no new one appears: a stopped
+    process cannot fork, so the listing ends (or ``deadline`` passes). The stopped pids, in order."""
+    stopped: list[int] = []
+    seen: set[int] = set()
+    while True:
+        new = [pid for pid in listing() if pid not in seen and not _zombie(pid)]
+        if not new:
+            return stopped
+        for pid in new:
+            seen.add(pid)
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if deadline is not None and time.monotonic() > deadline:
+            return stopped
+
+
+def reap(listing: Callable[[], list[int]], limit_s: float = REAP_LIMIT_S) -> int:
+    """Freeze what ``listing()`` names (:func:`freeze`), SIGKILL all of it, reap the direct children
+    among it, and repeat until a listing is empty: a process that keeps re-forking, or that was
+    re-parented here mid-way, does not survive one pass of "list, then kill". Bounded by
+    ``limit_s``; what is still alive then is named on standard error. Returns how many were killed."""
+    deadline = time.monotonic() + limit_s
+    killed: set[int] = set()
+    while True:
+        _reap_all({pid for pid in listing() if _zombie(pid)}, 0.0)   # orphans that ended on their own
+        stopped = freeze(listing, deadline)
+        for pid in stopped:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _reap_all(killed, deadline)
+        if not stopped or time.monotonic() > deadline:
+            break
+    survivors = [pid for pid in listing() if not _zombie(pid)]
+    if survivors:
+        print(f"crashlab: {len(survivors)} process(es) it started survived {limit_s:g} s of cleanup "
+              f"(pid {', '.join(map(str, survivors[:10]))})", file=sys.stderr)
+    return len(killed)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has ended (a zombie not yet reaped, or gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+def _reap_all(pids: set[int], deadline: float) -> None:
+    """Collect the exit status of the killed ``pids`` that are this process's children (others are
+    their own parents' to collect), waiting for them until ``deadline``."""
+    mine = set(_children(os.getpid())) & pids
+    while mine:
+        for pid in list(mine):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                mine.discard(pid)
+        if not mine or time.monotonic() > deadline:
+            return
+        time.sleep(0.001)
+
+
+def children(pid: int | None = None) -> list[int]:
+    """The direct children of ``pid`` (default: this process), from /proc (Linux; elsewhere none)."""
+    return _children(pid or os.getpid())
 
 
 def _children(pid: int) -> list[int]:
@@ -485,11 +565,15 @@ class Pool:
             except OSError:
                 pass
         if status is None or os.WIFSTOPPED(status):
-            for target in [w.pid] + descendants(w.pid):
-                try:
-                    os.kill(target, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+            try:
+                os.kill(w.pid, signal.SIGSTOP)  # it forks no more while what is below it goes first
+            except (ProcessLookupError, PermissionError):
+                pass
+            reap(lambda: descendants(w.pid))
+            try:
+                os.kill(w.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
             killed = _reap(w.pid, 5.0)
             status = status if status is not None and not os.WIFSTOPPED(status) else killed
             if w.current is not None and killed is not None and os.WIFSIGNALED(killed) \
