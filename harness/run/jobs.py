@@ -204,6 +204,16 @@ def _reap_all(pids: set[int], deadline: float) -> None:
         time.sleep(0.001)
 
 
+def started(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), None if it is gone: with the pid, it names one
+    process, even after the system reuses the pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def children(pid: int | None = None) -> list[int]:
     """The direct children of ``pid`` (default: this process), from /proc (Linux; elsewhere none)."""
     return _children(pid or os.getpid())
