@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+DECOYS, LINEAGES = 40, 3
 args = sys.argv[1:]
 if args[0] == "--wire":
     sys.stdin.readline()                               # the init line
@@ -24,17 +25,26 @@ if args[0] == "--wire":
 marker, target = args[0], args[1]
 lifetime = float(args[2]) if len(args) > 2 else 8.0
 born = time.monotonic()
+for _ in range(DECOYS):      # sleepers that make a listing of the tree take longer than a generation lives
+    if os.fork() == 0:
+        time.sleep(lifetime)
+        os._exit(0)
+for _ in range(LINEAGES - 1):
+    if os.fork() == 0:
+        break
+n = 0
 while time.monotonic() - born < lifetime:
-    try:
-        with open(target, encoding="utf-8") as fh:
-            text = fh.read()
-        if '"fail"' in text:
-            with open(target, "w", encoding="utf-8") as fh:
-                fh.write(text.replace('"fail"', '"pass"'))
-    except OSError:
-        pass
+    n += 1
+    if n % 16 == 0:
+        try:
+            with open(target, encoding="utf-8") as fh:
+                text = fh.read()
+            if '"fail"' in text:
+                with open(target, "w", encoding="utf-8") as fh:
+                    fh.write(text.replace('"fail"', '"pass"'))
+        except OSError:
+            pass
     if os.fork():
         os._exit(0)                                    # the parent goes: its child is re-parented
     os.setsid()
-    time.sleep(0.002)
 os._exit(0)
