@@ -374,10 +374,12 @@ class Supervisor(Hooks):
             escaped.setdefault(self._session(pid, marker) or (rs.caller.slug if rs and rs.caller else None),
                                []).append(pid)
         groups = self._live_groups()
+        inside = workers.below(groups)        # a live worker's tree (under namespaces, its own session)
         for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
             slug = self._session(int(entry), marker) if entry.isdigit() and int(entry) != os.getpid() else None
             try:
-                if slug is None or os.getpgid(int(entry)) in groups or int(entry) in escaped.get(slug, ()):
+                if slug is None or int(entry) in inside or os.getpgid(int(entry)) in groups or \
+                        int(entry) in escaped.get(slug, ()):
                     continue          # a live worker's own process
             except OSError:
                 continue

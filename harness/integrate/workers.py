@@ -52,6 +52,11 @@ def _tree(pid: int) -> list[int]:
     return [pid] + descendants(pid)
 
 
+def below(pids: Iterable[int]) -> set[int]:
+    """The processes ``pids`` and every process below them."""
+    return {p for pid in pids for p in _tree(pid)}
+
+
 def _group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
