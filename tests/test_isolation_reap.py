@@ -214,3 +214,47 @@ def test_kill_9_of_crashlab_leaves_no_grandchild_of_a_worker_in_namespaces(tmp_p
         proc.kill()
         proc.wait(timeout=10)
     assert _gone(marker, 5.0), "the worker's grandchild outlived a SIGKILL of crashlab"
+
+
+@needs_namespaces
+def test_a_pause_stops_the_worker_inside_its_namespace_and_a_resume_continues_it(tmp_path, monkeypatch):
+    """The worker's process group under namespaces is bubblewrap's; the pause must stop the worker
+    itself, inside: while paused, the worker's own process is stopped (state T), and it finishes."""
+    import threading
+
+    from crashlab.scenario.loader import from_dict
+    from runtime_support import careful
+
+    monkeypatch.setenv(isolate.ENV, "namespaces")
+    out = tmp_path / "out"
+    sc = from_dict({"id": "pause-inside", "title": "a pause at the reserve", "seed": 1,
+                    "clock": {"origin": "10:00", "horizon": "10:30"}, "services": {"reservation": {}},
+                    "runs": [{"id": "run-1", "approval": {"mode": "none"},
+                              "intent": {"tenant": "T-1", "incident": "I-1", "part": "P-1", "slot": "S-1",
+                                         "technician": "X", "quantity": 1, "principal": "U-1"}}],
+                    "pauses": [{"match": {"port": "reservation", "op": "reserve", "nth": 1}, "boundary": "before",
+                                "resume_after": "3m", "restart_after": "20m"}]})
+    states: set[str] = set()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for pid in alive_with(f"--out-marker={out}"):
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                except OSError:
+                    continue
+                if not cmd[0].endswith(b"bwrap"):
+                    states.add(state)
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        outcome = integrate(sc, worker=careful(out), out=out)
+    finally:
+        done.set()
+        watcher.join(5)
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    assert "T" in states, states          # the worker itself was stopped, inside its namespace
