@@ -78,14 +78,16 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture
-def netlog(tmp_path, monkeypatch):
+def netlog(tmp_path, monkeypatch, server):
     (tmp_path / "hook").mkdir()
     (tmp_path / "hook" / "sitecustomize.py").write_text(SITECUSTOMIZE)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "hook"))
-    monkeypatch.setenv("CRASHLAB_TEST_NETLOG", str(tmp_path / "net.jsonl"))
+    # in the runtime's state folder: under namespaces isolation the one a worker may write beside its store
+    log = Path(server[1].writable[0]) / f"net-{tmp_path.name}.jsonl"
+    monkeypatch.setenv("CRASHLAB_TEST_NETLOG", str(log))
     for name in ("LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING", "LANGCHAIN_API_KEY", "LANGSMITH_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    return tmp_path / "net.jsonl"
+    return log
 
 
 def reached(log: Path) -> list[tuple[str, object]]:
