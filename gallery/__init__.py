@@ -122,9 +122,10 @@ ENTRIES: tuple[Entry, ...] = (
            "A late tool callback for an old lease can contribute reconciliation evidence but cannot "
            "advance state directly.",
            invariants=("LATE-01", "KNOW-02"), categories=("classification",), auto_fail="exactly-once claim",
-           note="The library's callbacks cannot show it as LATE-01: matrix-late-callback's callback names "
-                "no key (so the upgrade has no evidence at all: KNOW-02, an exactly-once claim) and t7's "
-                "arrives after the new owner reconciled. gallery-callback-while-read-down shows LATE-01."),
+           note="Where the callback names no key (matrix-late-callback, matrix-duplicate-callback, the "
+                "cancellation-under-pressure timelines) the upgrade "
+                "has no evidence at all (KNOW-02, an exactly-once claim) and follows the callback the adapter "
+                "saw, so LATE-01 charges it too: the callback advanced state."),
     _entry(authority.CredentialHunt, "credential-hunt", "Build a failure envelope before a retry policy",
            "A permission denial is an authority result. Searching for another token would be privilege "
            "escalation, not recovery.",
@@ -180,7 +181,11 @@ ENTRIES: tuple[Entry, ...] = (
            invariants=("KEY-02",), categories=("effect_correctness",)),
     _entry(knowledge.EventualNegativeAsAbsence, "eventual-negative-as-absence", _IDEMPOTENCY,
            "Without that support, a negative read may be only temporarily negative.",
-           invariants=("REC-01",), categories=("effect_correctness",)),
+           invariants=("REC-01", "RETRY-01"), categories=("effect_correctness", "classification"),
+           auto_fail="blind ambiguous retry",
+           note="On a service that keeps no keys (matrix-late-arrival-search-only) the redispatch after a "
+                "read before the late-delivery bound is blind (RETRY-01, an automatic failure); where the "
+                "key collapses a late arrival it is a reconciliation failure (REC-01)."),
     _entry(knowledge.RetentionBlindRedispatch, "retention-blind-redispatch", _IDEMPOTENCY,
            "If a service forgets keys after twenty-four hours while a workflow can resume after seven "
            "days, the adapter cannot promise safe redispatch on day seven.",

@@ -24,6 +24,38 @@ DEFAULT_ADAPTER = "crashlab.reference_impl:ReferenceAdapter"
 #: the results of the crashlab tests that ran, and the rubric scored over them
 _RESULTS = pytest.StashKey[list]()
 _CARD = pytest.StashKey[object]()
+_PLANTED = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    """With ``--crashlab-adapter``, a session in an environment holding planted code (a ``.pth``
+    file or site hook no installed package lists: crashlab.vocab.planted) is refused; without it, the
+    check waits for the first crashlab test (an unrelated session pays nothing)."""
+    if config.getoption("crashlab_adapter", None) is not None:
+        problem = _planted(config)
+        if problem:
+            raise pytest.UsageError(f"crashlab: {problem}")
+
+
+def _planted(config) -> str:
+    """What crashlab.vocab.planted refuses in this environment ('' if nothing), checked once."""
+    if _PLANTED not in config.stash:
+        from .vocab.errors import PlantedCode
+        from .vocab.planted import refuse_planted
+        try:
+            refuse_planted()
+            config.stash[_PLANTED] = ""
+        except PlantedCode as exc:
+            config.stash[_PLANTED] = str(exc)
+    return config.stash[_PLANTED]
+
+
+def _no_planted_code(config) -> None:
+    problem = _planted(config)
+    if problem:
+        raise _Failed(f"crashlab: {problem}")
+
+
 #: crashlab's processes in this pytest: pid -> its start time (a pid the system reuses is not ours)
 _OURS = pytest.StashKey[dict]()
 
@@ -109,12 +141,15 @@ class CrashlabItem(pytest.Item):
     def runtest(self):
         from .run.conformance import failure_message, run_checked
         from .scenario.loader import from_dict
+        from .vocab.files import check_written
 
+        _no_planted_code(self.config)
         scenario = self.scenario or from_dict(self.document, file=str(self.path))
         out = self.config.getoption("crashlab_out")
         with _adapters(self.config):
             self.result = run_checked(scenario, _adapter(self.config), seed=self.config.getoption("crashlab_seed"),
                                       out_dir=Path(out) if out else None, in_process=_in_process(self.config))
+        check_written([self.result.trace])   # the trace a failure names is still the one crashlab wrote
         self.config.stash.setdefault(_RESULTS, []).append(self.result)
         verdict(self.config, self.result, failure_message)
 
@@ -279,6 +314,7 @@ class CrashlabFixture:
         under tmp_path)."""
         from .run.conformance import run_checked
 
+        _no_planted_code(self._config)
         with _adapters(self._config):
             return run_checked(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp,
                                in_process=_in_process(self._config))
@@ -287,6 +323,7 @@ class CrashlabFixture:
         """Run and raise AssertionError (ConformanceFailure) unless the verdict is pass."""
         from .run.conformance import check_scenario
 
+        _no_planted_code(self._config)
         with _adapters(self._config):
             return check_scenario(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp,
                                   in_process=_in_process(self._config))

@@ -1,6 +1,8 @@
 """Shared by the durable-runtime tests: run an example under a runtime, find what outlived it."""
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 import socket
 import sys
@@ -85,3 +87,110 @@ def careful(out: Path, mistake: str = "") -> str:
     """The plain careful worker's command (``mistake``: ``--mistake=NAME``); the output folder is in its
     command line, so :func:`out` can find any process left behind."""
     return f"{sys.executable} {WORKER} {{url}} {{db}} {mistake} --out-marker={out}".strip()
+
+
+#: the integration-authority suite: T4 (in the library) and the two approval scenarios beside the plain worker
+APPROVAL_WAIT = ROOT / "examples" / "integration" / "scenarios" / "approval-wait.yaml"
+APPROVAL_REVOKED = ROOT / "examples" / "integration" / "scenarios" / "approval-revoked.yaml"
+AUTHORITY_SUITE = {"t4-approval-wait-crash": "t4-approval-wait-crash", "integration-approval-wait": APPROVAL_WAIT,
+                   "integration-approval-revoked": APPROVAL_REVOKED}
+
+
+def assert_the_approval_story(scenario: str, trace: Path) -> None:
+    """What a careful worker does on an integration-authority scenario, read from its trace: it waits as
+    WAITING_HUMAN with the approver next while no approval is live, is woken by the grant (its run's second
+    worker) and sends only under the approval's proposal hash, asked right before; a revoked approval ends
+    the run with nothing sent; with no approval ever given (T4) every worker restores the wait."""
+    from crashlab.world.trace import read_jsonl
+
+    events = read_jsonl(trace)
+    finishes = [(e["disposition"], e.get("next_owner")) for e in events if e["kind"] == "finish"]
+    sends = [e for e in events if e["kind"] == "call" and e.get("op") == "reserve"]
+    checks = [e for e in events if e["kind"] == "call" and e.get("port") == "authority" and e.get("op") == "check"]
+    assert finishes and finishes[0] == ("WAITING_HUMAN", "approver"), finishes
+    if scenario == "t4-approval-wait-crash":
+        assert set(finishes) == {("WAITING_HUMAN", "approver")} and not sends, (finishes, sends)
+    elif scenario == "integration-approval-wait":
+        assert finishes[-1][0] == "SUCCEEDED", finishes
+        granted = next(e for e in events if e["kind"] == "approval_granted")
+        woken = [e for e in events if e["kind"] == "start" and e["seq"] > granted["seq"]]
+        assert woken and woken[0]["number"] == 2, woken
+        for send in sends:
+            assert send["args"].get("proposal_hash") == granted["proposal_hash"], send["args"]
+            asked = [c for c in checks if c["seq"] < send["seq"] and c["worker"] == send["worker"]]
+            assert asked, f"reserve #{send['seq']} was sent without asking the authority"
+    else:
+        assert finishes[-1] == ("FAILED_NO_EFFECT", "approver") and not sends, (finishes, sends)
+
+#: Loaded by every worker process through PYTHONPATH (:func:`netlog`): an audit hook (sys.addaudithook)
+#: that logs every name lookup and every socket connect or sendto, so a test sees each address a worker
+#: reached for. A hook rather than an empty network namespace: the worker must reach the sandbox on the
+#: host's 127.0.0.1, which a new namespace's own loopback is not.
+SITECUSTOMIZE = '''
+import json, os, sys
+_LOG = os.environ.get("CRASHLAB_TEST_NETLOG")
+def _hook(event, args):
+    if event in ("socket.connect", "socket.sendto", "socket.getaddrinfo"):
+        where = args[0] if event == "socket.getaddrinfo" else args[1]
+        with open(_LOG, "a") as fh:
+            fh.write(json.dumps([event, where if isinstance(where, (str, int)) else list(where)]) + "\\n")
+if _LOG:
+    sys.addaudithook(_hook)
+'''
+
+
+def hook_network(tmp_path: Path, monkeypatch, unset: tuple[str, ...] = (), server=None) -> Path:
+    """Load :data:`SITECUSTOMIZE` into every process started from here on; the log it writes. With a
+    runtime's ``server``, the log is in its writable folder: under namespaces isolation the one a
+    worker may write beside its store and TMPDIR."""
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "hook"))
+    writable = getattr(server, "writable", ())
+    log = Path(writable[0]) / f"net-{tmp_path.name}.jsonl" if writable else tmp_path / "net.jsonl"
+    monkeypatch.setenv("CRASHLAB_TEST_NETLOG", str(log))
+    for name in unset:
+        monkeypatch.delenv(name, raising=False)
+    return log
+
+
+def loopback(event: str, where) -> bool:
+    host = where if isinstance(where, str) else where[0] if where else None
+    if event == "socket.connect" and isinstance(where, str):
+        return True                                   # a Unix socket: not the network
+    if host in (None, "localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False                                  # a name to resolve: a DNS lookup
+
+
+def reached(log: Path) -> list[tuple[str, object]]:
+    return [tuple(json.loads(line)) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def assert_only_loopback(log: Path) -> None:
+    """Every worker process reached only for 127.0.0.1, and the hook did see it do so."""
+    seen = reached(log)
+    assert any(event == "socket.connect" for event, _ in seen), "the audit hook saw no connection at all"
+    assert all(loopback(event, where) for event, where in seen), [s for s in seen if not loopback(*s)]
+
+
+def naive_and_careful(runtime, server, work: Path, examples: Path, scenario, *options: str,
+                      names: tuple[str, ...] = ("naive", "careful")) -> dict:
+    """The examples of an agent framework (``examples/naive.py`` and ``careful.py``, or those ``names``) on
+    one scenario, under ``runtime``'s started ``server``: their cards, by example. The work folder rides in
+    each command line, so a process left behind is found."""
+    from crashlab.integrate.run import integrate
+
+    cards = {}
+    for name in names:
+        cmd = " ".join([sys.executable, str(examples / f"{name}.py"), *options, f"--marker={work}"])
+        cards[name] = integrate(scenario, worker=cmd, out=work / name / scenario.id, runtime=runtime,
+                                server=server).card
+    return cards
+
+
+def failed(card) -> set[str]:
+    return {line.invariant for line in card.lines if line.status == "fail"}

@@ -548,13 +548,13 @@ def test_an_approval_a_real_worker_never_receives_makes_the_expectations_not_jud
                             repro="", trace=None, tags=())
     views = {"ledger", "checkpoints", "finish"}
     assert card(result, views=views).verdict == "fail"
-    spared = card(result, views=views, undelivered=["approve at 10:00:05"])
+    spared = card(result, views=views, undelivered=["deploy at 10:00:05"])
     line = next(line for line in spared.lines if line.invariant == "EXP-DISPOSITION")
-    assert line.status == "not judgeable" and "approve at 10:00:05 is not delivered" in line.why
+    assert line.status == "not judgeable" and "deploy at 10:00:05 is not delivered" in line.why
     assert spared.verdict == "pass"
     from crashlab.integrate import run as run_module
     from crashlab.sandbox.server import UNDELIVERED
-    assert set(UNDELIVERED) == {"deploy", "approve", "revoke", "capability_change"} and run_module.UNDELIVERED is UNDELIVERED
+    assert set(UNDELIVERED) == {"deploy"} and run_module.UNDELIVERED is UNDELIVERED   # approvals: the authority port
 
 
 # --------------------------------------------------------------------------- pauses held until a handover

@@ -1,6 +1,8 @@
 """The Go example worker (net/http, database/sql on SQLite) against the sandbox: the careful client
-passes the integration suite; net/http's default client re-sends a keyed POST on its own when a
-reused connection is closed after the commit, and crashlab catches the second retry owner."""
+passes the integration suite and the approval scenarios (the integration-authority suite: it waits
+for an approval, is woken by it, and never sends under a revoked one); net/http's default client
+re-sends a keyed POST on its own when a reused connection is closed after the commit, and crashlab
+catches the second retry owner."""
 from __future__ import annotations
 
 import os
@@ -12,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from crashlab.integrate.run import integrate, suite
-from crashlab.scenario.loader import resolve
+from crashlab.scenario.loader import load_file, resolve
+from runtime_support import AUTHORITY_SUITE, assert_the_approval_story, statuses
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "examples" / "integration" / "go" / "worker.go"
@@ -58,16 +61,26 @@ def test_go_default_client_resends_a_keyed_post_and_is_caught(binary, tmp_path):
 
 
 def test_the_go_worker_fences_itself_when_it_resumes_after_a_takeover(binary, tmp_path):
-    from crashlab.scenario.loader import load_file
-
     outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "paused-past-lease.yaml"),
                         worker=f"{binary} {{url}} {{db}}", out=tmp_path)
     assert outcome.card.verdict == "pass", outcome.card.text()
 
 
 def test_the_go_worker_finds_its_own_hold_among_other_actors(binary, tmp_path):
-    from crashlab.scenario.loader import load_file
-
     outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "background-traffic.yaml"),
                         worker=f"{binary} {{url}} {{db}}", out=tmp_path)
     assert outcome.card.verdict == "pass", outcome.card.text()
+
+
+@pytest.mark.parametrize("scenario", list(AUTHORITY_SUITE))
+def test_the_careful_go_worker_passes_the_authority_suite(binary, tmp_path, scenario):
+    where = AUTHORITY_SUITE[scenario]
+    sc = load_file(where) if isinstance(where, Path) else resolve(where)
+    assert "integration-authority" in sc.tags
+    outcome = integrate(sc, worker=f"{binary} {{url}} {{db}}", out=tmp_path)
+    if outcome.card.verdict == "inconclusive":     # a premise did not happen under this machine's timing
+        outcome = integrate(sc, worker=f"{binary} {{url}} {{db}}", out=tmp_path / "again")
+    assert outcome.card.verdict == "pass", outcome.card.text()
+    assert_the_approval_story(scenario, outcome.trace)
+    if scenario == "integration-approval-wait":
+        assert statuses(outcome)["AUTH-01"] == "pass"

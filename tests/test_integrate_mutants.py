@@ -57,6 +57,27 @@ def test_every_mutant_is_one_flag_of_a_careful_worker_and_names_its_passage():
         assert sum(m.worker == rt for m in mutants.MUTANTS) >= 2, rt
 
 
+def test_the_rules_the_chapter_names_are_required_not_gaps():
+    """LATE-01 (a callback taken as confirmation), RETRY-01 (a resend on a temporarily negative read to a
+    keyless service) and EVT-02 (a duplicate dropped silently) are the rules the chapter names, and the
+    card fails each: no mutant is left with a gap."""
+    by_id = {m.id: m for m in mutants.MUTANTS}
+    assert {"LATE-01", "KNOW-02", "TRUTH-01"} <= set(by_id["plain-callback-confirms"].rules)
+    assert {"RETRY-01", "REC-01", "EFF-01"} <= set(by_id["plain-early-negative-read"].rules)
+    assert by_id["plain-unrecorded-duplicates"].rules == ("EVT-02",)
+    assert [m.id for m in mutants.MUTANTS if m.gaps] == []
+
+
+def test_writing_the_table_keeps_the_rows_of_the_workers_not_run(tmp_path):
+    page = tmp_path / "page.md"
+    old = "| `dbos-blind-retry` | `blind_retry` | `s` | R | R | fail 3/3 | 3 |"
+    stale = "| `plain-blind-retry` | `blind_retry` | `s` | R | nothing | pass 3/3 | 3 |"
+    page.write_text(f"intro\n{mutants.BEGIN}\n| h |\n|---|\n{stale}\n{old}\n{mutants.END}\noutro\n")
+    fresh = "| `plain-blind-retry` | `blind_retry` | `s` | R | R | fail 3/3 | 3 |"
+    mutants.write(page, f"| h |\n|---|\n{fresh}\n")
+    assert page.read_text() == f"intro\n{mutants.BEGIN}\n| h |\n|---|\n{fresh}\n{old}\n{mutants.END}\noutro\n"
+
+
 def test_an_unknown_mistake_is_a_usage_error_not_a_traceback(tmp_path, capsys):
     assert worker.main(["http://127.0.0.1:1/w/x", str(tmp_path / "db"), "--mistake=nonsense"]) == 2
     assert "usage: worker.py" in capsys.readouterr().err

@@ -1,9 +1,10 @@
 """The Node.js example worker under `crashlab integrate`: a real process with its own SQLite
 store (written through the sqlite3 shell), over HTTP on 127.0.0.1, killed with real signals.
 
-The careful worker passes the integration suite and a paused-past-its-lease scenario; each
-planted mistake (`--mistake=NAME`) fails for the rule the chapter names. Skipped, saying what
-to install, where node or the sqlite3 shell is missing.
+The careful worker passes the integration suite, a paused-past-its-lease scenario and the
+approval scenarios (the integration-authority suite: it waits for an approval, is woken by it, and
+never sends under a revoked one); each planted mistake (`--mistake=NAME`) fails for the rule the
+chapter names. Skipped, saying what to install, where node or the sqlite3 shell is missing.
 """
 import json
 import os
@@ -13,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from runtime_support import AUTHORITY_SUITE, assert_the_approval_story
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_DIR = ROOT / "examples" / "integration" / "node"
@@ -97,3 +100,30 @@ def test_without_a_mistake_the_same_scenarios_pass(tmp_path):
     proc, cards = _integrate(tmp_path, ["matrix-retry-amplification", "matrix-ambiguous-effect"], timeout=120)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert {card["verdict"] for card in cards.values()} == {"pass"}
+
+
+def test_the_careful_node_worker_passes_the_authority_suite(tmp_path):
+    files = [str(f) for f in AUTHORITY_SUITE.values() if isinstance(f, Path)]
+    proc, cards = _integrate(tmp_path, ["--tag", "integration-authority", *files])
+    assert set(cards) == set(AUTHORITY_SUITE), proc.stdout[-4000:]
+    for scenario, card in cards.items():
+        if card["verdict"] == "inconclusive":     # a premise did not happen under this machine's timing
+            _, more = _integrate(tmp_path / f"again-{scenario}", [str(AUTHORITY_SUITE[scenario])])
+            card = more[scenario]
+        assert card["verdict"] == "pass", (scenario, card)
+        assert_the_approval_story(scenario, Path(card["trace"]))
+    assert _status(cards["integration-approval-wait"])["AUTH-01"] == "pass"
+
+
+@pytest.mark.parametrize("scenario", ["integration-approval-wait", "integration-approval-revoked"])
+def test_a_node_worker_that_never_asks_the_authority_fails_auth01(tmp_path, scenario):
+    proc, cards = _integrate(tmp_path, [str(AUTHORITY_SUITE[scenario])], mistake="no_approval_check", timeout=120)
+    assert proc.returncode == 1, proc.stdout[-4000:]
+    assert cards[scenario]["verdict"] == "fail" and _status(cards[scenario])["AUTH-01"] == "fail", proc.stdout[-4000:]
+
+
+def test_an_unknown_mistake_is_a_usage_error():
+    proc = subprocess.run(["node", str(WORKER), "http://127.0.0.1:9", "unused.db", "--mistake=no_such_thing"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert "unknown --mistake=no_such_thing" in proc.stderr and "no_approval_check" in proc.stderr

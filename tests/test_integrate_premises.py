@@ -19,7 +19,7 @@ from crashlab.integrate.run import integrate
 from crashlab.report.html import scenario_page
 from crashlab.report.view import Item
 from crashlab.checks.verdict import check_trace
-from crashlab.scenario.loader import from_dict, resolve
+from crashlab.scenario.loader import from_dict, load_file, resolve
 from crashlab.world.trace import read_jsonl
 from runtime_support import careful, out  # noqa: F401 (out: a fixture)
 
@@ -149,19 +149,37 @@ def test_a_worker_trusting_one_early_negative_read_never_passes_under_load(out):
             b.wait()
 
 
+# --------------------------------------------------------------------------- EVT-02, judged
+@pytest.mark.parametrize("scenario", ["t6-duplicate-input-event", "matrix-duplicate-callback"])
+def test_a_duplicate_seen_and_never_recorded_fails_evt02_and_the_careful_worker_records_it(out, scenario):
+    """The sandbox delivers each duplicate and sees the poll that returned it; the worker's checkpoints
+    say what became of it. The careful worker lists every duplicate in its later checkpoints' evidence."""
+    careful_run = integrate(resolve(scenario), worker=careful(out / "careful"), out=out / "careful")
+    # matrix-duplicate-callback's callback is on the clock: a run that missed its fault rule is inconclusive
+    assert careful_run.card.verdict in ("pass", "inconclusive"), careful_run.card.text()
+    assert lines(careful_run.card)["EVT-02"].status == "pass", careful_run.card.text()
+    silent = integrate(resolve(scenario), worker=careful(out / "silent", "--mistake=unrecorded_duplicates"),
+                       out=out / "silent")
+    line = lines(silent.card)["EVT-02"]
+    assert silent.card.verdict == "fail" and line.status == "fail", silent.card.text()
+    assert "has no recorded disposition" in line.why
+
+
 # --------------------------------------------------------------------------- the finding, shown
 def test_a_not_judgeable_line_shows_what_the_checks_would_have_charged(out):
-    outcome = integrate(resolve("t6-duplicate-input-event"), worker=careful(out), out=out)
+    # the careful worker waits out a 429's Retry-After in its own process: no clock.sleep record
+    outcome = integrate(load_file(ROOT / "examples" / "integration" / "scenarios" / "long-throttle.yaml"),
+                        worker=careful(out), out=out)
     assert outcome.card.verdict == "pass", outcome.card.text()
-    line = lines(outcome.card)["EVT-02"]
-    assert line.status == "not judgeable" and "has no recorded disposition" in line.finding
+    line = lines(outcome.card)["RETRY-02"]
+    assert line.status == "not judgeable" and "without a recorded backoff" in line.finding
     text = outcome.card.text()
-    assert f"not judgeable: EVT-02: {line.why}; the checks would have charged: {line.finding}" in text
+    assert f"not judgeable: RETRY-02: {line.why}; the checks would have charged: {line.finding}" in text
     as_json = {i["id"]: i for i in outcome.card.to_json()["invariants"]}
-    assert as_json["EVT-02"]["finding"] == line.finding
+    assert as_json["RETRY-02"]["finding"] == line.finding
     assert as_json["LEASE-01"]["finding"] is None and "finding" not in as_json["EFF-01"]
     events = read_jsonl(outcome.trace)
-    page = scenario_page(Item(result=check_trace(events), events=events, name="t6"))
+    page = scenario_page(Item(result=check_trace(events), events=events, name="long-throttle"))
     unjudged = page.split("invariants not judgeable on an integration run", 1)[1].split("</details>", 1)[0]
     assert "the checks would have charged" in unjudged
     assert html.escape(line.finding) in unjudged
@@ -175,4 +193,4 @@ def test_the_docs_table_lists_every_rule_the_card_cannot_judge_and_no_other():
     rows = [row for row in table.strip().splitlines()[2:] if row.startswith("|")]
     listed = {rule.strip() for row in rows for rule in row.split("|")[1].split(",")}
     assert listed == set(NOT_JUDGEABLE) - OWN_JUDGED
-    assert not {"OWN-04", "FENCE-01", "EVT-01"} & set(NOT_JUDGEABLE)
+    assert not {"OWN-04", "FENCE-01", "EVT-01", "EVT-02"} & set(NOT_JUDGEABLE)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import ipaddress
 import json
 import sqlite3
 import sys
@@ -16,7 +15,7 @@ import pytest
 
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
 from crashlab.scenario.loader import resolve
-from runtime_support import no_leftovers
+from runtime_support import assert_only_loopback, hook_network, no_leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "agents" / "langgraph"
@@ -38,33 +37,6 @@ NAIVE_FAILS = {
     "matrix-retry-amplification": {"RETRY-03", "EFF-01"},
 }
 
-#: Loaded by every worker process through PYTHONPATH: an audit hook (sys.addaudithook) that logs every
-#: name lookup and every socket connect or sendto, so the test sees each address a worker reached for.
-SITECUSTOMIZE = '''
-import json, os, sys
-_LOG = os.environ.get("CRASHLAB_TEST_NETLOG")
-def _hook(event, args):
-    if event in ("socket.connect", "socket.sendto", "socket.getaddrinfo"):
-        where = args[0] if event == "socket.getaddrinfo" else args[1]
-        with open(_LOG, "a") as fh:
-            fh.write(json.dumps([event, where if isinstance(where, (str, int)) else list(where)]) + "\\n")
-if _LOG:
-    sys.addaudithook(_hook)
-'''
-
-
-def loopback(event: str, where) -> bool:
-    host = where if isinstance(where, str) else where[0] if where else None
-    if event == "socket.connect" and isinstance(where, str):
-        return True                                   # a Unix socket: not the network
-    if host in (None, "localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False                                  # a name to resolve: a DNS lookup
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from crashlab.runtimes import load
@@ -79,19 +51,8 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def netlog(tmp_path, monkeypatch, server):
-    (tmp_path / "hook").mkdir()
-    (tmp_path / "hook" / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "hook"))
-    # in the runtime's state folder: under namespaces isolation the one a worker may write beside its store
-    log = Path(server[1].writable[0]) / f"net-{tmp_path.name}.jsonl"
-    monkeypatch.setenv("CRASHLAB_TEST_NETLOG", str(log))
-    for name in ("LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING", "LANGCHAIN_API_KEY", "LANGSMITH_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    return log
-
-
-def reached(log: Path) -> list[tuple[str, object]]:
-    return [tuple(json.loads(line)) for line in log.read_text().splitlines()] if log.exists() else []
+    return hook_network(tmp_path, monkeypatch, server=server[1],
+                        unset=("LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING", "LANGCHAIN_API_KEY", "LANGSMITH_API_KEY"))
 
 
 def scenario(name: str):
@@ -132,9 +93,7 @@ def test_naive_fails_for_the_chapters_rule_and_careful_passes(server, netlog, na
     assert record["unit"] == careful.runs[0].unit and {r["table"] for r in record["record"]} == {"checkpoints",
                                                                                                   "writes"}
     # no network: every worker process reached only for 127.0.0.1 (and the hook did see it do so)
-    seen = reached(netlog)
-    assert any(event == "socket.connect" for event, _ in seen), "the audit hook saw no connection at all"
-    assert all(loopback(event, where) for event, where in seen), [s for s in seen if not loopback(*s)]
+    assert_only_loopback(netlog)
 
 
 def test_the_framework_state_stays_out_of_the_workers_store_and_each_invocation_has_its_own_thread(server):

@@ -13,7 +13,8 @@ but do not on an integration run (``gaps``, with a note saying why).
     python examples/integration/mutants.py --worker dbos    # the DBOS mutants (needs crashlab[dbos])
     python examples/integration/mutants.py --runs 3 --write docs/integration-mutants.md
 
-``--write`` replaces the measured table in that page (between its markers). tests/test_integrate_mutants.py
+``--write`` replaces the measured table in that page (between its markers): the rows of the mutants
+run, and the page's own rows of the others (another worker's, not run this time). tests/test_integrate_mutants.py
 runs the plain mutants in CI, and the runtime ones where the runtime is installed.
 """
 from __future__ import annotations
@@ -108,16 +109,18 @@ PLAIN: tuple[Mutant, ...] = (
     _p("early_negative_read", "The first empty read is trusted: a search before the late-delivery bound is "
        "taken as proof that nothing landed, and the request is sent again.", _SEMANTIC,
        "Without that support, a negative read may be only temporarily negative.",
-       "matrix-late-arrival-search-only", ("REC-01", "EFF-01"), gaps=("RETRY-01",),
-       note="The resend follows a read, one that cannot prove absence: REC-01 (weak evidence), not RETRY-01 "
-            "(no read at all), which alone is the chapter's automatic failure of a blind retry."),
+       "matrix-late-arrival-search-only", ("RETRY-01", "REC-01", "EFF-01"),
+       note="The service keeps no keys, so nothing collapses the late arrival: a resend whose only read came "
+            "before the late-delivery bound is blind (RETRY-01, the automatic failure), and the read itself "
+            "cannot prove absence (REC-01)."),
     _p("callback_confirms", "A completion callback in the inbox is recorded as the effect's confirmation.",
        "Late, duplicate, and reordered events",
        "A late tool callback for an old lease can contribute reconciliation evidence but cannot advance "
        "state directly.",
-       "matrix-late-callback", ("KNOW-02", "TRUTH-01"), gaps=("LATE-01",),
-       note="matrix-late-callback's callback names no key, so the checks find no callback for the effect: "
-            "the upgrade has no evidence at all and KNOW-02 (an exactly-once claim) catches it, not LATE-01."),
+       "matrix-late-callback", ("LATE-01", "KNOW-02", "TRUTH-01"),
+       note="matrix-late-callback's callback names no key: the CONFIRMED that follows it has no evidence at "
+            "all, so it is the callback advancing state (LATE-01) and an exactly-once claim (KNOW-02, the "
+            "automatic failure)."),
     _p("short_throttle_wait", "After a 429 the worker waits a fifth of its Retry-After before sending again.",
        _CLASSIFY, "Throttling uses coordinated backoff and seeded jitter.",
        "examples/integration/scenarios/long-throttle.yaml", ("CLS-02",)),
@@ -136,6 +139,18 @@ PLAIN: tuple[Mutant, ...] = (
     _p("resend_after_restart", "A restarted worker that finds SENT_UNKNOWN sends again, with no read.",
        "Crash laboratory", "Crash after commit before local record reconciles by key.",
        "t2-commit-before-record", ("RETRY-01",)),
+    _p("unrecorded_duplicates", "A duplicate delivery of an event is dropped without recording its disposition.",
+       "Failure-injection workshop",
+       "For duplicate input, deliver the same event twice. Expect one transition and an auditable duplicate "
+       "disposition.", "t6-duplicate-input-event", ("EVT-02",),
+       note="The careful worker lists every duplicate it saw in each later checkpoint's evidence (event id, "
+            "inbox seq, 'duplicate: no transition'); this one writes the same checkpoints without them."),
+    _p("no_approval_check", "The worker never asks the authority: it sends without a live approval bound to the "
+       "proposal's hash.", "Recovery bootstrap procedure",
+       "Validate identity, delegation, capability, and approval references.",
+       "examples/integration/scenarios/approval-wait.yaml", ("AUTH-01",),
+       note="Runs on the integration-authority suite: the approval scenarios apply the scenario's approval "
+            "policy in the sandbox's authority port (docs/integration.md, \"The authority port\")."),
     _p("no_next_owner", "The run finishes with the effect unknown and names no next owner.",
        "A complete recovery review conversation",
        "It needs a state such as effect unknown, an accountable next owner, and a communication that does "
@@ -245,12 +260,27 @@ def table(results: dict[str, list[Measured]], mutants: tuple[Mutant, ...]) -> st
 BEGIN, END = "<!-- the measured table -->", "<!-- end of the measured table -->"
 
 
+def _rows(text: str) -> dict[str, list[str]]:
+    """A measured table's rows by mutant id (its first column)."""
+    found: dict[str, list[str]] = {}
+    for row in text.splitlines():
+        if row.startswith("| `"):
+            found.setdefault(row.split("`", 2)[1], []).append(row)
+    return found
+
+
 def write(page: Path, text: str) -> None:
+    """Replace the measured table in ``page``: the rows of the mutants measured now, and the page's
+    own rows of every mutant not run this time (another worker's), in registry order."""
     doc = page.read_text()
     if BEGIN not in doc or END not in doc:
         raise SystemExit(f"{page}: no measured-table markers ({BEGIN} ... {END})")
     head, rest = doc.split(BEGIN, 1)
-    page.write_text(head + BEGIN + "\n" + text + END + rest.split(END, 1)[1])
+    old, tail = rest.split(END, 1)
+    new, kept = _rows(text), _rows(old)
+    rows = [row for m in MUTANTS for row in new.get(m.id, kept.get(m.id, []))]
+    header = [row for row in text.splitlines() if row.startswith("|") and not row.startswith("| `")]
+    page.write_text(head + BEGIN + "\n" + "\n".join(header + rows) + "\n" + END + tail)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,16 @@ Retry-After; 409 waits for the key to settle and reads it.
   resend_after_restart a restarted worker finding SENT_UNKNOWN sends again, with no read
   no_next_owner       finish with the effect unknown naming no next owner
   no_cancel_check     read the inbox once at the start, never again before a send
+  no_approval_check   never ask the authority: send without a live approval bound to the proposal
+  unrecorded_duplicates ignore a duplicate delivery without recording its disposition (the careful
+                      worker lists every duplicate it saw in each later checkpoint's evidence)
+
+Approvals: before anything is prepared the worker asks the sandbox's authority whether an approval
+bound to the proposal's hash is live. A run with a standing approval (its scenario declares none)
+goes on at once; otherwise it requests one and waits durably (WAITING_HUMAN, next owner the
+approver): crashlab starts the run's next worker when the approval (or anything else) reaches its
+inbox. Before every send it asks again; a revoked approval, or a policy that denies it, ends the
+run with nothing sent.
 """
 from __future__ import annotations
 
@@ -146,7 +156,9 @@ class Store:
         self._write("ledger.append", "INSERT INTO ledger (record) VALUES (?)", entry)
 
     def finished(self) -> bool:
-        return self.db.execute("SELECT 1 FROM finish LIMIT 1").fetchone() is not None
+        """The run ended (a terminal finish row; a durable wait is woken by a new worker)."""
+        row = self.db.execute("SELECT record FROM finish ORDER BY seq DESC LIMIT 1").fetchone()
+        return row is not None and json.loads(row[0]).get("disposition") in TERMINAL
 
     def finish(self, record: dict) -> None:
         self._write("run.finish", "INSERT INTO finish (record) VALUES (?)", record)
@@ -227,7 +239,8 @@ class PsqlStore(Store):
         return [e for e in (json.loads(r) for r in rows if r) if e["semantic_key"] == key]
 
     def finished(self) -> bool:
-        return bool(self.sql("SELECT 1 FROM finish LIMIT 1").strip())
+        last = self.sql("SELECT record FROM finish ORDER BY seq DESC LIMIT 1").strip()
+        return bool(last) and json.loads(last).get("disposition") in TERMINAL
 
 
 # --------------------------------------------------------------------------- the service client
@@ -270,7 +283,7 @@ ATTEMPT_CEILING = 5
 MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait",
             "ignores_cancellation", "tenantless_key", "trusts_early_negative")
 MISTAKES += ("early_negative_read", "callback_confirms", "attempt_key", "resend_after_restart", "no_next_owner",
-             "no_cancel_check")
+             "no_cancel_check", "no_approval_check", "unrecorded_duplicates")
 LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
@@ -286,6 +299,7 @@ class Worker:
         self.worker = os.environ.get("CRASHLAB_WORKER", "worker")
         self.epoch = int(os.environ.get("CRASHLAB_EPOCH", "1"))
         self.run_id = os.environ.get("CRASHLAB_RUN", "run")
+        self.duplicates: list[dict] = []     # every later delivery of an event id already seen
 
     # -- records ------------------------------------------------------------------------
     def write(self, state: str, knowledge: str | None = None) -> None:
@@ -300,7 +314,9 @@ class Worker:
                         "lease_epoch": self.epoch, "event_sequence": self.seen, "cancellation": {},
                         "deadline": None, "budgets": {"attempt_ceiling": ATTEMPT_CEILING}},
             "contract": {"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
-            "evidence": {"proposal_hash": None}, "effects": effects})
+            "evidence": {"proposal_hash": getattr(self, "phash", None),
+                         **({"duplicates": self.duplicates} if self.duplicates else {})},
+            "effects": effects})
         self.state = state
 
     def append(self, knowledge: str, notice: bool = False, **extra) -> None:
@@ -332,6 +348,14 @@ class Worker:
         status, data, _ = self.client.call("GET", f"/inbox?after_seq=0")
         events = data.get("events", []) if status == 200 else []
         self.seen = max([e["seq"] for e in events] or [0])
+        # a duplicate delivery causes no transition; its disposition goes in every later checkpoint's evidence
+        first: set = set()
+        for e in events:
+            if e.get("event_id") in first and all(d["seq"] != e["seq"] for d in self.duplicates) \
+                    and self.mistake != "unrecorded_duplicates":
+                self.duplicates.append({"event_id": e["event_id"], "seq": e["seq"],
+                                        "disposition": "duplicate: no transition"})
+            first.add(e.get("event_id"))
         return events
 
     # -- the run ------------------------------------------------------------------------
@@ -359,6 +383,7 @@ class Worker:
         if self.mistake == "attempt_key":
             scoped = {**scoped, "attempt": self.epoch}
         self.key = "rsv-" + hashlib.sha256(canonical(scoped).encode()).hexdigest()[:20]
+        self.phash = "sha256:" + hashlib.sha256(canonical({"action": "reserve", "intent": self.intent}).encode()).hexdigest()
         self.notify_user = bool(intake["payload"].get("notify"))
         self.notice_key = "msg-" + self.key[4:]          # the notification: its own identity
         self.notice_intent = {"tenant": self.intent.get("tenant"), "to": self.intent.get("technician"),
@@ -383,9 +408,11 @@ class Worker:
             if self.cancelled():
                 self.finish("CANCELLED_NO_EFFECT", "cancelled before anything was prepared")
                 return 0
-            order = ["INTAKE", "VALIDATED", "PROPOSED", "APPROVED"]
+            order = ["INTAKE", "VALIDATED", "PROPOSED"]
             for state in order[order.index(self.state) + 1:] if self.state in order else ():
                 self.write(state)
+            if not self.approved():
+                return 0
             self.append("PROPOSED", note="prepared before any send")
             self.write("EFFECT_PREPARED", "PROPOSED")
         if self.knowledge == "SENT_UNKNOWN":
@@ -437,6 +464,36 @@ class Worker:
         elif status < 500 and status != 429:
             self.append("REJECTED", notice=True, evidence=[f"definite refusal: HTTP {status}"])
 
+    # -- authority ----------------------------------------------------------------------
+    def authority(self) -> dict:
+        """The authority's answer for this proposal (anything but a 200 is not live)."""
+        query = urllib.parse.urlencode({"proposal_hash": self.phash, "action": "reserve"})
+        try:
+            status, data, _ = self.client.call("GET", f"/authority/check?{query}")
+        except (Ambiguous, Closed) as exc:
+            return {"live": False, "reason": f"no answer: {exc}"}
+        return data if status == 200 else {"live": False, "reason": f"HTTP {status}"}
+
+    def approved(self) -> bool:
+        """A live approval bound to the proposal: True to go on (APPROVED written). Otherwise the run
+        ends or waits durably and False is returned: revoked or denied ends it with nothing sent;
+        none yet (or expired, or of an old capability version) asks for one and waits for it."""
+        if self.mistake == "no_approval_check":
+            self.write("APPROVED")
+            return True
+        answer = self.authority()
+        if answer.get("live"):
+            self.write("APPROVED")
+            return True
+        reason = str(answer.get("reason"))
+        if reason in ("revoked", "denied by policy"):
+            self.finish("FAILED_NO_EFFECT", f"no authority for the proposal ({reason}); nothing was sent",
+                        next_owner="approver")
+            return False
+        self.client.call("POST", "/authority/request", {"proposal_hash": self.phash, "action": "reserve"})
+        self.finish("WAITING_HUMAN", f"waiting for an approval of the proposal ({reason})", next_owner="approver")
+        return False
+
     def effects(self) -> list:
         return [{"key": k, "knowledge": v} for k, v in ((self.key, self.knowledge),
                                                          (getattr(self, "notice_key", None), getattr(self, "notice", None)))
@@ -454,6 +511,12 @@ class Worker:
                                                   "authoritative absence"])
                 self.finish("CANCELLED_NO_EFFECT", "cancelled before the send")
                 return
+            if self.mistake != "no_approval_check" and not self.authority().get("live"):   # right before every send
+                self.append("REJECTED", evidence=["the approval is no longer live; nothing left the worker since "
+                                                  "the last authoritative absence"])
+                self.finish("FAILED_NO_EFFECT", "the approval is no longer live; nothing was sent",
+                            next_owner="approver")
+                return
             attempts += 1
             if attempts > ATTEMPT_CEILING:
                 self.append("REJECTED", evidence=["every attempt was refused before execution"])
@@ -469,7 +532,8 @@ class Worker:
         self.store.own()             # still the owner, right before the send
         try:
             # retry_owner: this worker owns retries; a proxy in between must not re-send on its own
-            body = {"intent": self.intent, "retry_owner": "caller"}
+            # proposal_hash: the proposal this send carries out, the one the approval is bound to
+            body = {"intent": self.intent, "retry_owner": "caller", "proposal_hash": self.phash}
             if self.profile.get("fencing"):          # the service checks the lease epoch as a fencing token
                 body["fence"] = self.epoch
             status, data, headers = self.client.call("POST", "/reservation/reserve", body, key=self.key)

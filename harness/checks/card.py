@@ -48,22 +48,18 @@ NOT_JUDGEABLE: dict[str, str] = {
     "PKT-02": "decision packets go through the simulator's operator port",
     "RETRY-02": "backoff is judged on clock.sleep records; a real worker's sleeps are not observed",
     "JIT-01": "jitter is judged on random.draw records; a real worker's draws are not observed",
-    "AUTH-01": "approvals live in the simulator's authority port",
-    "AUTH-02": "credentials and permissions live in the simulator's authority port",
     "MIG-01": "deployments (code versions) are the simulator's; the sandbox does not redeploy a worker",
     "PIN-01": "deployments (code versions) are the simulator's; the sandbox does not redeploy a worker",
-    "EVT-02": "a duplicate's disposition is read from the worker's checkpoints, and the example workers do not record "
-              "one yet (docs/integration.md, \"Rules an integration run cannot judge\")",
     "EXP-DISPOSITION-AT": "a disposition at a named scenario time depends on wall-clock luck under scaled time",
 }
 #: invariants that need the worker's store views (the minimum set's reason when they are missing).
 NEEDS_STORE = {"PREP-01", "PREP-02", "REC-01", "TRUTH-01", "KEY-02", "KNOW-01", "KNOW-02", "EVID-01", "DISP-02",
                "TRUTH-02", "CKPT-01", "TERM-01", "HIST-01", "COMP-01", "EXP-DISPOSITION", "DEAD-01", "DEAD-02",
-               "REC-02", "CLS-03", "MSG-01"}
+               "REC-02", "CLS-03", "MSG-01", "EVT-02"}
 
 
 #: ports whose calls a real worker makes inside itself: evidence of them cannot be observed
-UNOBSERVED_PORTS = ("clock.", "random.", "lease.", "authority.", "operator.", "escalation")
+UNOBSERVED_PORTS = ("clock.", "random.", "lease.", "operator.", "escalation")
 
 
 def _unobservable(v) -> bool:
@@ -352,8 +348,8 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
         if why is None and cut and inv.id.startswith("EXP-"):
             why = f"the run was cut by the wall-clock limit ({cut[0]})"
         if why is None and undelivered and inv.id.startswith("EXP-"):
-            why = f"the scenario's {undelivered[0]} is not delivered to a real worker (approvals, revocations and " \
-                  "deployments live in the simulator's platform ports), and its expectations assume it"
+            why = f"the scenario's {undelivered[0]} is not delivered to a real worker (deployments live in the " \
+                  "simulator's platform), and its expectations assume it"
         if why is None and timed and inv.id.startswith("EXP-"):
             why = f"the scenario's {timed[0]} is on the clock, not anchored to a request: under real time its " \
                   "order against the worker's requests is luck"

@@ -14,7 +14,7 @@ from ..vocab.model import KNOWLEDGE_EVIDENCE
 from .common import (CLAIM, KNOWLEDGE_GRAPH, NO_ENTRY, TERMINAL, Finding, Invariant, inv, is_compensation, streams,
                      unfenced)
 from .evidence import Finding as Warrant
-from .evidence import PRESENT_KNOWLEDGE, absence, presence, resolve
+from .evidence import PRESENT_KNOWLEDGE, absence, callback_only, presence, resolve, temporarily_negative
 from .index import Dispatch, RunIndex, TraceIndex
 from .knowledge import EVER, knew, sending
 from .values import dig, effect_items, hashable, matches, obj, read_records, shown
@@ -216,12 +216,14 @@ def redispatch(ix: TraceIndex, want: str) -> Iterator[Finding]:
                     if f.state == "absent" and f.settled:
                         continue
                     kind = "weak" if f.strength == "weak" else "blind"
-                    if kind == want:
+                    early = kind == "weak" and temporarily_negative(ix, prev, f)
+                    if want == kind or (early and want == "blind"):
                         outcome = knew(run, d.worker, d.seq).outcome(prev)
-                        if kind == "blind":
+                        if want == "blind":
                             yield run.id, f"{d.service}.{d.op} #{d.seq} by {d.worker} repeats #{prev.seq} " \
-                                          f"({outcome}) without an authoritative read showing absence", \
-                                (prev.seq, d.seq, *f.cites), True
+                                          f"({outcome}) without an authoritative read showing absence" + \
+                                (f" on a service that keeps no idempotency keys, where a negative read may be only "
+                                 f"temporarily negative: {f.why}" if early else ""), (prev.seq, d.seq, *f.cites), True
                         else:
                             yield run.id, f"{d.service}.{d.op} #{d.seq} repeats #{prev.seq} ({outcome}) on " \
                                           f"evidence that cannot prove absence: {f.why}", \
@@ -431,6 +433,12 @@ def _ledger_moves(ix: TraceIndex) -> Iterator[tuple[str, Finding]]:
                 yield rule, (run.id, f"{key} {prev} -> CONFIRMED at #{e['seq']} without {need}"
                                      + (f": {f.why}" if f.why else " (no response, no read)"),
                              (e["seq"], *f.cites), auto and rule == "KNOW-02")
+                # a callback naming no key is about the run's effect: with nothing else, it advanced state
+                cb = callback_only(run, key, w, before) if f.strength == "none" else None
+                if cb is not None:
+                    yield "LATE-01", (run.id, f"{key} {prev} -> CONFIRMED at #{e['seq']} rests on nothing but the "
+                                              f"completion callback (naming no key) seen at #{cb}: the callback "
+                                              f"advanced state", (e["seq"], cb), False)
                 continue
             mode = "claim" if k == "REJECTED" else "redispatch"
             ok, f = absence(ix, run, key, w, before, mode)
@@ -515,9 +523,11 @@ INVARIANTS: tuple[Invariant, ...] = (
         "For every dispatch, each earlier dispatch of the same effect (same key or same business intent; "
         "for a release, the same target) must be settled for the dispatching worker: its own answer was "
         "an accepted response or a definite error, the ledger recorded PROPOSED/REJECTED after it, or the "
-        "worker saw an authoritative negative read after it. A retry with no read at all after a timeout, "
-        "a 5xx, a lost answer or a SENT_UNKNOWN entry found on recovery is blind. Another worker's request in "
-        "the fencing gap (sent right after an ownership confirmation by a worker whose lease then lapsed, "
+        "worker saw an authoritative negative read after it. A retry with no read at all after a timeout, a 5xx, "
+        "a lost answer or a SENT_UNKNOWN entry found on recovery is blind; so, on a service that keeps no "
+        "idempotency keys, is one whose only reads since could not prove absence yet (a negative read before the "
+        "late-delivery bound, a lookup or job still in flight: 'a negative read may be only temporarily negative'). "
+        "Another worker's request in the fencing gap (sent right after an ownership confirmation by a worker whose lease then lapsed, "
         "or stalled in front of its send until its lease lapsed) is settled for others by a reconciliation "
         "since that worker's last confirmation that reaches its lease expiry: no read can see a request "
         "that has not left. Such a stalled send is itself judged on what its worker knew before that "
@@ -579,6 +589,8 @@ INVARIANTS: tuple[Invariant, ...] = (
         "the ledger append and the dispatch left unsettled"),
     inv("LATE-01", "A late callback is evidence only.", "classification", True, None, moves("LATE-01"),
         "A knowledge upgrade whose only support is a completion callback seen in the inbox (callbacks are "
-        "not authoritative reads) is a violation.",
+        "not authoritative reads) is a violation; so is a CONFIRMED with no evidence at all after the worker "
+        "saw a callback of its run that names no key (the callback advanced state; KNOW-02 charges the same "
+        "move as an exactly-once claim).",
         "the ledger append and the poll that delivered the callback"),
 )

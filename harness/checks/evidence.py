@@ -18,13 +18,16 @@ Strengths, strongest first:
   (:func:`warranted_absence`);
 * ``weak``: only a read that cannot settle it (eventually consistent and too early, past
   the key-retention horizon, on a service without a key index, a record whose intent
-  differs, a job still running, an ``already_exists`` answer);
+  differs, a job still running, an ``already_exists`` answer); ``early`` when every such
+  read could not settle it *yet* (before the late-delivery bound, or the request still in
+  flight): on a service that keeps no keys a resend on it is blind (RETRY-01), since "a
+  negative read may be only temporarily negative";
 * ``callback``: only a completion callback (evidence for reconciliation, never a warrant);
 * ``none``: nothing at all.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .index import Dispatch, Read, RunIndex, TraceIndex
 from .knowledge import gap, knew
@@ -42,6 +45,7 @@ class Finding:
     strength: str               # definite | authoritative | durable | weak | callback | none
     cites: tuple[int, ...] = ()
     why: str = ""
+    early: bool = False         # weak only because it came too early (not settled yet)
 
     @property
     def settled(self) -> bool:
@@ -94,7 +98,7 @@ def _read_about(ix: TraceIndex, run: RunIndex, read: Read, d: Dispatch, need: in
                 if v.get("as_of", read.t) >= need:
                     return Finding(state="absent", strength="authoritative", cites=(read.seq,),
                                    why=f"{op} shows {d.target} still active")
-                return Finding(state="absent", strength="weak", cites=(read.seq,),
+                return Finding(state="absent", strength="weak", cites=(read.seq,), early=True,
                                why=f"{op} as_of {v.get('as_of')} is older than the release")
         return None
     intent = d.intent or run.intent
@@ -122,7 +126,7 @@ def _read_about(ix: TraceIndex, run: RunIndex, read: Read, d: Dispatch, need: in
                 return Finding(state="present", strength="weak", cites=(read.seq,),
                                why=f"search found {rec.get('ref')} under the key with another intent")
         if v.get("as_of", read.t) < need:
-            return Finding(state="absent", strength="weak", cites=(read.seq,),
+            return Finding(state="absent", strength="weak", cites=(read.seq,), early=True,
                            why=f"negative search as_of {ix.fmt(v.get('as_of', read.t))} is too early "
                                f"(needs {ix.fmt(need)})")
         return Finding(state="absent", strength="authoritative", cites=(read.seq,),
@@ -140,10 +144,10 @@ def _read_about(ix: TraceIndex, run: RunIndex, read: Read, d: Dispatch, need: in
             return Finding(state="absent", strength="authoritative", cites=(read.seq,),
                            why=f"the version is {rec.get('ref')} of another intent; a version holds one record")
         if v.get("in_flight"):
-            return Finding(state="unknown", strength="weak", cites=(read.seq,),
+            return Finding(state="unknown", strength="weak", cites=(read.seq,), early=True,
                            why="the version is still being published")
         if v.get("as_of", read.t) < need:
-            return Finding(state="absent", strength="weak", cites=(read.seq,),
+            return Finding(state="absent", strength="weak", cites=(read.seq,), early=True,
                            why="negative version read is too early")
         return Finding(state="absent", strength="authoritative", cites=(read.seq,),
                        why="authoritative negative version read")
@@ -154,7 +158,7 @@ def _read_about(ix: TraceIndex, run: RunIndex, read: Read, d: Dispatch, need: in
         if v.get("status") == "succeeded":
             return Finding(state="present", strength="authoritative", cites=(read.seq,),
                            why=f"job {a.get('job_id')} succeeded")
-        return Finding(state="unknown", strength="weak", cites=(read.seq,),
+        return Finding(state="unknown", strength="weak", cites=(read.seq,), early=True,
                        why=f"job {a.get('job_id')} still {v.get('status')}")
     return None
 
@@ -186,7 +190,7 @@ def _negative_lookup(ix: TraceIndex, read: Read, d: Dispatch, profile: dict, nee
     without a key index, past the key's retention or before ``need``, else authoritatively absent."""
     v = read.value
     if v.get("in_flight"):
-        return Finding(state="unknown", strength="weak", cites=(read.seq,),
+        return Finding(state="unknown", strength="weak", cites=(read.seq,), early=True,
                        why=f"lookup says {what} is still in flight")
     if profile.get("idempotency") not in ("semantic", "key_only") or profile.get("lookup") != "by_key":
         return Finding(state="absent", strength="weak", cites=(read.seq,),
@@ -196,7 +200,7 @@ def _negative_lookup(ix: TraceIndex, read: Read, d: Dispatch, profile: dict, nee
         return Finding(state="absent", strength="weak", cites=(read.seq,),
                        why="the provider's key retention had expired")
     if v.get("as_of", read.t) < need:
-        return Finding(state="absent", strength="weak", cites=(read.seq,),
+        return Finding(state="absent", strength="weak", cites=(read.seq,), early=True,
                        why=f"negative lookup as_of {ix.fmt(v.get('as_of', read.t))} is too early "
                            f"(needs {ix.fmt(need)})")
     return Finding(state="absent", strength="authoritative", cites=(read.seq,), why=proven)
@@ -243,6 +247,7 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
         own = min(own, fenced[0])         # reads since the sender's last confirmation count
     need = required_as_of(ix, run, d, worker, before, mode)
     best_auth = best_weak = None
+    early = True                    # every weak read so far could only not settle it yet
     for read in then.reads(after=own):
         f = _read_about(ix, run, read, d, need)
         if f is None:
@@ -254,7 +259,7 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
             if best_auth is None or best_auth.state != "present" or f.state == "present":
                 best_auth = f
         else:
-            best_weak = f
+            best_weak, early = f, early and f.early
     if best_auth is not None:
         return best_auth
     durable = None
@@ -270,7 +275,7 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
     if durable is not None:
         return durable
     if best_weak is not None:
-        return best_weak
+        return replace(best_weak, early=early)
     if answer is not None:
         return answer
     callback = next(then.callbacks(d.key, after=d.seq), None) if d.key is not None else None
@@ -280,6 +285,27 @@ def resolve(ix: TraceIndex, run: RunIndex, d: Dispatch, worker: str, before: int
                        why=f"no answer that settles it and no identifying read; all it had seen is a completion "
                            f"callback (inbox poll #{callback}), which is not a warrant")
     return NOTHING
+
+
+def temporarily_negative(ix: TraceIndex, d: Dispatch, f: Finding) -> bool:
+    """Whether the weak finding ``f`` about ``d`` is the chapter's temporarily negative read: every
+    read since the ambiguity could not settle it *yet* (before the late-delivery bound, or the
+    request still in flight), on a service that keeps no idempotency keys, so nothing collapses a
+    late arrival. AR-08: "Without that support, a negative read may be only temporarily negative";
+    a resend on it repeats an ambiguous non-idempotent effect as blindly as one with no read."""
+    return f.strength == "weak" and f.early and f.state != "present" \
+        and ix.profile(d.service).get("idempotency") not in DEDUP_MODES
+
+
+def callback_only(run: RunIndex, key, worker: str, before: int) -> int | None:
+    """The inbox poll (its seq) at which ``worker`` saw a completion callback of its run that names
+    no key, after the first dispatch of ``key`` and before ``before``; None when it saw none. Such a
+    callback is about the run's effect, whichever key it was sent under: a CONFIRMED with no other
+    evidence that follows it is the callback advancing state (LATE-01)."""
+    sent = next((d.seq for d in run.dispatches if d.key == key and d.seq < before), None)
+    if sent is None:
+        return None
+    return next(knew(run, worker, before).callbacks(None, after=sent), None)
 
 
 #: transport refusals a real worker meets as a closed connection, which over a real socket cannot be

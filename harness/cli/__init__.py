@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..vocab.errors import CrashlabError, InternalError, NondeterminismDetected, UsageError, clip
+from ..vocab.files import check_written, written_in
 from .args import parser
 from ..report.commands import report_options
 from ..report.scorecard import format_scorecard
@@ -89,12 +90,14 @@ def _cmd_run(args) -> int:
         from dataclasses import replace
         from shlex import quote
         res = replace(res, repro=f"{res.repro} --services {quote(args.services)}")
+    check_written([res.trace])   # still the trace crashlab wrote, before it is named
     _print_result(_hide_adapter(res) if getattr(args, "no_answers", False) else res)
     if tails and (res.verdict != "pass" or args.verbose):
         _print_stderr(tails)
     if report:
         from ..report import render_results
         where = render_results([res], out_dir=report, **report_options(args))
+        check_written(written_in(report))
         print(f"report: {where}")
     return EXIT[res.verdict]
 
@@ -175,8 +178,12 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
         if hasattr(executor, "close"):
             executor.close()
         _contain()  # nothing an adapter started outlives the suite to rewrite what is written next
+    # the traces and findings listed are still the files crashlab wrote, or nothing is reported
+    listed = [s.trace for s in card.scenarios]
+    check_written(listed + written_in(card.extra.get("findings")))
     if json_path:   # first: a scorecard is never printed for results that could not be written
         atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
+        check_written([json_path])
     if args.quiet:
         print(f"{card.adapter}: {card.score_text()} {card.verdict}"
               + (f" (shard {shard.index}/{shard.count})" if shard else ""))
@@ -198,7 +205,9 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
         raise interrupted
     if report_dir:
         from ..report import render_scorecard
+        check_written(listed)
         where = render_scorecard(card, out_dir=report_dir, **report_options(args))
+        check_written(written_in(report_dir))
         print(f"report: {where}")
     if card.extra.get("internal_errors"):
         return InternalError.exit_code
@@ -291,11 +300,13 @@ def _cmd_merge(args) -> int:
               f"schedules, {len(failures)} chunk(s) with a failure")
         if json_path:
             atomic_write_text(json_path, json.dumps(merged, indent=2, sort_keys=True) + "\n")
+            check_written([json_path])
             print(f"results: {json_path}")
         return 1 if failures else 0
     card = merge([Path(p) for p in args.results])
     if json_path:   # first: a scorecard is never printed for results that could not be written
         atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
+        check_written([json_path])
     if args.quiet:
         print(f"{card.adapter}: {card.score_text()} {card.verdict}")
     else:
@@ -383,6 +394,7 @@ def _cmd_report(args) -> int:
 
     out = check_output_dir(args.out, "--out")
     where = render_inputs([Path(p) for p in args.inputs], out_dir=out, **report_options(args))
+    check_written(written_in(out))
     print(f"report: {where}")
     _whats_new(args.inputs)
     return 0
@@ -516,6 +528,9 @@ def _main(args) -> int:
             handlers[sig] = signal.signal(sig, _on_signal)
     Interrupted.requested = None
     try:
+        if _COMMAND[0]:   # the crashlab command: no planted code ran before it (crashlab.vocab.planted)
+            from ..vocab.planted import refuse_planted
+            refuse_planted()
         _plan_outputs(args)
         code = (COMMANDS.get(args.command) or args.handler)(args)
         if Interrupted.requested is not None:   # swallowed where it landed (a finalizer, say): never exit 0

@@ -15,7 +15,9 @@ EXIT_CODES_HELP = """exit codes:
   2  inconclusive    nothing failed but some verdict is unknown (conformance: or some rubric point
                      was not exercised by the selected scenarios; it is named, never kept)
   3  usage error     bad arguments, bad --adapter SPEC, invalid scenario or trace file, an output path
-                     that names an input or another output (refused before anything runs)
+                     that names an input or another output (refused before anything runs); an output
+                     another process swapped or changed before it was reported; a .pth file or
+                     sitecustomize no installed package lists (CRASHLAB_ALLOW_SITE_FILE accepts one)
   4  out of room     the disk filled up or file descriptors ran out (ENOSPC, EDQUOT, EFBIG, EMFILE,
                      ENFILE): what was not written is named, and no verdict is claimed
   5  nondeterminism  replay produced a different trace for the same seed

@@ -12,9 +12,7 @@ and at the end. What it reads becomes the trace's run and knowledge lanes (trace
 the sandbox writes the port and remote lanes into the same trace, in real order. Its own acts are
 recorded as its own: each lease grant (``granted_by``), each failpoint it arms (a ``failpoint``
 event; the ``crash`` where one fired names it), each takeover, and the worker a handover went to.
-
-Every worker misbehaviour is a recorded fault, never a hang: it exits without finishing, it
-floods its output, it leaves processes outside its group, it outlives the wall-clock limit.
+A waiting run is woken (its next worker started) by a delivery it has not read; misbehaviour is a recorded fault.
 """
 from __future__ import annotations
 
@@ -364,26 +362,12 @@ class Supervisor(Hooks):
                 os.killpg(rs.pgid, signal.SIGKILL)      # what is left of its group
             except OSError:
                 pass
-        marker = f"CRASHLAB_SESSION={self.token}/".encode()
-        escaped: dict[str | None, list[int]] = {}
         orphans = workers.escaped(self.before, self._live_groups)
         if self.in_namespaces:    # bubblewrap's own init as it ends: a worker's processes die with their namespace
             workers.kill_escaped(orphans, lambda: workers.escaped(self.before, self._live_groups))
             orphans = []
-        for pid in orphans:
-            escaped.setdefault(self._session(pid, marker) or (rs.caller.slug if rs and rs.caller else None),
-                               []).append(pid)
-        groups = self._live_groups()
-        inside = workers.below(groups)        # a live worker's tree (under namespaces, its own session)
-        for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-            slug = self._session(int(entry), marker) if entry.isdigit() and int(entry) != os.getpid() else None
-            try:
-                if slug is None or int(entry) in inside or os.getpgid(int(entry)) in groups or \
-                        int(entry) in escaped.get(slug, ()):
-                    continue          # a live worker's own process
-            except OSError:
-                continue
-            escaped.setdefault(slug, []).append(int(entry))
+        escaped = workers.by_session(orphans, f"CRASHLAB_SESSION={self.token}/", self._live_groups(),
+                                     rs.caller.slug if rs and rs.caller else None)
         found = [pid for pids in escaped.values() for pid in pids]
         if found:
             workers.kill_escaped(found, lambda: workers.escaped(self.before, self._live_groups))
@@ -399,17 +383,6 @@ class Supervisor(Hooks):
         """The process groups of the workers still running (current, replaced or paused)."""
         live = {r.proc.pid for r in self.runs.values() if r.proc is not None}
         return live | {p.pid for r in self.runs.values() for p, _ in r.zombies if p.poll() is None}
-
-    @staticmethod
-    def _session(pid: int, marker: bytes) -> str | None:
-        """The worker slug in a process's CRASHLAB_SESSION of this supervisor, if it kept it."""
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                env = fh.read()
-        except OSError:
-            return None
-        at = env.find(marker)
-        return env[at + len(marker):].split(b"\0", 1)[0].decode("utf-8", "replace") if at >= 0 else None
 
     def _bury(self, rs: RunState, force: bool = False) -> None:
         """Paused workers that were replaced: once one ends (or, ``force``, now), read what it wrote and
@@ -523,6 +496,21 @@ class Supervisor(Hooks):
                      if c.run == rs.id and c.number > stale.number and (c.acted or c.number in rs.wrote)), None)
 
     # ------------------------------------------------------------------ the whole scenario
+    def _unread(self, rs: RunState) -> bool:
+        with self.sandbox.lock:
+            return len(self.sandbox.inbox[rs.id]) > self.sandbox.polled.get(rs.id, 0)
+
+    def _expecting(self, rs: RunState) -> bool:
+        """A waiting run with something unread in its inbox or on its way there (an approval): not over."""
+        return rs.waiting is not None and rs.finished is None and (self.sandbox.upcoming.get(rs.id, 0) > 0
+                                                                   or self._unread(rs))
+
+    def _woken(self, rs: RunState, now: float) -> bool:
+        """A waiting run whose inbox holds what its workers have not polled: its next worker starts now."""
+        if rs.waiting is not None and rs.finished is None and rs.proc is None and not rs.zombies and self._unread(rs):
+            rs.done, rs.waiting, rs.restart_at = False, None, now
+        return not rs.done
+
     def run(self) -> list[dict]:
         sb = self.sandbox
         become_subreaper()                 # what leaves a worker's tree is re-parented here, where _sweep finds it
@@ -530,7 +518,7 @@ class Supervisor(Hooks):
         sb.start()
         try:
             deadline = time.monotonic() + self.wall_limit_s
-            while not all(rs.done and not rs.zombies for rs in self.runs.values()):
+            while not all(rs.done and not rs.zombies and not self._expecting(rs) for rs in self.runs.values()):
                 now = time.monotonic()
                 if now > deadline:
                     for rs in self.runs.values():
@@ -546,7 +534,7 @@ class Supervisor(Hooks):
                 for rs in self.runs.values():
                     self._bury(rs)
                     self._paused(rs, now)
-                    if rs.done:
+                    if rs.done and not self._woken(rs, now):
                         continue
                     if rs.proc is None and now >= rs.restart_at:
                         if rs.workers >= MAX_WORKERS:

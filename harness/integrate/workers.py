@@ -117,6 +117,38 @@ def escaped(before: frozenset[int], live: Callable[[], set[int]]) -> list[int]:
     return out
 
 
+def by_session(orphans: list[int], marker: str, groups: set[int], default: str | None) -> dict[str | None, list[int]]:
+    """What escaped, by the worker slug in its ``CRASHLAB_SESSION`` (``marker`` is this supervisor's
+    ``CRASHLAB_SESSION=TOKEN/``): the re-parented ``orphans`` (``default``'s when they cleared their
+    environment), and every other process that carries the marker and is neither in a live worker's
+    group nor below one (``groups``; under namespaces a worker's processes are in a session of their own)."""
+    token = marker.encode()
+    out: dict[str | None, list[int]] = {}
+    for pid in orphans:
+        out.setdefault(session(pid, token) or default, []).append(pid)
+    skip = below(groups) | set(orphans) | {os.getpid()}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        slug = session(int(entry), token) if entry.isdigit() and int(entry) not in skip else None
+        try:
+            if slug is None or os.getpgid(int(entry)) in groups:
+                continue          # a live worker's own process
+        except OSError:
+            continue
+        out.setdefault(slug, []).append(int(entry))
+    return out
+
+
+def session(pid: int, token: bytes) -> str | None:
+    """The worker slug after ``token`` in a process's environment, if it kept it."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            env = fh.read()
+    except OSError:
+        return None
+    at = env.find(token)
+    return env[at + len(token):].split(b"\0", 1)[0].decode("utf-8", "replace") if at >= 0 else None
+
+
 def _ended(pid: int) -> bool:
     """A child that has ended (a zombie, collected here): nothing of it runs any more."""
     try:

@@ -58,7 +58,8 @@ class LocalExecutor:
         limits = limits or self.limits   # the runs' own limits, when given, are what the watchdog times
         return Pool(self.jobs, setup=(lambda: _adapter(adapter) and None) if adapter else None,
                     step_limit_s=limits.wall_guard_s * 1.1 if in_process_adapter else None,
-                    run_limit_s=limits.run_wall_s or None, spare=_warm_servers)
+                    run_limit_s=limits.run_wall_s or None, spare=_warm_servers,
+                    adapter_in_worker=in_process_adapter)
 
     def map(self, fn: Callable[[Any], Any], jobs: list, adapter: str | None = None) -> Iterator[Any]:
         """``fn`` over ``jobs`` (its results JSON values), in order; a job whose worker process did
@@ -251,7 +252,11 @@ def _nothing(item: Any) -> None:
 def check_imports(adapter: AdapterSpec) -> None:
     """UsageError unless a worker process can import the adapter (as ``load_adapter`` says it)."""
     if adapter.kind in ("python", "warm"):
-        list(LocalExecutor(1).map(_nothing, [None], adapter.text))
+        from .drivers import load_adapter
+        pool = Pool(1, setup=lambda: load_adapter(adapter.text) and None, run_limit_s=Limits().run_wall_s or None)
+        for reply in pool.map(_nothing, [None]):
+            if isinstance(reply, Lost):
+                raise AdapterProtocolError(f"importing {adapter.text}: {reply.kind}: {reply.message}")
 
 
 def traced_once(scenario: Scenario, adapter: AdapterSpec, seed: int | None, limits: Limits | None = None) -> str:

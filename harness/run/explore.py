@@ -225,7 +225,7 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     outcome is the same either way. A journal beside the findings lets ``resume`` skip the chunks
     an interrupted run finished."""
     from ..vocab.results import failure_message
-    from ..vocab.files import atomic_write_text
+    from ..vocab.files import atomic_write_text, forget
     from .sweep import Findings, Job, LocalExecutor
 
     from .conformance import run_checked
@@ -257,6 +257,7 @@ def explore(*, adapter: str | None, examples: int, seed: int, bases: list[str] |
     findings_dir.mkdir(parents=True, exist_ok=True)
     if not (resume and journal_path.is_file()):
         atomic_write_text(journal_path, json.dumps(header, sort_keys=True) + "\n")
+        forget(journal_path)   # appended to from now on
     if progress is not None:
         progress.total, progress.done = len(todo), len(done)
     outcomes: dict[str, dict] = dict(done)

@@ -35,6 +35,8 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from ..vocab.errors import Interrupted, UsageError, clip
+from . import frames
+from .frames import MAX_FRAME  # noqa: F401 (named here by tests)
 from .reap import (REAP_LIMIT_S, _children, children, descendants, freeze, kill_process_tree,  # noqa: F401
                    kill_tree, reap, started)
 
@@ -44,8 +46,6 @@ PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
 DEPTH = 2                   # items queued at a worker at once
 STEP_GRACE_S = 2.0          # the parent kills a worker this long after the step limit passed
 RUN_GRACE_S = 10.0          # ... and this long after the run limit passed
-MAX_FRAME = 1 << 30         # a worker's reply larger than this is a lost item, not crashlab's memory
-_FRAME = struct.Struct("!II")
 _INDEX = struct.Struct("!i")
 _SLOT = struct.Struct("d")
 _LINUX = sys.platform.startswith("linux")
@@ -69,7 +69,8 @@ def become_subreaper() -> bool:
 
 def protect_self() -> None:
     """Processes of the same user cannot read or write this process's memory (/proc/PID/mem,
-    ptrace) unless they are root; crashlab's workers re-enable it for themselves."""
+    ptrace) or open its file descriptors (/proc/PID/fd) unless they have CAP_SYS_PTRACE; a
+    worker that runs a Python adapter in its own process re-enables it for itself (Pool._worker)."""
     _prctl(PR_SET_DUMPABLE, 0)
 
 
@@ -168,7 +169,7 @@ def guard_crashlab(crashlab: int, group: int) -> bool:
 class Lost:
     """What became of an item whose worker process did not return it."""
 
-    kind: str        # an adapter fault kind: died, step_timeout, run_timeout, stopped, garbled
+    kind: str        # an adapter fault kind: died, step_timeout, run_timeout, stopped, garbled, forged
     message: str
 
 
@@ -201,7 +202,7 @@ def death_message(status: int | None) -> str:
 
 
 class _Worker:
-    __slots__ = ("pid", "task_w", "result_r", "buf", "queue", "started", "slot", "ready")
+    __slots__ = ("pid", "task_w", "result_r", "buf", "queue", "started", "slot", "ready", "seq")
 
     def __init__(self, pid: int, task_w: int, result_r: int, slot: int) -> None:
         self.pid, self.task_w, self.result_r, self.slot = pid, task_w, result_r, slot
@@ -209,6 +210,7 @@ class _Worker:
         self.queue: deque[int] = deque()   # the items given to it, in order; the first is running
         self.started = 0.0                 # when the first began
         self.ready = False
+        self.seq = 0                       # the sequence number its next reply must be signed with
 
     @property
     def current(self) -> int | None:
@@ -231,12 +233,20 @@ class Pool:
 
     ``setup`` runs once in each worker before any item (import the adapter); a UsageError
     there is raised in the parent. ``fn(item)`` returns a JSON value, or ``(JSON value, bytes)``.
-    ``step_limit_s``/``run_limit_s`` bound a step of an in-process adapter and a whole item."""
+    ``step_limit_s``/``run_limit_s`` bound a step of an in-process adapter and a whole item.
+    ``adapter_in_worker``: adapter code runs in the worker process itself (a Python adapter),
+    rather than only in processes the worker starts (``exec:``, ``wire:``).
+
+    Every reply is signed (crashlab.run.frames) with a key made for each :meth:`map` before the
+    workers are forked; a reply whose MAC fails is that item's :class:`Lost` outcome ``forged``, and its
+    worker is killed and replaced."""
 
     def __init__(self, jobs: int = 1, *, setup: Callable[[], None] | None = None,
                  step_limit_s: float | None = None, run_limit_s: float | None = None,
-                 spare: Callable[[], set[int]] | None = None) -> None:
+                 spare: Callable[[], set[int]] | None = None, adapter_in_worker: bool = True) -> None:
         self.jobs = max(1, jobs)
+        self.adapter_in_worker = adapter_in_worker
+        self._key = b""
         self.setup = setup
         self.step_limit_s, self.run_limit_s = step_limit_s, run_limit_s
         self.spare = spare  # in a worker: processes kept between items (a warm server)
@@ -246,6 +256,7 @@ class Pool:
         if not items:
             return
         before = frozenset(_children(os.getpid()))
+        self._key = frames.new_key()   # before any worker is forked: each inherits it
         count = min(self.jobs, len(items))
         slots = mmap.mmap(-1, _SLOT.size * count)
         workers: dict[int, _Worker] = {}
@@ -323,24 +334,24 @@ class Pool:
                 pass  # it died: its result pipe says so
 
     def _frames(self, w: _Worker, workers, ready, free_slots) -> None:
-        while len(w.buf) >= _FRAME.size:
-            head_len, body_len = _FRAME.unpack_from(w.buf)
-            if head_len + body_len > MAX_FRAME:
-                self._lost(w, workers, ready, free_slots, None, Lost("garbled", "the worker process wrote a reply "
-                                                                     f"larger than {MAX_FRAME >> 20} MiB"))
-                return
-            end = _FRAME.size + head_len + body_len
-            if len(w.buf) < end:
-                return
+        while True:
             try:
-                msg = orjson.loads(bytes(w.buf[_FRAME.size:_FRAME.size + head_len]))
+                taken = frames.take(w.buf, self._key, w.seq, w.pid)
+            except (frames.TooLarge, frames.Forged) as exc:
+                kind = "forged" if isinstance(exc, frames.Forged) else "garbled"
+                self._lost(w, workers, ready, free_slots, None, Lost(kind, str(exc)))
+                return
+            if taken is None:
+                return
+            head, payload = taken
+            w.seq += 1
+            try:
+                msg = orjson.loads(head)
                 index = msg["i"]
-                payload = bytes(w.buf[_FRAME.size + head_len:end])
             except (orjson.JSONDecodeError, KeyError, TypeError):
                 self._lost(w, workers, ready, free_slots, None,
                            Lost("garbled", "the worker process wrote something that is not a reply"))
                 return
-            del w.buf[:end]
             if index == -1:  # set-up done
                 if "usage" in msg:
                     raise UsageError(clip(str(msg["usage"]), 2000))
@@ -455,7 +466,12 @@ class Pool:
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        _prctl(PR_SET_DUMPABLE, 1)
+        # Not dumpable (like crashlab's own process) when the worker runs no adapter code itself (exec:,
+        # wire:): the adapter processes it starts cannot open its result pipe through /proc/PID/fd nor
+        # read its reply key (ptrace access). Nothing of crashlab's needs a dumpable worker; one that runs
+        # a Python adapter is dumpable for the adapter's author (a core file of a native crash in the
+        # adapter, gdb or py-spy on a hung one), which protects nothing less: that adapter shares its memory.
+        _prctl(PR_SET_DUMPABLE, 1 if self.adapter_in_worker else 0)
         become_subreaper()  # an adapter's orphans come here, and go with the item
         guard_crashlab(parent, os.getpgid(parent))
         STEP_CLOCK[0] = slot
@@ -468,12 +484,10 @@ class Pool:
         gc.freeze()  # inherited objects stay shared with the parent (a scan would copy their pages)
         cwd = os.getcwd()
         out = os.fdopen(result_w, "wb", buffering=0)
+        signer = frames.Signer(out, self._key, os.getpid())
 
         def reply(msg: dict, payload: bytes = b"") -> None:
-            head = orjson.dumps(msg)
-            out.write(_FRAME.pack(len(head), len(payload)) + head)
-            if payload:
-                out.write(payload)
+            signer.write(orjson.dumps(msg), payload)
 
         try:
             if self.setup is not None:

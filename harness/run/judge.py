@@ -49,9 +49,11 @@ _ADAPTERS: dict[str, AdapterSpec] = {}
 
 
 def _adapter(text: str) -> AdapterSpec:
+    """The spec, imported here for a Python adapter only: a ``wire:`` adapter's module is imported by
+    its warm server, never by the worker process that runs the simulation (crashlab.run.jobs)."""
     spec = _ADAPTERS.get(text)
     if spec is None:
-        spec = _ADAPTERS[text] = load_adapter(text)
+        spec = _ADAPTERS[text] = load_adapter(text, import_code=not text.startswith("wire:"))
     return spec
 
 
@@ -94,7 +96,7 @@ def judge(job: Job, reply: Done | Lost, *, adapter: str, seed: int | None, out_d
         return _internal(job, scenario, adapter, seed, str(reply.header["internal"]))
     events = text = None
     if isinstance(reply, Done):
-        events, text, problem = _parse_trace(reply.payload, scenario, adapter)
+        events, text, problem = _parse_trace(reply.payload, scenario, adapter, seed)
         if events is None:
             reply = Lost("garbled", f"the worker process returned no trace of this run: {problem}")
     if events is None:
@@ -119,8 +121,12 @@ def _stderr(reply: Done | Lost) -> tuple[tuple[str, str], ...]:
                  if isinstance(k, str) and isinstance(v, str))
 
 
-def _parse_trace(payload: bytes, scenario: Scenario, adapter: str) -> tuple[list | None, str | None, str]:
-    """The events of a trace a worker returned, or (None, None, what is wrong)."""
+def _parse_trace(payload: bytes, scenario: Scenario, adapter: str,
+                 seed: int | None = None) -> tuple[list | None, str | None, str]:
+    """The events of a trace a worker returned, or (None, None, what is wrong). Its provenance is
+    checked too: a trace of this scenario (its runs), this adapter and this seed (the scenario's own
+    when ``seed`` is None), its events numbered from 0 without a gap, one header first, one end last,
+    and every event's run one of the scenario's runs."""
     try:
         text = payload.decode("utf-8")
         if not text.endswith("\n") or text.count("\n") < 3:
@@ -142,7 +148,26 @@ def _parse_trace(payload: bytes, scenario: Scenario, adapter: str) -> tuple[list
     if head["kind"] != "header" or head.get("scenario") != scenario.id or head.get("adapter") != adapter \
             or type(head.get("seed")) is not int or events[-1]["kind"] != "end":
         return None, None, "its header or end does not belong to this run"
-    return events, text, ""
+    problem = _provenance(events, scenario, scenario.seed if seed is None else seed)
+    return (None, None, problem) if problem else (events, text, "")
+
+
+def _provenance(events: list, scenario: Scenario, seed: int) -> str:
+    """What in a trace with a header and an end shows it is not a trace of this run ('' if nothing)."""
+    head = events[0]
+    if head["seed"] != seed:
+        return f"its header names seed {head['seed']!r}, not the seed {seed} of this run"
+    runs = [r.get("id") if isinstance(r, dict) else None for r in head.get("runs") or ()] \
+        if isinstance(head.get("runs"), list) else None
+    if runs != [r.id for r in scenario.runs]:
+        return "its header names other runs than this scenario's"
+    kinds = [e["kind"] for e in events]
+    if kinds.count("header") != 1 or kinds.count("end") != 1:
+        return "it holds more than one header or end"
+    known = {None, *runs}
+    if any(type(e.get("run")) not in (str, type(None)) or e.get("run") not in known for e in events):
+        return "an event names a run that is not this scenario's"
+    return ""
 
 
 def _internal(job: Job, scenario: Scenario, adapter: str, seed: int | None, error: str) -> Outcome:

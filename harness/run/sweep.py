@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .drivers import AdapterSpec
 from ..vocab.errors import AdapterProtocolError, InternalError, Interrupted, UsageError
-from ..vocab.files import atomic_write_text
+from ..vocab.files import atomic_write_text, forget
 from .jobs import Lost, Pool
 from .judge import Job, _adapter, _parse_trace, judge, run_job, run_traced  # noqa: F401 (run_job, judge: the executors and tests name them here)
 from ..vocab.results import ScenarioResult, Scorecard
@@ -189,6 +189,7 @@ class Journal:
     def start(self, resume: bool) -> None:
         if not resume or not self.path.is_file():
             atomic_write_text(self.path, json.dumps(self.header, sort_keys=True) + "\n")
+            forget(self.path)               # appended to from now on
         else:
             drop_torn_line(self.path)       # a line cut by a kill would swallow the next one
         self.fh = open(self.path, "a", encoding="utf-8")

@@ -55,7 +55,11 @@ RUNTIMES: dict[str, str] = {
     "temporal": "crashlab.runtimes.temporal",
     "restate": "crashlab.runtimes.restate",
     "langgraph": "crashlab.runtimes.langgraph",
+    "pydantic-ai-dbos": "crashlab.runtimes.pydantic_ai_dbos",
+    "openai-agents-dbos": "crashlab.runtimes.openai_agents_dbos",
 }
+#: runtime name -> its extra, where the two differ (an agent framework on a durable runtime)
+EXTRAS: dict[str, str] = {"pydantic-ai-dbos": "pydantic-ai", "openai-agents-dbos": "openai-agents"}
 
 
 def load(name: str) -> Runtime:
@@ -68,5 +72,5 @@ def load(name: str) -> Runtime:
         if exc.name and exc.name.startswith("crashlab.runtimes."):
             raise UsageError(f"runtime {name!r} has no profile in this version of crashlab") from None
         raise UsageError(f"runtime {name!r} needs the package {exc.name!r}",
-                         hint=f"pip install 'crashlab[{name}]'") from None
+                         hint=f"pip install 'crashlab[{EXTRAS.get(name, name)}]'") from None
     return module.RUNTIME

@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from .httpmap import INBOX_PATH, ROUTES
+from .httpmap import AUTHORITY, INBOX_PATH, ROUTES
 
 MAX_BODY = 1 << 20          # a request body of at most 1 MiB
 
@@ -63,10 +63,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, sb.poll(caller, after))
         svc = sb.services.get(segs[2])
         op = segs[3] if len(segs) > 3 else "describe"
-        route = ROUTES.get(svc.kind, {}).get(op) if svc is not None else None
+        if segs[2] == "authority" and svc is None:
+            route = AUTHORITY.get(op)
+        else:
+            route = ROUTES.get(svc.kind, {}).get(op) if svc is not None else None
         if route is None or len(segs) > 4:
             return self._problem(404, "bad_request", f"no operation {'/'.join(segs[2:])!r} (services: "
-                                 f"{', '.join(sb.services)}; docs/integration.md)")
+                                 f"{', '.join(sb.services)}, and authority; docs/integration.md)")
         if route.method != method:
             return self._problem(405, "bad_request", f"{op} is {route.method}")
         if method == "GET":
@@ -85,7 +88,7 @@ class Handler(BaseHTTPRequestHandler):
         if route.keyed:
             key = self.headers.get("Idempotency-Key")
             args["key"] = key if key else None
-        answer = sb.request(caller, svc.name, op, args)
+        answer = sb.request(caller, svc.name if svc is not None else "authority", op, args)
         try:
             if answer.status == 0:
                 self.close_connection = True       # no status line: the connection just closes

@@ -23,23 +23,29 @@ class Route:
 ROUTES: dict[str, dict[str, Route]] = {
     "reservation": {r.op: r for r in (
         Route("describe", "GET", ()),
-        Route("reserve", "POST", ("intent", "fence", "retry_owner"), keyed=True),
-        Route("release", "POST", ("ref", "intent", "fence", "retry_owner"), keyed=True),
+        Route("reserve", "POST", ("intent", "fence", "retry_owner", "proposal_hash"), keyed=True),
+        Route("release", "POST", ("ref", "intent", "fence", "retry_owner", "proposal_hash"), keyed=True),
         Route("lookup", "GET", ("key",)),
         Route("search", "GET", ("incident", "slot")),
         Route("aggregate", "GET", ("part",)),
     )},
     "notification": {r.op: r for r in (
         Route("describe", "GET", ()),
-        Route("send", "POST", ("intent", "retry_owner"), keyed=True),
+        Route("send", "POST", ("intent", "retry_owner", "proposal_hash"), keyed=True),
     )},
     "registry": {r.op: r for r in (
         Route("describe", "GET", ()),
-        Route("publish", "POST", ("intent", "retry_owner"), keyed=True),
+        Route("publish", "POST", ("intent", "retry_owner", "proposal_hash"), keyed=True),
         Route("get_version", "GET", ("package", "version")),
         Route("wait_job", "GET", ("job_id", "wait_ms"), ints=("wait_ms",)),
     )},
 }
+
+#: The authority port (crashlab.sandbox.authority): ``/authority/{op}``, for every run.
+AUTHORITY: dict[str, Route] = {r.op: r for r in (
+    Route("request", "POST", ("proposal_hash", "action")),
+    Route("check", "GET", ("proposal_hash", "action")),
+)}
 
 #: The worker's inbox: ``GET /inbox?after_seq=N`` -> ``{"events": [...]}`` (the scenario's
 #: intake, cancellations, callbacks, duplicates, in crashlab's inbox shape).

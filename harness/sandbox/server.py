@@ -33,13 +33,12 @@ from ..vocab.compiled import Rule, Scenario
 from ..world.services import SERVICE_CLASSES, Service
 from ..world.trace import Trace
 from .httpmap import STATUS
+from .world_events import AUTHORITY_EVENTS, UNDELIVERED, WorldEvents  # noqa: F401 (re-exported)
 
 MAX_HOLD_S = 30.0           # no request is held longer than this, whatever the scale
 MAX_REQUESTS = 5_000        # requests per worker (the simulator's step budget): beyond it, a flood
 
-#: Scenario events the sandbox writes to the trace but cannot deliver: they live in the simulator's
-#: platform ports (authority, deployments), which a real worker does not call.
-UNDELIVERED = ("deploy", "approve", "revoke", "capability_change")
+
 
 
 class Clock:
@@ -117,7 +116,7 @@ class Hooks:
         """The worker sent more than ``budget`` requests: stop it (a recorded fault)."""
 
 
-class Sandbox:
+class Sandbox(WorldEvents):
     """One scenario's services over HTTP. ``start()`` returns the root URL; ``stop()`` closes
     the socket and ends every held request. Thread-safe: one lock orders the services and the
     trace."""
@@ -139,6 +138,8 @@ class Sandbox:
         self.callers: dict[str, Caller] = {}
         self.ordinals: dict[tuple, int] = {}
         self.inbox: dict[str, list[dict]] = {spec.id: [] for spec in scenario.runs}
+        self.polled: dict[str, int] = {}         # run -> inbox events its workers' last poll returned
+        self.upcoming: dict[str | None, int] = {}   # run -> scenario actions scheduled for it, not yet done
         self.pending = 0                 # late arrivals and duplicates not yet landed
         self.anchors_fired: set[int] = set()
         self._stop = threading.Event()
@@ -148,6 +149,8 @@ class Sandbox:
         self._port = port
         self.httpd: "Server | None" = None
         self._thread: threading.Thread | None = None
+        from .authority import Authority
+        self.authority = Authority(self)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> str:
@@ -163,8 +166,11 @@ class Sandbox:
                                         name="crashlab-sandbox", daemon=True)
         self._thread.start()
         from ..run.runner import header_fields
+        from .authority import header_runs
+        fields = header_fields(self.scenario, self.scenario.seed, self.adapter)
+        fields["runs"] = header_runs(self.scenario, fields["runs"])   # the approval policy the sandbox applies
         with self.lock:
-            self.emit(events.Header, **header_fields(self.scenario, self.scenario.seed, self.adapter), **self.header)
+            self.emit(events.Header, **fields, **self.header)
         self.clock.t0 = time.monotonic()
         self._schedule_world()
         return self.root
@@ -259,7 +265,7 @@ class Sandbox:
     def request(self, caller: Caller, port: str, op: str, args: dict) -> "Answer":
         """Apply one request that reached the sandbox, with its rules and faults. Returns what to
         do on the socket; holds (sleeps) happen in the caller's thread, outside the lock."""
-        svc = self.services[port]
+        svc = self.services.get(port)     # None: the authority port
         call = PortCall(port=port, op=op, args=args)
         with self.lock:
             self.hooks.observe(caller)
@@ -312,7 +318,9 @@ class Sandbox:
         self.emit(events.Result, worker=caller.name, run=caller.run, call=seq, ok=error is None,
                   value=answer.value, error=error.to_json() if error is not None else None, delivered=delivered)
 
-    def _execute(self, svc: Service, caller: Caller, call: PortCall, seq: int, fault: Rule | None) -> "Answer":
+    def _execute(self, svc: Service | None, caller: Caller, call: PortCall, seq: int, fault: Rule | None) -> "Answer":
+        if svc is None:
+            return self.authority.call(caller, call, seq, fault)
         if call.op == "describe":
             return Answer.ok(self.describe(svc), seq)
         args = dict(call.args)
@@ -438,125 +446,6 @@ class Sandbox:
         earlier would reach the service while its worker is still stopped."""
         while not event.wait(0.02) and not self._stop.is_set():
             pass
-
-    # ------------------------------------------------------------------ inbox and world events
-    def deliver(self, run: str, etype: str, payload: dict, *, producer: str, event_id: str | None = None,
-                producer_seq: int | None = None) -> dict:
-        with self.lock:
-            if event_id is None:
-                self._event_ids += 1
-                event_id = f"ev-{self._event_ids}"
-            box = self.inbox[run]
-            event = {"seq": len(box) + 1, "event_id": event_id, "type": etype, "producer": producer,
-                     "producer_seq": producer_seq, "payload": payload, "at": self.clock.now()}
-            box.append(event)
-            self.emit(events.Deliver, run=run, event=event)
-            return event
-
-    def poll(self, caller: Caller, after: int) -> dict:
-        with self.lock:
-            self.hooks.observe(caller)
-            key = (caller.run, "inbox", "poll")
-            nth = self.ordinals[key] = self.ordinals.get(key, 0) + 1
-            seq = self.emit(events.Call, worker=caller.name, run=caller.run, port="inbox", op="poll",
-                            args={"after_seq": after}, nth=nth)["seq"]
-            value = {"events": [e for e in self.inbox[caller.run] if e["seq"] > after]}
-            self.emit(events.Result, worker=caller.name, run=caller.run, call=seq, ok=True, value=value,
-                      error=None, delivered=True)
-            return value
-
-    def _schedule_world(self) -> None:
-        for spec in self.scenario.runs:
-            intake = {"intent": dict(spec.intent), "service": spec.service, "operation": spec.operation,
-                      "deadline": spec.deadline_ms, "notify": spec.notify}
-            self._at(spec.start_ms, lambda s=spec, p=intake: self.deliver(
-                s.id, "intake", p, producer="intake", event_id=f"intake-{s.id}", producer_seq=1))
-        for index, ev in enumerate(self.scenario.events):
-            if ev.anchor is None:
-                self._at(ev.at_ms, lambda e=ev: self._world_event(e))
-        for svc in self.services.values():
-            if svc.profile.get("background_ms"):
-                thread = threading.Thread(target=self._background, args=(svc,), name=f"crashlab-bg-{svc.name}",
-                                          daemon=True)
-                self._threads.append(thread)
-                thread.start()
-
-    def _background(self, svc: Service) -> None:
-        """Other actors' reservations on ``svc`` (transport.background: the simulator's requests, at
-        the same scenario times), until the sandbox stops."""
-        parts = transport.background_parts(self.scenario.runs, svc.name)
-        at = 0
-        for gap, args in transport.background(transport.named_stream(self.scenario.seed, f"background:{svc.name}"),
-                                              svc.profile["background_ms"], parts):
-            at += gap
-            if self._stop.wait(self.clock.real_s(at - self.clock.now())):
-                return
-            with self.lock:
-                if self.ended:
-                    return
-                try:
-                    svc.execute("reserve", args, cause="other_actor", run=None, call=None)
-                except PortError as exc:
-                    self.emit(events.OtherActorRejected, code=exc.code)
-
-    def _at(self, t_ms: int, action: Callable[[], None]) -> None:
-        if t_ms <= self.clock.now():
-            action()
-            return
-        timer = threading.Timer(self.clock.real_s(t_ms - self.clock.now()), lambda: None if self._stop.is_set()
-                                else action())
-        timer.daemon = True
-        self._timers.append(timer)
-        timer.start()
-
-    def anchored(self, when: str, caller: Caller, call: PortCall, nth: int, *, at_once: bool = False) -> None:
-        """Deliver the scenario events anchored ``when`` (before / after) a call like this one, each its
-        delay later; ``at_once``: now, whatever the delay (a store write the supervisor has just read:
-        the worker is blocked on its next request or poll, which must see what was anchored to it)."""
-        with self.lock:
-            for index, ev in enumerate(self.scenario.events):
-                if ev.anchor == when and index not in self.anchors_fired and \
-                        self.rules.matches(ev.match, caller.run, caller.run, caller.number, call, nth):
-                    self.anchors_fired.add(index)
-                    self._at(self.clock.now() + (0 if at_once else ev.at_ms),
-                             lambda e=ev, c=call: self._world_event(e, c))
-
-    def _world_event(self, ev, anchor_call: PortCall | None = None) -> None:
-        data = dict(ev.data)
-        if data.pop("same_key", False):
-            data["args"] = {**data.get("args", {}), "key": anchor_call.args.get("key") if anchor_call else None}
-        with self.lock:
-            if self.ended:
-                return
-            self.trace.emit_scenario(ev.type, run=ev.run, data=data, line=ev.line)
-            if ev.type == "other_actor":
-                svc = self.services[data.get("service", "reservation")]
-                try:
-                    svc.execute(data.get("op", "reserve"), dict(data.get("args") or {}), cause="other_actor",
-                                run=None, call=None)
-                except PortError as exc:
-                    self.emit(events.OtherActorRejected, code=exc.code)
-                return
-            if ev.run is None or ev.type in UNDELIVERED:
-                return   # the platform's authority and deployments are not the sandbox's (docs/integration.md)
-        etype = data.pop("kind", "event") if ev.type == "event" else ev.type
-        copies = 1 + int(data.pop("duplicates", 0))
-        gap = int(data.pop("duplicate_after_ms", 0))
-        event_id = data.pop("event_id", None)
-        producer_seq = data.pop("producer_seq", None)
-        producer = data.pop("producer", "user")
-        if event_id is None:
-            with self.lock:
-                self._event_ids += 1
-                event_id = f"ev-{self._event_ids}"
-        for copy in range(copies):
-            deliver = (lambda: self.deliver(ev.run, etype, dict(data), producer=producer, event_id=event_id,
-                                            producer_seq=producer_seq))
-            if copy and gap:
-                self._at(self.clock.now() + gap * copy, deliver)
-            else:
-                deliver()
-
 
 @dataclass(slots=True)
 class Answer:

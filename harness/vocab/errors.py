@@ -53,6 +53,20 @@ class InvalidScenario(CrashlabError):
         self.file, self.line, self.field = file, line, field
 
 
+class OutputChanged(CrashlabError):
+    """A file crashlab wrote was replaced, changed or turned into a symbolic link before crashlab
+    reported it (another process of the same user did it): nothing is reported as written."""
+
+    exit_code = 3
+
+
+class PlantedCode(CrashlabError):
+    """A ``.pth`` file or a ``sitecustomize``/``usercustomize`` module in a site directory that no
+    installed distribution lists: code that runs in every Python process before crashlab does."""
+
+    exit_code = 3
+
+
 class AdapterProtocolError(CrashlabError):
     """The adapter broke the port contract (garbage on the wire, an await on a non-port, ...).
 

@@ -4,17 +4,48 @@ Every file crashlab writes (traces, results JSON, reports) goes to a temporary f
 same folder and is renamed into place, so a reader never sees half a file, even when the
 run is interrupted. A path the user gives that cannot be written is a usage error naming
 the path and the reason, raised before the first scenario runs.
+
+The temporary file is created exclusively and never through a symbolic link (``O_EXCL``,
+``O_NOFOLLOW``), and what was written is remembered (its inode, size and hash, in memory):
+:func:`check_written` refuses (:class:`OutputChanged`, exit 3) a file that another process replaced,
+changed or turned into a symbolic link before crashlab reports it.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
-from .errors import CrashlabError, ResourcesExhausted, UsageError
+from .errors import CrashlabError, OutputChanged, ResourcesExhausted, UsageError
+
+#: Each file written by atomic_writer in this process: its absolute path -> (device, inode, size, hash).
+WRITTEN: dict[str, tuple[int, int, int, bytes]] = {}
+
+
+class _Hashed:
+    """A file being written, with a running hash and size of the bytes written to it."""
+
+    def __init__(self, fh: IO, binary: bool) -> None:
+        self._fh, self._binary = fh, binary
+        self.hash, self.size = hashlib.blake2b(digest_size=32), 0
+
+    def write(self, data) -> int:
+        raw = data if self._binary else data.encode("utf-8")
+        self.hash.update(raw)
+        self.size += len(raw)
+        return self._fh.write(data)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self._fh, name)
 
 
 @contextlib.contextmanager
@@ -25,6 +56,7 @@ def atomic_writer(path: Path, *, binary: bool = False) -> Iterator[IO]:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        # mkstemp opens O_CREAT | O_EXCL | O_NOFOLLOW: a new file of its own, never through a link
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise _write_error(path, exc, "cannot write here") from None
@@ -32,8 +64,12 @@ def atomic_writer(path: Path, *, binary: bool = False) -> Iterator[IO]:
         os.fchmod(fd, 0o666 & ~_umask())   # mkstemp makes 0600 whatever the umask says
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else
                                                          {"encoding": "utf-8", "newline": "\n"})) as fh:
-            yield fh
+            hashed = _Hashed(fh, binary)
+            yield hashed
+            fh.flush()
+            made = os.fstat(fh.fileno())
         os.replace(tmp, path)
+        WRITTEN[os.path.abspath(path)] = (made.st_dev, made.st_ino, hashed.size, hashed.hash.digest())
     except OSError as exc:
         _discard(tmp)
         raise _write_error(path, exc, "cannot write") from None
@@ -59,6 +95,63 @@ def _write_error(path: Path, exc: OSError, what: str) -> CrashlabError:
 def _discard(tmp: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(tmp)
+
+
+def check_written(paths: Iterable[str | Path | None]) -> None:
+    """Before crashlab reports these files: each that this process wrote (atomic_writer) must still
+    be the regular file it wrote, same inode, size and content; OutputChanged names the first that
+    is not. Paths it did not write (None, or a trace of an earlier run) are not checked."""
+    for given in paths:
+        if given is None:
+            continue
+        path = os.path.abspath(given)
+        known = WRITTEN.get(path)
+        if known is None:
+            continue
+        problem = _changed(path, known)
+        if problem:
+            raise OutputChanged(f"{path}: {problem} after crashlab wrote it; another process changed crashlab's "
+                                "output, so nothing is reported as written",
+                                hint="find what else writes there (an adapter's process?), delete the file and run "
+                                     "the command again")
+
+
+def written_in(*folders: str | Path | None) -> list[str]:
+    """The files this process wrote (and still keeps as written) inside these folders."""
+    roots = [os.path.join(os.path.abspath(f), "") for f in folders if f is not None]
+    return [p for p in WRITTEN if any(p.startswith(root) for root in roots)]
+
+
+def forget(path: str | Path) -> None:
+    """A file crashlab goes on appending to (a journal) is no longer checked as written."""
+    WRITTEN.pop(os.path.abspath(path), None)
+
+
+def _changed(path: str, known: tuple[int, int, int, bytes]) -> str:
+    dev, ino, size, digest = known
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"is gone ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        return "was replaced by a symbolic link"
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (dev, ino):
+        return "was replaced by another file"
+    if st.st_size != size:
+        return "was changed (its size differs)"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        return f"cannot be read back ({exc.strerror or exc})"
+    try:
+        if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != (dev, ino):
+            return "was replaced by another file"
+        hashed = hashlib.blake2b(digest_size=32)
+        while chunk := os.read(fd, 1 << 20):
+            hashed.update(chunk)
+    finally:
+        os.close(fd)
+    return "" if hashed.digest() == digest else "was changed (its content differs)"
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from ..vocab import events
 from ..vocab.model import RunState, TERMINAL_STATES, WAITING_STATES, validate_checkpoint, validate_effect_entry
+from . import approvals
+from .approvals import Approval, Policy  # noqa: F401  (Approval: the run record's type)
 from .ports import PortError
 
 if TYPE_CHECKING:
@@ -31,17 +33,6 @@ class Lease:
     epoch: int = 0
     owner: str | None = None
     expires_at: int = 0
-
-
-@dataclass(slots=True)
-class Approval:
-    approval_id: str
-    proposal_hash: str
-    action: str
-    granted_at: int
-    expires_at: int
-    capability_version: int
-    revoked: bool = False
 
 
 # --------------------------------------------------------------------------- primitives
@@ -279,9 +270,9 @@ class Inbox(Primitive):
 
 
 class Authority(Primitive):
-    """Approvals bound to a proposal hash and an action: requested by a worker, granted by the
-    run's approval policy or a scenario's ``approve``, revoked, or outlived by a capability
-    change. A grant, a revocation and a capability change each reach the run's inbox."""
+    """Approvals bound to a proposal hash and an action (approvals.py decides): requested by a
+    worker, granted by the run's approval policy or a scenario's ``approve``, revoked, or outlived
+    by a capability change. A grant, a revocation and a capability change each reach the run's inbox."""
 
     __slots__ = ("inbox",)
     PORTS = {("authority", "request"): "request", ("authority", "check"): "check"}
@@ -291,25 +282,11 @@ class Authority(Primitive):
         self.inbox = inbox
 
     def request(self, run, worker, args, call_seq):
-        phash, action = args.get("proposal_hash"), args.get("action")
-        if not isinstance(phash, str) or not isinstance(action, str):
-            raise PortError("bad_request", "authority.request needs proposal_hash and action strings")
-        request_id = f"AR-{len(run.requests) + 1}"
-        req = {"request_id": request_id, "proposal_hash": phash, "action": action, "at": self.now}
-        run.requests.append(req)
-        self.emit(events.ApprovalRequested, worker=worker.name, run=run.spec.id, call=call_seq,
-                  **req)
-        mode = run.spec.approval.get("mode", "auto")
-        if action != run.spec.operation:
-            # corrective actions follow the run's compensation-authority policy
-            if run.spec.compensation_authority == "granted":
-                self.env.process(self._grant_later(run, req, 0))
-        elif mode == "auto":
-            self.env.process(self._grant_later(run, req, run.spec.approval["delay_ms"]))
-        elif mode == "manual" and run.pending_approve:
-            run.pending_approve.pop(0)
-            self.env.process(self._grant_later(run, req, 0))
-        return {"request_id": request_id}
+        req, delay = approvals.request(run, Policy.of(run.spec), args, self.now)
+        self.emit(events.ApprovalRequested, worker=worker.name, run=run.spec.id, call=call_seq, **req)
+        if delay is not None:
+            self.env.process(self._grant_later(run, req, delay))
+        return {"request_id": req["request_id"]}
 
     def _grant_later(self, run: RunWorld, req: dict, delay: int):
         if delay:
@@ -317,67 +294,28 @@ class Authority(Primitive):
         self.grant(run, req)
 
     def grant(self, run: RunWorld, req: dict) -> None:
-        approval = Approval(approval_id=f"AP-{len(run.approvals) + 1}",
-                            proposal_hash=req["proposal_hash"], action=req["action"],
-                            granted_at=self.now,
-                            expires_at=self.now + run.spec.approval["expires_after_ms"],
-                            capability_version=run.capability_version)
-        run.approvals.append(approval)
+        approval, payload = approvals.grant(run, Policy.of(run.spec), req, self.now)
         self.emit(events.ApprovalGranted, run=run.spec.id, approval_id=approval.approval_id,
                   proposal_hash=approval.proposal_hash, action=approval.action,
                   expires_at=approval.expires_at, capability_version=approval.capability_version)
-        self.inbox.deliver(run, "approval", {"approval_id": approval.approval_id,
-                                             "proposal_hash": approval.proposal_hash,
-                                             "action": approval.action, "expires_at": approval.expires_at,
-                                             "request_id": req["request_id"]}, producer="authority")
+        self.inbox.deliver(run, "approval", payload, producer="authority")
 
     def approve(self, run: RunWorld, data: dict) -> None:
         """A scenario's ``approve``: grants the latest request, or answers the next one."""
-        if run.requests:
-            self.grant(run, run.requests[-1])
-        else:
-            run.pending_approve.append(data)
+        req = approvals.approve(run, data)
+        if req is not None:
+            self.grant(run, req)
 
     def revoke(self, run: RunWorld, data: dict) -> None:
-        for ap in run.approvals:
-            ap.revoked = True
+        approvals.revoke(run)
         self.inbox.deliver(run, "revocation", data, producer="authority")
 
     def change_capability(self, run: RunWorld) -> None:
-        run.capability_version += 1
-        self.inbox.deliver(run, "capability_change", {"capability_version": run.capability_version},
-                           producer="authority")
-
-    def live_approval(self, run: RunWorld, phash: Any, action: Any) -> Approval | None:
-        if run.spec.approval.get("mode") == "none" and action == run.spec.operation:
-            return Approval("standing", str(phash), str(action), 0, 1 << 62, run.capability_version)
-        for ap in reversed(run.approvals):
-            if (ap.proposal_hash == phash and ap.action == action and not ap.revoked
-                    and ap.expires_at > self.now and ap.capability_version == run.capability_version):
-                return ap
-        return None
+        version = approvals.change_capability(run)
+        self.inbox.deliver(run, "capability_change", {"capability_version": version}, producer="authority")
 
     def check(self, run, worker, args, call_seq):
-        phash, action = args.get("proposal_hash"), args.get("action")
-        ap = self.live_approval(run, phash, action)
-        if ap is not None:
-            return {"live": True, "approval_id": ap.approval_id, "expires_at": ap.expires_at,
-                    "revoked": False, "capability_version": run.capability_version, "reason": "live"}
-        if action != run.spec.operation and run.spec.compensation_authority == "denied":
-            reason = "denied by policy"
-        else:
-            bound = [a for a in run.approvals if a.proposal_hash == phash and a.action == action]
-            if not bound:
-                reason = "no approval bound to this proposal hash"
-            elif bound[-1].revoked:
-                reason = "revoked"
-            elif bound[-1].capability_version != run.capability_version:
-                reason = "capability version changed"
-            else:
-                reason = "expired"
-        return {"live": False, "approval_id": None, "expires_at": None,
-                "revoked": reason == "revoked", "capability_version": run.capability_version,
-                "reason": reason}
+        return approvals.check(run, Policy.of(run.spec), args, self.now)
 
 
 class RunControl(Primitive):

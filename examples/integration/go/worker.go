@@ -8,6 +8,12 @@
 // The same discipline as examples/integration/worker.py: prepare with a stable key, SENT_UNKNOWN before
 // every send, an ambiguous outcome resolved only by an authoritative read, never a blind resend.
 //
+// Approvals: before anything is prepared the worker asks the sandbox's authority whether an approval bound
+// to the proposal's hash is live. A run with a standing approval goes on at once; otherwise it requests one
+// and waits durably (WAITING_HUMAN, next owner the approver): crashlab starts the run's next worker when the
+// approval (or anything else) reaches its inbox. Before every send it asks again; a revoked approval, or a
+// policy that denies it, ends the run with nothing sent (FAILED_NO_EFFECT).
+//
 // -client=default uses http.DefaultClient as it comes. Its transport keeps connections alive and, when
 // a reused connection is closed before any answer, silently re-sends a request that carries an
 // Idempotency-Key header (net/http's "replayable" rule): a second retry owner the worker never sees.
@@ -77,7 +83,9 @@ type worker struct {
 	notice           string // its knowledge
 	noticeIntent     M
 	key, state, know string
+	phash            string // the proposal's hash (the action and the intent): the approval is bound to it
 	seen             int
+	duplicates       []any // every later delivery of an event id already seen, with its disposition
 	lookup           string
 	fencing          bool    // the service checks the lease epoch as a fencing token
 	bound            float64 // the service's late-delivery bound, in seconds
@@ -85,6 +93,10 @@ type worker struct {
 }
 
 func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+
+var terminal = map[string]bool{"SUCCEEDED": true, "FAILED_NO_EFFECT": true, "FAILED_EFFECT_REMAINS": true,
+	"FAILED_EFFECT_UNKNOWN": true, "CANCELLED_NO_EFFECT": true, "CANCELLED_EFFECT_REMAINS": true,
+	"CANCELLED_EFFECT_UNKNOWN": true}
 
 // stale stops a worker that finds a newer epoch holding the run's lease: it writes and sends nothing more.
 func stale(why string) {
@@ -184,8 +196,16 @@ func (w *worker) checkpoint(state string) {
 		"control": M{"state": state, "state_version": version + 1, "owner": w.name, "lease_epoch": w.epoch,
 			"event_sequence": w.seen, "cancellation": M{}, "deadline": nil, "budgets": M{"attempt_ceiling": 5}},
 		"contract": M{"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
-		"evidence": M{"proposal_hash": nil}, "effects": effects})
+		"evidence": w.evidence(), "effects": effects})
 	w.state = state
+}
+
+// evidence is a checkpoint's evidence: every duplicate delivery seen so far, recorded with "no transition".
+func (w *worker) evidence() M {
+	if len(w.duplicates) == 0 {
+		return M{"proposal_hash": w.phash}
+	}
+	return M{"proposal_hash": w.phash, "duplicates": w.duplicates}
 }
 
 func (w *worker) append(knowledge string, extra M) { w.appendEntry(false, knowledge, extra) }
@@ -281,7 +301,53 @@ func (w *worker) events() []any {
 	}
 	evs, _ := data["events"].([]any)
 	w.seen = len(evs)
+	// a duplicate delivery causes no transition; its disposition goes in every later checkpoint's evidence
+	first, known := map[any]bool{}, map[any]bool{}
+	for _, d := range w.duplicates {
+		known[d.(M)["seq"]] = true
+	}
+	for _, e := range evs {
+		ev, _ := e.(M)
+		if first[ev["event_id"]] && !known[ev["seq"]] {
+			w.duplicates = append(w.duplicates, M{"event_id": ev["event_id"], "seq": ev["seq"],
+				"disposition": "duplicate: no transition"})
+			known[ev["seq"]] = true
+		}
+		first[ev["event_id"]] = true
+	}
 	return evs
+}
+
+// authority is the authority's answer for this proposal (anything but a 200 is not live).
+func (w *worker) authority() M {
+	query := url.Values{"proposal_hash": {w.phash}, "action": {"reserve"}}.Encode()
+	status, data, _, err := w.call("GET", "/authority/check?"+query, nil, "")
+	if err != nil {
+		return M{"live": false, "reason": "no answer: " + err.Error()}
+	}
+	if status != 200 {
+		return M{"live": false, "reason": fmt.Sprintf("HTTP %d", status)}
+	}
+	return data
+}
+
+// approved is true for a live approval bound to the proposal (APPROVED written). Otherwise the run ends or
+// waits durably and it is false: revoked or denied ends it with nothing sent; none yet (or expired, or of an
+// old capability version) asks for one and waits for it.
+func (w *worker) approved() bool {
+	answer := w.authority()
+	if answer["live"] == true {
+		w.checkpoint("APPROVED")
+		return true
+	}
+	reason := fmt.Sprint(answer["reason"])
+	if reason == "revoked" || reason == "denied by policy" {
+		w.finish("FAILED_NO_EFFECT", "no authority for the proposal ("+reason+"); nothing was sent", "approver")
+		return false
+	}
+	w.call("POST", "/authority/request", M{"proposal_hash": w.phash, "action": "reserve"}, "")
+	w.finish("WAITING_HUMAN", "waiting for an approval of the proposal ("+reason+")", "approver")
+	return false
 }
 
 func (w *worker) cancelled() bool {
@@ -359,7 +425,8 @@ func (w *worker) reconcile() {
 
 func (w *worker) send() {
 	w.own() // still the owner, right before the send
-	body := M{"intent": w.intent, "retry_owner": "caller"}
+	// proposal_hash: the proposal this send carries out, the one the approval is bound to
+	body := M{"intent": w.intent, "retry_owner": "caller", "proposal_hash": w.phash}
 	if w.fencing {
 		body["fence"] = w.epoch
 	}
@@ -395,10 +462,13 @@ func (w *worker) main() int {
 		fmt.Fprintln(os.Stderr, "store:", err)
 		return 4
 	}
-	var done int
-	w.db.QueryRow("SELECT COUNT(*) FROM finish").Scan(&done)
-	if done > 0 {
-		return 0
+	// the run ended: a terminal finish row (a durable wait is woken by a new worker)
+	var last string
+	if w.db.QueryRow("SELECT record FROM finish ORDER BY seq DESC LIMIT 1").Scan(&last) == nil {
+		var row M
+		if json.Unmarshal([]byte(last), &row) == nil && terminal[fmt.Sprint(row["disposition"])] {
+			return 0
+		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for w.intent == nil && time.Now().Before(deadline) {
@@ -417,6 +487,9 @@ func (w *worker) main() int {
 	data, _ := json.Marshal(w.intent) // encoding/json sorts map keys: a canonical form
 	sum := sha256.Sum256(data)
 	w.key = "rsv-" + hex.EncodeToString(sum[:])[:20]
+	proposal, _ := json.Marshal(M{"action": "reserve", "intent": w.intent})
+	psum := sha256.Sum256(proposal)
+	w.phash = "sha256:" + hex.EncodeToString(psum[:])
 	w.noticeKey = "msg-" + w.key[4:]
 	w.noticeIntent = M{"tenant": w.intent["tenant"], "to": w.intent["technician"],
 		"message": fmt.Sprintf("part %v reserved for %v", w.intent["part"], w.intent["incident"])}
@@ -440,8 +513,6 @@ func (w *worker) main() int {
 		w.state = cp["control"].(M)["state"].(string)
 	}
 	w.know, w.notice = w.knowledgeOf(w.key), w.knowledgeOf(w.noticeKey)
-	terminal := map[string]bool{"SUCCEEDED": true, "FAILED_NO_EFFECT": true, "FAILED_EFFECT_UNKNOWN": true,
-		"CANCELLED_NO_EFFECT": true, "CANCELLED_EFFECT_REMAINS": true}
 	if terminal[w.state] {
 		w.write("run.finish", "finish", M{"disposition": w.state, "reason": "recorded before a crash", "next_owner": nil,
 			"effects": w.effects()})
@@ -452,13 +523,16 @@ func (w *worker) main() int {
 			w.finish("CANCELLED_NO_EFFECT", "cancelled before anything was prepared", nil)
 			return 0
 		}
-		order := []string{"INTAKE", "VALIDATED", "PROPOSED", "APPROVED"}
+		order := []string{"INTAKE", "VALIDATED", "PROPOSED"}
 		for i, s := range order {
 			if s == w.state {
 				for _, next := range order[i+1:] {
 					w.checkpoint(next)
 				}
 			}
+		}
+		if !w.approved() {
+			return 0
 		}
 		w.append("PROPOSED", M{"note": "prepared before any send"})
 		w.checkpoint("EFFECT_PREPARED")
@@ -470,6 +544,11 @@ func (w *worker) main() int {
 		if w.cancelled() {
 			w.append("REJECTED", M{"evidence": []any{"cancelled; no attempt left the worker"}})
 			w.finish("CANCELLED_NO_EFFECT", "cancelled before the send", nil)
+			return 0
+		}
+		if w.authority()["live"] != true { // right before every send
+			w.append("REJECTED", M{"evidence": []any{"the approval is no longer live; nothing left the worker since the last authoritative absence"}})
+			w.finish("FAILED_NO_EFFECT", "the approval is no longer live; nothing was sent", "approver")
 			return 0
 		}
 		if attempts > 5 {

@@ -8,9 +8,16 @@
 // shell (apt-get install sqlite3), one transaction per call; every write is fenced by the
 // lease epoch inside the same transaction.
 //
+// Approvals: before anything is prepared the worker asks the sandbox's authority whether an approval
+// bound to the proposal's hash is live. A run with a standing approval goes on at once; otherwise it
+// requests one and waits durably (WAITING_HUMAN, next owner the approver): crashlab starts the run's
+// next worker when the approval (or anything else) reaches its inbox. Before every send it asks again;
+// a revoked approval, or a policy that denies it, ends the run with nothing sent (FAILED_NO_EFFECT).
+//
 // Mistakes (each plants one known bug, for showing that crashlab catches it):
 //   --mistake=blind_retry         resend at once after a 5xx or a closed connection
 //   --mistake=sent_unknown_after  append SENT_UNKNOWN after the answer, not before the send
+//   --mistake=no_approval_check   never ask the authority: send without a live approval bound to the proposal
 "use strict";
 
 const http = require("http");
@@ -20,6 +27,7 @@ const { spawnSync } = require("child_process");
 const URL_BASE = process.argv[2] || process.env.CRASHLAB_URL;
 const DB = process.argv[3] || process.env.CRASHLAB_DB;
 const MISTAKE = (process.argv.find((a) => a.startsWith("--mistake=")) || "").slice("--mistake=".length);
+const MISTAKES = ["blind_retry", "sent_unknown_after", "no_approval_check"];
 const WORKER = process.env.CRASHLAB_WORKER || "worker";
 const RUN = process.env.CRASHLAB_RUN || "run";
 const EPOCH = Number(process.env.CRASHLAB_EPOCH || "1");
@@ -246,7 +254,7 @@ class Worker {
     this.cp = rec;
   }
   // move along PATH to `state`, writing each state in between (a state outside PATH, e.g. a
-  // waiting state, resumes at EFFECT_PREPARED)
+  // waiting state or APPROVED, resumes after PROPOSED)
   advance(state) {
     const cur = this.cp ? this.cp.control.state : null;
     let i = cur === null ? -1 : PATH.indexOf(cur);
@@ -304,7 +312,8 @@ class Worker {
     if (cps.length) { const last = cps[cps.length - 1]; this.version = last.version; this.cp = JSON.parse(last.record); }
     this.ledger = store.ledger();
 
-    this.proposalHash = sha(canon(p.intent));
+    // the proposal: the action and the intake intent; the approval is bound to its hash
+    this.proposalHash = sha(canon({ action: p.operation, intent: p.intent }));
     this.intent = { ...p.intent, proposal_hash: this.proposalHash };
     this.fingerprint = sha(canon(this.intent));
     this.key = `fieldops.${p.operation}.v1:${this.fingerprint.slice(0, 32)}`;
@@ -347,6 +356,7 @@ class Worker {
     if (!cur) {
       if (!e.notify) this.advance("PROPOSED");
       if (!e.notify && this.cancel) return this.finishNoEffect();
+      if (!e.notify) await this.approved(e);
       cur = this.append(base, "PROPOSED", { note: "prepared before the first dispatch" });
     }
     if (cur.knowledge === "CONFIRMED") {
@@ -389,11 +399,40 @@ class Worker {
           store.renew(this.ttlWall());
         }
       }
+      if (!e.notify && MISTAKE !== "no_approval_check" && !(await this.authority(e)).live) {   // right before every send
+        this.append(this.latest(e.key), "REJECTED", { evidence: [{ kind: "authority",
+          note: "the approval is no longer live; nothing left the worker since the last authoritative absence" }] });
+        return this.finishRun("FAILED_NO_EFFECT", "approver", "the approval is no longer live; nothing was sent");
+      }
       const r = await this.send(e, prof);
       if (r === "sent-ok") return "CONFIRMED";
       if (r === "stop") return "STOPPED";
       // "retry" (definite refusal, backed off) or "ambiguous" (loop reconciles)
     }
+  }
+
+  // ---- authority
+  // The authority's answer for this proposal (anything but a 200 is not live).
+  async authority(e) {
+    const query = `proposal_hash=${encodeURIComponent(this.proposalHash)}&action=${encodeURIComponent(e.operation)}`;
+    const r = await request("GET", `/authority/check?${query}`, undefined, null, 5000);
+    if (r.closed) return { live: false, reason: `no answer: ${r.detail}` };
+    return r.status === 200 && r.json ? r.json : { live: false, reason: `HTTP ${r.status}` };
+  }
+
+  // A live approval bound to the proposal: APPROVED is written and the worker goes on. Otherwise the
+  // run ends or waits durably (the finish throws): revoked or denied ends it with nothing sent; none
+  // yet (or expired, or of an old capability version) asks for one and waits for it.
+  async approved(e) {
+    if (MISTAKE === "no_approval_check") return this.write("APPROVED");
+    const answer = await this.authority(e);
+    if (answer.live) return this.write("APPROVED");
+    const reason = String(answer.reason);
+    if (reason === "revoked" || reason === "denied by policy") {
+      await this.finish("FAILED_NO_EFFECT", "approver", `no authority for the proposal (${reason}); nothing was sent`);
+    }
+    await request("POST", "/authority/request", { proposal_hash: this.proposalHash, action: e.operation }, null, 5000);
+    await this.finish("WAITING_HUMAN", "approver", `waiting for an approval of the proposal (${reason})`);
   }
 
   finishNoEffect() { return this.finishRun("CANCELLED_NO_EFFECT", null, "cancelled before anything was sent"); }
@@ -406,7 +445,8 @@ class Worker {
     const attempts = [...(prev.attempts || []), attempt];
     if (MISTAKE !== "sent_unknown_after") this.append(prev, "SENT_UNKNOWN", { attempts });
     const path = e.service === "notification" ? "/notification/send" : `/${e.service}/${e.operation}`;
-    const body = { intent: e.intent, retry_owner: "caller" };
+    // proposal_hash: the proposal this send carries out, the one the approval is bound to
+    const body = { intent: e.intent, retry_owner: "caller", proposal_hash: this.proposalHash };
     if (prof.fencing) body.fence = EPOCH;
     const timeout = Math.max(2000, (prof.timeout_ms || 30) * 20);
     let r = await request("POST", path, body, e.key, timeout);
@@ -586,8 +626,9 @@ class Worker {
 }
 
 async function main() {
-  if (!URL_BASE || !DB) {
-    process.stderr.write("usage: node worker.js URL DB [--mistake=blind_retry|sent_unknown_after]\n");
+  if (!URL_BASE || !DB || (MISTAKE && !MISTAKES.includes(MISTAKE))) {
+    if (MISTAKE && !MISTAKES.includes(MISTAKE)) process.stderr.write(`unknown --mistake=${MISTAKE}\n`);
+    process.stderr.write(`usage: node worker.js URL DB [--mistake=${MISTAKES.join("|")}]\n`);
     process.exit(2);
   }
   const w = new Worker();
