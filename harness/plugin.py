@@ -15,6 +15,7 @@ a crashlab test actually runs.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,43 @@ def _no_planted_code(config) -> None:
     problem = _planted(config)
     if problem:
         raise _Failed(f"crashlab: {problem}")
+
+
+#: crashlab's processes in this pytest: pid -> its start time (a pid the system reuses is not ours)
+_OURS = pytest.StashKey[dict]()
+
+
+@contextmanager
+def _adapters(config):
+    """Around everything that runs adapters: pytest becomes a child subreaper (an adapter's detached
+    grandchild is re-parented to pytest, not to init, once its worker is gone), and pytest's children
+    that appear meanwhile are crashlab's: its worker processes, and what their adapters left that was
+    re-parented to pytest. Nothing else runs in pytest's main thread while crashlab does, so these
+    are not another plugin's; each is remembered (pid and start time) and killed, with everything
+    below it, at the end of the session if it still runs (:func:`pytest_sessionfinish`)."""
+    from .run.jobs import become_subreaper, children, started
+
+    become_subreaper()
+    before = set(children())
+    try:
+        yield
+    finally:
+        ours = config.stash.setdefault(_OURS, {})
+        for pid in set(children()) - before:
+            ours[pid] = started(pid)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Kill what is left of crashlab's processes (:func:`_adapters`), and everything below them."""
+    ours = session.config.stash.get(_OURS, None)
+    if not ours:
+        return
+    from .run.jobs import kill_process_tree, started
+
+    for pid, start in ours.items():
+        if start is not None and started(pid) == start:
+            kill_process_tree(pid)
+    ours.clear()
 
 
 def pytest_addoption(parser):
@@ -108,8 +146,9 @@ class CrashlabItem(pytest.Item):
         _no_planted_code(self.config)
         scenario = self.scenario or from_dict(self.document, file=str(self.path))
         out = self.config.getoption("crashlab_out")
-        self.result = run_checked(scenario, _adapter(self.config), seed=self.config.getoption("crashlab_seed"),
-                                  out_dir=Path(out) if out else None, in_process=_in_process(self.config))
+        with _adapters(self.config):
+            self.result = run_checked(scenario, _adapter(self.config), seed=self.config.getoption("crashlab_seed"),
+                                      out_dir=Path(out) if out else None, in_process=_in_process(self.config))
         check_written([self.result.trace])   # the trace a failure names is still the one crashlab wrote
         self.config.stash.setdefault(_RESULTS, []).append(self.result)
         verdict(self.config, self.result, failure_message)
@@ -204,7 +243,8 @@ class ConformanceSuite(pytest.Collector):
         if config.getoption("crashlab_crash_points"):
             in_process = _in_process(config)
             adapter = load_adapter(_adapter(config), import_code=in_process)
-            probes = probe_all(scenarios, adapter, LocalExecutor(1, in_process=in_process))
+            with _adapters(config):
+                probes = probe_all(scenarios, adapter, LocalExecutor(1, in_process=in_process))
             for sc, calls in zip(scenarios, probes):
                 for doc in crash_documents(sc, calls):
                     yield CrashlabItem.from_parent(self, name=doc["id"], document=doc)
@@ -275,16 +315,18 @@ class CrashlabFixture:
         from .run.conformance import run_checked
 
         _no_planted_code(self._config)
-        return run_checked(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp,
-                           in_process=_in_process(self._config))
+        with _adapters(self._config):
+            return run_checked(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp,
+                               in_process=_in_process(self._config))
 
     def check(self, scenario, adapter: str | None = None, seed: int | None = None):
         """Run and raise AssertionError (ConformanceFailure) unless the verdict is pass."""
         from .run.conformance import check_scenario
 
         _no_planted_code(self._config)
-        return check_scenario(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp,
-                              in_process=_in_process(self._config))
+        with _adapters(self._config):
+            return check_scenario(self.load(scenario), adapter or self.adapter, seed=seed, out_dir=self._tmp,
+                                  in_process=_in_process(self._config))
 
 
 @pytest.fixture

@@ -139,15 +139,19 @@ if _LOG:
 '''
 
 
-def hook_network(tmp_path: Path, monkeypatch, unset: tuple[str, ...] = ()) -> Path:
-    """Load :data:`SITECUSTOMIZE` into every process started from here on; the log it writes."""
+def hook_network(tmp_path: Path, monkeypatch, unset: tuple[str, ...] = (), server=None) -> Path:
+    """Load :data:`SITECUSTOMIZE` into every process started from here on; the log it writes. With a
+    runtime's ``server``, the log is in its writable folder: under namespaces isolation the one a
+    worker may write beside its store and TMPDIR."""
     (tmp_path / "hook").mkdir()
     (tmp_path / "hook" / "sitecustomize.py").write_text(SITECUSTOMIZE)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "hook"))
-    monkeypatch.setenv("CRASHLAB_TEST_NETLOG", str(tmp_path / "net.jsonl"))
+    writable = getattr(server, "writable", ())
+    log = Path(writable[0]) / f"net-{tmp_path.name}.jsonl" if writable else tmp_path / "net.jsonl"
+    monkeypatch.setenv("CRASHLAB_TEST_NETLOG", str(log))
     for name in unset:
         monkeypatch.delenv(name, raising=False)
-    return tmp_path / "net.jsonl"
+    return log
 
 
 def loopback(event: str, where) -> bool:

@@ -344,7 +344,13 @@ def test_ctrl_c_stops_the_run_and_leaves_nothing_behind(out):
     assert not _listening(port), f"the sandbox's port {port} still listens after Ctrl-C"
 
 
-def test_a_worker_that_forks_out_of_its_group_is_a_recorded_fault_and_nothing_survives(out):
+@pytest.mark.parametrize("isolation", ["process", "auto"])
+def test_a_worker_that_forks_out_of_its_group_is_a_recorded_fault_and_nothing_survives(out, isolation, monkeypatch):
+    """Under process isolation the escape is a recorded fault; under namespaces (where they work)
+    nothing escapes: the forked process dies with the worker's namespace. Nothing survives either way."""
+    from crashlab.run import isolate
+
+    monkeypatch.setenv(isolate.ENV, isolation)
     worker = script(out, """
         import os, sys, time
         if os.fork() == 0:
@@ -355,7 +361,8 @@ def test_a_worker_that_forks_out_of_its_group_is_a_recorded_fault_and_nothing_su
         """)
     outcome = integrate(resolve("matrix-throttling"), worker=worker, out=out)
     faults = [v.message for v in outcome.result.violations if v.invariant == "ADAPTER-FAULT"]
-    assert any("outside its process group" in m for m in faults), faults
+    escaped = any("outside its process group" in m for m in faults)
+    assert escaped == (isolate.current().mode == "process"), faults
 
 
 PAUSED = ROOT / "examples" / "integration" / "scenarios" / "paused-past-lease.yaml"

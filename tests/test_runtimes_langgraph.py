@@ -50,8 +50,8 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture
-def netlog(tmp_path, monkeypatch):
-    return hook_network(tmp_path, monkeypatch,
+def netlog(tmp_path, monkeypatch, server):
+    return hook_network(tmp_path, monkeypatch, server=server[1],
                         unset=("LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING", "LANGCHAIN_API_KEY", "LANGSMITH_API_KEY"))
 
 
@@ -106,7 +106,7 @@ def test_the_framework_state_stays_out_of_the_workers_store_and_each_invocation_
     # the second invocation ran its own thread from the start: it did not resume the first, finished one
     assert "the model called reserve 1 time(s)" in second.runtime.runs[0].summary
     assert second.runtime.runs[0].commits == 1
-    store = sqlite3.connect(work / "again2" / "t2-commit-before-record" / "run-82.sqlite")
+    store = sqlite3.connect(work / "again2" / "t2-commit-before-record" / "stores" / "run-82" / "run-82.sqlite")
     tables = {r[0] for r in store.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "writes" not in tables and [c[1] for c in store.execute("PRAGMA table_info(checkpoints)")] == \
         ["version", "record"]

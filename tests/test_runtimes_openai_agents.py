@@ -39,8 +39,9 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture
-def netlog(tmp_path, monkeypatch):
-    return hook_network(tmp_path, monkeypatch, unset=("OPENAI_API_KEY", "OPENAI_AGENTS_DISABLE_TRACING"))
+def netlog(tmp_path, monkeypatch, server):
+    return hook_network(tmp_path, monkeypatch, server=server[1],
+                        unset=("OPENAI_API_KEY", "OPENAI_AGENTS_DISABLE_TRACING"))
 
 
 @installed

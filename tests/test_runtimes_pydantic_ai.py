@@ -42,8 +42,8 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture
-def netlog(tmp_path, monkeypatch):
-    return hook_network(tmp_path, monkeypatch, unset=("LOGFIRE_TOKEN", "OPENAI_API_KEY"))
+def netlog(tmp_path, monkeypatch, server):
+    return hook_network(tmp_path, monkeypatch, server=server[1], unset=("LOGFIRE_TOKEN", "OPENAI_API_KEY"))
 
 
 @installed

@@ -182,11 +182,14 @@ def test_the_wiring_gives_each_run_its_id_and_writes_the_record(tmp_path):
     from crashlab.runtimes import Runtime
     from crashlab.scenario.loader import resolve
     worker = ROOT / "examples" / "integration" / "worker.py"
-    seen = tmp_path / "seen"
+    state = tmp_path / "fake-state"      # the fake runtime's folder, writable to its workers (as DBOS's is)
+    state.mkdir()
+    seen = state / "seen"
     # a shell in front of the careful worker writes what it was given: {runtime}, {runtime_id} and the env
     cmd = (f"sh -c 'echo \"$0 $1 $CRASHLAB_RUNTIME_ID $CRASHLAB_FAKE\" >> {seen}; exec \"$2\" {worker} \"$3\" \"$4\"' "
            f"{{runtime}} {{runtime_id}} {sys.executable} {{url}} {{db}}")
     fake = _FakeServer()
+    fake.writable = (str(state),)
     rt = Runtime(name="fake", title="Fake runtime", extra="fake", tested_version="0", retry_owner_settings=("none",),
                  start=lambda work: fake)
     outcome = integrate(resolve("matrix-conflict-in-flight-second-run"), worker=cmd, out=tmp_path, runtime=rt,

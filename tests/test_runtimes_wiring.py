@@ -38,6 +38,7 @@ class Fake:
         if os.environ.get("FAKE_RUNTIME_FAIL"):
             raise UsageError("fake-server did not start: bind: address in use", hint="apt-get install fake-server")
         self.env = {"CRASHLAB_RUNTIME": str(self.work / "state"), "FAKE_RUNTIME_TOKEN": "t-1"}
+        self.writable = (str(self.work),)     # its workers write here (the recorder's seen.jsonl), as DBOS's do
         (self.work / "events").open("a").write("started\\n")
 
     def record(self, run):
@@ -56,7 +57,8 @@ RUNTIME = Runtime(name="fake", title="Fake runtime", extra="fake", tested_versio
 
 RECORDER = '''
 import json, os, sys
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "seen.jsonl"), "a") as fh:
+# into the runtime's folder: the one a worker may write beside its store and TMPDIR (the runtime's writable)
+with open(os.path.join(os.path.dirname(os.environ["CRASHLAB_RUNTIME"]), "seen.jsonl"), "a") as fh:
     fh.write(json.dumps({"argv": sys.argv[1:], "id": os.environ.get("CRASHLAB_RUNTIME_ID"),
                          "runtime": os.environ.get("CRASHLAB_RUNTIME"), "token": os.environ.get("FAKE_RUNTIME_TOKEN"),
                          "run": os.environ.get("CRASHLAB_RUN"), "worker": os.environ.get("CRASHLAB_WORKER")}) + "\\n")

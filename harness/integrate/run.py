@@ -79,7 +79,8 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     ids = {spec.id: f"{scenario.id}.{spec.id}.{token}" for spec in scenario.runs} if server is not None else {}
     sup = Supervisor(scenario, worker, store=store, out=work, time_scale=time_scale, wall_limit_s=wall_limit_s,
                      handover_wait_s=handover_wait_s, runtime_env=server.env if server is not None else None, runtime_ids=ids,
-                     runtime_name=runtime.name if runtime is not None and server is not None else None)
+                     runtime_name=runtime.name if runtime is not None and server is not None else None,
+                     runtime_writable=tuple(getattr(server, "writable", ())))
     events = sup.run()
     path = out / f"{scenario.id}.jsonl"
     # an intake on the clock is the run's start (a worker polls until it arrives), and its duplicates ask the

@@ -82,6 +82,12 @@ class SqliteStore:
         return str(self.path)
 
     @property
+    def folders(self) -> tuple[str, ...]:
+        """What the worker may write under namespaces isolation: the folder holding the database
+        (SQLite writes its journal beside it)."""
+        return (str(self.path.parent),)
+
+    @property
     def mark(self) -> Path:
         return self.path.with_name(self.path.name + MARK)
 
@@ -103,6 +109,7 @@ class SqliteStore:
     def reset(self) -> None:
         """Every integration run starts from an empty store; a file crashlab did not make is refused."""
         self.check()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists() or self.path.is_symlink():
             self.path.unlink()
             for extra in ("-wal", "-shm", "-journal"):      # SQLite's side files of the deleted database
@@ -167,6 +174,10 @@ class PostgresStore:
     @property
     def worker_db(self) -> str:
         return self.url
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        return ()          # the server's, reached over 127.0.0.1
 
     def _psql(self, sql: str, url: str | None = None) -> str:
         done = subprocess.run(["psql", url or self.url, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
@@ -243,14 +254,20 @@ def _pg_name(template_path: str, *, scenario: str, run: str, out: Path) -> str:
     return (head + slug)[:budget]
 
 
+def sqlite_db(out: Path, run: str) -> Path:
+    """``sqlite:{db}``: the run's database, in a folder of its own that holds no crashlab output (the
+    one folder a worker may write under namespaces isolation, beside its temporary folder)."""
+    return Path(out) / "stores" / run / f"{run}.sqlite"
+
+
 def open_store(template: str, *, scenario: str, run: str, out: Path) -> SqliteStore | PostgresStore:
-    """The store of ``run`` from ``--store``: ``sqlite:{db}`` (a database per run under ``out``),
+    """The store of ``run`` from ``--store``: ``sqlite:{db}`` (a database per run, ``out/stores/RUN/``),
     ``sqlite:PATH`` ({scenario} and {run} replaced), or ``postgresql://USER@127.0.0.1:PORT/{db}``."""
     if template.startswith("sqlite:"):
         path = template[len("sqlite:"):]
         if path in ("", "{db}"):
-            return SqliteStore(out / f"{run}.sqlite", home=out)
-        path = path.replace("{scenario}", scenario).replace("{run}", run).replace("{db}", str(out / f"{run}.sqlite"))
+            return SqliteStore(sqlite_db(out, run), home=out)
+        path = path.replace("{scenario}", scenario).replace("{run}", run).replace("{db}", str(sqlite_db(out, run)))
         return SqliteStore(Path(path), home=out)
     if template.startswith(("postgresql://", "postgres://")):
         parts = urlsplit(template)

@@ -22,6 +22,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,8 @@ from ..vocab.model import TERMINAL_STATES, PortCall, WAITING_STATES, validate_ch
 from ..sandbox import Caller, Hooks, Sandbox
 from ..sandbox.server import Gate
 from ..vocab.compiled import Rule, Scenario
-from ..run.jobs import die_with_parent
+from ..run.jobs import become_subreaper, children
+from . import workers
 from .command import check_placeholders, fired_failpoint
 from ..run.repro import DEFAULTS, header_options
 from .store import PostgresStore, SqliteStore, open_store
@@ -96,6 +98,7 @@ class RunState:
     ledger_count: int = 0
     store_problem: str | None = None
     flooded: str | None = None         # why the current worker is to be stopped for its requests
+    tmp: str | None = None             # the private temporary folder of the run's workers (TMPDIR)
 
 
 class Supervisor(Hooks):
@@ -104,7 +107,8 @@ class Supervisor(Hooks):
     def __init__(self, scenario: Scenario, worker: str, *, store: str = "sqlite:{db}", out: Path,
                  time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
                  handover_wait_s: float = HANDOVER_WAIT_S, runtime_env: Mapping[str, str] | None = None,
-                 runtime_ids: Mapping[str, str] | None = None, runtime_name: str | None = None) -> None:
+                 runtime_ids: Mapping[str, str] | None = None, runtime_name: str | None = None,
+                 runtime_writable: tuple[str, ...] = ()) -> None:
         if not worker.strip():
             raise UsageError("--worker needs a command, e.g. --worker 'python3 worker.py {url} {db}'")
         try:
@@ -139,6 +143,9 @@ class Supervisor(Hooks):
         # a durable runtime (--runtime): its server's environment, and each run's unit-of-work id
         self.runtime_env = dict(runtime_env or {})
         self.runtime_ids = dict(runtime_ids or {})
+        self.runtime_writable = tuple(runtime_writable)     # the runtime's state folder, if the worker writes it
+        self.in_namespaces = workers.wrapped()              # UsageError (exit 3) if namespaces are asked but absent
+        self.before: frozenset[int] = frozenset()           # crashlab's children before the first worker
 
     # ------------------------------------------------------------------ hooks (sandbox threads)
     def observe(self, caller: Caller) -> None:
@@ -173,9 +180,7 @@ class Supervisor(Hooks):
         if proc is None or rs.caller is not caller:
             return None
         pgid = proc.pid
-        try:
-            os.killpg(pgid, signal.SIGSTOP)
-        except OSError:           # it is gone: nothing is paused, and a request it held never leaves
+        if not workers.pause(proc):   # it is gone: nothing is paused, and a request it held never leaves
             gone = Gate()
             gone.cancel()
             return gone
@@ -302,6 +307,8 @@ class Supervisor(Hooks):
                "CRASHLAB_WORKER": caller.name, "CRASHLAB_RUN": rs.id, "CRASHLAB_EPOCH": str(caller.number),
                "CRASHLAB_FAILPOINT": ",".join(spec for spec, _ in rs.failpoints),
                "CRASHLAB_SESSION": f"{self.token}/{caller.slug}"}
+        rs.tmp = rs.tmp or tempfile.mkdtemp(prefix=f"crashlab-{rs.id[:40]}-")
+        env["TMPDIR"] = rs.tmp
         if runtime:
             env.update(self.runtime_env, CRASHLAB_RUNTIME_ID=runtime["runtime_id"])
         rs.log = self.out / f"{caller.slug}.log"
@@ -314,9 +321,8 @@ class Supervisor(Hooks):
         rs.caller, rs.killed = caller, None
         with open(rs.log, "wb") as log:
             try:
-                rs.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                           env=env, start_new_session=True, preexec_fn=die_with_parent,
-                                           close_fds=True)
+                rs.proc = workers.start(argv, env=env, log=log,
+                                        writable=[*rs.store.folders, rs.tmp, *self.runtime_writable])
                 rs.pgid = rs.proc.pid
             except OSError as exc:
                 rs.proc = None
@@ -344,49 +350,27 @@ class Supervisor(Hooks):
         return out
 
     def _kill(self, rs: RunState) -> None:
-        proc = rs.proc
-        if proc is None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        if rs.proc is not None:
+            workers.kill(rs.proc)
 
     def _sweep(self, rs: RunState | None = None) -> None:
-        """Kill every process a worker left behind: its group, and any process outside it that carries
-        this supervisor's token in its environment (a fork that left the group: a recorded fault)."""
+        """Kill every process a worker left behind: its group, and any process outside it that was
+        re-parented to crashlab (its subreaper) or carries this supervisor's token in its environment
+        (a fork that left the group: the ``forked`` fault, of the worker whose end found it)."""
         if rs is not None and rs.pgid:
             try:
                 os.killpg(rs.pgid, signal.SIGKILL)      # what is left of its group
             except OSError:
                 pass
-        marker = f"CRASHLAB_SESSION={self.token}/".encode()
-        escaped: dict[str, list[int]] = {}
-        for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-            if not entry.isdigit() or int(entry) == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as fh:
-                    env = fh.read()
-            except OSError:
-                continue
-            at = env.find(marker)
-            if at < 0:
-                continue
-            slug = env[at + len(marker):].split(b"\0", 1)[0].decode("utf-8", "replace")
-            live = [r.proc.pid for r in self.runs.values() if r.proc is not None and r.caller and r.caller.slug == slug]
-            live += [p.pid for r in self.runs.values() for p, c in r.zombies if c.slug == slug and p.poll() is None]
-            try:
-                if os.getpgid(int(entry)) in live:
-                    continue          # a live worker's own process
-                os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                continue
-            escaped.setdefault(slug, []).append(int(entry))
+        orphans = workers.escaped(self.before, self._live_groups)
+        if self.in_namespaces:    # bubblewrap's own init as it ends: a worker's processes die with their namespace
+            workers.kill_escaped(orphans, lambda: workers.escaped(self.before, self._live_groups))
+            orphans = []
+        escaped = workers.by_session(orphans, f"CRASHLAB_SESSION={self.token}/", self._live_groups(),
+                                     rs.caller.slug if rs and rs.caller else None)
+        found = [pid for pids in escaped.values() for pid in pids]
+        if found:
+            workers.kill_escaped(found, lambda: workers.escaped(self.before, self._live_groups))
         for slug, pids in escaped.items():
             owner = next((r for r in self.runs.values() if r.caller and r.caller.slug == slug), None)
             with self.sandbox.lock:
@@ -395,23 +379,18 @@ class Supervisor(Hooks):
                                   message=f"the worker left {len(pids)} process(es) running outside its process "
                                           f"group (pid {', '.join(map(str, pids[:5]))}); crashlab killed them")
 
+    def _live_groups(self) -> set[int]:
+        """The process groups of the workers still running (current, replaced or paused)."""
+        live = {r.proc.pid for r in self.runs.values() if r.proc is not None}
+        return live | {p.pid for r in self.runs.values() for p, _ in r.zombies if p.poll() is None}
+
     def _bury(self, rs: RunState, force: bool = False) -> None:
         """Paused workers that were replaced: once one ends (or, ``force``, now), read what it wrote and
         record that it stopped; a stale worker's exit is not a fault."""
         for proc, caller in list(rs.zombies):
-            if proc.poll() is None:
-                if not force:
-                    continue
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                proc.wait(timeout=5)
-            else:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)   # what is left of its group
-                except OSError:
-                    pass
+            if proc.poll() is None and not force:
+                continue
+            workers.kill(proc)             # it, or what is left of its group and tree
             rs.zombies.remove((proc, caller))
             self._read(rs, caller)
             with self.sandbox.lock:
@@ -434,7 +413,7 @@ class Supervisor(Hooks):
 
     def _exited(self, rs: RunState) -> None:
         """The current worker's process ended: a crash we inflicted, a failpoint, a finish or a fault."""
-        code = rs.proc.returncode
+        code = workers.exit_code(rs.proc, self.in_namespaces)
         rs.proc = None
         self._sweep(rs)
         self._read(rs, rs.caller)
@@ -500,9 +479,7 @@ class Supervisor(Hooks):
                 sb.emit(events.Resume, worker=p.caller.name, run=rs.id, call=p.call, **extra)
             p.gate.opened.set()           # its request leaves; its answer is on the socket before it runs
             p.gate.written.wait(ANSWER_WAIT_S)
-            try:
-                os.killpg(p.pgid, signal.SIGCONT)
-            except OSError:
+            if not workers.resume(p.pgid):
                 continue                  # killed meanwhile: nothing resumes
             if handover == "missed" and not rs.done:
                 self.missed.append(f"{rs.id}: the run's next worker did not work on it (no read, send or store row) "
@@ -536,6 +513,8 @@ class Supervisor(Hooks):
 
     def run(self) -> list[dict]:
         sb = self.sandbox
+        become_subreaper()                 # what leaves a worker's tree is re-parented here, where _sweep finds it
+        self.before = frozenset(children())
         sb.start()
         try:
             deadline = time.monotonic() + self.wall_limit_s
@@ -592,6 +571,9 @@ class Supervisor(Hooks):
                 self._bury(rs, force=True)
             self._sweep()
             sb.stop()
+            for rs in self.runs.values():
+                if rs.tmp:
+                    shutil.rmtree(rs.tmp, ignore_errors=True)
         for rs in self.runs.values():
             self._read(rs, rs.caller)
             if rs.store_problem:

@@ -12,7 +12,8 @@ rest goes on.
 Containment (Linux; elsewhere each piece degrades to nothing, and the pool still works):
 crashlab becomes the *child subreaper* of everything it starts, so an adapter's ``setsid``
 grandchild is re-parented to it rather than escaping; :func:`kill_tree` kills every
-descendant before results are written; every worker dies with crashlab (``PR_SET_PDEATHSIG``),
+descendant before results are written, freezing them first (``SIGSTOP``, listed again until no new
+one appears) so that a process that keeps re-forking cannot outrun it; every worker dies with crashlab (``PR_SET_PDEATHSIG``),
 and a seccomp filter in each worker (inherited by the adapter processes it starts) kills the
 process that tries to signal, trace or pidfd crashlab itself.
 """
@@ -36,6 +37,8 @@ import orjson
 from ..vocab.errors import Interrupted, UsageError, clip
 from . import frames
 from .frames import MAX_FRAME  # noqa: F401 (named here by tests)
+from .reap import (REAP_LIMIT_S, _children, children, descendants, freeze, kill_process_tree,  # noqa: F401
+                   kill_tree, reap, started)
 
 # prctl options (linux/prctl.h)
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP = 1, 4, 22
@@ -81,67 +84,6 @@ def die_with(parent: int) -> None:
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(70)
-
-
-def descendants(pid: int | None = None) -> list[int]:
-    """Every process below ``pid`` (default: this one), parents before children (Linux /proc)."""
-    out: list[int] = []
-    todo = [pid or os.getpid()]
-    while todo:
-        current = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children", encoding="ascii") as fh:
-                    kids = [int(k) for k in fh.read().split()]
-            except (OSError, ValueError):
-                continue
-            out += kids
-            todo += kids
-    return out
-
-
-def kill_tree(spare: frozenset[int] | set[int] = frozenset(), only_new: frozenset[int] | None = None) -> int:
-    """SIGKILL every descendant of this process (not the ``spare`` pids themselves, but what is
-    below them), and reap the direct children among them; with ``only_new``, only children that
-    are not in it (and their descendants). Returns how many were killed."""
-    me = os.getpid()
-    victims: list[int] = []
-    children = descendants(me) if only_new is None else []
-    if only_new is not None:
-        for child in _children(me):
-            if child not in only_new:
-                children += [child] + descendants(child)
-    for pid in children:
-        if pid in spare:
-            continue
-        try:
-            os.kill(pid, signal.SIGKILL)
-            victims.append(pid)
-        except (ProcessLookupError, PermissionError):
-            pass
-    mine = set(_children(me))
-    for pid in victims:
-        if pid in mine:
-            _reap(pid, 2.0)
-    return len(victims)
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as fh:
-                    out += [int(k) for k in fh.read().split()]
-            except (OSError, ValueError):
-                continue
-    except OSError:
-        pass
-    return out
 
 
 def _reap(pid: int, timeout: float) -> int | None:
@@ -496,11 +438,15 @@ class Pool:
             except OSError:
                 pass
         if status is None or os.WIFSTOPPED(status):
-            for target in [w.pid] + descendants(w.pid):
-                try:
-                    os.kill(target, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+            try:
+                os.kill(w.pid, signal.SIGSTOP)  # it forks no more while what is below it goes first
+            except (ProcessLookupError, PermissionError):
+                pass
+            reap(lambda: descendants(w.pid))
+            try:
+                os.kill(w.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
             killed = _reap(w.pid, 5.0)
             status = status if status is not None and not os.WIFSTOPPED(status) else killed
             if w.current is not None and killed is not None and os.WIFSIGNALED(killed) \

@@ -34,6 +34,8 @@ class Server(Protocol):
 
     # Optional: ``summary(record) -> str``, one line for the card saying what the record shows
     # (without it the card counts the record's rows).
+    # Optional: ``writable``, the folders every worker must write (a serverless runtime's state
+    # file's folder): under namespaces isolation a worker writes nothing else but its store and TMPDIR.
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ class DbosState:
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self.url = f"sqlite:///{self.path}"
         self.env = {"CRASHLAB_RUNTIME": self.url, "CRASHLAB_RUNTIME_NAME": "dbos"}
+        self.writable = (str(self.path.parent),)     # every worker writes the system database
         try:
             done = subprocess.run([sys.executable, "-c", _MIGRATE, self.url], capture_output=True, text=True,
                                   timeout=60, stdin=subprocess.DEVNULL)

@@ -52,6 +52,7 @@ class LangGraphState:
                              f"{getattr(exc, 'strerror', None) or exc}",
                              hint="give an --out folder crashlab can write") from None
         self.env = {"CRASHLAB_RUNTIME": str(self.path), "CRASHLAB_RUNTIME_NAME": "langgraph", **QUIET}
+        self.writable = (str(self.path.parent),)     # every worker writes the checkpoint database
 
     def record(self, run: str) -> list[dict]:
         """The thread's checkpoints, oldest first, each with the pending writes saved against it."""
