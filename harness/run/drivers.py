@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from . import isolate
 from .adapterspec import import_adapter, limit_child as _limit_child
 from ..world.boundary import MAX_DEPTH, MAX_LINE_BYTES, adapter_call, harness_value, json_copy
 from ..vocab.errors import Interrupted, UsageError, clip
@@ -292,6 +293,7 @@ class SubprocessChannel:
         self._buf = b""
         self.stderr_tail = b""
         self.run_deadline: float | None = None  # time.monotonic() at which the whole run's bound ends
+        self.tmp: str | None = None  # the process's private temporary folder (its TMPDIR), removed by kill()
 
     def _deadline(self) -> tuple[float, bool]:
         """When the current read or write must be done, and whether the run's bound decides it."""
@@ -409,10 +411,16 @@ class SubprocessChannel:
                 from .warm import WarmProcess
                 self.proc = WarmProcess(self.warm, self.memory_mb)
             else:
-                self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                             stderr=subprocess.PIPE, cwd=self.cwd, start_new_session=True,
+                self.tmp = isolate.private_tmp()
+                cwd = self.cwd or os.getcwd()
+                self.proc = subprocess.Popen(isolate.wrap(self.command, writable=[self.tmp], cwd=cwd),
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, cwd=cwd, start_new_session=True,
+                                             env={**os.environ, "TMPDIR": self.tmp},
                                              preexec_fn=_limit_child(self.memory_mb))
         except (OSError, subprocess.SubprocessError) as exc:
+            isolate.remove_tmp(self.tmp)
+            self.tmp = None
             raise AdapterFault("died", f"cannot start adapter command {self.command!r}: {exc}") from None
         _LIVE.add(self)
         os.set_blocking(self.proc.stdin.fileno(), False)
@@ -459,6 +467,8 @@ class SubprocessChannel:
                 except OSError:
                     pass
             self.proc = None
+        isolate.remove_tmp(self.tmp)
+        self.tmp = None
 
 
 # --------------------------------------------------------------------------- adapter specs

@@ -35,7 +35,7 @@ UNTRUSTED = ("untrusted: --in-process ran the adapter inside crashlab's own proc
 def _warm_servers() -> set[int]:
     from .warm import _SERVERS
 
-    return {srv.proc.pid for key, srv in _SERVERS.items() if key[2] == os.getpid()}
+    return {pid for key, srv in _SERVERS.items() if key[2] == os.getpid() for pid in srv.keep}
 
 
 class LocalExecutor:

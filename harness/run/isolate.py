@@ -18,11 +18,13 @@ The choice is the ``CRASHLAB_ISOLATION`` environment variable, which the command
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -87,8 +89,89 @@ def current() -> Isolation:
     if works:
         return Isolation("namespaces", detail)
     if want == "namespaces":
-        raise UsageError(f"{ENV}=namespaces, but {detail}", hint=f"{INSTALL_HINT}, or use --isolation auto")
+        raise UsageError(f"{ENV}=namespaces, but {detail}",
+                         hint="or use --isolation auto" if INSTALL_HINT in detail else
+                         f"{INSTALL_HINT}, or use --isolation auto")
     return Isolation("process", detail)
+
+
+PYTHON_ADAPTER = ("a Python adapter (module:attribute) runs in crashlab's worker processes, not in namespaces; "
+                  "wire:module:attribute or exec: runs it in namespaces")
+
+
+def for_adapter(kind: str, *, in_process: bool = False) -> Isolation:
+    """The isolation an adapter of this kind (drivers.AdapterSpec.kind) runs under: what
+    :func:`current` says for the processes of ``exec:`` and ``wire:``; a Python adapter runs in
+    crashlab's worker processes (``process``) whatever is requested, and with ``--in-process`` in
+    crashlab's own."""
+    if in_process:
+        return Isolation("process", "--in-process: the adapter ran inside crashlab's own process")
+    found = current()
+    if kind == "python" and found.mode == "namespaces":
+        return Isolation("process", PYTHON_ADAPTER)
+    return found
+
+
+def from_json(value) -> Isolation | None:
+    """The ``isolation`` field of a results JSON (None where it has none: written before it was recorded)."""
+    if isinstance(value, dict) and isinstance(value.get("mode"), str):
+        return Isolation(value["mode"], str(value.get("detail") or ""))
+    return None
+
+
+_ANNOUNCED: list[str] = []
+_BASE: list[str] = []   # the folder holding the private temporary folders, and the pid that removes it
+
+
+def prepare(stream=None) -> Isolation:
+    """In crashlab's own process, before any adapter runs: the isolation in force, checked now (a
+    usage error if ``namespaces`` was asked for and cannot be had); under ``auto`` without
+    namespaces, one line on standard error says so and why (once per process). The private
+    temporary folders of the processes started from here on are made in one folder that this
+    process removes when it exits (a worker process ends without cleaning up)."""
+    found = current()
+    if found.mode == "process" and requested() == "auto" and not _ANNOUNCED:
+        _ANNOUNCED.append(found.detail)
+        print(f"crashlab: isolation: process only, no namespaces for adapter processes: {found.detail}",
+              file=stream or sys.stderr)
+    if not _BASE:
+        _BASE[:] = [tempfile.mkdtemp(prefix="crashlab-isolation-"), str(os.getpid())]
+        atexit.register(_remove_base)
+    return found
+
+
+def _remove_base() -> None:
+    if _BASE and _BASE[1] == str(os.getpid()):
+        shutil.rmtree(_BASE[0], ignore_errors=True)
+        _BASE.clear()
+
+
+OPTION_HELP = ("how the processes of exec: and wire: adapters are isolated: auto (the default: namespaces "
+               "where bubblewrap makes them, else process, said on standard error), namespaces (or exit 3 "
+               "saying why not) or process; sets CRASHLAB_ISOLATION (docs/protocol.md, Trust boundary)")
+
+
+def add_option(parser) -> None:
+    """``--isolation {auto,namespaces,process}`` on a command that runs adapter code."""
+    parser.add_argument("--isolation", choices=MODES, metavar="{auto,namespaces,process}", help=OPTION_HELP)
+
+
+def choose(mode: str | None) -> None:
+    """``--isolation MODE``: set ``CRASHLAB_ISOLATION`` for crashlab and every process it starts."""
+    if mode:
+        os.environ[ENV] = mode
+
+
+def private_tmp() -> str:
+    """A new private temporary folder for one untrusted process (its ``TMPDIR``, the one place it
+    may write); the caller removes it with :func:`remove_tmp` when the process is gone."""
+    base = _BASE[0] if _BASE and os.path.isdir(_BASE[0]) else None
+    return tempfile.mkdtemp(prefix="crashlab-adapter-", dir=base)
+
+
+def remove_tmp(folder: str | None) -> None:
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _base(*, network: bool) -> list[str]:
