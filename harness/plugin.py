@@ -137,10 +137,9 @@ def pytest_report_header(config):
     if config.getoption("crashlab_adapter") is None:
         return None
     seed = config.getoption("crashlab_seed")
-    return (f"crashlab: adapter {_adapter(config)}, seed "
-            f"{seed if seed is not None else 'per scenario'}"
-            + (", in-process (untrusted: the adapter runs inside pytest)" if _in_process(config) else "")
-            + f", {_isolation_text(config)}")
+    return [f"crashlab: adapter {_adapter(config)}, seed {seed if seed is not None else 'per scenario'}"
+            + (", in-process (untrusted: the adapter runs inside pytest)" if _in_process(config) else ""),
+            f"crashlab: {_isolation_text(config)}"]
 
 
 class CrashlabItem(pytest.Item):

@@ -270,6 +270,15 @@ def parse_request(line: bytes) -> tuple[Any, PortCall]:
     return msg.get("id"), PortCall(port=msg["port"], op=msg["op"], args=msg.get("args", {}))
 
 
+def _findable(program: str, cwd: str) -> None:
+    """OSError unless ``program`` is an executable (a path, from ``cwd``) or on PATH."""
+    import shutil
+
+    found = os.path.join(cwd, program) if os.sep in program else shutil.which(program)
+    if found is None or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+        raise FileNotFoundError(f"no such program: {program!r}")
+
+
 class SubprocessChannel:
     """One OS process (and process group) per worker, newline-delimited JSON on stdin/stdout.
 
@@ -411,13 +420,12 @@ class SubprocessChannel:
                 from .warm import WarmProcess
                 self.proc = WarmProcess(self.warm, self.memory_mb)
             else:
-                self.tmp = isolate.private_tmp()
                 cwd = self.cwd or os.getcwd()
-                self.proc = subprocess.Popen(isolate.wrap(self.command, writable=[self.tmp], cwd=cwd),
-                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                             stderr=subprocess.PIPE, cwd=cwd, start_new_session=True,
-                                             env={**os.environ, "TMPDIR": self.tmp},
-                                             preexec_fn=_limit_child(self.memory_mb))
+                _findable(self.command[0], cwd)   # inside bwrap it would be bwrap's error, not this one
+                self.tmp = isolate.private_tmp()
+                self.proc = isolate.popen(self.command, writable=[self.tmp], cwd=cwd,
+                                          env={**os.environ, "TMPDIR": self.tmp},
+                                          preexec_fn=_limit_child(self.memory_mb))
         except (OSError, subprocess.SubprocessError) as exc:
             isolate.remove_tmp(self.tmp)
             self.tmp = None

@@ -199,3 +199,50 @@ def wrap(argv: Sequence[str], *, network: bool = False, writable: Iterable[str] 
     if cwd is not None:
         args += ["--chdir", os.path.realpath(cwd)]
     return args + ["--", *argv]
+
+
+#: Run inside the namespaces by ``popen``: take the adapter's standard input and output from the
+#: socket (fd in argv[1]) and become the adapter's command. bwrap's own processes then hold no copy
+#: of those pipes, so an adapter that closes its standard output is seen to close it.
+_RECEIVE = ("import array, os, socket, sys\n"
+            "s = socket.socket(fileno=int(sys.argv[1]))\n"
+            "_, anc, _, _ = s.recvmsg(1, socket.CMSG_LEN(2 * array.array('i').itemsize))\n"
+            "fds = array.array('i'); fds.frombytes(anc[0][2][:2 * fds.itemsize]) if anc else None\n"
+            "s.close()\n"
+            "if len(fds) != 2: sys.exit('crashlab: the adapter process received no standard input and output')\n"
+            "os.dup2(fds[0], 0); os.dup2(fds[1], 1); os.close(fds[0]); os.close(fds[1])\n"
+            "os.execvp(sys.argv[2], sys.argv[2:])\n")
+
+
+def popen(argv: Sequence[str], *, cwd: str, env: dict[str, str], writable: Iterable[str] = (),
+          preexec_fn=None) -> subprocess.Popen:
+    """``argv`` started under the isolation in force (its own session), with pipes for standard
+    input, output and error as ``subprocess.Popen(..., stdin=PIPE, stdout=PIPE, stderr=PIPE)``
+    gives them. In namespaces the standard input and output reach the command over a socket, past
+    bwrap, which keeps every descriptor it is started with for as long as the command runs."""
+    if current().mode != "namespaces":
+        return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=cwd, env=env, start_new_session=True, preexec_fn=preexec_fn)
+    import array
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        inner = [sys.executable, "-I", "-S", "-c", _RECEIVE, str(theirs.fileno()), *argv]
+        proc = subprocess.Popen(wrap(inner, writable=writable, cwd=cwd), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(theirs.fileno(),),
+                                cwd=cwd, env=env, start_new_session=True, preexec_fn=preexec_fn)
+        ours.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [in_r, out_w]))])
+    except BaseException:
+        for fd in (in_w, out_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (in_r, out_w):
+            os.close(fd)
+        ours.close()
+        theirs.close()
+    proc.stdin, proc.stdout = os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb")
+    return proc
