@@ -126,18 +126,24 @@ _BASE: list[str] = []   # the folder holding the private temporary folders, and 
 def prepare(stream=None) -> Isolation:
     """In crashlab's own process, before any adapter runs: the isolation in force, checked now (a
     usage error if ``namespaces`` was asked for and cannot be had); under ``auto`` without
-    namespaces, one line on standard error says so and why (once per process). The private
-    temporary folders of the processes started from here on are made in one folder that this
-    process removes when it exits (a worker process ends without cleaning up)."""
+    namespaces, one line on standard error says so and why (once per process); and
+    :func:`keep_tmp`."""
     found = current()
     if found.mode == "process" and requested() == "auto" and not _ANNOUNCED:
         _ANNOUNCED.append(found.detail)
         print(f"crashlab: isolation: process only, no namespaces for adapter processes: {found.detail}",
               file=stream or sys.stderr)
-    if not _BASE:
+    keep_tmp()
+    return found
+
+
+def keep_tmp() -> None:
+    """In crashlab's own process (before its workers are forked): the folder the private temporary
+    folders are made in from here on, removed when this process exits (a worker process, and the
+    warm server it keeps, end without cleaning up)."""
+    if not _BASE or not os.path.isdir(_BASE[0]):
         _BASE[:] = [tempfile.mkdtemp(prefix="crashlab-isolation-"), str(os.getpid())]
         atexit.register(_remove_base)
-    return found
 
 
 def _remove_base() -> None:
