@@ -29,7 +29,9 @@ _PLANTED = pytest.StashKey[str]()
 def pytest_configure(config):
     """With ``--crashlab-adapter``, a session in an environment holding planted code (a ``.pth``
     file or site hook no installed package lists: crashlab.vocab.planted) is refused; without it, the
-    check waits for the first crashlab test (an unrelated session pays nothing)."""
+    check waits for the first crashlab test (an unrelated session pays nothing). The isolation
+    asked for is set (:func:`_choose_isolation`)."""
+    _choose_isolation(config)
     if config.getoption("crashlab_adapter", None) is not None:
         problem = _planted(config)
         if problem:
@@ -87,7 +89,7 @@ def pytest_addoption(parser):
 _ISOLATION_BEFORE = pytest.StashKey[tuple]()
 
 
-def pytest_configure(config):
+def _choose_isolation(config) -> None:
     """``--crashlab-isolation`` (or the ``crashlab_isolation`` ini value) sets CRASHLAB_ISOLATION for
     the session and every worker it starts; the environment is put back when the session ends."""
     import os

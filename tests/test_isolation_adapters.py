@@ -80,8 +80,8 @@ def running(marker: str) -> list[int]:
 @needs_namespaces
 @pytest.mark.parametrize("how", ["exec", "wire"])
 def test_a_reply_forged_into_crashlabs_pipes_never_reaches_it(tmp_path, how):
-    # Under --isolation process the exec: variant passes this scenario (exit 0) without one port
-    # call: it writes a passing reply into its worker's result pipe through /proc.
+    # Under --isolation process the same adapter opens pipes of crashlab's through /proc (its
+    # forged reply is then refused, replies being signed); in namespaces it finds none.
     spec, env = escape(how, "forge", T1)
     proc = cli("run", T1, "--adapter", spec, "--out", str(tmp_path), "-v", "--isolation", "namespaces", env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
