@@ -234,3 +234,19 @@ def test_the_pytest_plugin_runs_exec_adapters_in_namespaces(pytester, monkeypatc
     result = pytester.runpytest(f"--crashlab-adapter={spec}", f"--crashlab-scenario={T1}")
     result.stdout.fnmatch_lines(["crashlab: isolation: namespaces (bubblewrap*"])
     result.assert_outcomes(failed=2)   # the scenario, and the rubric over it
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_temporary_folders_of_a_crashlab_killed_with_sigkill_are_removed_by_the_next(tmp_path):
+    dead = subprocess.run([PY, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    orphan = Path(isolate.tempfile.gettempdir()) / f"crashlab-isolation-{dead}-test"
+    (orphan / "crashlab-adapter-x").mkdir(parents=True)
+    ours = Path(isolate.tempfile.gettempdir()) / f"crashlab-isolation-{os.getpid()}-test"
+    ours.mkdir()
+    try:
+        proc = cli("conformance", "--scenario", T1, "--out", str(tmp_path), "-j", "1", "--isolation", "process")
+        assert proc.returncode in (1, 2), proc.stderr
+        assert not orphan.exists() and ours.exists()   # a live process's folder is left alone
+    finally:
+        isolate.shutil.rmtree(orphan, ignore_errors=True)
+        ours.rmdir()

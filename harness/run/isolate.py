@@ -142,8 +142,19 @@ def keep_tmp() -> None:
     folders are made in from here on, removed when this process exits (a worker process, and the
     warm server it keeps, end without cleaning up)."""
     if not _BASE or not os.path.isdir(_BASE[0]):
-        _BASE[:] = [tempfile.mkdtemp(prefix="crashlab-isolation-"), str(os.getpid())]
+        _remove_orphans()
+        _BASE[:] = [tempfile.mkdtemp(prefix=f"crashlab-isolation-{os.getpid()}-"), str(os.getpid())]
         atexit.register(_remove_base)
+
+
+def _remove_orphans() -> None:
+    """Remove the folders of crashlab processes that are gone without removing theirs (kill -9)."""
+    import glob
+
+    for folder in glob.glob(os.path.join(tempfile.gettempdir(), "crashlab-isolation-*-*")):
+        pid = os.path.basename(folder).split("-")[2]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}") and os.stat(folder).st_uid == os.getuid():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _remove_base() -> None:
