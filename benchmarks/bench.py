@@ -29,7 +29,8 @@ Measured side by side in one process, on one core:
      background traffic, per event (linear cost keeps it flat);
   8. with --sweeps: the crash matrix of the whole library (crashlab sweep, --jobs 2) with the
      peak memory of its worker processes, generated schedules per second (crashlab explore,
-     --jobs 2), and the conformance suite over the wire;
+     --jobs 2), and the conformance suite over the wire (wire: and exec:, each also in namespaces
+     and process only side by side: the cost of --isolation namespaces);
   9. peak memory (maximum resident set) of this process and of its worker processes.
 """
 from __future__ import annotations
@@ -488,9 +489,19 @@ def main() -> int:
             tried = int(said[1]) if len(said) > 1 and said[1].isdigit() else n
             print(f"explore                        {tried / explore_s:8.1f} schedules/s   ({tried} schedules, "
                   f"--jobs 2, {explore_mb[0]:.0f} MB RSS per worker)")
+            shim = f"exec:{sys.executable} -m crashlab.run.wire {adapter.text}"
             suites = {"in-process": ["--in-process"],
                       "wire: (warm server)": ["--adapter", f"wire:{adapter.text}"],
-                      "exec: (Python shim)": ["--adapter", f"exec:{sys.executable} -m crashlab.run.wire {adapter.text}"]}
+                      "exec: (Python shim)": ["--adapter", shim],
+                      "wire: in namespaces": ["--adapter", f"wire:{adapter.text}", "--isolation", "namespaces"],
+                      "wire: process only": ["--adapter", f"wire:{adapter.text}", "--isolation", "process"],
+                      "exec: in namespaces": ["--adapter", shim, "--isolation", "namespaces"],
+                      "exec: process only": ["--adapter", shim, "--isolation", "process"]}
+            from crashlab.run import isolate
+            if isolate.current().mode != "namespaces":
+                print(f"isolation                      no namespaces here ({isolate.current().detail}): "
+                      "the suites in namespaces are left out")
+                suites = {k: v for k, v in suites.items() if "namespaces" not in k}
 
             def suite_cli(extra):
                 return lambda: subprocess.run(cmd + ["conformance", "-q", "--jobs", "1", "--out", tmp, *extra],
@@ -501,6 +512,11 @@ def main() -> int:
             print(f"conformance over the wire      {base_cpu:8.2f} s CPU in-process (--jobs 1)   "
                   + "   ".join(f"{wire_cpu[k]:.2f} s {k} (ratio {wire_cpu[k] / base_cpu:.1f}x, target <= {t:g}x)"
                              for k, t in targets.items()))
+            for kind in ("wire:", "exec:"):   # the cost of namespaces, side by side
+                inside, outside = wire_cpu.get(f"{kind} in namespaces"), wire_cpu[f"{kind} process only"]
+                if inside is not None:
+                    print(f"  {kind} isolation              {outside:8.2f} s CPU process only   {inside:.2f} s in "
+                          f"namespaces (ratio {inside / outside:.2f}x)")
 
     print(f"at the end: {load()}")
     # 9: peak memory

@@ -30,7 +30,9 @@ _PLANTED = pytest.StashKey[str]()
 def pytest_configure(config):
     """With ``--crashlab-adapter``, a session in an environment holding planted code (a ``.pth``
     file or site hook no installed package lists: crashlab.vocab.planted) is refused; without it, the
-    check waits for the first crashlab test (an unrelated session pays nothing)."""
+    check waits for the first crashlab test (an unrelated session pays nothing). The isolation
+    asked for is set (:func:`_choose_isolation`)."""
+    _choose_isolation(config)
     if config.getoption("crashlab_adapter", None) is not None:
         problem = _planted(config)
         if problem:
@@ -114,6 +116,57 @@ def pytest_addoption(parser):
     group.addoption("--crashlab-in-process", action="store_true", default=False,
                     help="debugging: run the adapter inside the pytest process (it can then end pytest or "
                          "change a verdict); by default it runs in a worker process and pytest checks its trace")
+    from .run.isolate import MODES, OPTION_HELP
+
+    group.addoption("--crashlab-isolation", action="store", choices=MODES, default=None,
+                    help=OPTION_HELP.replace("exit 3", "a usage error"))
+    parser.addini("crashlab_isolation", "the default of --crashlab-isolation (auto, namespaces or process)",
+                  default="")
+
+
+_ISOLATION_BEFORE = pytest.StashKey[tuple]()
+
+
+def _choose_isolation(config) -> None:
+    """``--crashlab-isolation`` (or the ``crashlab_isolation`` ini value) sets CRASHLAB_ISOLATION for
+    the session and every worker it starts; the environment is put back when the session ends."""
+    import os
+
+    from .run import isolate
+
+    mode = config.getoption("crashlab_isolation", None) or str(config.getini("crashlab_isolation") or "").strip()
+    if mode:
+        if mode not in isolate.MODES:
+            raise pytest.UsageError(f"crashlab: crashlab_isolation = {mode[:40]!r} in the ini file is not one of "
+                                    f"{', '.join(isolate.MODES)}")
+        config.stash[_ISOLATION_BEFORE] = (os.environ.get(isolate.ENV),)
+        isolate.choose(mode)
+
+
+def pytest_unconfigure(config):
+    import os
+
+    from .run.isolate import ENV
+
+    before = config.stash.get(_ISOLATION_BEFORE, None)
+    if before is not None:
+        if before[0] is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = before[0]
+
+
+def _isolation_text(config) -> str:
+    """The header's words for the isolation the adapter's processes run under."""
+    from .run import isolate
+    from .run.drivers import load_adapter
+    from .vocab.errors import CrashlabError
+
+    try:
+        spec = load_adapter(_adapter(config), import_code=False)
+        return isolate.for_adapter(spec.kind, in_process=_in_process(config)).line()
+    except CrashlabError as exc:
+        return f"isolation: {exc}"
 
 
 def _adapter(config) -> str:
@@ -124,9 +177,9 @@ def pytest_report_header(config):
     if config.getoption("crashlab_adapter") is None:
         return None
     seed = config.getoption("crashlab_seed")
-    return (f"crashlab: adapter {_adapter(config)}, seed "
-            f"{seed if seed is not None else 'per scenario'}"
-            + (", in-process (untrusted: the adapter runs inside pytest)" if _in_process(config) else ""))
+    return [f"crashlab: adapter {_adapter(config)}, seed {seed if seed is not None else 'per scenario'}"
+            + (", in-process (untrusted: the adapter runs inside pytest)" if _in_process(config) else ""),
+            f"crashlab: {_isolation_text(config)}"]
 
 
 class CrashlabItem(pytest.Item):
@@ -275,7 +328,10 @@ def pytest_collection_modifyitems(session, config, items):
 
     from .run.sweep import check_imports
 
+    from .run.isolate import prepare
+
     try:
+        prepare()   # namespaces asked for and not to be had: a usage error now; under auto, said once
         spec = load_adapter(_adapter(config), import_code=_in_process(config))
         if not _in_process(config):
             check_imports(spec)

@@ -162,10 +162,16 @@ def fuzzed(calls, spec: str) -> tuple:
     with tempfile.TemporaryDirectory() as tmp:
         answers = Path(tmp) / "answers.jsonl"
         os.environ[CALLS_VAR], os.environ[ANSWERS_VAR] = json.dumps(calls), str(answers)
+        before = os.environ.get("CRASHLAB_ISOLATION")
+        os.environ["CRASHLAB_ISOLATION"] = "process"   # the adapter writes its answers here, outside its TMPDIR
         try:
             result = run(fuzz_scenario(), spec)
         finally:
             del os.environ[CALLS_VAR], os.environ[ANSWERS_VAR]
+            if before is None:
+                del os.environ["CRASHLAB_ISOLATION"]
+            else:
+                os.environ["CRASHLAB_ISOLATION"] = before
         lines = answers.read_text().splitlines() if answers.exists() else []
     return result, json.loads(lines[0]) if lines else None
 

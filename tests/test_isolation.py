@@ -203,7 +203,8 @@ def test_a_warm_wire_adapter_signalling_its_server_is_that_scenarios_fault(monke
 @linux
 @pytest.mark.parametrize("mode, words", [("sigstop_parent", "SIGSTOP"), ("sigterm_parent", "SIGTERM"),
                                          ("sigint_parent", None)])
-def test_a_wire_adapter_signalling_its_parent_is_that_scenarios_fault(mode, words):
+def test_a_wire_adapter_signalling_its_parent_is_that_scenarios_fault(mode, words, monkeypatch):
+    monkeypatch.setenv("CRASHLAB_ISOLATION", "process")  # in namespaces its parent is not a worker
     card = suite(f"exec:{PY} {WIRE} {mode}", [T1], reply_timeout_s=1.0, run_wall_s=20)
     [res] = card.scenarios
     assert res.verdict != "pass"
@@ -221,7 +222,8 @@ def test_the_cli_survives_an_adapter_that_signals_it(tmp_path):
 @linux
 def test_a_setsid_grandchild_does_not_outlive_the_run(tmp_path):
     marker = tmp_path / "grandchild"
-    proc = cli("run", T1, "--adapter", f"exec:{PY} {WIRE} escape {marker}", "--out", str(tmp_path / "o"))
+    proc = cli("run", T1, "--adapter", f"exec:{PY} {WIRE} escape {marker}", "--out", str(tmp_path / "o"),
+               "--isolation", "process")  # namespaces: tests/test_isolation_adapters.py
     assert proc.returncode == 1, proc.stderr
     pid = int(marker.read_text())
     deadline = time.monotonic() + 5

@@ -518,6 +518,7 @@ def _main(args) -> int:
     import signal
     import threading
 
+    from ..run import isolate
     from ..run.drivers import kill_all_adapters
     from ..vocab.errors import Interrupted, ResourcesExhausted
     from .terminal import printable
@@ -527,10 +528,14 @@ def _main(args) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             handlers[sig] = signal.signal(sig, _on_signal)
     Interrupted.requested = None
+    before = os.environ.get(isolate.ENV)
     try:
         if _COMMAND[0]:   # the crashlab command: no planted code ran before it (crashlab.vocab.planted)
             from ..vocab.planted import refuse_planted
             refuse_planted()
+        if hasattr(args, "isolation"):   # a command that runs adapter code: its isolation, checked now
+            isolate.choose(args.isolation)
+            isolate.prepare()
         _plan_outputs(args)
         code = (COMMANDS.get(args.command) or args.handler)(args)
         if Interrupted.requested is not None:   # swallowed where it landed (a finalizer, say): never exit 0
@@ -563,6 +568,11 @@ def _main(args) -> int:
     finally:
         kill_all_adapters()
         _contain()
+        if getattr(args, "isolation", None):   # a call from a program: its environment as it was
+            if before is None:
+                os.environ.pop(isolate.ENV, None)
+            else:
+                os.environ[isolate.ENV] = before
         for sig, old in handlers.items():
             signal.signal(sig, old)
 

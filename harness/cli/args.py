@@ -78,6 +78,9 @@ def _seconds(text: str) -> float:
 
 
 def _isolation(p: argparse.ArgumentParser) -> None:
+    from ..run.isolate import add_option
+
+    add_option(p)
     p.add_argument("--in-process", action="store_true",
                    help="debugging: run a Python adapter inside crashlab's own process instead of in worker "
                         "processes, one run at a time; the adapter can then end crashlab or change its verdict, so "

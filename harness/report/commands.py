@@ -105,6 +105,8 @@ def add_parsers(cmd, adapter_help: str) -> None:
     p.add_argument("--schedule-seed", type=int, default=0, metavar="N",
                    help="seed of the generated schedules (default 0)")
     p.add_argument("--save", metavar="DIR", help="write each differing generated schedule here as YAML")
+    from ..run.isolate import add_option
+    add_option(p)
     p.set_defaults(handler=_compare)
 
     p = cmd("export", "convert a trace for other viewers: Perfetto / chrome://tracing, or OpenTelemetry",

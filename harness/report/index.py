@@ -7,6 +7,7 @@ from .findings import Finding, auto_fail_sources, group, lost_groups
 from .html import badge, category_words, e, expected_observed, repro_html, shell, value_html
 from ..checks.exercised import coverage, severity
 from .view import Item
+from ..run.isolate import from_json
 
 DIFFERS_NOTE = ("No invariant was violated: {n} scenario(s) differ from their expected outcome only, as a "
                 "correct alternative design can. The score counts them; they are not safety failures.")
@@ -197,6 +198,14 @@ def scenarios_html(items: list[Item]) -> str:
             + "</table></div></section>")
 
 
+def _isolation_html(card: Scorecard | None) -> str:
+    """The isolation the adapter's processes ran under, as the results record it (none before it was)."""
+    isolation = from_json(card.extra.get("isolation")) if card is not None else None
+    if isolation is None:
+        return ""
+    return f'<p id="isolation">{e(isolation.line())}</p>'
+
+
 def index_page(items: list[Item], card: Scorecard | None, *, adapter: str | None, notes: list[str],
                no_answers: bool = False) -> str:
     """``items`` in report order (failures first)."""
@@ -208,7 +217,7 @@ def index_page(items: list[Item], card: Scorecard | None, *, adapter: str | None
             + (f"adapter <code>{e(shown_adapter)}</code> · " if shown_adapter else "")
             + (f"seed {e(card.seed)} · " if card is not None and card.seed is not None else "")
             + f"{len(items)} scenario{'' if len(items) == 1 else 's'}: {counts_text(counts)}"
-            + "</p>" + (f'<p>{e(DIFFERS_NOTE.format(n=counts["differs"]))}</p>' if verdict == "differs" else "")
+            + "</p>" + _isolation_html(card) + (f'<p>{e(DIFFERS_NOTE.format(n=counts["differs"]))}</p>' if verdict == "differs" else "")
             + "".join(f'<p class="muted">{e(n)}</p>' for n in notes) + "</header>")
     body = [head]
     findings = group(items, card)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..checks.rubric import render as render_rubric
 from ..checks.exercised import severity
 from .findings import auto_fail_text
+from ..run.isolate import from_json
 
 
 def format_scorecard(card, *, no_answers: bool = False) -> str:
@@ -16,7 +17,11 @@ def format_scorecard(card, *, no_answers: bool = False) -> str:
     shown = "$CRASHLAB_ADAPTER" if no_answers else card.adapter
     lines = [f"crashlab conformance  adapter: {shown}  seed: "
              f"{card.seed if card.seed is not None else 'per scenario'}  rule set: "
-             f"{card.extra.get('rules', '(none named)')}", ""]
+             f"{card.extra.get('rules', '(none named)')}"]
+    isolation = from_json(card.extra.get("isolation"))
+    if isolation is not None:
+        lines.append(isolation.line())
+    lines.append("")
     width = max((len(s.id) for s in card.scenarios), default=10)
     for s in card.scenarios:
         mark = {"pass": "PASS", "fail": "FAIL", "differs": "DIFF", "unknown": "UNKN"}[severity(s)]

@@ -70,6 +70,7 @@ def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scen
     from ..checks.rubric import score
     from ..rules.ruleset import selection
     from .executors import execute, scenario_jobs
+    from .isolate import for_adapter
 
     in_process = getattr(executor, "in_process", False)
     spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter, import_code=in_process)
@@ -79,6 +80,7 @@ def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scen
     if shard is not None:
         jobs = shard.select(jobs)
     extra = {"shard": shard.to_json()} if shard is not None else {}
+    extra["isolation"] = for_adapter(spec.kind, in_process=in_process).to_json()
     if in_process:
         from .executors import UNTRUSTED
         extra["untrusted"] = UNTRUSTED

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from . import isolate
 from .adapterspec import import_adapter, limit_child as _limit_child
 from ..world.boundary import MAX_DEPTH, MAX_LINE_BYTES, adapter_call, harness_value, json_copy
 from ..vocab.errors import Interrupted, UsageError, clip
@@ -269,6 +270,15 @@ def parse_request(line: bytes) -> tuple[Any, PortCall]:
     return msg.get("id"), PortCall(port=msg["port"], op=msg["op"], args=msg.get("args", {}))
 
 
+def _findable(program: str, cwd: str) -> None:
+    """OSError unless ``program`` is an executable (a path, from ``cwd``) or on PATH."""
+    import shutil
+
+    found = os.path.join(cwd, program) if os.sep in program else shutil.which(program)
+    if found is None or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+        raise FileNotFoundError(f"no such program: {program!r}")
+
+
 class SubprocessChannel:
     """One OS process (and process group) per worker, newline-delimited JSON on stdin/stdout.
 
@@ -292,6 +302,7 @@ class SubprocessChannel:
         self._buf = b""
         self.stderr_tail = b""
         self.run_deadline: float | None = None  # time.monotonic() at which the whole run's bound ends
+        self.tmp: str | None = None  # the process's private temporary folder (its TMPDIR), removed by kill()
 
     def _deadline(self) -> tuple[float, bool]:
         """When the current read or write must be done, and whether the run's bound decides it."""
@@ -409,10 +420,15 @@ class SubprocessChannel:
                 from .warm import WarmProcess
                 self.proc = WarmProcess(self.warm, self.memory_mb)
             else:
-                self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                             stderr=subprocess.PIPE, cwd=self.cwd, start_new_session=True,
-                                             preexec_fn=_limit_child(self.memory_mb))
+                cwd = self.cwd or os.getcwd()
+                _findable(self.command[0], cwd)   # inside bwrap it would be bwrap's error, not this one
+                self.tmp = isolate.private_tmp()
+                self.proc = isolate.popen(self.command, writable=[self.tmp], cwd=cwd,
+                                          env={**os.environ, "TMPDIR": self.tmp},
+                                          preexec_fn=_limit_child(self.memory_mb))
         except (OSError, subprocess.SubprocessError) as exc:
+            isolate.remove_tmp(self.tmp)
+            self.tmp = None
             raise AdapterFault("died", f"cannot start adapter command {self.command!r}: {exc}") from None
         _LIVE.add(self)
         os.set_blocking(self.proc.stdin.fileno(), False)
@@ -459,6 +475,8 @@ class SubprocessChannel:
                 except OSError:
                     pass
             self.proc = None
+        isolate.remove_tmp(self.tmp)
+        self.tmp = None
 
 
 # --------------------------------------------------------------------------- adapter specs

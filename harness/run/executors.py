@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Iterator
 from .drivers import AdapterSpec
 from ..vocab.errors import AdapterProtocolError, InternalError, Interrupted, UsageError
 from ..vocab.files import atomic_write_text
+from .isolate import keep_tmp
 from .jobs import Lost, Pool
 from .judge import Job, _adapter, _parse_trace, judge, run_job, run_traced
 from ..vocab.results import ScenarioResult
@@ -35,7 +36,7 @@ UNTRUSTED = ("untrusted: --in-process ran the adapter inside crashlab's own proc
 def _warm_servers() -> set[int]:
     from .warm import _SERVERS
 
-    return {srv.proc.pid for key, srv in _SERVERS.items() if key[2] == os.getpid()}
+    return {pid for key, srv in _SERVERS.items() if key[2] == os.getpid() for pid in srv.keep}
 
 
 class LocalExecutor:
@@ -56,6 +57,7 @@ class LocalExecutor:
     def pool(self, adapter: str | None = None, *, in_process_adapter: bool = True,
              limits: Limits | None = None) -> Pool:
         limits = limits or self.limits   # the runs' own limits, when given, are what the watchdog times
+        keep_tmp()   # the adapter processes' temporary folders go with this process, not with a worker
         return Pool(self.jobs, setup=(lambda: _adapter(adapter) and None) if adapter else None,
                     step_limit_s=limits.wall_guard_s * 1.1 if in_process_adapter else None,
                     run_limit_s=limits.run_wall_s or None, spare=_warm_servers,

@@ -18,11 +18,13 @@ The choice is the ``CRASHLAB_ISOLATION`` environment variable, which the command
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -87,8 +89,106 @@ def current() -> Isolation:
     if works:
         return Isolation("namespaces", detail)
     if want == "namespaces":
-        raise UsageError(f"{ENV}=namespaces, but {detail}", hint=f"{INSTALL_HINT}, or use --isolation auto")
+        raise UsageError(f"{ENV}=namespaces, but {detail}",
+                         hint="or use --isolation auto" if INSTALL_HINT in detail else
+                         f"{INSTALL_HINT}, or use --isolation auto")
     return Isolation("process", detail)
+
+
+PYTHON_ADAPTER = ("a Python adapter (module:attribute) runs in crashlab's worker processes, not in namespaces; "
+                  "wire:module:attribute or exec: runs it in namespaces")
+
+
+def for_adapter(kind: str, *, in_process: bool = False) -> Isolation:
+    """The isolation an adapter of this kind (drivers.AdapterSpec.kind) runs under: what
+    :func:`current` says for the processes of ``exec:`` and ``wire:``; a Python adapter runs in
+    crashlab's worker processes (``process``) whatever is requested, and with ``--in-process`` in
+    crashlab's own."""
+    if in_process:
+        return Isolation("process", "--in-process: the adapter ran inside crashlab's own process")
+    found = current()
+    if kind == "python" and found.mode == "namespaces":
+        return Isolation("process", PYTHON_ADAPTER)
+    return found
+
+
+def from_json(value) -> Isolation | None:
+    """The ``isolation`` field of a results JSON (None where it has none: written before it was recorded)."""
+    if isinstance(value, dict) and isinstance(value.get("mode"), str):
+        return Isolation(value["mode"], str(value.get("detail") or ""))
+    return None
+
+
+_ANNOUNCED: list[str] = []
+_BASE: list[str] = []   # the folder holding the private temporary folders, and the pid that removes it
+
+
+def prepare(stream=None) -> Isolation:
+    """In crashlab's own process, before any adapter runs: the isolation in force, checked now (a
+    usage error if ``namespaces`` was asked for and cannot be had); under ``auto`` without
+    namespaces, one line on standard error says so and why (once per process); and
+    :func:`keep_tmp`."""
+    found = current()
+    if found.mode == "process" and requested() == "auto" and not _ANNOUNCED:
+        _ANNOUNCED.append(found.detail)
+        print(f"crashlab: isolation: process only, no namespaces for adapter processes: {found.detail}",
+              file=stream or sys.stderr)
+    keep_tmp()
+    return found
+
+
+def keep_tmp() -> None:
+    """In crashlab's own process (before its workers are forked): the folder the private temporary
+    folders are made in from here on, removed when this process exits (a worker process, and the
+    warm server it keeps, end without cleaning up)."""
+    if not _BASE or not os.path.isdir(_BASE[0]):
+        _remove_orphans()
+        _BASE[:] = [tempfile.mkdtemp(prefix=f"crashlab-isolation-{os.getpid()}-"), str(os.getpid())]
+        atexit.register(_remove_base)
+
+
+def _remove_orphans() -> None:
+    """Remove the folders of crashlab processes that are gone without removing theirs (kill -9)."""
+    import glob
+
+    for folder in glob.glob(os.path.join(tempfile.gettempdir(), "crashlab-isolation-*-*")):
+        pid = os.path.basename(folder).split("-")[2]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}") and os.stat(folder).st_uid == os.getuid():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _remove_base() -> None:
+    if _BASE and _BASE[1] == str(os.getpid()):
+        shutil.rmtree(_BASE[0], ignore_errors=True)
+        _BASE.clear()
+
+
+OPTION_HELP = ("how the processes of exec: and wire: adapters are isolated: auto (the default: namespaces "
+               "where bubblewrap makes them, else process, said on standard error), namespaces (or exit 3 "
+               "saying why not) or process; sets CRASHLAB_ISOLATION (docs/protocol.md, Trust boundary)")
+
+
+def add_option(parser) -> None:
+    """``--isolation {auto,namespaces,process}`` on a command that runs adapter code."""
+    parser.add_argument("--isolation", choices=MODES, metavar="{auto,namespaces,process}", help=OPTION_HELP)
+
+
+def choose(mode: str | None) -> None:
+    """``--isolation MODE``: set ``CRASHLAB_ISOLATION`` for crashlab and every process it starts."""
+    if mode:
+        os.environ[ENV] = mode
+
+
+def private_tmp() -> str:
+    """A new private temporary folder for one untrusted process (its ``TMPDIR``, the one place it
+    may write); the caller removes it with :func:`remove_tmp` when the process is gone."""
+    base = _BASE[0] if _BASE and os.path.isdir(_BASE[0]) else None
+    return tempfile.mkdtemp(prefix="crashlab-adapter-", dir=base)
+
+
+def remove_tmp(folder: str | None) -> None:
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _base(*, network: bool) -> list[str]:
@@ -116,3 +216,50 @@ def wrap(argv: Sequence[str], *, network: bool = False, writable: Iterable[str] 
     if cwd is not None:
         args += ["--chdir", os.path.realpath(cwd)]
     return args + ["--", *argv]
+
+
+#: Run inside the namespaces by ``popen``: take the adapter's standard input and output from the
+#: socket (fd in argv[1]) and become the adapter's command. bwrap's own processes then hold no copy
+#: of those pipes, so an adapter that closes its standard output is seen to close it.
+_RECEIVE = ("import array, os, socket, sys\n"
+            "s = socket.socket(fileno=int(sys.argv[1]))\n"
+            "_, anc, _, _ = s.recvmsg(1, socket.CMSG_LEN(2 * array.array('i').itemsize))\n"
+            "fds = array.array('i'); fds.frombytes(anc[0][2][:2 * fds.itemsize]) if anc else None\n"
+            "s.close()\n"
+            "if len(fds) != 2: sys.exit('crashlab: the adapter process received no standard input and output')\n"
+            "os.dup2(fds[0], 0); os.dup2(fds[1], 1); os.close(fds[0]); os.close(fds[1])\n"
+            "os.execvp(sys.argv[2], sys.argv[2:])\n")
+
+
+def popen(argv: Sequence[str], *, cwd: str, env: dict[str, str], writable: Iterable[str] = (),
+          preexec_fn=None) -> subprocess.Popen:
+    """``argv`` started under the isolation in force (its own session), with pipes for standard
+    input, output and error as ``subprocess.Popen(..., stdin=PIPE, stdout=PIPE, stderr=PIPE)``
+    gives them. In namespaces the standard input and output reach the command over a socket, past
+    bwrap, which keeps every descriptor it is started with for as long as the command runs."""
+    if current().mode != "namespaces":
+        return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=cwd, env=env, start_new_session=True, preexec_fn=preexec_fn)
+    import array
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        inner = [sys.executable, "-I", "-S", "-c", _RECEIVE, str(theirs.fileno()), *argv]
+        proc = subprocess.Popen(wrap(inner, writable=writable, cwd=cwd), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(theirs.fileno(),),
+                                cwd=cwd, env=env, start_new_session=True, preexec_fn=preexec_fn)
+        ours.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [in_r, out_w]))])
+    except BaseException:
+        for fd in (in_w, out_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (in_r, out_w):
+            os.close(fd)
+        ours.close()
+        theirs.close()
+    proc.stdin, proc.stdout = os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb")
+    return proc

@@ -33,6 +33,7 @@ from .judge import Job, _adapter, _parse_trace, judge, run_job, run_traced  # no
 from ..vocab.results import ScenarioResult, Scorecard
 from .runner import Limits, portable_source
 from ..vocab.compiled import Scenario
+from .isolate import for_adapter
 from .executors import (DEFAULT_BATCH, DaskExecutor, LocalExecutor, Shard, UNTRUSTED, _Writes, _apply_batch,
                         _nothing, _warm_servers, check_imports, default_jobs, execute, make_executor, scenario_jobs,
                         traced_once)  # noqa: F401 (moved there)
@@ -238,6 +239,7 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
         extra["coverage"] = reached[0].to_json()
         if progress is not None:
             progress.note(reached[0].text())
+    extra["isolation"] = for_adapter(adapter.kind, in_process=getattr(executor, "in_process", False)).to_json()
     if getattr(executor, "in_process", False):
         extra["untrusted"] = UNTRUSTED
     if shard is not None:
@@ -302,6 +304,12 @@ def merge(paths: list[Path]) -> Scorecard:
     ordered = _interleave(results)
     card = score(ordered, adapter=first.adapter, seed=first.seed)
     extra = {k: v for k, v in first.extra.items() if k not in ("shard", "rubric", "internal_errors")}
+    weakest = [c.extra.get("isolation") for _, c in cards if c.extra.get("isolation") != first.extra.get("isolation")]
+    if weakest:   # shards run under different isolation: the merged results claim only the weaker one
+        extra.pop("isolation", None)
+        found = next((i for i in (first.extra.get("isolation"), *weakest) if i is None or i.get("mode") != "namespaces"), None)
+        if found is not None:
+            extra["isolation"] = found
     internal = [e for _, c in cards for e in c.extra.get("internal_errors", [])]
     if internal:
         extra["internal_errors"] = internal

@@ -30,21 +30,62 @@ SERVER_TIMEOUT_S = 10.0
 
 
 class Server:
-    """One warm server per (adapter, memory limit) and per harness process."""
+    """One warm server per (adapter, memory limit) and per harness process. Under namespaces
+    (crashlab.run.isolate) the server and every child it forks live in one set of namespaces of
+    their own; the pids the server names are translated to this process's."""
 
     def __init__(self, spec: str, memory_mb: int) -> None:
-        self.spec = spec
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        from . import isolate
         from .adapterspec import limit_child
 
-        self.proc = subprocess.Popen([sys.executable, "-m", "crashlab.run.warm", spec, str(theirs.fileno()),
-                                      str(memory_mb)],
-                                     pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                                     start_new_session=True, preexec_fn=limit_child(0))
-        theirs.close()
+        self.spec = spec
+        self.tmp = isolate.private_tmp()   # the children's TMPDIR, emptied before each spawn
+        self.isolated = isolate.current().mode == "namespaces"
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        argv = [sys.executable, "-m", "crashlab.run.warm", spec, str(theirs.fileno()), str(memory_mb), self.tmp]
+        cwd = os.getcwd()
+        try:
+            self.proc = subprocess.Popen(isolate.wrap(argv, writable=[self.tmp], cwd=cwd), cwd=cwd,
+                                         pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                                         env={**os.environ, "TMPDIR": self.tmp},
+                                         start_new_session=True, preexec_fn=limit_child(0))
+        except BaseException:
+            isolate.remove_tmp(self.tmp)
+            ours.close()
+            raise
+        finally:
+            theirs.close()
         ours.settimeout(SERVER_TIMEOUT_S)  # a server that stopped answering is dropped, not waited for
         self.sock = ours
         self.reader = ours.makefile("r", encoding="utf-8")
+        self.keep = {self.proc.pid}        # the server's own processes, which outlive each run
+        try:
+            hello = self._read()           # the server's pid as it sees it, before it imports the adapter
+            if self.isolated:
+                from .jobs import descendants
+                self.keep |= {pid for pid in descendants(self.proc.pid) if _inner_pid(pid) in (1, hello["pid"])}
+        except (OSError, ValueError, KeyError, TypeError):
+            self.broken = True
+
+    def _read(self) -> dict:
+        try:
+            line = self.reader.readline()
+            if not line:
+                raise OSError("the warm adapter server exited")
+        except OSError:
+            self.broken = True
+            raise
+        return json.loads(line)
+
+    def host_pid(self, pid: int) -> int:
+        """The pid, in this process's terms, of the server's child ``pid`` (in the server's terms)."""
+        if not self.isolated:
+            return pid
+        from .jobs import descendants
+        for found in descendants(self.proc.pid):
+            if _inner_pid(found) == pid and found not in self.keep:
+                return found
+        raise OSError(f"the warm adapter server's child {pid} is not among its processes")
 
     def _ask(self, message: dict, fds: tuple[int, ...] = ()) -> dict:
         data = (json.dumps(message) + "\n").encode()
@@ -53,13 +94,10 @@ class Server:
                 self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
             else:
                 self.sock.sendall(data)
-            line = self.reader.readline()
-            if not line:
-                raise OSError("the warm adapter server exited")
         except OSError:
             self.broken = True
             raise
-        return json.loads(line)
+        return self._read()
 
     def spawn(self, fds: tuple[int, int, int]) -> int:
         return self._ask({"op": "spawn"}, fds)["pid"]
@@ -74,6 +112,20 @@ class Server:
             pass
         self.proc.wait()
         self.sock.close()
+        from .isolate import remove_tmp
+        remove_tmp(self.tmp)
+
+
+def _inner_pid(pid: int) -> int | None:
+    """A process's pid in its innermost PID namespace (Linux: the last field of ``NSpid``)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def server(spec: str, memory_mb: int) -> Server:
@@ -104,7 +156,8 @@ class WarmProcess:
         stderr_r, stderr_w = os.pipe()
         try:
             self.server = server(spec, memory_mb)
-            self.pid = self.server.spawn((stdin_r, stdout_w, stderr_w))
+            self.inner = self.server.spawn((stdin_r, stdout_w, stderr_w))  # its pid as the server knows it
+            self.pid = self.server.host_pid(self.inner)
         except OSError:
             for fd in (stdin_r, stdin_w, stdout_r, stdout_w, stderr_r, stderr_w):
                 os.close(fd)
@@ -119,7 +172,7 @@ class WarmProcess:
     def poll(self) -> int | None:
         if self.returncode is None:
             try:
-                self.returncode = self.server.status(self.pid)
+                self.returncode = self.server.status(self.inner)
             except OSError:
                 self.returncode = -signal.SIGKILL
         return self.returncode
@@ -172,11 +225,26 @@ def _child(spec: str, fds: list[int], control: socket.socket, memory_mb: int, pa
         os._exit(code)
 
 
-def _serve_forever(spec: str, control_fd: int, memory_mb: int) -> int:
+def _empty(folder: str) -> None:
+    """Remove what the last child left in the children's temporary folder."""
+    import shutil
+
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def _serve_forever(spec: str, control_fd: int, memory_mb: int, tmp: str = "") -> int:
     from .adapterspec import import_adapter
 
-    import_adapter(spec)  # import the adapter once, before any fork
     control = socket.socket(fileno=control_fd)
+    control.sendall((json.dumps({"pid": os.getpid()}) + "\n").encode())  # before any adapter code runs
+    import_adapter(spec)  # import the adapter once, before any fork
     server_pid = os.getpid()
     exited: dict[int, int] = {}
 
@@ -203,6 +271,8 @@ def _serve_forever(spec: str, control_fd: int, memory_mb: int) -> int:
         request: Any = json.loads(msg.decode())
         reap()
         if request["op"] == "spawn":
+            if tmp:
+                _empty(tmp)
             pid = os.fork()
             if pid == 0:
                 _child(spec, received, control, memory_mb, server_pid)
@@ -215,4 +285,4 @@ def _serve_forever(spec: str, control_fd: int, memory_mb: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_serve_forever(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
+    sys.exit(_serve_forever(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:5]))

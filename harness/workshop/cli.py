@@ -40,6 +40,8 @@ def add_workshop_parser(sub, epilog: str) -> None:
                         "else its adapter.py as a subprocess")
     c.add_argument("--adapter", metavar="SPEC", help="grade this adapter instead of the kit's adapter.py "
                                                      "(module:attribute or exec:COMMAND)")
+    from ..run.isolate import add_option
+    add_option(c)
     r = ws.add_parser("reveal", help="the model answer, the teaching card and the figure (after an attempt)")
     r.add_argument("rung", metavar="RUNG")
     rl = ws.add_parser("release", help="facilitator: give a field held after too many wrong tries its tries back")
@@ -62,6 +64,7 @@ def add_workshop_parser(sub, epilog: str) -> None:
     h.add_argument("--dir", metavar="DIR", help="where to write the artifacts (default: workshop/handoff)")
     h.add_argument("--adapter", metavar="SPEC", help="recover the runs as this adapter left them (default: the "
                                                       "reference design), to repeat the rehearsal on your own")
+    add_option(h)
     m = ws.add_parser("compare", help="two reviewers' handoff plans side by side, with every disagreement")
     m.add_argument("a", metavar="PLAN_A", help="a plan.yaml (or the folder holding it)")
     m.add_argument("b", metavar="PLAN_B")
