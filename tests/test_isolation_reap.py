@@ -258,3 +258,25 @@ def test_a_pause_stops_the_worker_inside_its_namespace_and_a_resume_continues_it
         watcher.join(5)
     assert outcome.card.verdict == "pass", outcome.card.text()
     assert "T" in states, states          # the worker itself was stopped, inside its namespace
+
+
+def test_the_integration_card_says_which_isolation_its_worker_had(tmp_path, monkeypatch):
+    from crashlab.run import isolate
+
+    root = Path(__file__).resolve().parent.parent
+    worker = f"{sys.executable} {root / 'examples' / 'integration' / 'worker.py'} {{url}} {{db}}"
+    done = subprocess.run([sys.executable, "-m", "crashlab", "integrate", "t1-crash-before-dispatch", "--worker", worker,
+                           "--out", str(tmp_path / "out"), "--json", str(tmp_path / "cards.json"),
+                           "--isolation", "process"], capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 2), done.stderr
+    assert "isolation: process (CRASHLAB_ISOLATION=process)" in done.stdout
+    header = json.loads((tmp_path / "out" / "t1-crash-before-dispatch.jsonl").read_text().splitlines()[0])
+    assert header["integration"]["isolation"] == {"mode": "process", "detail": "CRASHLAB_ISOLATION=process"}
+    cards = json.loads((tmp_path / "cards.json").read_text())
+    card = cards[0] if isinstance(cards, list) else next(iter(cards.get("cards", cards.values())))
+    assert "isolation" in json.dumps(card)
+    monkeypatch.setenv(isolate.ENV, "auto")
+    if isolate.current().mode == "namespaces":
+        again = subprocess.run([sys.executable, "-m", "crashlab", "integrate", "t1-crash-before-dispatch", "--worker",
+                                worker, "--out", str(tmp_path / "ns")], capture_output=True, text=True, timeout=300)
+        assert "isolation: namespaces (bubblewrap" in again.stdout, again.stdout[-800:]

@@ -260,6 +260,7 @@ class Card:
     lines: tuple[Line, ...]
     reasons: tuple[str, ...]
     runtime: RuntimeSection | None = None
+    isolation: str | None = None   # the isolation the worker ran under, as the trace's header records it
 
     @property
     def exit_code(self) -> int:
@@ -287,6 +288,8 @@ class Card:
         out.extend(f"  inconclusive: {r}" for r in self.reasons)
         if self.runtime is not None:
             out.extend(self.runtime.text())
+        if self.isolation:
+            out.append(f"  isolation: {self.isolation}")
         out.append(f"  limitation: {LIMITATION}")
         return "\n".join(out)
 
@@ -297,6 +300,8 @@ class Card:
                               | ({"finding": l.finding} if l.status == "not judgeable" else {}) for l in self.lines]}
         if self.runtime is not None:
             out["runtime"] = self.runtime.to_json()
+        if self.isolation:
+            out["isolation"] = self.isolation
         return out
 
 
@@ -433,6 +438,9 @@ def judged(events: list[dict], raw: ScenarioResult | None = None) -> Card:
     else:
         out = card(raw, views=set(given["views"]), notes=given["notes"], cut=given["cut"], timed=given["timed"],
                    undelivered=given["undelivered"], missed=given["missed"], trace=events)
+    recorded = (events[0].get(FIELD) or {}).get("isolation") if isinstance(events[0].get(FIELD), dict) else None
+    if isinstance(recorded, dict) and isinstance(recorded.get("mode"), str):
+        out = replace(out, isolation=f"{recorded['mode']} ({recorded.get('detail', '')})")
     if len(_JUDGED) >= 64:
         _JUDGED.pop(next(iter(_JUDGED)))
     _JUDGED[id(events)] = (events, out)

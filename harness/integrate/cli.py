@@ -71,6 +71,9 @@ no process may outlive its group. Each is a recorded fault of that scenario with
                    help="run the worker under a durable runtime (dbos, celery, temporal, restate; docs/runtimes/) or an agent framework (langgraph, pydantic-ai-dbos, openai-agents-dbos; docs/agents/): "
                         "crashlab starts its local server once, gives every worker its address ({runtime}) and a "
                         "unit-of-work id per run ({runtime_id}), and shows the runtime's record on each card")
+    from ..run.isolate import add_option
+
+    add_option(p)      # the worker's isolation (docs/integration.md, "Isolation")
     p.set_defaults(handler=run)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..checks.verdict import check_trace
 from ..vocab.results import ScenarioResult
 from ..vocab.files import atomic_writer
+from ..run import isolate
 from ..runtimes import Runtime, Server
 from ..sandbox.server import UNDELIVERED
 from ..vocab.compiled import Scenario
@@ -94,7 +95,8 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     # what the supervisor saw that the events do not show: in the header, so the card is the trace's own
     # (beside the run's options, which the supervisor wrote there for the repro line)
     events[0][FIELD] = {**(events[0].get(FIELD) or {}), "views": sorted(views), "notes": sup.notes + unexercised,
-                        "cut": list(sup.cut), "timed": timed, "undelivered": undelivered, "missed": list(sup.missed)}
+                        "cut": list(sup.cut), "timed": timed, "undelivered": undelivered, "missed": list(sup.missed),
+                        "isolation": isolate.current().to_json()}
     write_jsonl(events, path)
     result = replace(check_trace(events, trace_path=str(path)), repro=repro_line(events[0]))
     verdict = judged(events)       # the card check_trace judged this trace by (kept for the same events)
