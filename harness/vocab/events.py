@@ -486,7 +486,8 @@ class Takeover(Event):
 class AdapterFault(Event):
     """the adapter misbehaved and the worker was stopped; `fault` is exception, base_exception,
     not_a_port, not_json, thread, forked, step_budget, step_timeout, garbage, flood, line_too_long,
-    no_reply, not_reading, closed_stdout, died, no_finish, unhandled_port_error, trace_too_large,
+    no_reply, not_reading, closed_stdout, died, stopped, run_timeout, garbled, forged, no_finish,
+    unhandled_port_error, trace_too_large,
     invalid_checkpoint or invalid_effect_entry (docs/protocol.md, Limits); the last two only refuse the record, with
     its `problems` and the `checkpoint` or `entry` as written, and the worker goes on"""
 
