@@ -134,7 +134,10 @@ def test_wire_misbehaviour_is_a_fault_never_a_hang(mode, kind):
     assert time.monotonic() - started < 60
 
 
-def test_the_adapters_whole_process_group_is_gone_when_its_worker_ends(tmp_path):
+def test_the_adapters_whole_process_group_is_gone_when_its_worker_ends(tmp_path, monkeypatch):
+    # process isolation: the adapter writes its child's pid where this test reads it (under namespaces the
+    # file system is read-only to it, and its PID namespace ends with it: tests/test_isolation_adapters.py)
+    monkeypatch.setenv("CRASHLAB_ISOLATION", "process")
     pid_file = tmp_path / "child.pid"
     result = run(scenario(), f"exec:{PY} {WIRE} fork_child {pid_file}")
     assert fault_of(result)["fault"] == "garbage"

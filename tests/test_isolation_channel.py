@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -308,3 +309,17 @@ def test_the_plugin_refuses_planted_code(pytester, monkeypatch, tmp_path):
     failed = pytester.runpytest("-p", "no:cacheprovider")
     failed.assert_outcomes(failed=1)
     failed.stdout.fnmatch_lines(["*zz-verdict.pth*"])
+
+
+def test_a_site_file_older_than_crashlabs_installation_is_the_environments_own(tmp_path, monkeypatch):
+    """A hook that was there before crashlab was installed (a machine's certificate .pth, say) is not
+    planted by a run; one that appeared after it is."""
+    import crashlab.vocab.planted as planted
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "machine-certificates.pth").write_text("import os\n")
+    monkeypatch.setattr(planted, "installed_at", lambda: time.time() + 60)   # installed after the file
+    assert planted.planted([str(site)]) == []
+    monkeypatch.setattr(planted, "installed_at", lambda: time.time() - 60)   # installed before it
+    assert planted.planted([str(site)]) == [str(site / "machine-certificates.pth")]

@@ -39,7 +39,12 @@ def descendants(pid: int | None = None) -> list[int]:
     return out
 
 
-REAP_LIMIT_S = 2.0          # how long a cleanup keeps freezing and killing before it reports survivors
+REAP_LIMIT_S = 5.0          # how long a cleanup keeps freezing and killing before it reports survivors
+
+
+#: after it killed something, how many more empty listings a cleanup wants before it ends (a child whose
+#: parent has just exited is re-parented to crashlab in a moment in which neither lists it)
+QUIET_LISTINGS = 3
 
 
 def kill_tree(spare: frozenset[int] | set[int] = frozenset(), only_new: frozenset[int] | None = None,
@@ -94,6 +99,7 @@ def reap(listing: Callable[[], list[int]], limit_s: float = REAP_LIMIT_S) -> int
     ``limit_s``; what is still alive then is named on standard error. Returns how many were killed."""
     deadline = time.monotonic() + limit_s
     killed: set[int] = set()
+    quiet = 0
     while True:
         _reap_all({pid for pid in listing() if _zombie(pid)}, 0.0)   # orphans that ended on their own
         stopped = freeze(listing, deadline)
@@ -104,8 +110,15 @@ def reap(listing: Callable[[], list[int]], limit_s: float = REAP_LIMIT_S) -> int
             except (ProcessLookupError, PermissionError):
                 pass
         _reap_all(killed, deadline)
-        if not stopped or time.monotonic() > deadline:
+        if time.monotonic() > deadline:
             break
+        if not stopped:
+            if not killed or quiet >= QUIET_LISTINGS:
+                break
+            quiet += 1          # a process in the middle of being re-parented here can miss one listing
+            time.sleep(0.005)
+        else:
+            quiet = 0
     survivors = [pid for pid in listing() if not _zombie(pid)]
     if survivors:
         print(f"crashlab: {len(survivors)} process(es) it started survived {limit_s:g} s of cleanup "

@@ -10,6 +10,10 @@ exit 3) while a site directory holds such a file that no installed distribution'
 
 A planted file has already run by the time crashlab can look for it: this check refuses the run
 *after* the one whose adapter planted it, and every run from then on, until the file is removed.
+Only a file that appeared after crashlab was installed counts (its inode's change time, which no
+process can set back, is later than that of crashlab's own ``RECORD``): what was in the environment
+before is the environment's own (a machine's certificate hook, say). Reinstalling crashlab after a
+poisoning therefore accepts what was planted before it: look for unlisted files before installing.
 ``CRASHLAB_ALLOW_SITE_FILE`` names files to accept deliberately (absolute paths, separated by
 ``os.pathsep``), such as a ``.pth`` of one's own development setup.
 """
@@ -86,18 +90,41 @@ def _first(line: str) -> str:
     return next(csv.reader([line]), [""])[0]
 
 
+def installed_at() -> float | None:
+    """The change time of crashlab's own installation record in the site directories (None: not
+    installed there, run from a source tree)."""
+    import glob
+
+    times = []
+    for folder in site_dirs():
+        for record in glob.glob(os.path.join(glob.escape(folder), "crashlab-*.dist-info", "RECORD")):
+            try:
+                times.append(os.stat(record).st_ctime)
+            except OSError:
+                continue
+    return max(times) if times else None
+
+
+def _since(path: str, since: float | None) -> bool:
+    try:
+        return since is None or os.lstat(path).st_ctime > since
+    except OSError:
+        return False
+
+
 def planted(dirs: list[str] | None = None) -> list[str]:
-    """The unlisted ``.pth`` files and site hooks in ``dirs`` (default: :func:`site_dirs`), less
-    those ``CRASHLAB_ALLOW_SITE_FILE`` accepts."""
+    """The unlisted ``.pth`` files and site hooks in ``dirs`` (default: :func:`site_dirs`) that appeared
+    after crashlab was installed, less those ``CRASHLAB_ALLOW_SITE_FILE`` accepts."""
     allowed = {os.path.realpath(p) for p in os.environ.get(ENV, "").split(os.pathsep) if p.strip()}
     found: list[str] = []
+    since = installed_at()
     for folder in site_dirs() if dirs is None else dirs:
         try:
             names = sorted(os.listdir(folder))
         except OSError:
             continue
         hooks = [os.path.join(folder, n) for n in names if _is_hook(n)]
-        hooks = [p for p in hooks if os.path.realpath(p) not in allowed]
+        hooks = [p for p in hooks if os.path.realpath(p) not in allowed and _since(p, since)]
         if hooks:
             known = _recorded_beside(folder)
             found += [p for p in hooks if os.path.realpath(p) not in known]
