@@ -142,4 +142,10 @@ def test_a_runtime_mutant_fails_for_the_rules_the_chapter_names(servers, m):
     if why:
         pytest.skip(why)
     runtime, server, work = servers(m.runtime)
-    _assert_caught(m, _judged(m, work / m.id, runtime=runtime, server=server))
+    found = _judged(m, work / m.id, runtime=runtime, server=server)
+    if found.missing:
+        # a real runtime's own retry timing under a loaded machine: once (seen on a CI run, Temporal's
+        # activity retry came after the worker had finished); a mistake that is caught is caught every time
+        # it happens, and a second miss fails
+        found = _judged(m, work / f"{m.id}-again", runtime=runtime, server=server)
+    _assert_caught(m, found)
