@@ -56,13 +56,12 @@ def _gone(marker: str, within_s: float) -> bool:
 
 
 # --------------------------------------------------------------------------- a re-forking adapter
-@pytest.mark.parametrize("kind", ["exec", "in-process"])
-def test_a_reforking_adapter_cannot_rewrite_the_results_after_crashlab_exits(tmp_path, kind):
-    """Five crashlab runs at once, each against an adapter that starts a process re-forking every few
-    milliseconds (a session of its own each time) and rewriting the results' "fail" to "pass": in
-    every try the results stay a failure and no generation of it is left."""
-    runs = []
-    for n in range(TRIES):
+def _hostile_runs(tmp_path, kind: str, tries: int, at_once: bool) -> list[tuple[subprocess.Popen, str, Path]]:
+    """crashlab runs against an adapter that starts a re-forking process rewriting the results' "fail"
+    to "pass" (``at_once``: all started together; otherwise one after the other). Their exit codes
+    are checked; returned when they have ended, with each hydra's marker and results file."""
+    runs, codes, errors = [], [], []
+    for n in range(tries):
         out = tmp_path / f"try{n}"
         out.mkdir()
         marker, target = f"reap-marker-{tmp_path.name}-{kind}-{n}", out / "results.json"
@@ -72,20 +71,47 @@ def test_a_reforking_adapter_cannot_rewrite_the_results_after_crashlab_exits(tmp
                                  "--out", str(out), "--json", str(target)], cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, env=_env(CRASHLAB_ISOLATION="process", CRASHLAB_TEST_REAP=args))
         runs.append((proc, marker, target))
-    started = time.monotonic()
+        if not at_once:
+            _, err = proc.communicate(timeout=120)
+            codes.append(proc.returncode)
+            errors.append(err.decode("utf-8", "replace"))
     try:
-        codes = [proc.wait(timeout=120) for proc, _, _ in runs]
+        for proc, _, _ in runs[len(codes):]:
+            _, err = proc.communicate(timeout=120)
+            codes.append(proc.returncode)
+            errors.append(err.decode("utf-8", "replace"))
     finally:
         for proc, _, _ in runs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    errors = [proc.stderr.read().decode("utf-8", "replace") for proc, _, _ in runs]
-    assert codes == [1] * TRIES, errors
+    assert codes == [1] * tries, errors
+    return runs
+
+
+def _still_failures(runs, started: float) -> None:
     time.sleep(max(0.0, LIFETIME_S + 1.0 - (time.monotonic() - started)))   # past when it would have rewritten
     verdicts = [json.loads(target.read_text())["verdict"] for _, _, target in runs]
-    assert verdicts == ["fail"] * TRIES, verdicts
+    assert verdicts == ["fail"] * len(runs), verdicts
     assert not [m for _, m, _ in runs if alive_with(m)], "a generation of the re-forking process is still running"
+
+
+@pytest.mark.parametrize("kind", ["exec", "in-process"])
+def test_a_reforking_adapter_cannot_rewrite_the_results_after_crashlab_exits(tmp_path, kind):
+    """Five crashlab runs at once, each against an adapter that starts a process re-forking every few
+    milliseconds (a session of its own each time) and rewriting the results' "fail" to "pass": in
+    every try the results stay a failure and no generation of it is left."""
+    started = time.monotonic()
+    _still_failures(_hostile_runs(tmp_path, kind, TRIES, at_once=True), started)
+
+
+def test_a_lone_reforking_adapter_is_caught_although_its_generations_outlive_no_listing(tmp_path):
+    """The same adapter, one run at a time: alone on the machine its generations live shorter than
+    reading a tree that holds forty sleepers and a thousand zombies takes, so a cleanup that reads
+    the whole tree before stopping anything never catches it (it flipped 5 runs of 6); one that
+    stops each process the moment it is named, newest first, does."""
+    started = time.monotonic()
+    _still_failures(_hostile_runs(tmp_path, "exec", 3, at_once=False), started)
 
 
 def test_the_pytest_plugin_leaves_no_adapter_grandchild_behind(tmp_path):

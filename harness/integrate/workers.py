@@ -69,7 +69,7 @@ def pause(proc: subprocess.Popen) -> bool:
     if proc.poll() is not None:
         return False
     _group(proc.pid, signal.SIGSTOP)
-    return bool(freeze(lambda: _tree(proc.pid)))
+    return bool(freeze(lambda: (proc.pid,)))
 
 
 def resume(pgid: int) -> bool:
@@ -169,8 +169,8 @@ def kill_escaped(pids: list[int], listing: Callable[[], list[int]]) -> None:
     (a re-forking escapee is re-parented here again and again)."""
     seen = set(pids)
 
-    def everything() -> list[int]:
+    def roots() -> set[int]:
         seen.update(listing())
-        return [p for pid in seen for p in _tree(pid)]
+        return seen
 
-    reap(everything)
+    reap(roots)

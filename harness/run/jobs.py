@@ -442,7 +442,7 @@ class Pool:
                 os.kill(w.pid, signal.SIGSTOP)  # it forks no more while what is below it goes first
             except (ProcessLookupError, PermissionError):
                 pass
-            reap(lambda: descendants(w.pid))
+            reap(lambda: children(w.pid))
             try:
                 os.kill(w.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

@@ -3,11 +3,16 @@ survives by re-forking faster than the kills.
 
 One pass of "list the tree, then kill each" loses to a process that forks in a loop: between the
 listing and the kill it has forked again and exited, and its child, re-parented, is not in the list.
-So each cleanup *freezes* first: it stops (``SIGSTOP``) every process it finds and lists again until
-no new one appears (a stopped process cannot fork; a fork in progress when the stop arrives is
-undone by the kernel), then kills them all, collects the direct children among them, and repeats
-until a listing is empty, for at most :data:`REAP_LIMIT_S`; what survives is named on standard error.
-Linux (/proc); elsewhere every listing is empty and nothing is done.
+Reading the whole tree first and stopping what it names afterwards loses too, once the tree is big
+enough (sleepers, or the zombies of earlier generations under a stopped subreaper) that reading it
+takes longer than one generation lives. So each cleanup *freezes as it walks*: from a set of roots,
+every process is stopped (``SIGSTOP``) the moment its parent's ``children`` file names it, newest
+first (the re-parented newcomer is the last in its new parent's list), and only then are its own
+children read (a stopped process cannot fork; a fork in progress when the stop arrives is undone by
+the kernel, or its child is in the parent's list on the next walk). Ended processes are not walked
+again. It walks until a walk stops nothing new, kills all it stopped, collects the direct children
+among them, and repeats until a walk is empty, for at most :data:`REAP_LIMIT_S`; what survives is
+named on standard error. Linux (/proc); elsewhere every walk is empty and nothing is done.
 """
 from __future__ import annotations
 
@@ -15,7 +20,10 @@ import os
 import signal
 import sys
 import time
-from typing import Callable
+from typing import Callable, Iterable
+
+#: what a cleanup starts from: the processes (with everything below them) it is to kill
+Roots = Callable[[], Iterable[int]]
 
 
 def descendants(pid: int | None = None) -> list[int]:
@@ -23,27 +31,17 @@ def descendants(pid: int | None = None) -> list[int]:
     out: list[int] = []
     todo = [pid or os.getpid()]
     while todo:
-        current = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children", encoding="ascii") as fh:
-                    kids = [int(k) for k in fh.read().split()]
-            except (OSError, ValueError):
-                continue
-            out += kids
-            todo += kids
+        kids = _children(todo.pop())
+        out += kids
+        todo += kids
     return out
 
 
 REAP_LIMIT_S = 5.0          # how long a cleanup keeps freezing and killing before it reports survivors
 
 
-#: after it killed something, how many more empty listings a cleanup wants before it ends (a child whose
-#: parent has just exited is re-parented to crashlab in a moment in which neither lists it)
+#: after it killed something, how many more empty walks a cleanup wants before it ends (a child whose
+#: parent has just exited is re-parented to its subreaper in a moment in which neither lists it)
 QUIET_LISTINGS = 3
 
 
@@ -54,72 +52,92 @@ def kill_tree(spare: frozenset[int] | set[int] = frozenset(), only_new: frozense
     only children that are not in it (and their descendants). Returns how many were killed."""
     me = os.getpid()
 
-    def below() -> list[int]:
-        if only_new is None:
-            found = descendants(me)
-        else:
-            found = []
-            for child in _children(me):
-                if child not in only_new:
-                    found += [child] + descendants(child)
-        return [pid for pid in found if pid not in spare]
+    def roots() -> list[int]:
+        return [pid for pid in _children(me) if only_new is None or pid not in only_new]
 
-    return reap(below, limit_s)
+    return reap(roots, limit_s, spare)
 
 
 def kill_process_tree(pid: int, limit_s: float = REAP_LIMIT_S) -> int:
     """Kill ``pid`` and every process below it, as :func:`kill_tree` does below this process."""
-    return reap(lambda: [pid] + descendants(pid), limit_s)
+    return reap(lambda: (pid,), limit_s)
 
 
-def freeze(listing: Callable[[], list[int]], deadline: float | None = None) -> list[int]:
-    """SIGSTOP every process ``listing()`` names, and list again until no new one appears: a stopped
-    process cannot fork, so the listing ends (or ``deadline`` passes). The stopped pids, in order."""
-    stopped: list[int] = []
-    seen: set[int] = set()
-    while True:
-        new = [pid for pid in listing() if pid not in seen and not _zombie(pid)]
-        if not new:
-            return stopped
-        for pid in new:
-            seen.add(pid)
-            try:
-                os.kill(pid, signal.SIGSTOP)
+class _Walk:
+    """The state of one cleanup's walks: what it has stopped and what has ended (not walked again)."""
+
+    def __init__(self, spare: frozenset[int] | set[int] = frozenset()):
+        self.spare = spare
+        self.seen: set[int] = set()
+        self.ended: set[int] = set()
+
+    def stop_new(self, roots: Roots) -> list[int]:
+        """One walk from ``roots()``: stop each process not seen before as soon as it is named, then
+        read its children. The processes it stopped (running or stopped, not ended), in order."""
+        stopped: list[int] = []
+        todo = list(roots())                        # popped newest first, as below
+        while todo:
+            pid = todo.pop()
+            if pid in self.ended:
+                continue
+            if pid not in self.seen and pid not in self.spare:
+                self.seen.add(pid)
+                try:
+                    os.kill(pid, signal.SIGSTOP)      # first, then look: an ended process takes it harmlessly
+                except (ProcessLookupError, PermissionError):
+                    self.ended.add(pid)
+                    continue
+                if _zombie(pid):
+                    self.ended.add(pid)
+                    continue
                 stopped.append(pid)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if deadline is not None and time.monotonic() > deadline:
+            todo += _children(pid)                    # popped newest first
+        return stopped
+
+
+def freeze(roots: Roots, deadline: float | None = None, walk: _Walk | None = None) -> list[int]:
+    """SIGSTOP every process in the trees of ``roots()`` (the roots included), each as soon as it is
+    named, and walk again until a walk stops no new one: a stopped process cannot fork, so the walks
+    end (or ``deadline`` passes). The stopped pids, in order."""
+    walk = walk or _Walk()
+    stopped: list[int] = []
+    while True:
+        new = walk.stop_new(roots)
+        stopped += new
+        if not new or (deadline is not None and time.monotonic() > deadline):
             return stopped
 
 
-def reap(listing: Callable[[], list[int]], limit_s: float = REAP_LIMIT_S) -> int:
-    """Freeze what ``listing()`` names (:func:`freeze`), SIGKILL all of it, reap the direct children
-    among it, and repeat until a listing is empty: a process that keeps re-forking, or that was
-    re-parented here mid-way, does not survive one pass of "list, then kill". Bounded by
-    ``limit_s``; what is still alive then is named on standard error. Returns how many were killed."""
+def reap(roots: Roots, limit_s: float = REAP_LIMIT_S, spare: frozenset[int] | set[int] = frozenset()) -> int:
+    """Freeze the trees of ``roots()`` (:func:`freeze`; the ``spare`` pids are walked through but
+    neither stopped nor killed), SIGKILL all of it, reap the direct children among it, and repeat
+    until a walk is empty: a process that keeps re-forking, or that was re-parented here mid-way,
+    does not survive. Bounded by ``limit_s``; what is still alive then is named on standard error.
+    Returns how many were killed."""
     deadline = time.monotonic() + limit_s
     killed: set[int] = set()
     quiet = 0
     while True:
-        _reap_all({pid for pid in listing() if _zombie(pid)}, 0.0)   # orphans that ended on their own
-        stopped = freeze(listing, deadline)
+        walk = _Walk(spare)
+        stopped = freeze(roots, deadline, walk)
         for pid in stopped:
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed.add(pid)
             except (ProcessLookupError, PermissionError):
                 pass
-        _reap_all(killed, deadline)
+        _reap_all(killed | walk.ended, deadline)       # and orphans that ended on their own
         if time.monotonic() > deadline:
             break
         if not stopped:
             if not killed or quiet >= QUIET_LISTINGS:
                 break
-            quiet += 1          # a process in the middle of being re-parented here can miss one listing
+            quiet += 1          # a process in the middle of being re-parented can miss one walk
             time.sleep(0.005)
         else:
             quiet = 0
-    survivors = [pid for pid in listing() if not _zombie(pid)]
+    survivors = [pid for root in roots() for pid in [root, *descendants(root)]
+                 if pid not in spare and pid not in killed and not _zombie(pid)]
     if survivors:
         print(f"crashlab: {len(survivors)} process(es) it started survived {limit_s:g} s of cleanup "
               f"(pid {', '.join(map(str, survivors[:10]))})", file=sys.stderr)
