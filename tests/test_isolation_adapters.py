@@ -49,10 +49,11 @@ def cli(*args, env=None, timeout=180):
 
 
 def escape(how: str, mode: str, *args: str) -> tuple[str, dict]:
-    """The adapter spec and its environment for one attempt, as exec: or over the wire (warm)."""
+    """The adapter spec and its environment for one attempt, as exec:, over the wire (warm), or as a
+    Python adapter named module:attribute (which --isolation namespaces runs as wire: does)."""
     if how == "exec":
         return " ".join(["exec:" + PY, str(ESCAPE), mode, *args]), {}
-    return "wire:escape_attempts:Escape", {"CRASHLAB_ESCAPE": json.dumps([mode, *args])}
+    return ("wire:" if how == "wire" else "") + "escape_attempts:Escape", {"CRASHLAB_ESCAPE": json.dumps([mode, *args])}
 
 
 def said(proc, mode: str) -> str:
@@ -78,7 +79,7 @@ def running(marker: str) -> list[int]:
 
 
 @needs_namespaces
-@pytest.mark.parametrize("how", ["exec", "wire"])
+@pytest.mark.parametrize("how", ["exec", "wire", "python"])
 def test_a_reply_forged_into_crashlabs_pipes_never_reaches_it(tmp_path, how):
     # Under --isolation process the same adapter opens pipes of crashlab's through /proc (its
     # forged reply is then refused, replies being signed); in namespaces it finds none.
@@ -90,7 +91,7 @@ def test_a_reply_forged_into_crashlabs_pipes_never_reaches_it(tmp_path, how):
 
 
 @needs_namespaces
-@pytest.mark.parametrize("how", ["exec", "wire"])
+@pytest.mark.parametrize("how", ["exec", "wire", "python"])
 def test_the_virtualenv_and_the_output_folders_are_read_only_to_an_adapter(tmp_path, how):
     out, elsewhere = tmp_path / "out", tmp_path / "results"
     out.mkdir(), elsewhere.mkdir()
@@ -152,6 +153,26 @@ def test_the_reference_adapter_passes_over_exec_in_namespaces_and_the_results_sa
     assert data["isolation"]["mode"] == "namespaces" and data["isolation"]["detail"].startswith("bubblewrap")
     assert f"isolation: namespaces ({data['isolation']['detail']})" in proc.stdout.splitlines()[:3]
     assert "20/20" in proc.stdout
+
+
+@needs_namespaces
+def test_a_python_adapter_runs_in_namespaces_when_they_are_asked_for_and_in_workers_otherwise(tmp_path):
+    """module:attribute under --isolation namespaces runs over the wire in namespaces (its results say so,
+    under the name it was given, with the verdict it has in worker processes); under auto it runs in
+    crashlab's worker processes and its results say "process" with why; --in-process cannot have them."""
+    spec = "crashlab.reference_impl:ReferenceAdapter"
+    found = {}
+    for mode in ("namespaces", "auto"):
+        proc = cli("conformance", "--adapter", spec, "--tag", "T2", "--out", str(tmp_path / mode), "--json",
+                   str(tmp_path / f"{mode}.json"), "--isolation", mode)
+        found[mode] = json.loads((tmp_path / f"{mode}.json").read_text())
+        assert found[mode]["adapter"] == spec, proc.stderr
+    assert found["namespaces"]["isolation"]["mode"] == "namespaces"
+    assert found["auto"]["isolation"] == {"mode": "process", "detail": isolate.PYTHON_ADAPTER}
+    assert found["namespaces"]["score"] == found["auto"]["score"]
+    assert [s["verdict"] for s in found["namespaces"]["scenarios"]] == [s["verdict"] for s in found["auto"]["scenarios"]]
+    refused = cli("run", T1, "--in-process", "--isolation", "namespaces", "--out", str(tmp_path / "x"))
+    assert refused.returncode == 3 and "--in-process runs the adapter inside crashlab's own process" in refused.stderr
 
 
 def test_process_isolation_and_python_adapters_are_named_as_such(tmp_path):

@@ -488,6 +488,7 @@ class AdapterSpec:
     kind: str                       # python | exec | warm (wire: a Python adapter over the wire, forked warm)
     factory: Callable | None = None
     command: tuple[str, ...] = ()
+    module: str = ""                # warm: the module:attribute the wire server runs
 
     @property
     def name(self) -> str:
@@ -498,7 +499,7 @@ class AdapterSpec:
         if self.kind == "python":
             return InProcessChannel(self.factory, services, wall_guard_s)
         return SubprocessChannel(list(self.command), services, hello, reply_timeout_s, memory_mb=memory_mb,
-                                 warm=self.text[5:] if self.kind == "warm" else None)
+                                 warm=self.module if self.kind == "warm" else None)
 
 
 DEFAULT_ADAPTER = "crashlab.reference_impl:ReferenceAdapter"
@@ -518,9 +519,9 @@ def load_adapter(spec: str | None, *, import_code: bool = True) -> AdapterSpec:
                          "process is judged with crashlab integrate --worker CMD (docs/integration.md)")
     if spec.startswith("wire:"):
         inner = load_adapter(spec[5:], import_code=import_code)  # a clear error now if it does not import
-        if inner.kind != "python":
+        if inner.kind not in ("python", "warm") or inner.text.startswith("wire:"):
             raise UsageError(f"--adapter {spec!r}: wire: takes a Python adapter, module:attribute")
-        return AdapterSpec(text=spec, kind="warm", command=(sys.executable, "-m", "crashlab.run.wire", spec[5:]))
+        return _over_the_wire(spec, spec[5:])
     if spec.startswith("exec:"):
         command = shlex.split(spec[5:])
         if not command:
@@ -531,8 +532,17 @@ def load_adapter(spec: str | None, *, import_code: bool = True) -> AdapterSpec:
         raise UsageError(f"--adapter {spec!r}: expected module:attribute (a Python adapter) "
                          "or exec:COMMAND (any language)")
     if not import_code:
-        return AdapterSpec(text=spec, kind="python")
-    return AdapterSpec(text=spec, kind="python", factory=import_adapter(spec))
+        found = AdapterSpec(text=spec, kind="python")
+    else:
+        found = AdapterSpec(text=spec, kind="python", factory=import_adapter(spec))
+    if isolate.requested() == "namespaces":   # asked for namespaces: it runs as wire: does, in them, under its own name
+        return _over_the_wire(spec, spec)
+    return found
+
+
+def _over_the_wire(text: str, module: str) -> AdapterSpec:
+    return AdapterSpec(text=text, kind="warm", command=(sys.executable, "-m", "crashlab.run.wire", module),
+                       module=module)
 
 
 def script_path(name: str) -> Path:

@@ -96,7 +96,7 @@ def current() -> Isolation:
 
 
 PYTHON_ADAPTER = ("a Python adapter (module:attribute) runs in crashlab's worker processes, not in namespaces; "
-                  "wire:module:attribute or exec: runs it in namespaces")
+                  "--isolation namespaces (or wire:module:attribute) runs it in namespaces")
 
 
 def for_adapter(kind: str, *, in_process: bool = False) -> Isolation:
