@@ -17,6 +17,36 @@ WORKER = ROOT / "examples" / "integration" / "worker.py"
 KEYLESS_502 = ROOT / "examples" / "integration" / "scenarios" / "keyless-502.yaml"
 KEYLESS_CRASH = ROOT / "examples" / "runtimes" / "scenarios" / "keyless-crash-after-commit.yaml"
 
+#: the runtime subset: scenario -> the rules a naive example (no key, no read before a resend) must fail
+#: there (the chapter's: a duplicate effect, a second retry owner resending with no read)
+NAIVE_FAILS = {
+    "integration-keyless-502": {"EFF-01", "RETRY-01"},
+    "crash-4-after-commit-before-record": {"RETRY-01"},
+    "t2-commit-before-record": {"RETRY-01"},
+    "matrix-weak-service": {"EFF-01"},
+    "matrix-retry-amplification": {"RETRY-03", "EFF-01"},
+}
+
+
+def subset_scenario(name: str):
+    """A scenario of the runtime subset by name (the keyless-502 one from its example file)."""
+    from crashlab.scenario.loader import resolve
+
+    return resolve(str(KEYLESS_502) if name == "integration-keyless-502" else name)
+
+
+def runtime_server(tmp_path_factory, name: str, folder: str):
+    """Body of a module-scoped ``server`` fixture: runtime ``name`` started in a fresh folder, yielded
+    as (runtime, server, folder), stopped afterwards, and nothing of it left running."""
+    from crashlab.runtimes import load
+
+    rt = load(name)
+    work = tmp_path_factory.mktemp(folder)
+    srv = rt.start(work / "runtime")
+    yield rt, srv, work
+    srv.stop()
+    no_leftovers(str(work))
+
 
 def example(runtime: str, name: str, out: Path) -> str:
     """The example's worker command; the output folder rides in its command line so leftovers are found."""

@@ -17,7 +17,7 @@ import pytest
 from crashlab.vocab.errors import UsageError
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
 from crashlab.scenario.loader import resolve
-from runtime_support import alive_with, no_leftovers
+from runtime_support import NAIVE_FAILS, alive_with, no_leftovers, subset_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "runtimes" / "celery"
@@ -30,14 +30,6 @@ pytestmark = [
 ]
 needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
                                  reason="Debian's redis-server is not installed: apt-get install redis-server")
-
-NAIVE_FAILS = {
-    "integration-keyless-502": {"EFF-01", "RETRY-01"},
-    "crash-4-after-commit-before-record": {"RETRY-01"},
-    "t2-commit-before-record": {"RETRY-01"},
-    "matrix-weak-service": {"EFF-01"},
-    "matrix-retry-amplification": {"RETRY-03", "EFF-01"},
-}
 
 
 def _listening(port: int) -> bool:
@@ -64,8 +56,7 @@ def server(tmp_path_factory):
     no_leftovers(str(work))
 
 
-def scenario(name: str):
-    return resolve(str(KEYLESS) if name == "integration-keyless-502" else name)
+scenario = subset_scenario
 
 
 def test_the_subset_is_the_documented_one():

@@ -11,7 +11,7 @@ import pytest
 
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
 from crashlab.scenario.loader import resolve
-from runtime_support import no_leftovers
+from runtime_support import NAIVE_FAILS, runtime_server, subset_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "runtimes" / "dbos"
@@ -23,31 +23,14 @@ pytestmark = [
                        reason="DBOS is not installed: pip install -e '.[dbos]' (DBOS Transact 3.4.0)"),
 ]
 
-#: scenario -> the rules the naive example must fail there (the chapter's: duplicate effect, a second
-#: retry owner resending with no read)
-NAIVE_FAILS = {
-    "integration-keyless-502": {"EFF-01", "RETRY-01"},
-    "crash-4-after-commit-before-record": {"RETRY-01"},
-    "t2-commit-before-record": {"RETRY-01"},
-    "matrix-weak-service": {"EFF-01"},
-    "matrix-retry-amplification": {"RETRY-03", "EFF-01"},
-}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from crashlab.runtimes import load
-
-    rt = load("dbos")
-    work = tmp_path_factory.mktemp("dbos")
-    srv = rt.start(work / "runtime")
-    yield rt, srv, work
-    srv.stop()
-    no_leftovers(str(work))
+    yield from runtime_server(tmp_path_factory, "dbos", "dbos")
 
 
-def scenario(name: str):
-    return resolve(str(KEYLESS) if name == "integration-keyless-502" else name)
+scenario = subset_scenario
 
 
 def test_the_subset_is_the_documented_one():

@@ -15,7 +15,7 @@ import pytest
 
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
 from crashlab.scenario.loader import resolve
-from runtime_support import assert_only_loopback, hook_network, no_leftovers
+from runtime_support import NAIVE_FAILS, assert_only_loopback, hook_network, runtime_server, subset_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "agents" / "langgraph"
@@ -28,25 +28,10 @@ pytestmark = [
                        reason="LangGraph is not installed: pip install 'crashlab[langgraph]'"),
 ]
 
-#: scenario -> the rules the naive agent must fail there
-NAIVE_FAILS = {
-    "integration-keyless-502": {"EFF-01", "RETRY-01"},
-    "crash-4-after-commit-before-record": {"RETRY-01"},
-    "t2-commit-before-record": {"RETRY-01"},
-    "matrix-weak-service": {"EFF-01"},
-    "matrix-retry-amplification": {"RETRY-03", "EFF-01"},
-}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from crashlab.runtimes import load
-
-    rt = load("langgraph")
-    work = tmp_path_factory.mktemp("langgraph")
-    srv = rt.start(work / "runtime")
-    yield rt, srv, work
-    srv.stop()
-    no_leftovers(str(work))
+    yield from runtime_server(tmp_path_factory, "langgraph", "langgraph")
 
 
 @pytest.fixture
@@ -55,8 +40,7 @@ def netlog(tmp_path, monkeypatch, server):
                         unset=("LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING", "LANGCHAIN_API_KEY", "LANGSMITH_API_KEY"))
 
 
-def scenario(name: str):
-    return resolve(str(KEYLESS) if name == "integration-keyless-502" else name)
+scenario = subset_scenario
 
 
 def test_the_subset_is_the_documented_one():

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from crashlab.scenario.loader import resolve
-from runtime_support import KEYLESS_502, assert_only_loopback, failed, hook_network, naive_and_careful, no_leftovers
+from runtime_support import (KEYLESS_502, assert_only_loopback, failed, hook_network, naive_and_careful,
+                             runtime_server)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "agents" / "openai_agents"
@@ -28,14 +29,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from crashlab.runtimes import load
-
-    rt = load("openai-agents-dbos")
-    work = tmp_path_factory.mktemp("openai-agents")
-    srv = rt.start(work / "runtime")
-    yield rt, srv, work
-    srv.stop()
-    no_leftovers(str(work))
+    yield from runtime_server(tmp_path_factory, "openai-agents-dbos", "openai-agents")
 
 
 @pytest.fixture
