@@ -128,6 +128,7 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
     adapter: crashlab.run.judge, crashlab.run.jobs); crashlab checks the traces here."""
     from ..run.conformance import failure_message
     from ..run.drivers import load_adapter
+    from .grade import belief, code_belief
 
     here = None
     if adapter:
@@ -161,5 +162,8 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
         lines.append(f"  FAIL  {name}")
         lines += ["    " + line for line in failure_message(verdict).replace(spec.text, "your adapter").splitlines()
                   if not line.strip().startswith("repro:")]  # the learner's repro is the check command itself
+        entry = code_belief(r.id, name)
+        if entry:
+            lines.append("    " + belief(entry, "\n    "))
     head = f"code: {'PASS' if not failed else 'FAIL'} ({len(names) - failed} of {len(names)} scenarios)"
     return not failed, [head] + lines + ([f"  again: {again}"] if failed else [])
