@@ -137,7 +137,8 @@ def regrade(folder: Path, data: dict, rung_id: str) -> tuple[str, Outcome | None
         outcome, problem = None, str(exc).splitlines()[0]
     else:
         problem = None
-    if e.get("revealed"):
+    after_pass = e.get("revealed_after_pass") and outcome is not None and outcome.passed
+    if e.get("revealed") and not after_pass:    # revealed after an honest pass still counts
         return "revealed", outcome, problem
     if outcome is not None and outcome.passed:
         return "passed", outcome, problem
@@ -173,14 +174,19 @@ def class_table(folder: Path) -> str:
         lines.append(f"{name:<{width}}  " + " ".join(cells) + f"  {passed}/{len(ids)}")
     totals = [f"{sum(g[i][0] == 'passed' for *_, g in learners):>{len(i)}}" for i in ids]
     lines.append(f"{'passed':<{width}}  " + " ".join(totals))
-    lines.append("P passed (graded again now), R answer revealed, x attempted, s started, . not started")
+    lines.append("P passed (graded again now; also when revealed after the pass), R answer revealed before a "
+                 "pass, x attempted, s started, . not started")
     lines.append("")
     for name, _, data, graded in learners:
         entries = {i: data["rungs"].get(i) or {} for i in ids}
         attempts = sum(int(e.get("attempts") or 0) for e in entries.values())
         hints = sum(progress.hints_used(e) for e in entries.values())
-        reveals = [i for i in ids if entries[i].get("revealed")]
-        notes = [f"{attempts} attempts", f"{hints} hints", f"revealed {', '.join(reveals) or 'none'}"]
+        reveals = [i for i in ids if entries[i].get("revealed") and graded[i][0] != "passed"]
+        later = [i for i in ids if entries[i].get("revealed") and graded[i][0] == "passed"]
+        notes = [f"{attempts} attempts", f"{hints} hints", f"revealed {', '.join(reveals) or 'none'}"
+                 + (" (before a pass)" if reveals else "")]
+        if later:
+            notes.append(f"revealed after passing {', '.join(later)}")
         stuck = next((i for i in ids if graded[i][0] in ("attempted", "started")), None)
         if stuck:
             outcome, problem = graded[stuck][1], graded[stuck][2]
