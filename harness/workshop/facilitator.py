@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from ..vocab.errors import UsageError
+from ..vocab.files import atomic_write_text
 from .evidence import DATA
 
 ROOM = ".crashlab-room.json"
@@ -54,7 +55,7 @@ def load_room(folder: Path) -> dict:
 
 
 def save_room(folder: Path, data: dict) -> None:
-    (Path(folder) / ROOM).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    atomic_write_text(Path(folder) / ROOM, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def locked(start: Path, rung_id: str) -> Path | None:

@@ -158,12 +158,17 @@ def class_table(folder: Path) -> str:
     if not files:
         raise UsageError(f"{folder}: no {progress.PROGRESS} files found (one per learner's working folder)")
     ids = [r.id for r in rungs()]
-    learners = []
+    learners, unreadable = [], []
     for f in files:
-        data = progress.load(f.parent)
+        try:
+            data = progress.load(f.parent)
+        except UsageError as exc:     # one learner's broken file: their row says so, the room is shown
+            unreadable.append((str(f.parent.relative_to(folder)) if f.parent != folder else f.parent.name,
+                               str(exc).splitlines()[0]))
+            continue
         name = str(f.parent.relative_to(folder)) if f.parent != folder else data["learner"]
         learners.append((name, f.parent.resolve(), data, {i: regrade(f.parent.resolve(), data, i) for i in ids}))
-    width = max(len(n) for n, *_ in learners + [("learner",)])
+    width = max(len(n) for n, *_ in learners + unreadable + [("learner",)])
     from .facilitator import describe, find_room, load_room
     room = find_room(folder)
     lines = [f"room {room}: {describe(load_room(room))}", ""] if room else []
@@ -172,10 +177,14 @@ def class_table(folder: Path) -> str:
         cells = [f"{MARK[graded[i][0]]:>{len(i)}}" for i in ids]
         passed = sum(graded[i][0] == "passed" for i in ids)
         lines.append(f"{name:<{width}}  " + " ".join(cells) + f"  {passed}/{len(ids)}")
+    for name, _ in unreadable:
+        lines.append(f"{name:<{width}}  " + " ".join(f"{'?':>{len(i)}}" for i in ids) + f"  ?/{len(ids)}")
     totals = [f"{sum(g[i][0] == 'passed' for *_, g in learners):>{len(i)}}" for i in ids]
     lines.append(f"{'passed':<{width}}  " + " ".join(totals))
     lines.append("P passed (graded again now; also when revealed after the pass), R answer revealed before a "
                  "pass, x attempted, s started, . not started")
+    if unreadable:
+        lines[-1] += ", ? progress file unreadable (see below)"
     lines.append("")
     for name, _, data, graded in learners:
         entries = {i: data["rungs"].get(i) or {} for i in ids}
@@ -212,4 +221,6 @@ def class_table(folder: Path) -> str:
             if entries[i].get("status") == "passed" and graded[i][0] not in ("passed", "revealed"):
                 notes.append(f"{i}: the progress file says passed, the work does not")
         lines.append(f"{name}: " + "; ".join(notes))
+    for name, problem in unreadable:
+        lines.append(f"{name}: not graded: {problem}")
     return "\n".join(lines)
