@@ -11,17 +11,7 @@ import yaml
 from crashlab.cli import main
 from crashlab.workshop import grade as G
 from crashlab.workshop.ladder import rung
-
-
-def _learner(root: Path, name: str, monkeypatch) -> Path:
-    folder = root / name
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    return folder
-
-
-def _row(out: str, name: str) -> str:
-    return next(line for line in out.splitlines() if line.startswith(name + " "))
+from test_workshop_shortcuts import _learner, _row
 
 
 def _note(out: str, name: str) -> str:

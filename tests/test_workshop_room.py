@@ -11,13 +11,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.cli import main
-
-
-def _learner(root: Path, name: str, monkeypatch) -> Path:
-    folder = root / name
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    return folder
+from test_workshop_shortcuts import _learner
 
 
 @pytest.mark.parametrize("text,says", [

@@ -82,3 +82,44 @@ def test_t8s_wrong_disposition_is_not_blamed_on_the_next_owner(tmp_path, monkeyp
     assert "FAIL  fieldops-cancelled-release-fails" in out and "CANCELLED_NO_EFFECT" in out
     assert "next_owner" not in out
     assert "a common reason is the belief that a compensation that was sent has undone the effect" in out
+
+
+def _listing_run(kit) -> str:
+    return re.search(r"\b(run-\d+)/w1\b", (kit / "listing.txt").read_text(encoding="utf-8")).group(1)
+
+
+def test_a_personal_kits_code_feedback_uses_the_learners_own_numbering(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    from crashlab.cli import main
+    from crashlab.workshop import progress
+    monkeypatch.chdir(tmp_path)
+    main(["workshop", "start", "t2", "--learner", "ana"])
+    kit = Path("workshop/t2")
+    own_run = _listing_run(kit)
+    assert own_run != "run-82"
+    offset = progress.offset(progress.load(Path(".")))
+    capsys.readouterr()
+    assert main(["workshop", "check", "t2"]) == 1       # the starter resends
+    out = capsys.readouterr().out.split("\nworksheet:")[0]
+    assert "run-82" not in out and own_run in out
+    cited = [int(n) for n in re.findall(r"#(\d+)", out)]
+    assert cited and min(cited) > offset                  # every event number in the kit's range
+    assert "RETRY-01" in out and "matrix-reconciliation-down" in out   # rule ids and names stay
+    listing = (kit / "listing.txt").read_text(encoding="utf-8")
+    key = re.search(r"reserve-v1-([0-9a-f]{12,})", out).group(1)
+    assert key[:12] in listing                            # the learner's own key
+
+
+def test_a_personal_kits_teaching_card_uses_the_learners_own_identifiers(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    from crashlab.cli import main
+    monkeypatch.chdir(tmp_path)
+    main(["workshop", "start", "t6", "--learner", "ben"])
+    own_run = _listing_run(Path("workshop/t6"))
+    main(["workshop", "check", "t6"])
+    capsys.readouterr()
+    main(["workshop", "reveal", "t6"])
+    card = capsys.readouterr().out.split("teaching card")[1]
+    assert "intake-run-82" not in card and f"intake-{own_run}" in card

@@ -11,6 +11,7 @@ from crashlab.cli import main
 from crashlab.workshop import solutions
 from crashlab.workshop.codecheck import scenarios
 from crashlab.workshop.ladder import rung
+from test_workshop_shortcuts import _decide, room  # noqa: F401 (room is a fixture)
 
 WRONG_FIXES = [  # (rung, function, the wrong fix, the scenario it fails, the misconception named)
     ("t3", "replay_disposition",
@@ -24,19 +25,6 @@ WRONG_FIXES = [  # (rung, function, the wrong fix, the scenario it fails, the mi
      'import json\n\n\ndef dedup_key(delivery):\n    return json.dumps(delivery["payload"], sort_keys=True)\n',
      "workshop-t6-two-retry-requests", "the same payload"),
 ]
-
-
-@pytest.fixture
-def room(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def _decide(kit: Path, name: str, model: str) -> None:
-    text = (kit / "adapter.py").read_text(encoding="utf-8")
-    start = re.search(rf"^(async )?def {name}\b", text, re.M).start()
-    end = text.index(solutions.PLUMBING)
-    (kit / "adapter.py").write_text(text[:start] + model + "\n\n" + text[end:], encoding="utf-8")
 
 
 @pytest.mark.parametrize("rung_id,name,model,scenario,belief", WRONG_FIXES, ids=[w[0] for w in WRONG_FIXES])

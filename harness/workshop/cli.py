@@ -301,8 +301,8 @@ def _reveal(args, here: Path) -> int:
         card = E.card(name)
         if card:
             print(f"\nteaching card ({name}):")
-            for k, v in card.items():
-                print(f"  {k}: {' '.join(str(v).split())}")
+            for k, v in card.items():      # in the learner's own numbering, as their listing
+                print(f"  {k}: {E.own_words(' '.join(str(v).split()), progress.offset(data), data.get('variant'))}")
     figure = _figure(r, kit_dir)
     if figure:
         print(f"\nannotated figure: {figure}")

@@ -36,7 +36,7 @@ def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
     passed, stuck, answers, tried = True, None, {}, ()
     if r.starter:
         from .codecheck import grade_code
-        ok, out = grade_code(r, kit_dir, wire=wire, adapter=adapter)
+        ok, out = grade_code(r, kit_dir, wire=wire, adapter=adapter, offset=offset, variant=variant)
         passed &= ok
         lines += out
         stuck = stuck or (None if ok else "code")
