@@ -276,7 +276,9 @@ async def finish_run(s: Session, row: matrix.Row) -> None:
     disposition = (s.behaviour.disposition or truthful_disposition)(s)
     unresolved = [e["semantic_key"] for e in s.ledger.values()
                   if e["knowledge"] in (_K.SENT_UNKNOWN.value, _K.COMPENSATION_PROPOSED.value)]
-    remains = disposition is _S.CANCELLED_EFFECT_REMAINS
+    # from the evidence, not from the disposition reported: a disposition that understates what
+    # remains is its own fault, and the effect still gets an owner and a packet
+    remains = _S.CANCELLED_EFFECT_REMAINS in (disposition, truthful_disposition(s))
     next_owner = row.escalation or ("operator" if unresolved or remains else None)
     reason = f"{row.name}: {row.trigger}" + (f"; unresolved: {', '.join(unresolved)}" if unresolved else "")
     packet = ticket = None

@@ -71,6 +71,7 @@ def test_every_quote_in_a_kit_is_found_in_the_chapter(room, chapter, rung_id):
 def test_every_sentence_named_as_the_chapters_in_the_package_is_the_chapters(chapter):
     said = list(handoff.WHY_PROHIBITED.values())
     said += [e["quote"] for v in G.misconceptions()["vocabularies"].values() for e in v.values()]
+    said += [e["quote"] for v in G.misconceptions()["code"].values() for e in v.values()]
     for quote in said:
         assert _norm(quote) in chapter, quote
 

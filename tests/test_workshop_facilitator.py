@@ -112,10 +112,18 @@ def test_the_plan_check_catches_a_dropped_extension_a_gap_and_a_lost_rung():
     assert any("not 180" in p for p in F.problems(F.plans()["120"], 180))
 
 
+def test_the_plan_check_catches_a_rung_given_fewer_minutes_than_it_takes():
+    """t1 and t8 take about 15 minutes: a slot that shares 15 minutes between t1 and t2 is refused."""
+    assert F.rung_minutes()["t1"] >= 15 and F.rung_minutes()["t8"] >= 15
+    plan = copy.deepcopy(F.plans()["120"])
+    plan["slots"][1:3] = [{"time": "0:05-0:20", "rungs": ["t1", "t2"]}, {"time": "0:20-0:34", "rungs": ["t3"]}]
+    assert "slot 0:05-0:20: t1 gets 7 minutes and takes about 15" in F.problems(plan, 120)
+
+
 def test_plan_prints_the_minutes_per_rung_and_the_opening(capsys):
     assert main(["workshop", "plan", "--minutes", "120"]) == 0
     out = capsys.readouterr().out
-    assert F.opening_command() in out and "| 0:55-1:15 | `pressure` | 20 |" in out
+    assert F.opening_command() in out and "| 0:05-0:20 | `t1` | 15 |" in out and "| 1:08-1:23 | `pressure` | 15 |" in out
     assert main(["workshop", "plan", "--minutes", "90"]) == 3
 
 

@@ -255,6 +255,8 @@ def _reveal(args, here: Path) -> int:
         raise UsageError(f"rung {r.id}: the facilitator has locked the answers in this room ({room}); ask them, "
                          f"they unlock it with `crashlab workshop room {room} --unlock {r.id}`")
     kit_dir = _kit_dir(data, r.id, here)
+    if not e.get("revealed"):       # revealed after passing honestly, or revealed to pass
+        e["revealed_after_pass"] = e.get("status") == "passed"
     e["revealed"] = True            # recorded before anything is shown: a closed pipe still counts
     progress.save(here, data)
     print(f"rung {r.id}: model answer")
@@ -299,8 +301,8 @@ def _reveal(args, here: Path) -> int:
         card = E.card(name)
         if card:
             print(f"\nteaching card ({name}):")
-            for k, v in card.items():
-                print(f"  {k}: {' '.join(str(v).split())}")
+            for k, v in card.items():      # in the learner's own numbering, as their listing
+                print(f"  {k}: {E.own_words(' '.join(str(v).split()), progress.offset(data), data.get('variant'))}")
     figure = _figure(r, kit_dir)
     if figure:
         print(f"\nannotated figure: {figure}")

@@ -122,12 +122,15 @@ def source(kit_dir: Path, *, wire: bool, adapter: str | None) -> str:
     return "adapter.py (--wire)" if wire else "adapter.py"
 
 
-def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None):
+def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset: int = 0,
+               variant: str | None = None):
     """Run every scenario of the rung with the learner's adapter; -> (passed, lines). The
     learner's code runs only in supervised worker processes (as ``crashlab run`` runs any
-    adapter: crashlab.run.judge, crashlab.run.jobs); crashlab checks the traces here."""
+    adapter: crashlab.run.judge, crashlab.run.jobs); crashlab checks the traces here. The
+    findings are told in the learner's own numbering (``offset``, ``variant``: E.own_words)."""
     from ..run.conformance import failure_message
     from ..run.drivers import load_adapter
+    from .grade import belief, code_belief
 
     here = None
     if adapter:
@@ -159,7 +162,11 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
             continue
         failed += 1
         lines.append(f"  FAIL  {name}")
-        lines += ["    " + line for line in failure_message(verdict).replace(spec.text, "your adapter").splitlines()
+        message = E.own_words(failure_message(verdict).replace(spec.text, "your adapter"), offset, variant, names)
+        lines += ["    " + line for line in message.splitlines()
                   if not line.strip().startswith("repro:")]  # the learner's repro is the check command itself
+        entry = code_belief(r.id, name)
+        if entry:
+            lines.append("    " + belief(entry, "\n    "))
     head = f"code: {'PASS' if not failed else 'FAIL'} ({len(names) - failed} of {len(names)} scenarios)"
     return not failed, [head] + lines + ([f"  again: {again}"] if failed else [])

@@ -141,6 +141,34 @@ class Variant:
         return out
 
 
+@functools.cache
+def _rule_ids() -> frozenset:
+    """The checks' ids (TRUTH-01, OWN-04, ...): words of crashlab's, never a run's identifiers."""
+    from ..rules.ruleset import DATA_PATH
+    return frozenset(re.findall(r"\b[A-Z]+-\d+\b", DATA_PATH.read_text(encoding="utf-8")))
+
+
+def own_words(text: str, offset: int = 0, variant: str | None = None, keep: Iterable[str] = ()) -> str:
+    """Text about a trace (a check's findings, a teaching card) in a learner's own numbering:
+    event numbers moved by ``offset``, identifiers and keys the learner's (Variant), as their
+    kit's listing shows them. The strings in ``keep`` (scenario names) and the checks' ids stay."""
+    if not offset and not variant:
+        return text
+    rules = [t for t in re.findall(r"\b[A-Z]+-\d+\b", text) if t in _rule_ids()]
+    rules += re.findall(r"\bepoch-\d+\b", text)      # "the epoch-1 worker": epochs are not moved
+    kept = sorted({*keep, *rules}, key=len, reverse=True)
+    parts = re.split("(" + "|".join(map(re.escape, kept)) + ")", text) if kept else [text]
+    own = Variant(variant) if variant else None
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2 == 0:
+            if offset:
+                part = re.sub(r"#(\d+)", lambda m: f"#{int(m.group(1)) + offset}", part)
+            part = own.text(part) if own else part
+        out.append(part)
+    return "".join(out)
+
+
 # --------------------------------------------------------------------------- listing
 def _key(ev: dict) -> str:
     key = ev.get("key") or ""

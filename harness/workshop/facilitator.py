@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from ..vocab.errors import UsageError
+from ..vocab.files import atomic_write_text
 from .evidence import DATA
 
 ROOM = ".crashlab-room.json"
@@ -54,7 +55,7 @@ def load_room(folder: Path) -> dict:
 
 
 def save_room(folder: Path, data: dict) -> None:
-    (Path(folder) / ROOM).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    atomic_write_text(Path(folder) / ROOM, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def locked(start: Path, rung_id: str) -> Path | None:
@@ -136,8 +137,17 @@ def card_shown(scenario_id: str, how: str, start: Path) -> bool:
 
 # --------------------------------------------------------------------------- the plans
 @functools.cache
+def _plans_doc() -> dict:
+    return yaml.safe_load((DATA / "plans.yaml").read_text(encoding="utf-8"))
+
+
 def plans() -> dict:
-    return yaml.safe_load((DATA / "plans.yaml").read_text(encoding="utf-8"))["plans"]
+    return _plans_doc()["plans"]
+
+
+def rung_minutes() -> dict:
+    """The minutes a rung takes a learner, where that is known (plans.yaml, ``rung_minutes``)."""
+    return dict(_plans_doc().get("rung_minutes") or {})
 
 
 def _minutes(slot: str) -> tuple[int, int]:
@@ -152,16 +162,21 @@ REQUIRED = ("pressure", "weak-service", "handoff")
 
 def problems(plan: dict, minutes: int) -> list[str]:
     """What is wrong with a plan: gaps or overlaps, a length other than ``minutes``, a rung run
-    twice or left out without being named as homework, a required exercise not in the session."""
+    twice or left out without being named as homework, a required exercise not in the session,
+    a rung given fewer minutes than it takes (``rung_minutes``)."""
     from .ladder import rungs
 
-    out, at, seen = [], 0, []
+    out, at, seen, takes = [], 0, [], rung_minutes()
     for row in plan["slots"]:
         start, end = _minutes(row["time"])
         if start != at or end <= start:
             out.append(f"slot {row['time']}: expected to start at {at // 60}:{at % 60:02d}")
         at = end
         seen += row.get("rungs") or []
+        for r in row.get("rungs") or []:
+            per = (end - start) // len(row["rungs"])
+            if per < takes.get(r, 0):
+                out.append(f"slot {row['time']}: {r} gets {per} minutes and takes about {takes[r]}")
     if at != minutes:
         out.append(f"the plan ends at {at} minutes, not {minutes}")
     homework = list(plan.get("homework") or [])

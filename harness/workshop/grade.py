@@ -283,9 +283,20 @@ def _why(q, value: Any, exp) -> str:
     for v in picked:
         entry = table.get(v)
         if entry:
-            return (f"\n           {v}: a common reason is the belief that {entry['misconception']}; "
-                    f"the chapter: \"{entry['quote']}\"\n           look at {entry['look']}")
+            return f"\n           {v}: " + belief(entry, "\n           ")
     return ""
+
+
+def belief(entry: dict, sep: str) -> str:
+    """One misconception entry as feedback: the belief, the chapter against it, where to look."""
+    return (f"a common reason is the belief that {entry['misconception']}; "
+            f"the chapter: \"{entry['quote']}\"{sep}look at {entry['look']}")
+
+
+def code_belief(rung_id: str, scenario: str) -> dict | None:
+    """The misconception a code rung's failing scenario usually exposes (data/misconceptions.yaml,
+    ``code:``): the scenario was chosen so that the decision built on that belief fails it."""
+    return (misconceptions().get("code", {}).get(rung_id) or {}).get(scenario)
 
 
 # --------------------------------------------------------------------------- a learner's own rows

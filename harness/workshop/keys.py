@@ -40,6 +40,7 @@ def select(events: list[dict], spec: dict) -> list[dict]:
     after = spec.pop("after", None)
     op_of_call = spec.pop("op_of_call", None)
     worker_last = spec.pop("worker_last", False)
+    delivers = spec.pop("delivers", None)
     pool = events
     if after is not None:
         first = select(events, {**after, "pick": "first"})
@@ -52,6 +53,9 @@ def select(events: list[dict], spec: dict) -> list[dict]:
     if op_of_call is not None:
         calls = {e["seq"]: e for e in events if e["lane"] == "port" and e["kind"] == "call"}
         out = [e for e in out if e.get("call") in calls and calls[e["call"]]["op"] == op_of_call]
+    if delivers is not None:        # a result that handed the worker an inbox event of that type
+        out = [e for e in out if any(isinstance(x, dict) and x.get("type") == delivers
+                                     for x in ((e.get("value") or {}).get("events") or ()))]
     if pick == "first":
         return out[:1]
     if pick == "last":

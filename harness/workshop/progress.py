@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from ..vocab.errors import UsageError
+from ..vocab.files import atomic_write_text
 
 PROGRESS = ".crashlab-workshop.json"
 STATUSES = ("not started", "started", "attempted", "passed")
@@ -26,13 +27,21 @@ def load(folder: Path) -> dict:
         raise UsageError(f"{p}: unreadable progress file ({exc}); remove it to start over") from None
     if not isinstance(data, dict) or not isinstance(data.get("rungs"), dict):
         raise UsageError(f"{p}: not a crashlab workshop progress file")
+    for rung_id, e in data["rungs"].items():
+        if not isinstance(e, dict):
+            raise UsageError(f"{p}: rungs.{rung_id}: not a rung's record; remove that entry (or the file) "
+                             "to start that rung over")
+        for name in ("attempts", "hints"):
+            if not isinstance(e.get(name, 0), int) and e.get(name) is not None:
+                raise UsageError(f"{p}: rungs.{rung_id}.{name}: {e[name]!r} is not a count; write a "
+                                 "whole number (or remove that entry to start the rung over)")
     return data
 
 
 def save(folder: Path, data: dict) -> None:
-    p = path(folder)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    """Written to a temporary file in the same folder and renamed over the old one: a save that
+    fails (a full disk, an interrupted command) leaves the previous progress file as it was."""
+    atomic_write_text(path(folder), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def entry(data: dict, rung_id: str) -> dict:

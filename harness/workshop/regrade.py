@@ -36,7 +36,7 @@ def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
     passed, stuck, answers, tried = True, None, {}, ()
     if r.starter:
         from .codecheck import grade_code
-        ok, out = grade_code(r, kit_dir, wire=wire, adapter=adapter)
+        ok, out = grade_code(r, kit_dir, wire=wire, adapter=adapter, offset=offset, variant=variant)
         passed &= ok
         lines += out
         stuck = stuck or (None if ok else "code")
@@ -137,7 +137,8 @@ def regrade(folder: Path, data: dict, rung_id: str) -> tuple[str, Outcome | None
         outcome, problem = None, str(exc).splitlines()[0]
     else:
         problem = None
-    if e.get("revealed"):
+    after_pass = e.get("revealed_after_pass") and outcome is not None and outcome.passed
+    if e.get("revealed") and not after_pass:    # revealed after an honest pass still counts
         return "revealed", outcome, problem
     if outcome is not None and outcome.passed:
         return "passed", outcome, problem
@@ -157,12 +158,17 @@ def class_table(folder: Path) -> str:
     if not files:
         raise UsageError(f"{folder}: no {progress.PROGRESS} files found (one per learner's working folder)")
     ids = [r.id for r in rungs()]
-    learners = []
+    learners, unreadable = [], []
     for f in files:
-        data = progress.load(f.parent)
+        try:
+            data = progress.load(f.parent)
+        except UsageError as exc:     # one learner's broken file: their row says so, the room is shown
+            unreadable.append((str(f.parent.relative_to(folder)) if f.parent != folder else f.parent.name,
+                               str(exc).splitlines()[0]))
+            continue
         name = str(f.parent.relative_to(folder)) if f.parent != folder else data["learner"]
         learners.append((name, f.parent.resolve(), data, {i: regrade(f.parent.resolve(), data, i) for i in ids}))
-    width = max(len(n) for n, *_ in learners + [("learner",)])
+    width = max(len(n) for n, *_ in learners + unreadable + [("learner",)])
     from .facilitator import describe, find_room, load_room
     room = find_room(folder)
     lines = [f"room {room}: {describe(load_room(room))}", ""] if room else []
@@ -171,16 +177,25 @@ def class_table(folder: Path) -> str:
         cells = [f"{MARK[graded[i][0]]:>{len(i)}}" for i in ids]
         passed = sum(graded[i][0] == "passed" for i in ids)
         lines.append(f"{name:<{width}}  " + " ".join(cells) + f"  {passed}/{len(ids)}")
+    for name, _ in unreadable:
+        lines.append(f"{name:<{width}}  " + " ".join(f"{'?':>{len(i)}}" for i in ids) + f"  ?/{len(ids)}")
     totals = [f"{sum(g[i][0] == 'passed' for *_, g in learners):>{len(i)}}" for i in ids]
     lines.append(f"{'passed':<{width}}  " + " ".join(totals))
-    lines.append("P passed (graded again now), R answer revealed, x attempted, s started, . not started")
+    lines.append("P passed (graded again now; also when revealed after the pass), R answer revealed before a "
+                 "pass, x attempted, s started, . not started")
+    if unreadable:
+        lines[-1] += ", ? progress file unreadable (see below)"
     lines.append("")
     for name, _, data, graded in learners:
         entries = {i: data["rungs"].get(i) or {} for i in ids}
         attempts = sum(int(e.get("attempts") or 0) for e in entries.values())
         hints = sum(progress.hints_used(e) for e in entries.values())
-        reveals = [i for i in ids if entries[i].get("revealed")]
-        notes = [f"{attempts} attempts", f"{hints} hints", f"revealed {', '.join(reveals) or 'none'}"]
+        reveals = [i for i in ids if entries[i].get("revealed") and graded[i][0] != "passed"]
+        later = [i for i in ids if entries[i].get("revealed") and graded[i][0] == "passed"]
+        notes = [f"{attempts} attempts", f"{hints} hints", f"revealed {', '.join(reveals) or 'none'}"
+                 + (" (before a pass)" if reveals else "")]
+        if later:
+            notes.append(f"revealed after passing {', '.join(later)}")
         stuck = next((i for i in ids if graded[i][0] in ("attempted", "started")), None)
         if stuck:
             outcome, problem = graded[stuck][1], graded[stuck][2]
@@ -206,4 +221,6 @@ def class_table(folder: Path) -> str:
             if entries[i].get("status") == "passed" and graded[i][0] not in ("passed", "revealed"):
                 notes.append(f"{i}: the progress file says passed, the work does not")
         lines.append(f"{name}: " + "; ".join(notes))
+    for name, problem in unreadable:
+        lines.append(f"{name}: not graded: {problem}")
     return "\n".join(lines)

@@ -7,7 +7,8 @@ one decision replaced). Check it with `crashlab workshop check RUNG` from this f
 
 
 def approval_is_live(answer: dict, resumed_wait: bool) -> bool:
-    """answer: what authority.check said just now ({"live", "reason", "approval_id", ...}).
+    """answer: what authority.check said just now about the run's approval ({"live", "reason",
+    "approval_id": the approval the checkpoint names, or the one the authority found, ...}).
     resumed_wait: True when this worker took over a run that was waiting for a human."""
     return answer["live"] or resumed_wait
 
@@ -33,7 +34,8 @@ class _Session(Session):
         answer = await super().check_authority(proposal_hash, action)
         if action != self.record.intake["operation"]:
             return answer
-        live = bool(approval_is_live(dict(answer), self.resumed_wait))
+        named = answer["approval_id"] or self.record.approval.get("approval_id")
+        live = bool(approval_is_live({**answer, "approval_id": named}, self.resumed_wait))
         if live and not answer["live"]:
             return {**answer, "live": True, "approval_id": "assumed", "expires_at": self.record.deadline,
                     "reason": "live"}
