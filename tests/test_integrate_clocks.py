@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,7 @@ def test_a_worker_clock_reads_signed_offsets_and_rates_and_says_them_as_faketime
     assert (second.offset_ms, second.run) == (90_000, "run-1")
     assert clocks.faketime(first, 100) == "-1.2 x0.5"       # scenario time divided by the time scale
     assert clocks.faketime(second, 100) == "+0.9" and clocks.faketime(third, 100) == "+0 x2"
+    assert clocks.faketime(replace(second, offset_ms=-10 ** 12), 10) == "-100000000"     # never an exponent
     assert clocks.clock_of(sc, "run-1", 2) is second and clocks.clock_of(sc, "run-1", 4) is None
     assert "behind the real clock" in clocks.describe(first, 100)
 
@@ -128,6 +130,11 @@ def test_the_clock_reaches_the_worker_and_not_crashlab(out, monkeypatch, isolati
     assert events[0]["integration"]["clocks"] == [f"run-1/w1: {clocks.describe(sc.worker_clocks[0], 100)}"]
     assert "clock: run-1/w1: 86400 s of scenario time behind the real clock" in outcome.card.text()
     assert outcome.card.to_json()["clocks"] == events[0]["integration"]["clocks"]
+    from crashlab.checks.card import judged
+
+    broken = [{**events[0], "integration": {**events[0]["integration"], "clocks": "run-1/w1"}}, *events[1:]]
+    with pytest.raises(UsageError, match=r"integration\.clocks is not a list of strings"):
+        judged(broken)
     if outcome.card.isolation.startswith("process"):    # libfaketime's shared memory is not left in /dev/shm
         assert not Path(f"/dev/shm/faketime_shm_{seen['pid']}").exists()
 
@@ -144,6 +151,9 @@ def test_the_careful_worker_on_a_slow_clock_passes_reaching_only_loopback(tmp_pa
     assert [s["worker"] for s in starts] == ["run-82/w1", "run-82/w2"]
     assert starts[0]["clock"]["rate"] == 0.05 and "clock" not in starts[1]     # the replacement's is real
     assert_only_loopback(store / "net.jsonl")
+    shown = subprocess.run([sys.executable, "-m", "crashlab", "show", str(outcome.trace)], capture_output=True,
+                           text=True, timeout=120).stdout
+    assert "run-82/w1      worker start (its wall clock skewed: FAKETIME '+0 x0.05')" in shown, shown
 
 
 @needs_faketime

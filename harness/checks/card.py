@@ -446,8 +446,13 @@ def judged(events: list[dict], raw: ScenarioResult | None = None) -> Card:
     if isinstance(recorded, dict) and isinstance(recorded.get("mode"), str):
         out = replace(out, isolation=f"{recorded['mode']} ({recorded.get('detail', '')})")
     skewed = (events[0].get(FIELD) or {}).get("clocks") if isinstance(events[0].get(FIELD), dict) else None
-    if isinstance(skewed, list):
-        out = replace(out, clocks=tuple(str(c) for c in skewed))
+    if skewed is not None:
+        if not isinstance(skewed, list) or not all(isinstance(c, str) for c in skewed):
+            from ..vocab.errors import UsageError
+
+            raise UsageError(f"the trace header's {FIELD}.clocks is not a list of strings",
+                             hint="check a trace exactly as crashlab integrate wrote it")
+        out = replace(out, clocks=tuple(skewed))
     if len(_JUDGED) >= 64:
         _JUDGED.pop(next(iter(_JUDGED)))
     _JUDGED[id(events)] = (events, out)

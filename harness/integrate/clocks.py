@@ -63,7 +63,7 @@ def clock_of(scenario: Scenario, run: str, number: int) -> WorkerClock | None:
 def faketime(clock: WorkerClock, time_scale: float) -> str:
     """libfaketime's ``FAKETIME``: the offset in real seconds, then the rate (``"-1.2 x0.1"``)."""
     seconds = clock.offset_ms / time_scale / 1000
-    spec = f"{'-' if seconds < 0 else '+'}{abs(seconds):.6g}"
+    spec = f"{'-' if seconds < 0 else '+'}{f'{abs(seconds):.6f}'.rstrip('0').rstrip('.')}"   # never an exponent
     return spec + (f" x{clock.rate:g}" if clock.rate != 1.0 else "")
 
 
