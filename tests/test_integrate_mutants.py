@@ -103,14 +103,25 @@ def _assert_caught(m, found):
         assert gap not in found.failed, f"{m.id}: {gap} now catches it; move it from gaps to rules"
 
 
+def _skip_without_faketime(*names: str) -> None:
+    """A scenario whose worker runs on a skewed clock (worker_clocks) needs libfaketime: skip, saying so."""
+    from crashlab.integrate import clocks
+
+    if clocks.library() is None and any(mutants.scenario_of(n).worker_clocks for n in names):
+        pytest.skip(f"libfaketime is not installed ({clocks.INSTALL}): the scenario skews a worker's clock")
+
+
 @pytest.mark.parametrize("m", mutants.PLAIN, ids=lambda m: m.id)
 def test_a_plain_mutant_fails_for_the_rules_the_chapter_names(out, m):
+    _skip_without_faketime(*m.scenarios)
     _assert_caught(m, _judged(m, out))
 
 
 @pytest.mark.parametrize("name", sorted({sc for m in mutants.PLAIN for sc in m.scenarios}))
 def test_without_the_mistake_the_careful_worker_passes_the_same_scenario(out, name):
     from crashlab.integrate.run import integrate
+
+    _skip_without_faketime(name)
 
     cmd = f"{sys.executable} {ROOT / 'examples' / 'integration' / 'worker.py'} {{url}} {{db}} --out-marker={out}"
     outcome = integrate(mutants.scenario_of(name), worker=cmd, out=out)

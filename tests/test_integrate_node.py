@@ -127,3 +127,19 @@ def test_an_unknown_mistake_is_a_usage_error():
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2
     assert "unknown --mistake=no_such_thing" in proc.stderr and "no_approval_check" in proc.stderr
+
+
+SLOW_CLOCK = ROOT / "examples" / "integration" / "scenarios" / "slow-clock-past-lease.yaml"
+
+
+def test_the_careful_node_worker_passes_on_a_slow_clock_fenced_by_its_store(tmp_path):
+    """Node reads its clock through the C library: libfaketime slows the first worker's clock, and its
+    lease, compared and set in the store, still fences it when it resumes."""
+    from crashlab.integrate import clocks
+
+    if clocks.library() is None:
+        pytest.skip(f"libfaketime is not installed ({clocks.INSTALL}): the scenario skews a worker's clock")
+    proc, cards = _integrate(tmp_path, [str(SLOW_CLOCK)])
+    card = cards["integration-slow-clock-past-lease"]
+    assert card["verdict"] == "pass", proc.stdout[-4000:]
+    assert card["clocks"] and card["clocks"][0].startswith("run-82/w1: running at 0.05x real speed"), card

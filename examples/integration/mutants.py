@@ -151,6 +151,15 @@ PLAIN: tuple[Mutant, ...] = (
        "examples/integration/scenarios/approval-wait.yaml", ("AUTH-01",),
        note="Runs on the integration-authority suite: the approval scenarios apply the scenario's approval "
             "policy in the sandbox's authority port (docs/integration.md, \"The authority port\")."),
+    _p("clock_lease", "The worker judges its lease by its own clock: it writes and sends, unfenced by the store, "
+       "until its time.time() passes the expiry it set, so a worker whose clock runs slow resumes from a pause "
+       "believing its lease still live.", "Design the checkpoint as a recovery contract",
+       "The application cannot infer safety from its local clock alone.",
+       "examples/integration/scenarios/slow-clock-past-lease.yaml", ("OWN-03", "TERM-01"),
+       note="Its scenario runs the first worker's clock at a twentieth of real speed (worker_clocks, under "
+            "libfaketime); on the real clock the same worker stops when it resumes "
+            "(examples/integration/scenarios/paused-past-lease.yaml passes). OWN-01 is not judgeable on an "
+            "integration run; OWN-03 is judged on the order of the store's rows."),
     _p("no_next_owner", "The run finishes with the effect unknown and names no next owner.",
        "A complete recovery review conversation",
        "It needs a state such as effect unknown, an accountable next owner, and a communication that does "

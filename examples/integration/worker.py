@@ -34,6 +34,9 @@ Retry-After; 409 waits for the key to settle and reads it.
   no_approval_check   never ask the authority: send without a live approval bound to the proposal
   unrecorded_duplicates ignore a duplicate delivery without recording its disposition (the careful
                       worker lists every duplicate it saw in each later checkpoint's evidence)
+  clock_lease         judge the lease by its own clock: it holds until this worker's time.time() passes
+                      the expiry it set, and writes and sends unfenced until then (a worker whose clock
+                      runs slow resumes from a pause believing its lease still live)
 
 Approvals: before anything is prepared the worker asks the sandbox's authority whether an approval
 bound to the proposal's hash is live. A run with a standing approval (its scenario declares none)
@@ -92,6 +95,18 @@ class Store:
     """The worker's SQLite store. Every write is fenced by the lease epoch in the same transaction:
     a paused worker that resumes after a newer one took over writes nothing."""
 
+    clock_lease = False        # the clock_lease mistake: the lease is live while this worker's clock says so
+    held_until = 0.0           # that mistake's expiry, on this worker's own clock
+
+    def by_clock(self) -> bool:
+        """The clock_lease mistake: True (go on, unfenced) while the worker's own clock says the lease
+        holds; Stale once it says it expired."""
+        if not self.clock_lease:
+            return False
+        if time.time() > self.held_until:
+            raise Stale("the lease expired by this worker's clock")
+        return True
+
     def __init__(self, path: str) -> None:
         self.db = sqlite3.connect(path, timeout=10, isolation_level=None)
         self.db.executescript(SCHEMA)
@@ -120,7 +135,8 @@ class Store:
 
     def own(self) -> None:
         """Confirm (and renew) the lease right before a send; Stale when a newer worker took it."""
-        if self.epoch is None:
+        if self.epoch is None or self.by_clock():
+            self.held_until = time.time() + self.ttl
             return
         done = self.db.execute("UPDATE lease SET expires = ? WHERE id = 1 AND epoch = ?",
                                (time.time() + self.ttl, self.epoch))
@@ -130,7 +146,7 @@ class Store:
     def _write(self, point: str, sql: str, record: dict) -> None:
         failpoint(point, "before")
         text = json.dumps(record, sort_keys=True)
-        if self.epoch is None:
+        if self.epoch is None or self.by_clock():
             self.db.execute(sql, (text,))
         else:   # fenced: the row lands only while this worker's epoch holds the lease
             self.db.execute("BEGIN IMMEDIATE")
@@ -215,7 +231,9 @@ class PsqlStore(Store):
         raise Stale("the previous holder's lease never expired")
 
     def own(self) -> None:
-        if self.epoch is not None and not self.sql(
+        if self.by_clock():
+            self.held_until = time.time() + self.ttl
+        elif self.epoch is not None and not self.sql(
                 "UPDATE lease SET expires = :expires WHERE id = 1 AND epoch = :epoch RETURNING epoch;",
                 expires=repr(time.time() + self.ttl), epoch=str(self.epoch)).strip():
             raise Stale("a newer worker holds the run")
@@ -223,7 +241,7 @@ class PsqlStore(Store):
     def _write(self, point: str, sql: str, record: dict) -> None:
         failpoint(point, "before")
         text = json.dumps(record, sort_keys=True)
-        if self.epoch is None:
+        if self.epoch is None or self.by_clock():
             self.sql(sql.replace("?", ":'rec'") + ";", rec=text)
         elif not self.sql(sql.replace("VALUES (?)", "SELECT :'rec' WHERE (SELECT epoch FROM lease WHERE id = 1) = "
                                                     ":epoch RETURNING 1") + ";", rec=text, epoch=str(self.epoch)).strip():
@@ -283,7 +301,7 @@ ATTEMPT_CEILING = 5
 MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait",
             "ignores_cancellation", "tenantless_key", "trusts_early_negative")
 MISTAKES += ("early_negative_read", "callback_confirms", "attempt_key", "resend_after_restart", "no_next_owner",
-             "no_cancel_check", "no_approval_check", "unrecorded_duplicates")
+             "no_cancel_check", "no_approval_check", "unrecorded_duplicates", "clock_lease")
 LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
@@ -377,6 +395,7 @@ class Worker:
         _, self.profile, _ = self.client.call("GET", "/reservation")
         if self.mistake != "no_lease":     # one owner at a time: wait for a crashed or paused holder's lease
             self.store.acquire(self.epoch, self.worker, LEASE_TTL_MS / 1000 / self.profile.get("time_scale", 1))
+            self.store.clock_lease, self.store.held_until = self.mistake == "clock_lease", time.time() + self.store.ttl
         self.intent = intake["payload"]["intent"]
         scoped = self.intent if self.mistake != "tenantless_key" else \
             {k: v for k, v in self.intent.items() if k not in ("tenant", "principal")}

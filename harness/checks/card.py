@@ -261,6 +261,7 @@ class Card:
     reasons: tuple[str, ...]
     runtime: RuntimeSection | None = None
     isolation: str | None = None   # the isolation the worker ran under, as the trace's header records it
+    clocks: tuple[str, ...] = ()   # the workers that ran on a skewed wall clock (worker_clocks), and which
 
     @property
     def exit_code(self) -> int:
@@ -290,6 +291,7 @@ class Card:
             out.extend(self.runtime.text())
         if self.isolation:
             out.append(f"  isolation: {self.isolation}")
+        out.extend(f"  clock: {c}" for c in self.clocks)
         out.append(f"  limitation: {LIMITATION}")
         return "\n".join(out)
 
@@ -302,6 +304,8 @@ class Card:
             out["runtime"] = self.runtime.to_json()
         if self.isolation:
             out["isolation"] = self.isolation
+        if self.clocks:
+            out["clocks"] = list(self.clocks)
         return out
 
 
@@ -441,6 +445,14 @@ def judged(events: list[dict], raw: ScenarioResult | None = None) -> Card:
     recorded = (events[0].get(FIELD) or {}).get("isolation") if isinstance(events[0].get(FIELD), dict) else None
     if isinstance(recorded, dict) and isinstance(recorded.get("mode"), str):
         out = replace(out, isolation=f"{recorded['mode']} ({recorded.get('detail', '')})")
+    skewed = (events[0].get(FIELD) or {}).get("clocks") if isinstance(events[0].get(FIELD), dict) else None
+    if skewed is not None:
+        if not isinstance(skewed, list) or not all(isinstance(c, str) for c in skewed):
+            from ..vocab.errors import UsageError
+
+            raise UsageError(f"the trace header's {FIELD}.clocks is not a list of strings",
+                             hint="check a trace exactly as crashlab integrate wrote it")
+        out = replace(out, clocks=tuple(skewed))
     if len(_JUDGED) >= 64:
         _JUDGED.pop(next(iter(_JUDGED)))
     _JUDGED[id(events)] = (events, out)

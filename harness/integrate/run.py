@@ -96,7 +96,7 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     # (beside the run's options, which the supervisor wrote there for the repro line)
     events[0][FIELD] = {**(events[0].get(FIELD) or {}), "views": sorted(views), "notes": sup.notes + unexercised,
                         "cut": list(sup.cut), "timed": timed, "undelivered": undelivered, "missed": list(sup.missed),
-                        "isolation": isolate.current().to_json()}
+                        "isolation": isolate.current().to_json(), "clocks": list(sup.clocks)}
     write_jsonl(events, path)
     result = replace(check_trace(events, trace_path=str(path)), repro=repro_line(events[0]))
     verdict = judged(events)       # the card check_trace judged this trace by (kept for the same events)

@@ -35,7 +35,7 @@ from ..sandbox import Caller, Hooks, Sandbox
 from ..sandbox.server import Gate
 from ..vocab.compiled import Rule, Scenario
 from ..run.jobs import become_subreaper, children
-from . import workers
+from . import clocks, workers
 from .command import check_placeholders, fired_failpoint
 from ..run.repro import DEFAULTS, header_options
 from .store import PostgresStore, SqliteStore, open_store
@@ -145,6 +145,9 @@ class Supervisor(Hooks):
         self.runtime_ids = dict(runtime_ids or {})
         self.runtime_writable = tuple(runtime_writable)     # the runtime's state folder, if the worker writes it
         self.in_namespaces = workers.wrapped()              # UsageError (exit 3) if namespaces are asked but absent
+        self.faketime = clocks.require(scenario)            # UsageError (exit 3) if a clock needs libfaketime, absent
+        self.clocks: list[str] = []                         # the workers that ran on a skewed clock, and which
+        self.skewed: list[int] = []                         # their pids (libfaketime's /dev/shm files, removed at the end)
         self.before: frozenset[int] = frozenset()           # crashlab's children before the first worker
 
     # ------------------------------------------------------------------ hooks (sandbox threads)
@@ -312,8 +315,13 @@ class Supervisor(Hooks):
         if runtime:
             env.update(self.runtime_env, CRASHLAB_RUNTIME_ID=runtime["runtime_id"])
         rs.log = self.out / f"{caller.slug}.log"
+        skew = clocks.for_worker(self.scenario, rs.id, caller.number, time_scale=sb.clock.scale, lib=self.faketime,
+                                 inherited=os.environ.get("LD_PRELOAD", ""))
+        if skew is not None:
+            self.clocks.append(f"{caller.name}: {skew.text}")
         with sb.lock:
-            sb.emit(events.Start, worker=caller.name, run=rs.id, number=caller.number, env=dict(self.scenario.env))
+            sb.emit(events.Start, worker=caller.name, run=rs.id, number=caller.number, env=dict(self.scenario.env),
+                    **({"clock": skew.record} if skew is not None else {}))
             sb.emit(events.Lease, worker=caller.name, run=rs.id, op="acquire", epoch=caller.number,
                     owner=caller.name, expires_at=sb.clock.now() + LEASE_TTL_MS, granted_by="supervisor")
             for spec, rule in rs.failpoints:      # crashlab's, in the worker's CRASHLAB_FAILPOINT
@@ -321,9 +329,10 @@ class Supervisor(Hooks):
         rs.caller, rs.killed = caller, None
         with open(rs.log, "wb") as log:
             try:
-                rs.proc = workers.start(argv, env=env, log=log,
+                rs.proc = workers.start(argv, env=env, log=log, own=skew.env if skew is not None else None,
                                         writable=[*rs.store.folders, rs.tmp, *self.runtime_writable])
                 rs.pgid = rs.proc.pid
+                self.skewed += [rs.proc.pid] if skew is not None else []
             except OSError as exc:
                 rs.proc = None
                 raise UsageError(f"--worker: cannot start {argv[0]!r}: {exc.strerror or exc}",
@@ -570,6 +579,7 @@ class Supervisor(Hooks):
                     rs.proc = None
                 self._bury(rs, force=True)
             self._sweep()
+            clocks.forget(self.skewed if not self.in_namespaces else ())
             sb.stop()
             for rs in self.runs.values():
                 if rs.tmp:

@@ -31,11 +31,16 @@ def wrapped() -> bool:
     return isolate.current().mode == "namespaces"
 
 
-def start(argv: list[str], *, env: Mapping[str, str], log, writable: Iterable[str]) -> subprocess.Popen:
+def start(argv: list[str], *, env: Mapping[str, str], log, writable: Iterable[str],
+          own: Mapping[str, str] | None = None) -> subprocess.Popen:
     """The worker ``argv`` started under the isolation in force, in a session of its own, its output
-    to ``log``, dying with crashlab (``PR_SET_PDEATHSIG``). OSError if it cannot start."""
-    command = isolate.wrap(argv, network=True, writable=[str(Path(w)) for w in writable])
-    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=dict(env),
+    to ``log``, dying with crashlab (``PR_SET_PDEATHSIG``). ``own``: variables for the worker's process
+    alone (a clock fault's LD_PRELOAD): under namespaces set inside bubblewrap, which keeps crashlab's.
+    OSError if it cannot start."""
+    inside = dict(own or {}) if wrapped() else {}
+    command = isolate.wrap(argv, network=True, writable=[str(Path(w)) for w in writable], env=inside)
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            env={**env, **({} if inside else dict(own or {}))},
                             start_new_session=True, preexec_fn=die_with_parent, close_fds=True)
 
 

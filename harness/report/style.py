@@ -297,7 +297,13 @@ def _stop(e: events.Stop) -> str:
     return "worker stop" + (f" ({e.reason})" if e.reason and e.reason != "finished" else "")
 
 
-@_summary(events.Header, events.End, events.LedgerRejected, events.ApprovalRequested, events.Start,
+@_summary(events.Start)
+def _start(e: events.Start) -> str:
+    clock = e.clock if isinstance(e.clock, dict) else None
+    return "worker start" + (f" (its wall clock skewed: FAKETIME '{clock.get('faketime')}')" if clock else "")
+
+
+@_summary(events.Header, events.End, events.LedgerRejected, events.ApprovalRequested,
           events.RestartBudgetExhausted)
 def _plain(e: events.Event) -> str:
     return f"{e.lane} {e.kind}"

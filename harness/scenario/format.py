@@ -80,7 +80,7 @@ COMPENSATION_AUTHORITY = ("granted", "denied")
 BOUNDARIES = ("before", "after")
 
 TOP_FIELDS = frozenset({"id", "title", "description", "tags", "card", "seed", "clock", "services",
-                        "runs", "events", "faults", "crashes", "pauses", "expect", "env"})
+                        "runs", "events", "faults", "crashes", "pauses", "expect", "env", "worker_clocks"})
 RUN_FIELDS = frozenset({"id", "intent", "service", "operation", "start", "deadline", "approval",
                         "compensation_authority", "notify", "history"})
 #: ``runs[].history``: where a run that arrives with earlier history stands.
@@ -91,6 +91,10 @@ RULE_FIELDS: Mapping[str, frozenset[str]] = {
     "pauses": frozenset({"match", "boundary", "resume_after", "restart_after", "times"}),
 }
 RULE_ACTION = {"faults": "fault", "crashes": "crash", "pauses": "pause"}
+#: ``worker_clocks[]``: a real worker's wall clock, off by ``offset`` and running at ``rate`` (integrate only).
+WORKER_CLOCK_FIELDS = frozenset({"worker", "run", "offset", "rate"})
+#: The rates a worker's clock may run at, relative to real time (0.1: a tenth of real speed).
+CLOCK_RATE_RANGE = (0.001, 1000.0)
 MATCH_FIELDS = frozenset({"port", "op", "nth", "worker", "run", "from", "until", "knowledge", "state",
                           "appends", "disposition"})
 EXPECT_FIELDS = frozenset({"dispositions", "remote_effects", "evidence", "absent", "disposition_at", "violations",

@@ -27,6 +27,7 @@ from .yaml import (_boolean, _choice, _integer, _join, _line, _must, _parse, _pa
 from ..world.services import PROFILE_DEFAULTS, PROFILE_OPTIONAL, malformed_request, profile_conflicts
 from ..vocab.timefmt import CLOCK_HINT, clock_ms, format_time, parse_duration, parse_time
 from .evidence import _EVIDENCE, _absent_item, _evidence, _evidence_any  # noqa: F401 (moved there)
+from .worker_clocks import read_worker_clocks
 
 
 def _seed_value(value: Any) -> int:
@@ -82,7 +83,8 @@ def from_dict(doc: Any, *, file: str | None = None) -> Scenario:
         env.update({k: rd.get(env_doc, k, "env", _integer(1)) for k in env_doc})
     return Scenario(id=sid, title=title, tags=tags, card=card, seed=seed, origin_ms=origin,
                     horizon_ms=horizon, services=services, runs=runs, events=events, rules=rules,
-                    expect=expect, env=env, source=file, raw=_plain(doc))
+                    expect=expect, env=env, source=file, raw=_plain(doc),
+                    worker_clocks=read_worker_clocks(rd, doc, run_ids))
 
 
 def _read_services(rd: _Reader, doc: dict) -> dict[str, dict]:

@@ -15,7 +15,7 @@ from .format import (APPROVAL_MODES, BOUNDARIES, CANCEL_RECORDS, CARD_FIELDS, CO
                      DEPLOY_ALTERS, DISPOSITIONS, EVENT_FIELDS, EVENT_TYPES, EXPECT_FIELDS, EXPECT_RULE_FIELDS,
                      FAULTS, HISTORY_FIELDS, ID_PATTERN, INVARIANT_PATTERN, KNOWLEDGE, PRIMARY_OPERATION,
                      PROFILE_CHOICES, RESERVED_PAYLOAD_KEYS, RULE_FIELDS, RUN_STATES, RUNLESS_EVENTS, SEED_MAX,
-                     TAG_PATTERN, TRACE_KINDS, VERDICTS)
+                     TAG_PATTERN, TRACE_KINDS, VERDICTS, CLOCK_RATE_RANGE)
 from .loader import library
 from ..world.services import PROFILE_DEFAULTS, PROFILE_OPTIONAL
 from ..vocab.timefmt import CLOCK_PATTERN
@@ -186,6 +186,14 @@ def schema_document() -> dict:
         "faults": rules("faults"), "crashes": rules("crashes"), "pauses": rules("pauses"),
         "expect": expect,
         "env": obj({k: {"type": "integer", "minimum": 1} for k in DEFAULT_ENV}),
+        "worker_clocks": {"type": "array", "description": "crashlab integrate only: a real worker's wall clock, "
+                          "off by offset (scenario time, - behind) and running at rate times real speed",
+                          "items": obj({"worker": {"type": "integer", "minimum": 1}, "run": ident,
+                                        "offset": {"oneOf": [{"type": "integer"},
+                                                             {"type": "string", "pattern": r"^[+-]?\S+$"}]},
+                                        "rate": {"type": "number", "minimum": CLOCK_RATE_RANGE[0],
+                                                 "maximum": CLOCK_RATE_RANGE[1]}}, ("worker",),
+                                       minProperties=2)},
     }
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": "crashlab scenario",

@@ -61,6 +61,19 @@ class RunSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerClock:
+    """A real worker's wall clock (``worker_clocks:``, crashlab integrate only): the run's n-th worker
+    (every run's, when ``run`` is None) reads a clock ``offset_ms`` of scenario time off the real one,
+    running at ``rate`` times real speed from its start. The simulator's workers read the scenario clock."""
+
+    worker: int                       # 1-based worker number in the run
+    run: str | None = None
+    offset_ms: int = 0                # scenario time; negative: behind
+    rate: float = 1.0                 # 1: real speed; 0.1: a tenth of it (a slow clock)
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WorldEvent:
     at_ms: int                        # absolute time; for an anchored event, its delay after the call
     type: str
@@ -88,6 +101,7 @@ class Scenario:
     env: Mapping[str, Any]
     source: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    worker_clocks: tuple[WorkerClock, ...] = ()
 
     def fmt(self, t_ms: int) -> str:
         return format_time(t_ms, self.origin_ms)

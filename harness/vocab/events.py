@@ -461,10 +461,13 @@ class Resume(Event):
 # --------------------------------------------------------------------------------------- worker
 @_kind("start", "worker")
 class Start(Event):
-    """a worker started (env: the versions its code runs)"""
+    """a worker started (env: the versions its code runs; in an integration trace, `clock`: the wall clock
+    crashlab gave the worker's process, `offset_ms`, `rate`, `faketime`, `rule_line`, where the scenario's
+    worker_clocks skew it)"""
 
     number: int
     env: dict
+    clock: dict | Absent = ABSENT
 
 
 @_kind("stop", "worker")
