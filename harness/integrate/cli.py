@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+#: how many more times a scenario whose card is inconclusive is run (--again)
+AGAIN = 2
+
 
 def add_parsers(cmd) -> None:
     from ..sandbox.cli import add_parser as add_sandbox
@@ -64,6 +67,11 @@ no process may outlive its group. Each is a recorded fault of that scenario with
                         "for its replacement to work on the run (a read, a send or a store row; a durable runtime "
                         "hands a stalled run over on its own timeouts); none by then: the card is inconclusive "
                         f"(default {HANDOVER_WAIT_S:g})")
+    p.add_argument("--again", type=int, default=AGAIN, metavar="N",
+                   help="run a scenario whose card is inconclusive (its premise did not happen under real time: a "
+                        "clock event came before the requests it was to meet, a replacement never got the run, a "
+                        "run was cut) up to N more times; a pass or a fail is never run again, and the output says "
+                        f"which attempt the card is from (default {AGAIN}; 0: once)")
     p.add_argument("--out", default="crashlab-integrate", metavar="DIR",
                    help="folder for the traces, stores and worker logs (default: crashlab-integrate)")
     p.add_argument("--json", metavar="PATH", help="write every scenario's card as JSON here")
@@ -82,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..vocab.errors import UsageError
     from ..scenario.loader import resolve
-    from .run import SUITE_TAG, integrate
+    from .run import SUITE_TAG, integrate, until_conclusive
 
     names = list(args.scenarios)
     tags = list(args.tag or ()) + ([SUITE_TAG] if args.suite else [])
@@ -99,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
                         ("--handover-wait", args.handover_wait)):
         if not value > 0:
             raise UsageError(f"{flag} must be positive, got {value:g}")
+    if not 0 <= args.again <= 10:
+        raise UsageError(f"--again must be 0 to 10, got {args.again}")
     scenarios = [resolve(n) for n in names]
     runtime = None
     if getattr(args, "runtime", None):
@@ -115,13 +125,20 @@ def run(args: argparse.Namespace) -> int:
     codes, cards = [], []
     with _runtime_server(runtime, Path(args.out)) as server:
         for sc in scenarios:
-            outcome = integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
-                                time_scale=args.time_scale, wall_limit_s=args.wall_limit,
-                                handover_wait_s=args.handover_wait, runtime=runtime, server=server)
+            def once(sc=sc):
+                return integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
+                                 time_scale=args.time_scale, wall_limit_s=args.wall_limit,
+                                 handover_wait_s=args.handover_wait, runtime=runtime, server=server)
+
+            outcome, earlier = until_conclusive(once, args.again)
             print(outcome.card.text())
+            for n, why in enumerate(earlier, 1):
+                print(f"  attempt {n} of {len(earlier) + 1} was inconclusive ({why}); this card is attempt "
+                      f"{len(earlier) + 1}'s")
             print(f"  trace: {outcome.trace}", flush=True)
             codes.append(outcome.card.exit_code)
-            cards.append({**outcome.card.to_json(), "trace": str(outcome.trace)})
+            cards.append({**outcome.card.to_json(), "trace": str(outcome.trace), "attempts": len(earlier) + 1,
+                          "inconclusive_attempts": earlier})
     if args.json:
         import json
 

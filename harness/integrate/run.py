@@ -67,6 +67,19 @@ class Outcome:
     card: Card
 
 
+def until_conclusive(once, again: int) -> tuple[Outcome, list[str]]:
+    """``once()`` (one integration run of a scenario), run again while its card is inconclusive, at
+    most ``again`` more times: an inconclusive card says the scenario's premise did not happen under
+    real time, so nothing was tested and a new attempt is a new chance to test it. A pass or a fail
+    is final. The last outcome, and why each earlier attempt was inconclusive (its first reason)."""
+    earlier: list[str] = []
+    while True:
+        outcome = once()
+        if outcome.card.verdict != "inconclusive" or len(earlier) >= again:
+            return outcome, earlier
+        earlier.append(outcome.card.reasons[0] if outcome.card.reasons else "inconclusive")
+
+
 def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlite:{db}",
               time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
               handover_wait_s: float = HANDOVER_WAIT_S, runtime: Runtime | None = None,
