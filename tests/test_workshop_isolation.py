@@ -49,3 +49,37 @@ def test_a_kit_adapter_that_does_not_parse_names_its_line(kit, capsys):
     (kit / "adapter.py").write_text((kit / "adapter.py").read_text().replace("def replay_disposition(", "def replay_disposition((", 1))
     assert main(["workshop", "check", "t3"]) == 3
     assert re.search(r"adapter\.py:\d+: not valid Python", capsys.readouterr().err)
+
+
+def _namespaces() -> bool:
+    from crashlab.run import isolate
+    before = os.environ.pop(isolate.ENV, None)
+    try:
+        return isolate.current().mode == "namespaces"
+    finally:
+        if before is not None:
+            os.environ[isolate.ENV] = before
+
+
+@pytest.mark.skipif(not _namespaces(), reason="bubblewrap cannot make namespaces here (apt-get install bubblewrap)")
+def test_the_roster_grades_each_learners_code_in_namespaces_so_it_cannot_write_a_neighbours_folder(tmp_path, monkeypatch,
+                                                                                                     capsys):
+    """A learner's decision that writes into a neighbour's folder when the facilitator's `class` grades it:
+    under the default isolation nothing is written (their code runs over the wire in namespaces) and it
+    is still graded; with --isolation process (the facilitator's own choice) the write happens."""
+    room = tmp_path / "room"
+    for name in ("ana", "ben"):
+        (room / name).mkdir(parents=True)
+        monkeypatch.chdir(room / name)
+        assert main(["workshop", "start", "t3"]) == 0
+    planted = room / "ben" / "planted.txt"
+    solved = solutions.SOLUTIONS["replay_disposition"]
+    _decide(room / "ana" / "workshop" / "t3",
+            solved.replace('"""\n', f'"""\n    try:\n        open({str(planted)!r}, "a").write("x")\n'
+                                    f'    except OSError:\n        pass\n', 1))
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["workshop", "class", str(room)]) == 0
+    assert not planted.exists()
+    assert main(["workshop", "class", str(room), "--isolation", "process"]) == 0
+    assert planted.exists()

@@ -59,6 +59,7 @@ def add_workshop_parser(sub, epilog: str) -> None:
     pl.add_argument("--minutes", type=int, default=180, metavar="N", help="the session's length (120 or 180)")
     k = ws.add_parser("class", help="aggregate the progress files of a room of learners")
     k.add_argument("folder", metavar="DIR")
+    add_option(k)   # learner code graded on the facilitator's machine: namespaces unless told otherwise
     h = ws.add_parser("handoff", help="the handoff rehearsal: three runs, durable artifacts only")
     h.add_argument("--seed", type=int, default=1, metavar="N", help="which three runs (default 1)")
     h.add_argument("--dir", metavar="DIR", help="where to write the artifacts (default: workshop/handoff)")
@@ -331,7 +332,23 @@ def _figure(r, kit_dir: Path) -> str | None:
 
 
 def _class(args, here: Path) -> int:
+    import sys
+
+    from ..run import isolate
     from .regrade import class_table
 
-    print(class_table(Path(args.folder)))
+    before = os.environ.get(isolate.ENV)
+    if isolate.requested() == "auto":   # every learner's code, on the facilitator's machine: untrusted
+        if isolate.current().mode == "namespaces":
+            os.environ[isolate.ENV] = "namespaces"
+        else:
+            print("crashlab: workshop class: the learners' code runs with your rights (no namespaces here: "
+                  f"{isolate.current().detail})", file=sys.stderr)
+    try:
+        print(class_table(Path(args.folder)))
+    finally:
+        if before is None:
+            os.environ.pop(isolate.ENV, None)
+        else:
+            os.environ[isolate.ENV] = before
     return 0
