@@ -171,3 +171,22 @@ def test_no_trace_file_is_read_twice_in_one_report(traces, tmp_path, opened):
     opened.clear()
     report.render_results([result, result], tmp_path / "results", jobs=1)
     assert dict(opened) == {path.resolve(): 1}
+
+
+def test_what_a_trace_exercised_is_worked_out_once_for_its_page_and_the_index(traces, tmp_path, monkeypatch):
+    import crashlab.checks.exercised as exercised
+    from crashlab.run.conformance import recheck_saved
+    from crashlab.world.trace import read_jsonl
+
+    results = [recheck_saved(read_jsonl(p), p) for p in sorted(traces.glob("*.jsonl"))]
+    walked: list[int] = []
+    original = exercised.counts
+
+    def counted(events):
+        walked.append(len(events))
+        return original(events)
+
+    monkeypatch.setattr(exercised, "counts", counted)
+    out = report.render_results(results, tmp_path / "out", jobs=1)
+    assert len(walked) == len(results)
+    assert "exercised" in out.read_text() and "Exercised" in (out.parent / "scenarios" / f"{TRACES[1][:-6]}.html").read_text()

@@ -268,14 +268,16 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
     from ..vocab.files import atomic_write_text
     from . import index, markdown
     from .figure import matplotlib
+    from .html import trace_coverage
     from .lanes import lanes as extract_lanes
     from .view import Item, ordered
 
     with _collector_paused():
         matplotlib()  # fail before writing anything when the extra is missing
         names = _names(results)
-        items = ordered([Item(result=r, events=evs, name=name, lanes=extract_lanes(evs) if evs else None)
-                         for r, evs, name in zip(results, events, names)])
+        # what every page and figure reads of a trace, worked out once here (workers inherit it)
+        items = ordered([Item(result=r, events=evs, name=name, lanes=extract_lanes(evs) if evs else None,
+                              coverage=trace_coverage(r, evs)) for r, evs, name in zip(results, events, names)])
     fig_dir = out_dir / "figures"
     pages = out_dir / "scenarios"
     fig_dir.mkdir(parents=True, exist_ok=True)
