@@ -4,6 +4,7 @@
     python benchmarks/report_bench.py --serial         # one process (no forked workers)
     python benchmarks/report_bench.py --repeat 3
     python benchmarks/report_bench.py --against HEAD~2 --repeat 5     # side by side with another version
+    python benchmarks/report_bench.py --copies 2       # every trace given twice (from two folders)
 
 It renders every trace in traces/ (checks included, as ``crashlab report traces/`` does)
 into a new temporary folder and prints the wall time and the CPU time it took (this process
@@ -46,15 +47,17 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def render_once(traces: Path, serial: bool) -> dict:
-    """Render the traces into a new folder: CPU (this process and its workers) and wall seconds."""
+def render_once(traces: Path, serial: bool, copies: int = 1) -> dict:
+    """Render the traces (``copies`` copies of their folder, each given) into a new folder: CPU
+    (this process and its workers) and wall seconds."""
     import crashlab.report as report
 
     if serial:
         report.PARALLEL_MIN = 10 ** 9
     with tempfile.TemporaryDirectory() as tmp:
+        folders = [traces] + [shutil.copytree(traces, Path(tmp) / f"copy{i}") for i in range(1, copies)]
         w0, c0 = time.perf_counter(), cpu()
-        report.render_inputs([traces], Path(tmp) / "report")
+        report.render_inputs(folders, Path(tmp) / "report")
         wall, used = time.perf_counter() - w0, cpu() - c0
         size = sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file())
     return {"cpu": used, "wall": wall, "size": size, "harness": str(Path(report.__file__).resolve().parent)}
@@ -78,12 +81,12 @@ def package_of(rev: str, into: Path) -> Path:
 
 
 def side_by_side(args) -> int:
-    n = len(list(Path(args.traces).glob("*.jsonl")))
+    n = len(list(Path(args.traces).glob("*.jsonl"))) * args.copies
     with tempfile.TemporaryDirectory(prefix="crashlab-report-bench-") as tmp:
         old = package_of(args.against, Path(tmp))
         sides = {f"previous ({args.against})": str(old), "this checkout": ""}
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--traces", args.traces] \
-            + (["--serial"] if args.serial else [])
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--traces", args.traces,
+               "--copies", str(args.copies)] + (["--serial"] if args.serial else [])
         samples: dict[str, list[float]] = {name: [] for name in sides}
         print(f"{n} traces; {cores()} cores; {'one process' if args.serial else 'forked drawing workers'}; "
               f"{args.repeat} interleaved rounds, each a fresh process rendering into a new folder")
@@ -108,22 +111,24 @@ def main() -> int:
     ap.add_argument("--traces", default=str(ROOT / "traces"), help="folder of traces (default: traces/)")
     ap.add_argument("--serial", action="store_true", help="render in one process only")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--copies", type=int, default=1, metavar="N",
+                    help="give N copies of the traces' folder (every figure repeated N times)")
     ap.add_argument("--against", metavar="REV", help="also measure git revision REV, in interleaved rounds")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(render_once(Path(args.traces), args.serial)))
+        print(json.dumps(render_once(Path(args.traces), args.serial, args.copies)))
         return 0
     if args.against:
         return side_by_side(args)
     import crashlab.report as report
 
     traces = Path(args.traces)
-    n = len(list(traces.glob("*.jsonl")))
+    n = len(list(traces.glob("*.jsonl"))) * args.copies
     print(f"harness from {Path(report.__file__).resolve().parent.parent}; {n} traces; {cores()} cores; "
           f"load average {os.getloadavg()[0]:.1f}")
     for i in range(args.repeat):
-        got = render_once(traces, args.serial)
+        got = render_once(traces, args.serial, args.copies)
         print(f"run {i + 1}: wall {got['wall']:6.2f} s   cpu {got['cpu']:6.2f} s ({got['cpu'] / max(n, 1) * 1000:4.0f} ms "
               f"per scenario)   output {got['size'] / 1e6:.1f} MB")
     return 0
