@@ -57,9 +57,9 @@ def render_results(results: list[ScenarioResult], out_dir: Path, *, no_answers: 
                    linear: bool = False, progress=None, jobs: int | None = None, figures: str = "all",
                    window: Window | str | None = None, slides: bool = False) -> Path:
     """Render scenario results; each result's ``trace`` names its saved JSONL trace."""
-    results = list(results)
+    results, read = list(results), _Reader()
     with _collector_paused():
-        events = [_trace_of(r, []) for r in results]
+        events = [_trace_of(r, [], read=read) for r in results]
     return _render(results, events, None, Path(out_dir),
                    adapter=_common_adapter(results), notes=[], no_answers=no_answers, linear=linear,
                    progress=progress, jobs=jobs, figures=figures, window=window, slides=slides)
@@ -69,9 +69,9 @@ def render_scorecard(card: Scorecard, out_dir: Path, *, no_answers: bool = False
                      progress=None, jobs: int | None = None, figures: str = "all",
                      window: Window | str | None = None, slides: bool = False) -> Path:
     """Render a scored suite: the score, where points were lost, and every scenario."""
-    scenarios = list(card.scenarios)
+    scenarios, read = list(card.scenarios), _Reader()
     with _collector_paused():
-        events = [_trace_of(r, []) for r in scenarios]
+        events = [_trace_of(r, [], read=read) for r in scenarios]
     return _render(scenarios, events, card, Path(out_dir),
                    adapter=card.adapter, notes=[], no_answers=no_answers, linear=linear, progress=progress,
                    jobs=jobs, figures=figures, window=window, slides=slides)
@@ -89,8 +89,9 @@ def render_inputs(paths: list[Path], out_dir: Path, *, no_answers: bool = False,
     if not paths:
         raise UsageError("nothing to render", hint=INPUT_HINT)
     traces, results_json = _classify([Path(p) for p in paths])
+    read = _Reader()
     with _collector_paused():
-        loaded = {p: read_jsonl(p) for p in traces}
+        loaded = {p: read(p) for p in traces}
     if results_json is not None:
         card = _read_results(results_json)
         by_key: dict[tuple, Path] = {}
@@ -104,7 +105,7 @@ def render_inputs(paths: list[Path], out_dir: Path, *, no_answers: bool = False,
                 used.add(p)
                 events_list.append(loaded[p])
             else:
-                events_list.append(_trace_of(r, [results_json.parent], source=results_json))
+                events_list.append(_trace_of(r, [results_json.parent], source=results_json, read=read))
         unused = len(loaded) - len(used)
         notes = [f"{unused} given trace(s) are not in {results_json} and were not rendered."] if unused else []
         return _render(list(card.scenarios), events_list, card, Path(out_dir), adapter=card.adapter,
@@ -173,8 +174,27 @@ def _read_results(p: Path) -> Scorecard:
             from None
 
 
-def _trace_of(r: ScenarioResult, bases: list[Path], source: Path | None = None) -> list[dict] | None:
-    """The events of a result's saved trace (None when it saved none)."""
+class _Reader:
+    """Reads each trace file once per report: a file named twice (two spellings of one path, or
+    two results citing one trace) is parsed once and its events shared by every page and figure
+    that shows it (they only read them)."""
+
+    def __init__(self) -> None:
+        self.parsed: dict[Path, list[dict]] = {}
+
+    def __call__(self, path: Path) -> list[dict]:
+        try:
+            key = path.resolve()
+        except (OSError, RuntimeError):     # a symlink loop: read_jsonl names the file
+            key = path
+        if key not in self.parsed:
+            self.parsed[key] = read_jsonl(path)
+        return self.parsed[key]
+
+
+def _trace_of(r: ScenarioResult, bases: list[Path], source: Path | None = None,
+              read=read_jsonl) -> list[dict] | None:
+    """The events of a result's saved trace (None when it saved none), read through ``read``."""
     if not r.trace:
         return None
     given = Path(r.trace)
@@ -184,7 +204,7 @@ def _trace_of(r: ScenarioResult, bases: list[Path], source: Path | None = None) 
         where = f"{source}: " if source else ""
         raise UsageError(f"{where}the trace of scenario {r.id} ({r.trace}) does not exist",
                          hint="pass the folder of traces too, e.g. `crashlab report results.json crashlab-out/`")
-    events = read_jsonl(path)
+    events = read(path)
     if events[0].get("scenario") != r.id:
         raise UsageError(f"{path}: this trace is of scenario {events[0].get('scenario')!r}, not {r.id!r}",
                          hint="the results and the traces come from different runs")
@@ -248,14 +268,16 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
     from ..vocab.files import atomic_write_text
     from . import index, markdown
     from .figure import matplotlib
+    from .html import trace_coverage
     from .lanes import lanes as extract_lanes
     from .view import Item, ordered
 
     with _collector_paused():
         matplotlib()  # fail before writing anything when the extra is missing
         names = _names(results)
-        items = ordered([Item(result=r, events=evs, name=name, lanes=extract_lanes(evs) if evs else None)
-                         for r, evs, name in zip(results, events, names)])
+        # what every page and figure reads of a trace, worked out once here (workers inherit it)
+        items = ordered([Item(result=r, events=evs, name=name, lanes=extract_lanes(evs) if evs else None,
+                              coverage=trace_coverage(r, evs)) for r, evs, name in zip(results, events, names)])
     fig_dir = out_dir / "figures"
     pages = out_dir / "scenarios"
     fig_dir.mkdir(parents=True, exist_ok=True)
@@ -271,11 +293,14 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
                 raise UsageError(f"scenario {item.result.id}: {exc.message}", hint=exc.hint) from None
     view = (linear, window, slides)
     items, keys, cache = _kept_figures(items, figures, fig_dir, no_answers, view)
+    same = _repeats(items, keys)
     tasks = [(item, items[i - 1] if i else None, items[i + 1] if i + 1 < len(items) else None,
-              out_dir, no_answers, view, item.png is None and _draws(item, figures)) for i, item in enumerate(items)]
+              out_dir, no_answers, view, item.png is None and _draws(item, figures) and i not in same)
+             for i, item in enumerate(items)]
     # figures and their pages, the longest traces first (their figures take longest): no worker
     # is left drawing a big one at the end
     _scenarios(sorted((t for t in tasks if t[-1]), key=lambda t: -len(t[0].events)), progress, jobs)
+    _copy_repeats(tasks, same, fig_dir)
     for task in tasks:
         if not task[-1]:
             _scenario(task)
@@ -310,6 +335,36 @@ def _kept_figures(items: list, figures: str, fig_dir: Path, no_answers: bool, vi
     return out, keys, cache
 
 
+def _repeats(items: list, keys: dict[str, str]) -> dict[int, int]:
+    """The figures to draw that are the same picture as one before them in this report (the
+    same digest of everything a figure is drawn from, crashlab.report.figcache), drawn or kept:
+    index of the repeat -> index of the figure it repeats. Each distinct picture is drawn once."""
+    first: dict[str, int] = {}
+    same: dict[int, int] = {}
+    for i, item in enumerate(items):
+        if item.name in keys:
+            j = first.setdefault(keys[item.name], i)
+            if j != i and item.png is None:
+                same[i] = j
+    return same
+
+
+def _copy_repeats(tasks: list, same: dict[int, int], fig_dir: Path) -> None:
+    """Give each repeated figure the bytes of the picture it repeats (drawn by now, in this
+    process or a worker), written under its own name; its page is written after."""
+    from dataclasses import replace
+
+    from ..vocab.files import atomic_write_bytes
+
+    drawn: dict[int, bytes] = {}
+    for i, j in same.items():
+        if j not in drawn:     # kept from a previous report, or drawn just now
+            drawn[j] = tasks[j][0].png or (fig_dir / f"{tasks[j][0].name}.png").read_bytes()
+        item = replace(tasks[i][0], png=drawn[j])
+        atomic_write_bytes(fig_dir / f"{item.name}.png", item.png)
+        tasks[i] = (item,) + tasks[i][1:]
+
+
 def _draws(item, figures: str) -> bool:
     return bool(item.events) and (figures == "all" or item.result.verdict != "pass")
 
@@ -319,11 +374,11 @@ PARALLEL_MIN = 8
 
 
 def _figure(job) -> bytes:
-    from .figure import render_figure
+    from .figure import figure_png
 
     events, result, data, base, no_answers, (linear, window, slides) = job
-    return render_figure(events, result, base, data=data, no_answers=no_answers, linear=linear, window=window,
-                         slides=slides).read_bytes()
+    return figure_png(events, result, base, data=data, no_answers=no_answers, linear=linear, window=window,
+                      slides=slides)
 
 
 def _scenario(task) -> None:

@@ -50,7 +50,7 @@ RC = {"text.parse_math": False, "text.hinting": "none", "svg.hashsalt": "crashla
       "font.size": FONT, "axes.linewidth": 0.6, "font.family": "DejaVu Sans", "path.simplify": True}
 
 
-__all__ = ["RC", "build_figure", "collapse_states", "matplotlib", "render_figure"]
+__all__ = ["RC", "build_figure", "collapse_states", "figure_png", "matplotlib", "render_figure"]
 
 
 class _Figure(LaneDrawing):
@@ -516,12 +516,22 @@ def render_figure(events: list[dict], result: ScenarioResult | None, out_base: P
                   svg: bool = False, window: Window | None = None, slides: bool = False) -> Path:
     """Draw the scenario's timeline figure; write ``out_base``.png (and .svg when asked);
     return the PNG's path."""
+    figure_png(events, result, out_base, data=data, no_answers=no_answers, linear=linear, svg=svg, window=window,
+               slides=slides)
+    return out_base.with_suffix(".png")
+
+
+def figure_png(events: list[dict], result: ScenarioResult | None, out_base: Path, *,
+               data: Lanes | None = None, no_answers: bool = False, linear: bool = False,
+               svg: bool = False, window: Window | None = None, slides: bool = False) -> bytes:
+    """:func:`render_figure`, returning the PNG's bytes (the report embeds them without reading
+    the file back)."""
     mpl = matplotlib()
     with mpl.rc_context(RC):
         fig = build_figure(events, result, data=data, no_answers=no_answers, linear=linear, window=window,
                            slides=slides)
-        png = out_base.with_suffix(".png")
-        atomic_write_bytes(png, _palette_png(fig))
+        png = _palette_png(fig)
+        atomic_write_bytes(out_base.with_suffix(".png"), png)
         if svg:
             fig.savefig(out_base.with_suffix(".svg"), format="svg", metadata={"Date": None, "Creator": None})
     return png

@@ -135,7 +135,8 @@ def _evidence(seqs: tuple[int, ...], by_seq: dict, origin: int, limit: int = 12)
     return f'<ul class="ev">{"".join(items)}{more}</ul>'
 
 
-def violations_html(r: ScenarioResult, by_seq: dict, origin: int, events: list[dict] | None = None) -> str:
+def violations_html(r: ScenarioResult, by_seq: dict, origin: int, events: list[dict] | None = None,
+                    cov=None) -> str:
     if not r.violations:
         text = "No invariant was violated." if r.verdict == "pass" else "No invariant violation was recorded."
         out = [f'<p class="muted">{text}</p>']
@@ -150,17 +151,26 @@ def violations_html(r: ScenarioResult, by_seq: dict, origin: int, events: list[d
         out.append("</table></div>")
     if r.notes:
         out.append("<p><b>Notes</b></p><ul>" + "".join(f"<li>{e(n)}</li>" for n in r.notes) + "</ul>")
-    out.append(coverage_html(r, events))
+    out.append(coverage_html(r, events, cov))
     return "".join(out)
 
 
-def coverage_html(r: ScenarioResult, events: list[dict] | None) -> str:
+def trace_coverage(r: ScenarioResult, events: list[dict] | None):
+    """What a trace exercised, against every invariant and expectation (None: no trace). A
+    report works it out once per scenario (``Item.coverage``) for its page and its index."""
+    from ..checks.exercised import coverage
+
+    return coverage(r, events, [i for i, _ in catalogue()])
+
+
+def coverage_html(r: ScenarioResult, events: list[dict] | None, cov=None) -> str:
     """What the run exercised: the headline counts, the invariants judged on real events and
-    held, and those with nothing to judge ("not exercised", never a pass)."""
-    from ..checks.exercised import FACTS, coverage, headline
+    held, and those with nothing to judge ("not exercised", never a pass); ``cov`` when it is
+    known already (:func:`trace_coverage`)."""
+    from ..checks.exercised import FACTS, headline
 
     statements = dict(catalogue())
-    cov = coverage(r, events, list(statements))
+    cov = cov if cov is not None else trace_coverage(r, events)
     if cov is None:
         return '<p class="muted">No trace was saved, so what the run exercised is unknown.</p>'
 
@@ -408,7 +418,7 @@ def scenario_page(item: Item, *, no_answers: bool = False, prev: Item | None = N
     else:
         out.append('<p class="muted">The figure was not drawn (figures for failing scenarios only: '
                    "<code>--report-failures</code>); <code>crashlab report TRACE</code> draws it.</p>")
-    out.append("<h3>Invariants</h3>" + violations_html(r, by_seq, origin, item.events))
+    out.append("<h3>Invariants</h3>" + violations_html(r, by_seq, origin, item.events, item.coverage))
     cited = next((s for v in r.violations for s in v.events if s in by_seq), None)
     if cited is not None and by_seq[cited].get("kind") == "result" and by_seq[cited].get("call") in by_seq:
         cited = by_seq[cited]["call"]        # `show` prints a result on its call's line

@@ -47,7 +47,8 @@ def coverage_section(items: list[Item], hrefs: dict[str, str] | None = None) -> 
 
     hrefs = hrefs or {i.result.id: page_href(i) for i in items}
     ids = [i for i, _ in catalogue()]
-    covs = [(item, coverage(item.result, item.events, ids)) for item in items]
+    covs = [(item, item.coverage if item.coverage is not None else coverage(item.result, item.events, ids))
+            for item in items]
     covs = [(item, c) for item, c in covs if c is not None]
     if not covs:
         return ""

@@ -20,6 +20,7 @@ class Item:
     name: str                       # output file stem, safe (crashlab.run.conformance.safe_name)
     lanes: Lanes | None = None
     png: bytes | None = None        # the rendered figure, for embedding
+    coverage: object = None         # what its trace exercised (crashlab.checks.exercised.Coverage), once a report
 
 
 def run_steps(item: Item) -> dict[str, list[tuple[str | None, str]]]:
