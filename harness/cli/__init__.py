@@ -57,12 +57,8 @@ def _adapter(args, spec=None):
     from ..run.drivers import load_adapter
 
     if args.in_process:
-        from ..run import isolate
-        from ..vocab.errors import UsageError
-
-        if isolate.requested() == "namespaces":
-            raise UsageError("--in-process runs the adapter inside crashlab's own process, which has no namespaces",
-                             hint="drop --in-process, or use --isolation auto or process")
+        from ..run.isolate import refuse_in_process
+        refuse_in_process()
         print("crashlab: --in-process: the adapter runs inside crashlab's own process; results are marked "
               "untrusted", file=sys.stderr)
     adapter = load_adapter(spec if spec is not None else args.adapter, import_code=args.in_process)

@@ -112,6 +112,13 @@ def for_adapter(kind: str, *, in_process: bool = False) -> Isolation:
     return found
 
 
+def refuse_in_process() -> None:
+    """``--in-process`` with ``namespaces`` asked for: a usage error (crashlab's own process has none)."""
+    if requested() == "namespaces":
+        raise UsageError("--in-process runs the adapter inside crashlab's own process, which has no namespaces",
+                         hint="drop --in-process, or use --isolation auto or process")
+
+
 def from_json(value) -> Isolation | None:
     """The ``isolation`` field of a results JSON (None where it has none: written before it was recorded)."""
     if isinstance(value, dict) and isinstance(value.get("mode"), str):
