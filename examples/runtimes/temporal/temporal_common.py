@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -15,8 +16,9 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 
-async def serve(workflow_cls, activities: list) -> int:
-    client = await Client.connect(need("CRASHLAB_RUNTIME"),
+async def serve(workflow_cls, activities: list, args: Sequence = (), plugins: Sequence = ()) -> int:
+    """``args``: the workflow's arguments; ``plugins``: the client's (and so the worker's) Temporal plugins."""
+    client = await Client.connect(need("CRASHLAB_RUNTIME"), plugins=list(plugins),
                                   namespace=os.environ.get("CRASHLAB_TEMPORAL_NAMESPACE", "default"))
     run_id = need("CRASHLAB_RUNTIME_ID")
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -27,7 +29,7 @@ async def serve(workflow_cls, activities: list) -> int:
                           workflow_runner=UnsandboxedWorkflowRunner()):
             try:
                 handle = await client.start_workflow(
-                    workflow_cls.run, id=run_id, task_queue=run_id, task_timeout=timedelta(seconds=2),
+                    workflow_cls.run, args=list(args), id=run_id, task_queue=run_id, task_timeout=timedelta(seconds=2),
                     id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                     id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
             except WorkflowAlreadyStartedError:          # finished by an earlier worker process
@@ -39,5 +41,5 @@ async def serve(workflow_cls, activities: list) -> int:
     return 0
 
 
-def main(workflow_cls, activities: list) -> int:
-    return asyncio.run(serve(workflow_cls, activities))
+def main(workflow_cls, activities: list, args: Sequence = (), plugins: Sequence = ()) -> int:
+    return asyncio.run(serve(workflow_cls, activities, args, plugins))
