@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime_support import (NAIVE_FAILS, assert_only_loopback, failed, hook_network, naive_and_careful,
-                             runtime_server, subset_scenario)
+from runtime_support import (NAIVE_FAILS, assert_a_missing_package_names_the_extra, assert_only_loopback, failed,
+                             hook_network, naive_and_careful, runtime_server, subset_scenario)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "agents" / "pydantic_ai"
@@ -133,11 +133,4 @@ def test_the_summary_says_which_calls_ran_as_activities_and_which_ran_in_the_wor
 
 
 def test_a_missing_framework_is_a_usage_error_naming_the_extra(monkeypatch):
-    from crashlab.runtimes import load
-    from crashlab.vocab.errors import UsageError
-
-    monkeypatch.setitem(sys.modules, "pydantic_ai", None)      # import pydantic_ai now fails
-    monkeypatch.delitem(sys.modules, "crashlab.runtimes.pydantic_ai_temporal", raising=False)
-    with pytest.raises(UsageError) as err:
-        load("pydantic-ai-temporal")
-    assert "pydantic_ai" in str(err.value) and INSTALL in str(err.value.hint)
+    assert_a_missing_package_names_the_extra(monkeypatch, "pydantic_ai", "pydantic-ai-temporal", INSTALL)
