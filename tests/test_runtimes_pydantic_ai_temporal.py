@@ -76,7 +76,7 @@ def test_naive_fails_for_the_chapters_rule_and_careful_passes(server, netlog, na
     # the card says each tool call ran as a Temporal activity, with its attempts and its activity config
     assert c.summary.startswith("Pydantic AI on Temporal: workflow completed") and c.commits == 1, c.summary
     assert "the model called reserve 1 time(s): call_" in c.summary and "ran as a Temporal activity" in c.summary
-    assert "heartbeat_timeout=2s, RetryPolicy(maximum_attempts=5" in c.summary, c.summary
+    assert "heartbeat_timeout=2s, RetryPolicy(maximum_attempts=10" in c.summary, c.summary
     assert "RetryPolicy(maximum_attempts=unlimited" in n.summary, n.summary
     text = careful.text()
     assert f"runtime record run-82: {c.summary}; the sandbox counted 1 commit(s)" in text

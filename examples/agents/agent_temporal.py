@@ -23,13 +23,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtimes" / "tempo
 
 from temporalio import activity, workflow  # noqa: E402
 from temporalio.common import RetryPolicy  # noqa: E402
+from temporalio.worker import PollerBehaviorSimpleMaximum  # noqa: E402
 
 from agent_tools import Stale, request  # noqa: E402
 from temporal_common import main as serve_temporal  # noqa: E402  (examples/runtimes/temporal/temporal_common.py)
 
 #: the workflow's own activities (the finish row): quick store writes, retried until they land
 FINISH = dict(start_to_close_timeout=timedelta(seconds=10),
-              retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_interval=timedelta(seconds=1)))
+              retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100),
+                                       maximum_interval=timedelta(seconds=1)))
 
 
 @workflow.defn(name="crashlab-agent.workflow", sandboxed=False)
@@ -51,11 +53,17 @@ class Run:
         return "finished"
 
 
+#: one outstanding poll per task kind: a worker stopped (SIGSTOP) past its lease keeps its long polls open,
+#: and each poll it holds takes one task the server hands out (an activity attempt lost until it times out)
+ONE_POLL = dict(workflow_task_poller_behavior=PollerBehaviorSimpleMaximum(maximum=1),
+                activity_task_poller_behavior=PollerBehaviorSimpleMaximum(maximum=1))
+
+
 def serve(unit, name: str, agent, *, conclude: Callable[[], None], begin: Callable[[], None] = lambda: None,
           gave_up: Callable[[str], None] | None = None) -> int:
     """Run ``agent`` (an ``Agent`` with ``TemporalDurability``) in this run's Temporal workflow, then
-    ``conclude`` in an activity (``begin`` runs once per process, after the store was read); an exception out of the agent ends the run through ``gave_up`` where there
-    is one (the naive ending)."""
+    ``conclude`` in an activity (``begin`` runs once per process, after the store was read); an exception
+    out of the agent ends the run through ``gave_up`` where there is one (the naive ending)."""
     try:
         if not unit.begin():
             return 0
@@ -77,7 +85,7 @@ def serve(unit, name: str, agent, *, conclude: Callable[[], None], begin: Callab
     Run.__pydantic_ai_agents__ = [agent]       # PydanticAIPlugin registers the agent's activities from it
     Run.setup = dict(agent=agent, finish=finish, give_up=give_up, naive_ending=gave_up is not None)
     code = serve_temporal(Run, [finish, give_up], args=[request(unit.intent, unit.notify_user)],
-                          plugins=[PydanticAIPlugin()])
+                          plugins=[PydanticAIPlugin()], worker_options=ONE_POLL)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -84,8 +84,9 @@ def _attempts(rows: list[dict], scheduled: int) -> str:
             attempt, failure = int(row.get("attempt", 1)), row.get("failure", "")
         elif row["event"] in _ENDS:
             how = row["event"].removeprefix("ACTIVITY_TASK_").lower().replace("_", " ")
-    lost = "" if attempt == 1 else f" (attempt 1 not in the history{f': {failure}' if failure else ''})" \
-        if attempt == 2 else f" (attempts 1..{attempt - 1} not in the history{f', the last: {failure}' if failure else ''})"
+    why = f": {failure}" if failure else ""
+    lost = "" if attempt == 1 else f" (attempt 1 not in the history{why})" if attempt == 2 else \
+        f" (attempts 1..{attempt - 1} not in the history{why.replace(':', ', the last:', 1)})"
     return f"attempt {attempt} {how}{lost}"
 
 

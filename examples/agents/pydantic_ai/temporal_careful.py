@@ -6,8 +6,8 @@
 The agent is the usual one (the scripted model, ``TemporalDurability``: model requests and tool calls are
 activities, each under a 2 s heartbeat timeout); what changes is the tools and the retry policy:
 
-- Temporal's activity retry is the one retry owner, bounded (``maximum_attempts=5``, 50 ms backing off to
-  500 ms): it retries an attempt a kill cut short, nothing else. The tool never raises (no ``ModelRetry``:
+- Temporal's activity retry is the one retry owner, bounded (``maximum_attempts=10``, 50 ms backing off to
+  500 ms): it retries an attempt a kill or a pause cut short, nothing else. The tool never raises (no ``ModelRetry``:
   the model is never invited to book again) and every send says ``retry_owner: caller``.
 - An activity is recorded only once it returns, so a kill after the service committed runs the tool
   again: the key comes from the run's intent (with its tenant), never from ``tool_call_id``, and the tool
@@ -30,8 +30,11 @@ from temporalio.common import RetryPolicy  # noqa: E402
 
 UNIT = Unit.__new__(Unit)                     # set up in main(); the tools below close over it
 TOOLS = Careful(UNIT)
+#: bounded, yet past what a paused worker swallows: a worker stopped (SIGSTOP) past its lease keeps its polls
+#: open and loses the attempts handed to them (measured: attempts 2 to 3 lost before the replacement got one);
+#: the sends themselves stay bounded by the tool's own attempt ceiling in the ledger
 BOOKER = agent(RetryPolicy(initial_interval=timedelta(milliseconds=50), backoff_coefficient=2.0,
-                           maximum_interval=timedelta(milliseconds=500), maximum_attempts=5))
+                           maximum_interval=timedelta(milliseconds=500), maximum_attempts=10))
 
 _RESERVE = fenced(TOOLS.reserve)
 _NOTIFY = fenced(TOOLS.notify)

@@ -60,8 +60,8 @@ def notify(ctx: RunContext, message: str) -> str:
 def main() -> int:
     NaiveUnit.__init__(UNIT)
     # begin: this process follows the keys the tools last used (read after the store, as on DBOS)
-    return serve(UNIT, "crashlab-pydantic-ai-temporal-naive", BOOKER, begin=TOOLS.recover, conclude=fenced(TOOLS.conclude),
-                 gave_up=fenced(UNIT.gave_up))
+    return serve(UNIT, "crashlab-pydantic-ai-temporal-naive", BOOKER, begin=TOOLS.recover,
+                 conclude=fenced(TOOLS.conclude), gave_up=fenced(UNIT.gave_up))
 
 
 if __name__ == "__main__":
