@@ -115,7 +115,7 @@ def test_the_summary_says_which_calls_ran_as_activities_and_which_ran_in_the_wor
             {"event": "ACTIVITY_TASK_COMPLETED", "event_id": 9, "scheduled": 7,
              "tool_calls": [{"tool": "reserve", "call_id": "call_a"}, {"tool": "notify", "call_id": "call_b"}]},
             {"event": "ACTIVITY_TASK_SCHEDULED", "event_id": 10, "tool": "reserve", "call_id": "call_a",
-             "startToCloseTimeout": "60s", "retry_policy": {"initialInterval": "1s", "backoffCoefficient": 2.0,
+             "startToCloseTimeout": "60s", "heartbeatTimeout": "0s", "retry_policy": {"initialInterval": "1s", "backoffCoefficient": 2.0,
                                                             "maximumInterval": "100s"}},
             {"event": "ACTIVITY_TASK_STARTED", "event_id": 11, "scheduled": 10, "attempt": 3,
              "failure": "activity StartToClose timeout"},

@@ -70,8 +70,10 @@ def activity_config(row: dict) -> str:
     policy = (f"RetryPolicy(maximum_attempts={attempts or 'unlimited'}, initial_interval="
               f"{retry.get('initialInterval', '?')}, backoff_coefficient={retry.get('backoffCoefficient', '?')}, "
               f"maximum_interval={retry.get('maximumInterval', '?')})")
-    return (f"start_to_close_timeout={row.get('startToCloseTimeout', 'none')}, "
-            f"heartbeat_timeout={row.get('heartbeatTimeout', 'none')}, {policy}")
+    timeouts = {t: row.get(t) if row.get(t) not in (None, "0s") else "none"    # unset: absent, or "0s"
+                for t in ("startToCloseTimeout", "heartbeatTimeout")}
+    return (f"start_to_close_timeout={timeouts['startToCloseTimeout']}, "
+            f"heartbeat_timeout={timeouts['heartbeatTimeout']}, {policy}")
 
 
 def _attempts(rows: list[dict], scheduled: int) -> str:
