@@ -224,3 +224,15 @@ def naive_and_careful(runtime, server, work: Path, examples: Path, scenario, *op
 
 def failed(card) -> set[str]:
     return {line.invariant for line in card.lines if line.status == "fail"}
+
+
+def assert_a_missing_package_names_the_extra(monkeypatch, package: str, runtime: str, install: str) -> None:
+    """``load(runtime)`` with ``package`` not importable is a UsageError naming the package and ``install``."""
+    from crashlab.runtimes import RUNTIMES, load
+    from crashlab.vocab.errors import UsageError
+
+    monkeypatch.setitem(sys.modules, package, None)            # import PACKAGE now fails
+    monkeypatch.delitem(sys.modules, RUNTIMES[runtime], raising=False)
+    with pytest.raises(UsageError) as err:
+        load(runtime)
+    assert package in str(err.value) and install in str(err.value.hint)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from crashlab.scenario.loader import resolve
-from runtime_support import (KEYLESS_502, assert_only_loopback, failed, hook_network, naive_and_careful,
-                             runtime_server)
+from runtime_support import (KEYLESS_502, assert_a_missing_package_names_the_extra, assert_only_loopback, failed,
+                             hook_network, naive_and_careful, runtime_server)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "agents" / "openai_agents"
@@ -95,11 +95,4 @@ def test_the_summary_reads_the_sdks_model_steps():
 
 
 def test_a_missing_framework_is_a_usage_error_naming_the_extra(monkeypatch):
-    from crashlab.runtimes import load
-    from crashlab.vocab.errors import UsageError
-
-    monkeypatch.setitem(sys.modules, "agents", None)           # import agents now fails
-    monkeypatch.delitem(sys.modules, "crashlab.runtimes.openai_agents_dbos", raising=False)
-    with pytest.raises(UsageError) as err:
-        load("openai-agents-dbos")
-    assert "agents" in str(err.value) and INSTALL in str(err.value.hint)
+    assert_a_missing_package_names_the_extra(monkeypatch, "agents", "openai-agents-dbos", INSTALL)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from crashlab.scenario.loader import resolve
-from runtime_support import (KEYLESS_502, assert_only_loopback, failed, hook_network, naive_and_careful,
-                             runtime_server)
+from runtime_support import (KEYLESS_502, assert_a_missing_package_names_the_extra, assert_only_loopback, failed,
+                             hook_network, naive_and_careful, runtime_server)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "agents" / "pydantic_ai"
@@ -133,11 +133,4 @@ def test_the_summary_says_which_tools_ran_inline():
 
 
 def test_a_missing_framework_is_a_usage_error_naming_the_extra(monkeypatch):
-    from crashlab.runtimes import load
-    from crashlab.vocab.errors import UsageError
-
-    monkeypatch.setitem(sys.modules, "pydantic_ai", None)      # import pydantic_ai now fails
-    monkeypatch.delitem(sys.modules, "crashlab.runtimes.pydantic_ai_dbos", raising=False)
-    with pytest.raises(UsageError) as err:
-        load("pydantic-ai-dbos")
-    assert "pydantic_ai" in str(err.value) and INSTALL in str(err.value.hint)
+    assert_a_missing_package_names_the_extra(monkeypatch, "pydantic_ai", "pydantic-ai-dbos", INSTALL)

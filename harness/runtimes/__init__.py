@@ -56,10 +56,12 @@ RUNTIMES: dict[str, str] = {
     "restate": "crashlab.runtimes.restate",
     "langgraph": "crashlab.runtimes.langgraph",
     "pydantic-ai-dbos": "crashlab.runtimes.pydantic_ai_dbos",
+    "pydantic-ai-temporal": "crashlab.runtimes.pydantic_ai_temporal",
     "openai-agents-dbos": "crashlab.runtimes.openai_agents_dbos",
 }
 #: runtime name -> its extra, where the two differ (an agent framework on a durable runtime)
-EXTRAS: dict[str, str] = {"pydantic-ai-dbos": "pydantic-ai", "openai-agents-dbos": "openai-agents"}
+EXTRAS: dict[str, str] = {"pydantic-ai-dbos": "pydantic-ai", "pydantic-ai-temporal": "pydantic-ai-temporal",
+                          "openai-agents-dbos": "openai-agents"}
 
 
 def load(name: str) -> Runtime:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import temporalio                       # noqa: F401  (the extra must be installed to use this profile)
@@ -39,7 +40,8 @@ def temporal_binary() -> str:
     return found
 
 
-async def _history(address: str, workflow_id: str) -> list[dict]:
+async def _history(address: str, workflow_id: str, annotate: Callable[[dict], dict] | None = None) -> list[dict]:
+    """One row per event of the workflow's history; ``annotate(event)`` (the event as a dict) adds fields."""
     from google.protobuf.json_format import MessageToDict
     from temporalio.client import Client
 
@@ -74,6 +76,8 @@ async def _history(address: str, workflow_id: str) -> list[dict]:
                 row["failure"] = failure.get("message", "")
             if "timeoutType" in attrs:
                 row["timeout"] = attrs["timeoutType"]
+        if annotate is not None:
+            row.update(annotate(raw))
         rows.append(row)
     return rows
 
@@ -130,7 +134,10 @@ class TemporalServer:
         return True
 
     def record(self, run: str) -> list[dict]:
-        return asyncio.run(_history(self.address, run))
+        return asyncio.run(_history(self.address, run, self.annotate))
+
+    #: a profile built on this server adds fields to each history row (see ``_history``)
+    annotate: Callable[[dict], dict] | None = None
 
     summary = staticmethod(summary)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from types import MappingProxyType
 
 from crashlab_env import need
 from temporalio.client import Client, WorkflowFailureError
@@ -15,8 +17,11 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 
-async def serve(workflow_cls, activities: list) -> int:
-    client = await Client.connect(need("CRASHLAB_RUNTIME"),
+async def serve(workflow_cls, activities: list, args: Sequence = (), plugins: Sequence = (),
+                worker_options: Mapping = MappingProxyType({})) -> int:
+    """``args``: the workflow's arguments; ``plugins``: the client's (and so the worker's) Temporal plugins;
+    ``worker_options``: more of ``Worker``'s keyword arguments."""
+    client = await Client.connect(need("CRASHLAB_RUNTIME"), plugins=list(plugins),
                                   namespace=os.environ.get("CRASHLAB_TEMPORAL_NAMESPACE", "default"))
     run_id = need("CRASHLAB_RUNTIME_ID")
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -24,10 +29,10 @@ async def serve(workflow_cls, activities: list) -> int:
         # the workflows only call activities, so they run without the SDK's import sandbox
         async with Worker(client, task_queue=run_id, workflows=[workflow_cls], activities=activities,
                           activity_executor=pool, max_cached_workflows=0,
-                          workflow_runner=UnsandboxedWorkflowRunner()):
+                          workflow_runner=UnsandboxedWorkflowRunner(), **worker_options):
             try:
                 handle = await client.start_workflow(
-                    workflow_cls.run, id=run_id, task_queue=run_id, task_timeout=timedelta(seconds=2),
+                    workflow_cls.run, args=list(args), id=run_id, task_queue=run_id, task_timeout=timedelta(seconds=2),
                     id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                     id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
             except WorkflowAlreadyStartedError:          # finished by an earlier worker process
@@ -39,5 +44,6 @@ async def serve(workflow_cls, activities: list) -> int:
     return 0
 
 
-def main(workflow_cls, activities: list) -> int:
-    return asyncio.run(serve(workflow_cls, activities))
+def main(workflow_cls, activities: list, args: Sequence = (), plugins: Sequence = (),
+         worker_options: Mapping = MappingProxyType({})) -> int:
+    return asyncio.run(serve(workflow_cls, activities, args, plugins, worker_options))
