@@ -1,5 +1,6 @@
-"""Shared by the agent examples that run on Temporal (Pydantic AI's ``TemporalDurability``): one crashlab
-worker process joins (or starts) its run's workflow and serves its task queue until the workflow ends.
+"""Shared by the agent examples that run on Temporal (Pydantic AI's ``TemporalDurability``, the OpenAI Agents
+SDK's ``OpenAIAgentsPlugin``): one crashlab worker process joins (or starts) its run's workflow and serves its
+task queue until the workflow ends.
 
 - The workflow id and the task queue are the run's ``CRASHLAB_RUNTIME_ID`` on crashlab's dev server
   (``CRASHLAB_RUNTIME``), as for ``--runtime temporal`` (examples/runtimes/temporal/temporal_common.py):
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -42,9 +43,9 @@ class Run:
 
     @workflow.run
     async def run(self, prompt: str) -> str:
-        agent, finish, give_up = self.setup["agent"], self.setup["finish"], self.setup["give_up"]
+        run_agent, finish, give_up = self.setup["run"], self.setup["finish"], self.setup["give_up"]
         try:
-            await agent.run(prompt)
+            await run_agent(prompt)
         except Exception as exc:              # the framework's retries or turns are spent
             if not self.setup["naive_ending"]:
                 raise
@@ -60,10 +61,13 @@ ONE_POLL = dict(workflow_task_poller_behavior=PollerBehaviorSimpleMaximum(maximu
 
 
 def serve(unit, name: str, agent, *, conclude: Callable[[], None], begin: Callable[[], None] = lambda: None,
-          gave_up: Callable[[str], None] | None = None) -> int:
-    """Run ``agent`` (an ``Agent`` with ``TemporalDurability``) in this run's Temporal workflow, then
-    ``conclude`` in an activity (``begin`` runs once per process, after the store was read); an exception
-    out of the agent ends the run through ``gave_up`` where there is one (the naive ending)."""
+          gave_up: Callable[[str], None] | None = None, run_agent: Callable | None = None, plugin=None,
+          activities: Sequence[Callable] = ()) -> int:
+    """Run ``agent`` in this run's Temporal workflow, then ``conclude`` in an activity (``begin`` runs once per
+    process, after the store was read); an exception out of the agent ends the run through ``gave_up`` where
+    there is one (the naive ending). By default ``agent`` is a Pydantic AI ``Agent`` with
+    ``TemporalDurability`` (``agent.run``, ``PydanticAIPlugin``); another framework passes ``run_agent``
+    (``async (prompt) -> result``, run in the workflow), its Temporal ``plugin`` and its tools' ``activities``."""
     try:
         if not unit.begin():
             return 0
@@ -71,8 +75,6 @@ def serve(unit, name: str, agent, *, conclude: Callable[[], None], begin: Callab
     except Stale as exc:
         print(f"stopping: {exc}", file=sys.stderr)
         return 0
-    from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
-
     @activity.defn(name=f"{name}.conclude")
     def finish() -> None:
         conclude()
@@ -82,10 +84,14 @@ def serve(unit, name: str, agent, *, conclude: Callable[[], None], begin: Callab
         if gave_up is not None:
             gave_up(why)
 
-    Run.__pydantic_ai_agents__ = [agent]       # PydanticAIPlugin registers the agent's activities from it
-    Run.setup = dict(agent=agent, finish=finish, give_up=give_up, naive_ending=gave_up is not None)
-    code = serve_temporal(Run, [finish, give_up], args=[request(unit.intent, unit.notify_user)],
-                          plugins=[PydanticAIPlugin()], worker_options=ONE_POLL)
+    if plugin is None:
+        from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+
+        Run.__pydantic_ai_agents__ = [agent]   # PydanticAIPlugin registers the agent's activities from it
+        plugin, run_agent = PydanticAIPlugin(), agent.run
+    Run.setup = dict(run=run_agent, finish=finish, give_up=give_up, naive_ending=gave_up is not None)
+    code = serve_temporal(Run, [finish, give_up, *activities], args=[request(unit.intent, unit.notify_user)],
+                          plugins=[plugin], worker_options=ONE_POLL)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -58,10 +58,11 @@ RUNTIMES: dict[str, str] = {
     "pydantic-ai-dbos": "crashlab.runtimes.pydantic_ai_dbos",
     "pydantic-ai-temporal": "crashlab.runtimes.pydantic_ai_temporal",
     "openai-agents-dbos": "crashlab.runtimes.openai_agents_dbos",
+    "openai-agents-temporal": "crashlab.runtimes.openai_agents_temporal",
 }
 #: runtime name -> its extra, where the two differ (an agent framework on a durable runtime)
 EXTRAS: dict[str, str] = {"pydantic-ai-dbos": "pydantic-ai", "pydantic-ai-temporal": "pydantic-ai-temporal",
-                          "openai-agents-dbos": "openai-agents"}
+                          "openai-agents-dbos": "openai-agents", "openai-agents-temporal": "openai-agents-temporal"}
 
 
 def load(name: str) -> Runtime:

@@ -14,31 +14,17 @@ The unit of work is the Temporal workflow whose id, and task queue, is the run's
 """
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from pathlib import Path
 
 import pydantic_ai  # noqa: F401  (the extra: load() names it when missing)
 
 from . import Runtime
+from .agents_temporal import payloads, summary as agents_summary
 from .temporal import VERSION as TEMPORAL_VERSION, TemporalServer
 
 VERSION = "2.68.0"
 #: no Logfire, no OpenTelemetry export: nothing leaves 127.0.0.1
 QUIET = {"LOGFIRE_SEND_TO_LOGFIRE": "false", "OTEL_SDK_DISABLED": "true"}
-_ENDS = ("ACTIVITY_TASK_COMPLETED", "ACTIVITY_TASK_FAILED", "ACTIVITY_TASK_TIMED_OUT", "ACTIVITY_TASK_CANCELED")
-
-
-def _payloads(attrs: dict, field: str) -> list:
-    """The JSON values of ``attrs[field]``'s payloads ([] where one is not JSON)."""
-    values = []
-    for payload in ((attrs.get(field) or {}).get("payloads") or []):
-        try:
-            values.append(json.loads(base64.b64decode(payload.get("data", ""), validate=True)))
-        except (binascii.Error, ValueError, TypeError):
-            continue
-    return values
 
 
 def annotate(event: dict) -> dict:
@@ -51,11 +37,11 @@ def annotate(event: dict) -> dict:
             continue
         if "scheduledEventId" in attrs:
             extra["scheduled"] = int(attrs["scheduledEventId"])
-        for value in _payloads(attrs, "input"):
+        for value in payloads(attrs, "input"):
             ctx = value.get("serialized_run_context") if isinstance(value, dict) else None
             if isinstance(ctx, dict) and isinstance(value.get("name"), str):
                 extra.update(tool=value["name"], call_id=str(ctx.get("tool_call_id", "")))
-        for value in _payloads(attrs, "result"):
+        for value in payloads(attrs, "result"):
             parts = value.get("parts") if isinstance(value, dict) else None
             if isinstance(parts, list):
                 extra["tool_calls"] = [{"tool": p.get("tool_name"), "call_id": p.get("tool_call_id")}
@@ -63,64 +49,11 @@ def annotate(event: dict) -> dict:
     return extra
 
 
-def activity_config(row: dict) -> str:
-    """A scheduled activity's config as the card names it: its timeouts and its retry policy."""
-    retry = row.get("retry_policy") or {}
-    attempts = int(retry.get("maximumAttempts", 0))
-    policy = (f"RetryPolicy(maximum_attempts={attempts or 'unlimited'}, initial_interval="
-              f"{retry.get('initialInterval', '?')}, backoff_coefficient={retry.get('backoffCoefficient', '?')}, "
-              f"maximum_interval={retry.get('maximumInterval', '?')})")
-    timeouts = {t: row.get(t) if row.get(t) not in (None, "0s") else "none"    # unset: absent, or "0s"
-                for t in ("startToCloseTimeout", "heartbeatTimeout")}
-    return (f"start_to_close_timeout={timeouts['startToCloseTimeout']}, "
-            f"heartbeat_timeout={timeouts['heartbeatTimeout']}, {policy}")
-
-
-def _attempts(rows: list[dict], scheduled: int) -> str:
-    """How one activity's attempts show in the history: the last one's number and end, and what is missing."""
-    attempt, how, failure = 1, "not ended", ""
-    for row in rows:
-        if row.get("scheduled") != scheduled:
-            continue
-        if row["event"] == "ACTIVITY_TASK_STARTED":
-            attempt, failure = int(row.get("attempt", 1)), row.get("failure", "")
-        elif row["event"] in _ENDS:
-            how = row["event"].removeprefix("ACTIVITY_TASK_").lower().replace("_", " ")
-    why = f": {failure}" if failure else ""
-    lost = "" if attempt == 1 else f" (attempt 1 not in the history{why})" if attempt == 2 else \
-        f" (attempts 1..{attempt - 1} not in the history{why.replace(':', ', the last:', 1)})"
-    return f"attempt {attempt} {how}{lost}"
-
-
 def summary(rows: list[dict]) -> str:
-    """One line for the card: the workflow, the model requests recorded, each tool the model asked for (with
-    its call ids) and whether each call ran as a Temporal activity (and its attempts) or in the workflow,
-    the tool activities' config, and what the history lacks."""
-    if rows and "error" in rows[0]:
-        return f"Temporal history not read: {rows[0]['error']}"
-    if not rows:
-        return "Temporal has no workflow under this id (the worker never started the Pydantic AI agent)"
-    closed = next((r["event"].removeprefix("WORKFLOW_EXECUTION_").lower() for r in reversed(rows)
-                   if r["event"].startswith("WORKFLOW_EXECUTION_") and r["event"] != "WORKFLOW_EXECUTION_STARTED"),
-                  "open")
-    models = sum(1 for r in rows if "tool_calls" in r)
-    asked: dict[str, list[str]] = {}
-    for row in rows:
-        for call in row.get("tool_calls", ()):
-            ids = asked.setdefault(str(call["tool"]), [])
-            if call["call_id"] not in ids:
-                ids.append(str(call["call_id"]))
-    ran = {r["call_id"]: r for r in rows if r["event"] == "ACTIVITY_TASK_SCHEDULED" and "tool" in r}
-    parts = []
-    for tool, ids in asked.items():
-        how = [f"{i} ran as a Temporal activity, {_attempts(rows, ran[i]['event_id'])}" if i in ran else
-               f"{i} ran in the workflow (no activity: a replay runs it again)" if closed != "open" else
-               f"{i} has no activity yet" for i in ids]
-        parts.append(f"the model called {tool} {len(ids)} time(s): {'; '.join(how)}")
-    config = f"; tool activities scheduled with {activity_config(next(iter(ran.values())))}" if ran else ""
-    return (f"Pydantic AI on Temporal: workflow {closed}; {models} model request(s) recorded; "
-            f"{'; '.join(parts) or 'no tool call recorded'}{config}; an attempt cut by a kill has no event of "
-            "its own (the next attempt's number and last failure stand for it)")
+    """One line for the card (crashlab.runtimes.agents_temporal.summary): a tool call ran as an activity
+    where a tool activity's input carries its ``tool_call_id``."""
+    ran = {r["call_id"]: r for r in rows if r.get("event") == "ACTIVITY_TASK_SCHEDULED" and "tool" in r}
+    return agents_summary("Pydantic AI on Temporal", rows, ran)
 
 
 class AgentOnTemporal(TemporalServer):
