@@ -201,6 +201,6 @@ def test_sigterm_stops_the_server_and_every_worker(fake):
 def test_every_runtime_profile_names_an_extra_never_a_core_dependency():
     text = (ROOT / "pyproject.toml").read_text()
     core = text.split("[project.optional-dependencies]")[0]
-    for name in ("dbos", "celery", "pydantic-ai", "pydantic-ai-temporal", "openai-agents"):
+    for name in ("dbos", "celery", "pydantic-ai", "pydantic-ai-temporal", "openai-agents", "openai-agents-temporal"):
         assert f'\n{name} = ["' in text, f"the extra {name!r} is missing from pyproject.toml"
         assert name not in core.split("dependencies")[-1], f"{name} must not be a core dependency"
