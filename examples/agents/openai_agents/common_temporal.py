@@ -13,6 +13,8 @@
   A killed attempt would be retried a minute later, past crashlab's 30 s wall limit. Here every activity
   heartbeats under a 2 s heartbeat timeout (the model activity beats every ``heartbeat_timeout / 2``, the
   tools every 0.5 s while their body runs in a thread), so a killed attempt is retried about 2 s later.
+  ``--timeouts=default`` keeps the integration's model default (60 s, no heartbeat timeout) and gives the
+  tools the same (to see a kill scenario end inconclusive, past the wall limit).
 - Tracing is off (``OPENAI_AGENTS_DISABLE_TRACING=1``, ``set_tracing_disabled(True)``) and so is OpenTelemetry
   (``OTEL_SDK_DISABLED``): nothing leaves 127.0.0.1.
 """
@@ -32,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent_temporal import serve as serve_temporal  # noqa: E402  (examples/agents/agent_temporal.py)
+from agent_tools import option  # noqa: E402
 from agents import Agent, ModelProvider, Runner, set_tracing_disabled  # noqa: E402
 from temporalio import activity  # noqa: E402
 from temporalio.common import RetryPolicy  # noqa: E402
@@ -44,8 +47,10 @@ __all__ = ["agent", "beating", "serve", "tool"]
 
 set_tracing_disabled(True)
 
-START_TO_CLOSE = timedelta(seconds=30)
-HEARTBEAT = timedelta(seconds=2)
+#: "short" (every activity under a 2 s heartbeat timeout) or "default" (the integration's model default: 60 s)
+TIMEOUTS = option("timeouts", "short")
+START_TO_CLOSE = timedelta(seconds=60 if TIMEOUTS == "default" else 30)
+HEARTBEAT = None if TIMEOUTS == "default" else timedelta(seconds=2)
 
 
 class Scripted(ModelProvider):
@@ -59,7 +64,7 @@ async def beating(body: Callable, *args):
     """``body(*args)`` in a thread while this activity heartbeats every 0.5 s (the tools' bodies block)."""
     async def beat():
         while True:
-            await asyncio.sleep(HEARTBEAT.total_seconds() / 4)
+            await asyncio.sleep(0.5)
             activity.heartbeat()
 
     task = asyncio.create_task(beat())
