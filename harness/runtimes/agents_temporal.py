@@ -11,6 +11,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from pathlib import Path
+from typing import Callable
+
+from .temporal import TemporalServer
 
 _ENDS = ("ACTIVITY_TASK_COMPLETED", "ACTIVITY_TASK_FAILED", "ACTIVITY_TASK_TIMED_OUT", "ACTIVITY_TASK_CANCELED")
 
@@ -88,3 +92,14 @@ def summary(label: str, rows: list[dict], ran: dict[str, dict]) -> str:
     return (f"{label}: workflow {closed}; {models} model request(s) recorded; "
             f"{'; '.join(parts) or 'no tool call recorded'}{config}; an attempt cut by a kill has no event of "
             "its own (the next attempt's number and last failure stand for it)")
+
+
+class AgentOnTemporal(TemporalServer):
+    """The Temporal dev server for one ``crashlab integrate``, its history read for one framework: its
+    runtime ``name`` and quiet environment (no telemetry) for every worker, its ``annotate`` and ``summary``."""
+
+    def __init__(self, work: Path, *, name: str, quiet: dict[str, str], annotate: Callable[[dict], dict],
+                 summary: Callable[[list[dict]], str]) -> None:
+        super().__init__(work)
+        self.env = {**self.env, "CRASHLAB_RUNTIME_NAME": name, **quiet}
+        self.annotate, self.summary = annotate, summary

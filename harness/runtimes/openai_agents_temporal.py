@@ -15,13 +15,11 @@ Tracing is off in every worker (``OPENAI_AGENTS_DISABLE_TRACING=1``, ``OTEL_SDK_
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import temporalio.openai_agents  # noqa: F401  (the extra: load() names it when missing)
 
 from . import Runtime
-from .agents_temporal import asked, payloads, summary as agents_summary
-from .temporal import VERSION as TEMPORAL_VERSION, TemporalServer
+from .agents_temporal import AgentOnTemporal, asked, payloads, summary as agents_summary
+from .temporal import VERSION as TEMPORAL_VERSION
 
 VERSION = "0.22.3"
 INTEGRATION_VERSION = "1.1.0"
@@ -58,16 +56,6 @@ def summary(rows: list[dict]) -> str:
     return agents_summary("OpenAI Agents SDK on Temporal", rows, ran)
 
 
-class AgentOnTemporal(TemporalServer):
-    """The Temporal dev server for one ``crashlab integrate``, its history read for the OpenAI Agents SDK."""
-
-    def __init__(self, work: Path) -> None:
-        super().__init__(work)
-        self.env = {**self.env, "CRASHLAB_RUNTIME_NAME": "openai-agents-temporal", **QUIET}
-
-    annotate = staticmethod(annotate)
-    summary = staticmethod(summary)
-
 
 RUNTIME = Runtime(
     name="openai-agents-temporal",
@@ -92,5 +80,6 @@ RUNTIME = Runtime(
         "workflow task_timeout (a lost workflow task is retried; recorded activities replay, the model's "
         "answers among them)",
     ),
-    start=AgentOnTemporal,
+    start=lambda work: AgentOnTemporal(work, name="openai-agents-temporal", quiet=QUIET, annotate=annotate,
+                                       summary=summary),
 )

@@ -14,13 +14,11 @@ The unit of work is the Temporal workflow whose id, and task queue, is the run's
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pydantic_ai  # noqa: F401  (the extra: load() names it when missing)
 
 from . import Runtime
-from .agents_temporal import payloads, summary as agents_summary
-from .temporal import VERSION as TEMPORAL_VERSION, TemporalServer
+from .agents_temporal import AgentOnTemporal, payloads, summary as agents_summary
+from .temporal import VERSION as TEMPORAL_VERSION
 
 VERSION = "2.68.0"
 #: no Logfire, no OpenTelemetry export: nothing leaves 127.0.0.1
@@ -56,16 +54,6 @@ def summary(rows: list[dict]) -> str:
     return agents_summary("Pydantic AI on Temporal", rows, ran)
 
 
-class AgentOnTemporal(TemporalServer):
-    """The Temporal dev server for one ``crashlab integrate``, its history read for Pydantic AI."""
-
-    def __init__(self, work: Path) -> None:
-        super().__init__(work)
-        self.env = {**self.env, "CRASHLAB_RUNTIME_NAME": "pydantic-ai-temporal", **QUIET}
-
-    annotate = staticmethod(annotate)
-    summary = staticmethod(summary)
-
 
 RUNTIME = Runtime(
     name="pydantic-ai-temporal",
@@ -87,5 +75,6 @@ RUNTIME = Runtime(
         "workflow task_timeout (a lost workflow task is retried; recorded activities replay, the model's "
         "answers among them)",
     ),
-    start=AgentOnTemporal,
+    start=lambda work: AgentOnTemporal(work, name="pydantic-ai-temporal", quiet=QUIET, annotate=annotate,
+                                       summary=summary),
 )
