@@ -271,3 +271,22 @@ def test_the_temporary_folders_of_a_crashlab_killed_with_sigkill_are_removed_by_
     finally:
         isolate.shutil.rmtree(orphan, ignore_errors=True)
         ours.rmdir()
+
+
+@needs_namespaces
+def test_under_namespaces_a_python_adapters_module_is_imported_only_in_them(tmp_path):
+    """Its import-time code never runs in crashlab's processes (a write it makes then is refused), and a
+    module that does not import is still a usage error naming it, for module:attribute and wire: alike."""
+    planted = tmp_path / "planted-at-import"
+    (tmp_path / "import_writes.py").write_text(
+        f"try:\n    open({str(planted)!r}, 'w').write('x')\nexcept OSError:\n    pass\n"
+        "from crashlab.reference_impl import ReferenceAdapter as Adapter\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), ENV["PYTHONPATH"]])}
+    proc = cli("run", T1, "--adapter", "import_writes:Adapter", "--out", str(tmp_path / "o"), "--isolation",
+               "namespaces", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not planted.exists()
+    for spec in ("nosuch_module:X", "wire:nosuch_module:X"):
+        proc = cli("run", T1, "--adapter", spec, "--out", str(tmp_path / "o"), "--isolation", "namespaces")
+        assert proc.returncode == 3 and "no module named 'nosuch_module'" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr

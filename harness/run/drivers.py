@@ -531,13 +531,11 @@ def load_adapter(spec: str | None, *, import_code: bool = True) -> AdapterSpec:
     if not sep or not module_name or not attr:
         raise UsageError(f"--adapter {spec!r}: expected module:attribute (a Python adapter) "
                          "or exec:COMMAND (any language)")
+    if isolate.requested() == "namespaces":   # asked for namespaces: it runs as wire: does, in them, under its own
+        return _over_the_wire(spec, spec)     # name, and its module is imported only there (never in crashlab's)
     if not import_code:
-        found = AdapterSpec(text=spec, kind="python")
-    else:
-        found = AdapterSpec(text=spec, kind="python", factory=import_adapter(spec))
-    if isolate.requested() == "namespaces":   # asked for namespaces: it runs as wire: does, in them, under its own name
-        return _over_the_wire(spec, spec)
-    return found
+        return AdapterSpec(text=spec, kind="python")
+    return AdapterSpec(text=spec, kind="python", factory=import_adapter(spec))
 
 
 def _over_the_wire(text: str, module: str) -> AdapterSpec:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Iterator
 from .drivers import AdapterSpec
 from ..vocab.errors import AdapterProtocolError, InternalError, Interrupted, UsageError
 from ..vocab.files import atomic_write_text
+from . import isolate
 from .isolate import keep_tmp
 from .jobs import Lost, Pool
 from .judge import Job, _adapter, _parse_trace, judge, run_job, run_traced
@@ -252,13 +253,42 @@ def _nothing(item: Any) -> None:
 
 
 def check_imports(adapter: AdapterSpec) -> None:
-    """UsageError unless a worker process can import the adapter (as ``load_adapter`` says it)."""
-    if adapter.kind in ("python", "warm"):
+    """UsageError unless a worker process can import the adapter (as ``load_adapter`` says it); a
+    Python adapter that runs in namespaces (``wire:``, or ``--isolation namespaces``) is imported
+    only in namespaces of its own, as its warm server will import it."""
+    if adapter.kind == "warm" and isolate.current().mode == "namespaces":
+        _check_import_isolated(adapter.module)
+    elif adapter.kind in ("python", "warm"):
         from .drivers import load_adapter
         pool = Pool(1, setup=lambda: load_adapter(adapter.text) and None, run_limit_s=Limits().run_wall_s or None)
         for reply in pool.map(_nothing, [None]):
             if isinstance(reply, Lost):
                 raise AdapterProtocolError(f"importing {adapter.text}: {reply.kind}: {reply.message}")
+
+
+_IMPORT = ("import sys\nfrom crashlab.run.adapterspec import import_adapter\nfrom crashlab.vocab.errors import UsageError\n"
+           "try:\n    import_adapter(sys.argv[1])\nexcept UsageError as exc:\n    print(exc, file=sys.stderr)\n"
+           "    sys.exit(3)\n")
+
+
+def _check_import_isolated(module: str) -> None:
+    import subprocess
+    import sys
+
+    tmp = isolate.private_tmp()
+    try:
+        done = subprocess.run(isolate.wrap([sys.executable, "-c", _IMPORT, module], cwd=os.getcwd(), env={"TMPDIR": tmp}),
+                              cwd=os.getcwd(), capture_output=True, text=True, errors="replace",
+                              timeout=Limits().run_wall_s or 60)
+    except subprocess.TimeoutExpired:
+        raise AdapterProtocolError(f"importing {module}: it did not finish in namespaces") from None
+    finally:
+        isolate.remove_tmp(tmp)
+    said = (done.stderr.strip().splitlines() or [""])[-1]
+    if done.returncode == 3:
+        raise UsageError(said)
+    if done.returncode != 0:
+        raise AdapterProtocolError(f"importing {module} in namespaces: exit {done.returncode}: {said[:500]}")
 
 
 def traced_once(scenario: Scenario, adapter: AdapterSpec, seed: int | None, limits: Limits | None = None) -> str:

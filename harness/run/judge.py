@@ -14,6 +14,7 @@ from pathlib import Path
 
 import orjson
 
+from . import isolate
 from .drivers import AdapterSpec, load_adapter
 from ..vocab.errors import InternalError
 from .jobs import Done, Lost
@@ -45,15 +46,16 @@ class Outcome:
 
 
 # --------------------------------------------------------------------------- one job
-_ADAPTERS: dict[str, AdapterSpec] = {}
+_ADAPTERS: dict[str, AdapterSpec] = {}   # by isolation asked for and spec
 
 
 def _adapter(text: str) -> AdapterSpec:
     """The spec, imported here for a Python adapter only: a ``wire:`` adapter's module is imported by
     its warm server, never by the worker process that runs the simulation (crashlab.run.jobs)."""
-    spec = _ADAPTERS.get(text)
+    key = f"{isolate.requested()} {text}"      # --isolation namespaces runs a Python adapter over the wire
+    spec = _ADAPTERS.get(key)
     if spec is None:
-        spec = _ADAPTERS[text] = load_adapter(text, import_code=not text.startswith("wire:"))
+        spec = _ADAPTERS[key] = load_adapter(text, import_code=not text.startswith("wire:"))
     return spec
 
 
