@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtimes" / "tempo
 
 from temporalio import activity, workflow  # noqa: E402
 from temporalio.common import RetryPolicy  # noqa: E402
-from temporalio.worker import PollerBehaviorSimpleMaximum  # noqa: E402
 
 from agent_tools import Stale, request  # noqa: E402
 from temporal_common import main as serve_temporal  # noqa: E402  (examples/runtimes/temporal/temporal_common.py)
@@ -52,12 +51,6 @@ class Run:
             await workflow.execute_activity(give_up, f"{type(exc).__name__}: {exc}", **FINISH)
         await workflow.execute_activity(finish, **FINISH)
         return "finished"
-
-
-#: one outstanding poll per task kind: a worker stopped (SIGSTOP) past its lease keeps its long polls open,
-#: and each poll it holds takes one task the server hands out (an activity attempt lost until it times out)
-ONE_POLL = dict(workflow_task_poller_behavior=PollerBehaviorSimpleMaximum(maximum=1),
-                activity_task_poller_behavior=PollerBehaviorSimpleMaximum(maximum=1))
 
 
 def serve(unit, name: str, agent, *, conclude: Callable[[], None], begin: Callable[[], None] = lambda: None,
@@ -91,7 +84,7 @@ def serve(unit, name: str, agent, *, conclude: Callable[[], None], begin: Callab
         plugin, run_agent = PydanticAIPlugin(), agent.run
     Run.setup = dict(run=run_agent, finish=finish, give_up=give_up, naive_ending=gave_up is not None)
     code = serve_temporal(Run, [finish, give_up, *activities], args=[request(unit.intent, unit.notify_user)],
-                          plugins=[plugin], worker_options=ONE_POLL)
+                          plugins=[plugin])
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

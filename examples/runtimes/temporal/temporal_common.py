@@ -14,13 +14,18 @@ from crashlab_env import need
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.worker import PollerBehaviorSimpleMaximum, UnsandboxedWorkflowRunner, Worker
+
+#: one outstanding poll per task kind: a worker stopped (SIGSTOP) past its lease keeps its long polls open,
+#: and each poll it holds takes one task the server hands out (an activity attempt lost until it times out)
+ONE_POLL = MappingProxyType(dict(workflow_task_poller_behavior=PollerBehaviorSimpleMaximum(maximum=1),
+                                 activity_task_poller_behavior=PollerBehaviorSimpleMaximum(maximum=1)))
 
 
 async def serve(workflow_cls, activities: list, args: Sequence = (), plugins: Sequence = (),
-                worker_options: Mapping = MappingProxyType({})) -> int:
+                worker_options: Mapping = ONE_POLL) -> int:
     """``args``: the workflow's arguments; ``plugins``: the client's (and so the worker's) Temporal plugins;
-    ``worker_options``: more of ``Worker``'s keyword arguments."""
+    ``worker_options``: more of ``Worker``'s keyword arguments (default: one poll per task kind)."""
     client = await Client.connect(need("CRASHLAB_RUNTIME"), plugins=list(plugins),
                                   namespace=os.environ.get("CRASHLAB_TEMPORAL_NAMESPACE", "default"))
     run_id = need("CRASHLAB_RUNTIME_ID")
@@ -45,5 +50,5 @@ async def serve(workflow_cls, activities: list, args: Sequence = (), plugins: Se
 
 
 def main(workflow_cls, activities: list, args: Sequence = (), plugins: Sequence = (),
-         worker_options: Mapping = MappingProxyType({})) -> int:
+         worker_options: Mapping = ONE_POLL) -> int:
     return asyncio.run(serve(workflow_cls, activities, args, plugins, worker_options))
