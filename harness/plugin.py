@@ -164,7 +164,7 @@ def _isolation_text(config) -> str:
 
     try:
         spec = load_adapter(_adapter(config), import_code=False)
-        return isolate.for_adapter(spec.kind, in_process=_in_process(config)).line()
+        return isolate.for_adapter(spec, in_process=_in_process(config)).line()
     except CrashlabError as exc:
         return f"isolation: {exc}"
 
@@ -295,7 +295,7 @@ class ConformanceSuite(pytest.Collector):
             yield CrashlabItem.from_parent(self, name=sc.id, scenario=sc)
         if config.getoption("crashlab_crash_points"):
             in_process = _in_process(config)
-            adapter = load_adapter(_adapter(config), import_code=in_process)
+            adapter = load_adapter(_adapter(config), import_code=in_process, in_process=in_process)
             with _adapters(config):
                 probes = probe_all(scenarios, adapter, LocalExecutor(1, in_process=in_process))
             for sc, calls in zip(scenarios, probes):
@@ -332,7 +332,7 @@ def pytest_collection_modifyitems(session, config, items):
 
     try:
         prepare()   # namespaces asked for and not to be had: a usage error now; under auto, said once
-        spec = load_adapter(_adapter(config), import_code=_in_process(config))
+        spec = load_adapter(_adapter(config), import_code=_in_process(config), in_process=_in_process(config))
         if not _in_process(config):
             check_imports(spec)
         suite = ConformanceSuite.from_parent(session, name="crashlab")

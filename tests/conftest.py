@@ -1,3 +1,4 @@
+import os
 import socket
 import sys
 from pathlib import Path
@@ -6,6 +7,13 @@ import pytest
 
 # tests/support.py and the adapters under tests/ are importable as top-level modules
 sys.path.insert(0, str(Path(__file__).parent))
+
+# The adapters under tests/ are test doubles that tests set up in this process (a class attribute, a
+# module-level script) for worker processes forked from it to use; under the default isolation a
+# Python adapter is imported afresh in namespaces and would not see that. So the suite runs adapters
+# in worker processes unless a test chooses: the isolation tests (tests/test_isolation*.py, the
+# workshop's) set the mode they test, the default (`auto`) included.
+os.environ.setdefault("CRASHLAB_ISOLATION", "process")
 
 
 @pytest.fixture

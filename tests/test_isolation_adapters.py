@@ -156,23 +156,62 @@ def test_the_reference_adapter_passes_over_exec_in_namespaces_and_the_results_sa
 
 
 @needs_namespaces
-def test_a_python_adapter_runs_in_namespaces_when_they_are_asked_for_and_in_workers_otherwise(tmp_path):
-    """module:attribute under --isolation namespaces runs over the wire in namespaces (its results say so,
-    under the name it was given, with the verdict it has in worker processes); under auto it runs in
-    crashlab's worker processes and its results say "process" with why; --in-process cannot have them."""
-    spec = "crashlab.reference_impl:ReferenceAdapter"
+def test_a_python_adapter_runs_in_namespaces_by_default_and_crashlabs_own_in_workers(tmp_path):
+    """module:attribute runs over the wire in namespaces under auto and namespaces alike (its results say
+    so, under the name it was given, with the verdict it has in worker processes); crashlab's own adapter
+    runs in crashlab's worker processes under auto, and its results say so; --in-process cannot have
+    namespaces."""
+    (tmp_path / "mine.py").write_text("from crashlab.reference_impl import ReferenceAdapter as Adapter\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), ENV["PYTHONPATH"]])}
     found = {}
-    for mode in ("namespaces", "auto"):
+    for mode, spec in (("namespaces", "mine:Adapter"), ("auto", "mine:Adapter"), ("process", "mine:Adapter"),
+                       ("own", "crashlab.reference_impl:ReferenceAdapter")):
         proc = cli("conformance", "--adapter", spec, "--tag", "T2", "--out", str(tmp_path / mode), "--json",
-                   str(tmp_path / f"{mode}.json"), "--isolation", mode)
+                   str(tmp_path / f"{mode}.json"), *(("--isolation", mode) if mode != "own" else ()), env=env)
         found[mode] = json.loads((tmp_path / f"{mode}.json").read_text())
         assert found[mode]["adapter"] == spec, proc.stderr
-    assert found["namespaces"]["isolation"]["mode"] == "namespaces"
-    assert found["auto"]["isolation"] == {"mode": "process", "detail": isolate.PYTHON_ADAPTER}
-    assert found["namespaces"]["score"] == found["auto"]["score"]
-    assert [s["verdict"] for s in found["namespaces"]["scenarios"]] == [s["verdict"] for s in found["auto"]["scenarios"]]
+    assert found["namespaces"]["isolation"]["mode"] == found["auto"]["isolation"]["mode"] == "namespaces"
+    assert found["process"]["isolation"]["mode"] == "process"
+    assert found["own"]["isolation"] == {"mode": "process", "detail": isolate.OWN_ADAPTER}
+    for mode in ("auto", "process", "own"):
+        assert found["namespaces"]["score"] == found[mode]["score"]
+        assert [s["verdict"] for s in found["namespaces"]["scenarios"]] == [s["verdict"] for s in found[mode]["scenarios"]]
     refused = cli("run", T1, "--in-process", "--isolation", "namespaces", "--out", str(tmp_path / "x"))
     assert refused.returncode == 3 and "--in-process runs the adapter inside crashlab's own process" in refused.stderr
+
+
+SWAPS_IN_REFERENCE = """
+import crashlab.run.drivers as drivers
+from crashlab.reference_impl import ReferenceAdapter
+
+_init = drivers.InProcessChannel.__init__
+
+
+def _swapped(self, factory, *args, **kwargs):   # whatever adapter crashlab's worker drives, it drives the reference
+    _init(self, ReferenceAdapter, *args, **kwargs)
+
+
+drivers.InProcessChannel.__init__ = _swapped
+
+
+class Adapter:
+    async def run(self, ports):   # does nothing: never prepares, never sends, never finishes
+        return None
+"""
+
+
+@needs_namespaces
+def test_a_python_adapter_that_rewrites_crashlab_in_its_process_forges_no_pass_by_default(tmp_path):
+    """Imported into crashlab's worker process (--isolation process), an adapter can replace the code that
+    drives it and write a passing trace it never earned; under the default it runs in namespaces, a
+    process of its own whose rewrites reach nothing of crashlab's, and fails as it deserves."""
+    (tmp_path / "swaps_in_reference.py").write_text(SWAPS_IN_REFERENCE)
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), ENV["PYTHONPATH"]])}
+    args = ("run", T1, "--adapter", "swaps_in_reference:Adapter", "--out", str(tmp_path / "o"))
+    forged = cli(*args, "--isolation", "process", env=env)
+    assert forged.returncode == 0 and f"{T1}: PASS" in forged.stdout, forged.stdout + forged.stderr
+    default = cli(*args, env=env)
+    assert default.returncode == 1 and f"{T1}: FAIL" in default.stdout, default.stdout + default.stderr
 
 
 def test_process_isolation_and_python_adapters_are_named_as_such(tmp_path):
@@ -255,6 +294,21 @@ def test_the_pytest_plugin_runs_exec_adapters_in_namespaces(pytester, monkeypatc
     result = pytester.runpytest(f"--crashlab-adapter={spec}", f"--crashlab-scenario={T1}")
     result.stdout.fnmatch_lines(["crashlab: isolation: namespaces (bubblewrap*"])
     result.assert_outcomes(failed=2)   # the scenario, and the rubric over it
+
+
+@needs_namespaces
+def test_the_pytest_plugin_runs_a_python_adapter_in_namespaces_by_default(pytester, monkeypatch):
+    """The adapter that swaps the reference in for itself inside crashlab's worker: under the plugin's
+    default it is a process of its own in namespaces, and fails; its module is found on the test
+    session's own import path (pytest's rootdir), as in worker processes."""
+    monkeypatch.delenv(isolate.ENV, raising=False)
+    pytester.makepyfile(swaps_in_reference=SWAPS_IN_REFERENCE)
+    result = pytester.runpytest("--crashlab-adapter=swaps_in_reference:Adapter", f"--crashlab-scenario={T1}")
+    result.stdout.fnmatch_lines(["crashlab: isolation: namespaces (bubblewrap*"])
+    result.assert_outcomes(failed=2)   # the scenario, and the rubric over it
+    result = pytester.runpytest("--crashlab-adapter=swaps_in_reference:Adapter", f"--crashlab-scenario={T1}",
+                                "--crashlab-isolation=process")
+    result.assert_outcomes(passed=1, failed=1)   # the forged pass; the rubric over one scenario is inconclusive
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -67,6 +67,7 @@ def test_the_roster_grades_each_learners_code_in_namespaces_so_it_cannot_write_a
     """A learner's decision that writes into a neighbour's folder when the facilitator's `class` grades it:
     under the default isolation nothing is written (their code runs over the wire in namespaces) and it
     is still graded; with --isolation process (the facilitator's own choice) the write happens."""
+    monkeypatch.delenv("CRASHLAB_ISOLATION", raising=False)   # the default, auto
     room = tmp_path / "room"
     for name in ("ana", "ben"):
         (room / name).mkdir(parents=True)

@@ -61,7 +61,7 @@ def _adapter(args, spec=None):
         refuse_in_process()
         print("crashlab: --in-process: the adapter runs inside crashlab's own process; results are marked "
               "untrusted", file=sys.stderr)
-    adapter = load_adapter(spec if spec is not None else args.adapter, import_code=args.in_process)
+    adapter = load_adapter(spec if spec is not None else args.adapter, import_code=args.in_process, in_process=args.in_process)
     if adapter.kind == "exec":
         check_exec_command(adapter)   # a program that is not there: exit 3 now, not a fault in every trace
     if not args.in_process:

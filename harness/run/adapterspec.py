@@ -16,6 +16,23 @@ from typing import Any, Callable
 from ..vocab.errors import Interrupted, UsageError, clip
 
 
+def import_path() -> str:
+    """``PYTHONPATH`` for a fresh interpreter that imports an adapter (the warm server): the folders
+    this process finds modules in that a new interpreter would not (pytest's rootdir, a test folder a
+    conftest added, ``PYTHONPATH`` itself, the current directory), before any already set, so that a
+    Python adapter imports in its own process as it would in crashlab's worker processes."""
+    own = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    extra = []
+    for entry in sys.path:
+        path = os.path.realpath(entry or os.getcwd())
+        if any(path == p or path.startswith(p + os.sep) for p in own) or not os.path.isdir(path):
+            continue
+        if path not in extra:
+            extra.append(path)
+    before = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join(extra + ([before] if before else []))
+
+
 def import_adapter(spec: str) -> Callable:
     """The factory named by a Python adapter SPEC (``module:attribute``): a class with a
     ``run(ports)`` method, an instance of one, or a function returning one. Errors are one

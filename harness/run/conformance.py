@@ -41,7 +41,7 @@ def run_checked(scenario: Scenario, adapter: AdapterSpec | str | None = None, *,
     from ..vocab.errors import InternalError
     from .executors import LocalExecutor, execute, scenario_jobs
 
-    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter, import_code=in_process)
+    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter, import_code=in_process, in_process=in_process)
     executor = LocalExecutor(1, in_process=in_process, limits=limits)
     tails: dict[str, dict[str, str]] = {}
     [result], internal = execute(scenario_jobs([scenario]), adapter=spec, seed=seed, out_dir=out_dir, keep="all",
@@ -73,14 +73,14 @@ def run_suite(adapter: AdapterSpec | str | None = None, scenarios: Iterable[Scen
     from .isolate import for_adapter
 
     in_process = getattr(executor, "in_process", False)
-    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter, import_code=in_process)
+    spec = adapter if isinstance(adapter, AdapterSpec) else load_adapter(adapter, import_code=in_process, in_process=in_process)
     scenarios = library() if scenarios is None else list(scenarios)
     checks, later = selection(rules)
     jobs = scenario_jobs([s for s in scenarios if s.id not in later])
     if shard is not None:
         jobs = shard.select(jobs)
     extra = {"shard": shard.to_json()} if shard is not None else {}
-    extra["isolation"] = for_adapter(spec.kind, in_process=in_process).to_json()
+    extra["isolation"] = for_adapter(spec, in_process=in_process).to_json()
     if in_process:
         from .executors import UNTRUSTED
         extra["untrusted"] = UNTRUSTED

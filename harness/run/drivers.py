@@ -505,10 +505,12 @@ class AdapterSpec:
 DEFAULT_ADAPTER = "crashlab.reference_impl:ReferenceAdapter"
 
 
-def load_adapter(spec: str | None, *, import_code: bool = True) -> AdapterSpec:
+def load_adapter(spec: str | None, *, import_code: bool = True, in_process: bool = False) -> AdapterSpec:
     """Resolve an adapter SPEC; errors are one line naming what was not found. With
     ``import_code=False`` a Python adapter's module is not imported (the spec has no factory):
-    crashlab's own process checks the spec's form, and its worker processes import it."""
+    crashlab's own process checks the spec's form, and its worker processes import it. A Python
+    adapter that isolation puts in namespaces (:func:`isolate.isolates_python`) runs as ``wire:``
+    does, under the name it was given, unless ``in_process`` (crashlab's own process: it is imported)."""
     spec = spec or DEFAULT_ADAPTER
     try:
         spec.encode("utf-8")
@@ -518,7 +520,7 @@ def load_adapter(spec: str | None, *, import_code: bool = True) -> AdapterSpec:
         raise UsageError(f"--adapter {spec!r}: 'integrate:' names a real worker in an integration trace; a worker "
                          "process is judged with crashlab integrate --worker CMD (docs/integration.md)")
     if spec.startswith("wire:"):
-        inner = load_adapter(spec[5:], import_code=import_code)  # a clear error now if it does not import
+        inner = load_adapter(spec[5:], import_code=import_code)  # its form: a clear error now if it is wrong
         if inner.kind not in ("python", "warm") or inner.text.startswith("wire:"):
             raise UsageError(f"--adapter {spec!r}: wire: takes a Python adapter, module:attribute")
         return _over_the_wire(spec, spec[5:])
@@ -531,8 +533,8 @@ def load_adapter(spec: str | None, *, import_code: bool = True) -> AdapterSpec:
     if not sep or not module_name or not attr:
         raise UsageError(f"--adapter {spec!r}: expected module:attribute (a Python adapter) "
                          "or exec:COMMAND (any language)")
-    if isolate.requested() == "namespaces":   # asked for namespaces: it runs as wire: does, in them, under its own
-        return _over_the_wire(spec, spec)     # name, and its module is imported only there (never in crashlab's)
+    if not in_process and isolate.isolates_python(module_name):  # in namespaces: it runs as wire: does, under
+        return _over_the_wire(spec, spec)     # its own name, and its module is imported only there (never in crashlab's)
     if not import_code:
         return AdapterSpec(text=spec, kind="python")
     return AdapterSpec(text=spec, kind="python", factory=import_adapter(spec))

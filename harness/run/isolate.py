@@ -95,20 +95,39 @@ def current() -> Isolation:
     return Isolation("process", detail)
 
 
-PYTHON_ADAPTER = ("a Python adapter (module:attribute) runs in crashlab's worker processes, not in namespaces; "
-                  "--isolation namespaces (or wire:module:attribute) runs it in namespaces")
+OWN_ADAPTER = ("crashlab's own adapter, run in crashlab's worker processes as crashlab's own code; "
+               "--isolation namespaces runs it in namespaces too")
+PYTHON_OBJECT = ("a Python adapter handed over as an object runs in crashlab's worker processes; named as "
+                 "module:attribute it runs in namespaces")
 
 
-def for_adapter(kind: str, *, in_process: bool = False) -> Isolation:
-    """The isolation an adapter of this kind (drivers.AdapterSpec.kind) runs under: what
-    :func:`current` says for the processes of ``exec:`` and ``wire:``; a Python adapter runs in
-    crashlab's worker processes (``process``) whatever is requested, and with ``--in-process`` in
-    crashlab's own."""
+def own_module(module: str) -> bool:
+    """Whether ``module`` is crashlab's own (the reference adapter, the gallery): code as trusted as
+    the verdict process, which imports it anyway."""
+    return module == "crashlab" or module.startswith("crashlab.")
+
+
+def isolates_python(module: str) -> bool:
+    """Whether a Python adapter named ``module:attribute`` runs in namespaces, as ``wire:`` does (a
+    process of its own, its module imported only there), rather than in crashlab's worker processes,
+    whose memory it would share (it could write its own trace there). ``namespaces``: every one;
+    ``auto``: every one but crashlab's own, where namespaces work; ``process``: none."""
+    want = requested()
+    if want != "auto":
+        return want == "namespaces"
+    return not own_module(module) and current().mode == "namespaces"
+
+
+def for_adapter(spec, *, in_process: bool = False) -> Isolation:
+    """The isolation an adapter (drivers.AdapterSpec) runs under: what :func:`current` says for the
+    processes of ``exec:`` and ``wire:`` and for Python adapters run as they are; a Python adapter
+    left in crashlab's worker processes (crashlab's own under ``auto``, or one handed over as an
+    object) says so, and with ``--in-process`` it ran in crashlab's own."""
     if in_process:
         return Isolation("process", "--in-process: the adapter ran inside crashlab's own process")
     found = current()
-    if kind == "python" and found.mode == "namespaces":
-        return Isolation("process", PYTHON_ADAPTER)
+    if spec.kind == "python" and found.mode == "namespaces":
+        return Isolation("process", OWN_ADAPTER if own_module(spec.text.partition(":")[0]) else PYTHON_OBJECT)
     return found
 
 

@@ -239,7 +239,7 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
         extra["coverage"] = reached[0].to_json()
         if progress is not None:
             progress.note(reached[0].text())
-    extra["isolation"] = for_adapter(adapter.kind, in_process=getattr(executor, "in_process", False)).to_json()
+    extra["isolation"] = for_adapter(adapter, in_process=getattr(executor, "in_process", False)).to_json()
     if getattr(executor, "in_process", False):
         extra["untrusted"] = UNTRUSTED
     if shard is not None:

@@ -36,7 +36,7 @@ class Server:
 
     def __init__(self, spec: str, memory_mb: int) -> None:
         from . import isolate
-        from .adapterspec import limit_child
+        from .adapterspec import import_path, limit_child
 
         self.spec = spec
         self.tmp = isolate.private_tmp()   # the children's TMPDIR, emptied before each spawn
@@ -47,7 +47,7 @@ class Server:
         try:
             self.proc = subprocess.Popen(isolate.wrap(argv, writable=[self.tmp], cwd=cwd), cwd=cwd,
                                          pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                                         env={**os.environ, "TMPDIR": self.tmp},
+                                         env={**os.environ, "TMPDIR": self.tmp, "PYTHONPATH": import_path()},
                                          start_new_session=True, preexec_fn=limit_child(0))
         except BaseException:
             isolate.remove_tmp(self.tmp)
