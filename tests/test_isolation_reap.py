@@ -40,8 +40,12 @@ def _env(**extra) -> dict:
 
 
 def _namespaces() -> bool:
-    os.environ.pop(isolate.ENV, None)
-    return isolate.current().mode == "namespaces"
+    before = os.environ.pop(isolate.ENV, None)
+    try:
+        return isolate.current().mode == "namespaces"
+    finally:
+        if before is not None:
+            os.environ[isolate.ENV] = before
 
 
 needs_namespaces = pytest.mark.skipif(not sys.platform.startswith("linux") or not _namespaces(),
