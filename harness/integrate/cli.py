@@ -81,7 +81,9 @@ no process may outlive its group. Each is a recorded fault of that scenario with
                    help="folder for the traces, stores and worker logs (default: crashlab-integrate)")
     p.add_argument("--json", metavar="PATH", help="write every scenario's card as JSON here")
     p.add_argument("--runtime", metavar="NAME",
-                   help="run the worker under a durable runtime (dbos, celery, temporal, restate; docs/runtimes/) or an agent framework (langgraph, pydantic-ai-dbos, openai-agents-dbos; docs/agents/): "
+                   help="run the worker under a durable runtime (dbos, celery, temporal, restate; docs/runtimes/) or an agent "
+                        "framework (langgraph, pydantic-ai-dbos, pydantic-ai-temporal, openai-agents-dbos, "
+                        "openai-agents-temporal; docs/agents/): "
                         "crashlab starts its local server once, gives every worker its address ({runtime}) and a "
                         "unit-of-work id per run ({runtime_id}), and shows the runtime's record on each card")
     from ..run.isolate import add_option
