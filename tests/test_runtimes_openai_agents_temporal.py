@@ -3,8 +3,7 @@ integration, ``temporalio.openai_agents``): the naive agent (activity tools keye
 default retry policy resending blindly) fails for the chapter's rules, the careful one (docs/agents/openai-agents.md,
 "Temporal") passes, the card says which tool call ran as a Temporal activity, its attempts and its activity
 config, and nothing leaves 127.0.0.1. Two scenarios of the runtime subset here; the five are measured in the docs.
-The extra pins openai-agents 0.22.3 (temporalio-openai-agents 1.1.0 requires <0.23), so it lives in a venv of
-its own (.ci/run): in the main one these tests skip, naming the install command."""
+Without the extra (``pip install 'crashlab[openai-agents-temporal]'``) these tests skip, naming the install command."""
 from __future__ import annotations
 
 import base64

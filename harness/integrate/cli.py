@@ -11,6 +11,7 @@ AGAIN = 2
 def add_parsers(cmd) -> None:
     from ..sandbox.cli import add_parser as add_sandbox
     from .supervisor import DEFAULT_TIME_SCALE, HANDOVER_WAIT_S, WALL_LIMIT_S
+    from .run import AGAIN_SLOWER
 
     add_sandbox(cmd)
     p = cmd("integrate", "judge a real worker process, with its own database, against the sandbox",
@@ -72,11 +73,17 @@ no process may outlive its group. Each is a recorded fault of that scenario with
                         "clock event came before the requests it was to meet, a replacement never got the run, a "
                         "run was cut) up to N more times; a pass or a fail is never run again, and the output says "
                         f"which attempt the card is from (default {AGAIN}; 0: once)")
+    p.add_argument("--again-slower", type=float, default=AGAIN_SLOWER, metavar="F",
+                   help="each further attempt of --again runs at a time scale F times lower, with --wall-limit and "
+                        "--handover-wait F times longer, so a worker slow to start has more scenario time (default "
+                        f"{AGAIN_SLOWER:g}: 100, 20, 4; never below 1, real time; 1 keeps the time scale)")
     p.add_argument("--out", default="crashlab-integrate", metavar="DIR",
                    help="folder for the traces, stores and worker logs (default: crashlab-integrate)")
     p.add_argument("--json", metavar="PATH", help="write every scenario's card as JSON here")
     p.add_argument("--runtime", metavar="NAME",
-                   help="run the worker under a durable runtime (dbos, celery, temporal, restate; docs/runtimes/) or an agent framework (langgraph, pydantic-ai-dbos, openai-agents-dbos; docs/agents/): "
+                   help="run the worker under a durable runtime (dbos, celery, temporal, restate; docs/runtimes/) or an agent "
+                        "framework (langgraph, pydantic-ai-dbos, pydantic-ai-temporal, openai-agents-dbos, "
+                        "openai-agents-temporal; docs/agents/): "
                         "crashlab starts its local server once, gives every worker its address ({runtime}) and a "
                         "unit-of-work id per run ({runtime_id}), and shows the runtime's record on each card")
     from ..run.isolate import add_option
@@ -109,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} must be positive, got {value:g}")
     if not 0 <= args.again <= 10:
         raise UsageError(f"--again must be 0 to 10, got {args.again}")
+    if not 1 <= args.again_slower <= 100:
+        raise UsageError(f"--again-slower must be 1 to 100 (how many times slower each further attempt runs; 1 keeps "
+                         f"the time scale), got {args.again_slower:g}")
     scenarios = [resolve(n) for n in names]
     runtime = None
     if getattr(args, "runtime", None):
@@ -125,20 +135,26 @@ def run(args: argparse.Namespace) -> int:
     codes, cards = [], []
     with _runtime_server(runtime, Path(args.out)) as server:
         for sc in scenarios:
-            def once(sc=sc):
+            def once(scale, sc=sc):
+                slower = args.time_scale / scale       # a slower attempt's real-time limits are as much longer
                 return integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
-                                 time_scale=args.time_scale, wall_limit_s=args.wall_limit,
-                                 handover_wait_s=args.handover_wait, runtime=runtime, server=server)
+                                 time_scale=scale, wall_limit_s=args.wall_limit * slower,
+                                 handover_wait_s=args.handover_wait * slower, runtime=runtime, server=server)
 
-            outcome, earlier = until_conclusive(once, args.again)
+            outcome, earlier, scale = until_conclusive(once, args.again, time_scale=args.time_scale,
+                                                       slower=args.again_slower)
             print(outcome.card.text())
-            for n, why in enumerate(earlier, 1):
-                print(f"  attempt {n} of {len(earlier) + 1} was inconclusive ({why}); this card is attempt "
-                      f"{len(earlier) + 1}'s")
+            for n, attempt in enumerate(earlier, 1):
+                print(f"  attempt {n} of {len(earlier) + 1}, at time scale {attempt.time_scale:g}, was inconclusive "
+                      f"({attempt.why}); this card is attempt {len(earlier) + 1}'s, at time scale {scale:g}")
+            if earlier:
+                print(f"  repro: {outcome.result.repro}")
             print(f"  trace: {outcome.trace}", flush=True)
             codes.append(outcome.card.exit_code)
             cards.append({**outcome.card.to_json(), "trace": str(outcome.trace), "attempts": len(earlier) + 1,
-                          "inconclusive_attempts": earlier})
+                          "time_scale": scale, "repro": outcome.result.repro,
+                          "inconclusive_attempts": [a.why for a in earlier],
+                          "attempt_time_scales": [a.time_scale for a in earlier] + [scale]})
     if args.json:
         import json
 

@@ -67,17 +67,39 @@ class Outcome:
     card: Card
 
 
-def until_conclusive(once, again: int) -> tuple[Outcome, list[str]]:
-    """``once()`` (one integration run of a scenario), run again while its card is inconclusive, at
-    most ``again`` more times: an inconclusive card says the scenario's premise did not happen under
-    real time, so nothing was tested and a new attempt is a new chance to test it. A pass or a fail
-    is final. The last outcome, and why each earlier attempt was inconclusive (its first reason)."""
-    earlier: list[str] = []
+#: each further attempt of a scenario whose card is inconclusive runs this many times slower (--again-slower)
+AGAIN_SLOWER = 5.0
+
+
+def attempt_scale(time_scale: float, slower: float, attempt: int) -> float:
+    """The time scale attempt ``attempt`` (1, 2, ...) runs at: ``time_scale``, then ``slower`` times lower
+    for each further attempt (100, 20, 4 at 5), never below real time (1) unless ``time_scale`` is."""
+    return max(time_scale / slower ** (attempt - 1), min(time_scale, 1.0))
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """An earlier attempt that did not count: the time scale it ran at and why it was inconclusive."""
+    time_scale: float
+    why: str
+
+
+def until_conclusive(once, again: int, *, time_scale: float = DEFAULT_TIME_SCALE,
+                     slower: float = 1.0) -> tuple[Outcome, list[Attempt], float]:
+    """``once(scale)`` (one integration run of a scenario at that time scale), run again while its card is
+    inconclusive, at most ``again`` more times, each further attempt at a lower time scale
+    (:func:`attempt_scale`): an inconclusive card says the scenario's premise did not happen under real
+    time, most often because a window on the scenario clock closed before a slow worker got there, so
+    nothing was tested; a slower attempt gives the worker more scenario time. A pass or a fail is
+    final. The last outcome, the earlier attempts (each one's time scale and first reason) and the time
+    scale of the last one."""
+    earlier: list[Attempt] = []
     while True:
-        outcome = once()
+        scale = attempt_scale(time_scale, slower, len(earlier) + 1)
+        outcome = once(scale)
         if outcome.card.verdict != "inconclusive" or len(earlier) >= again:
-            return outcome, earlier
-        earlier.append(outcome.card.reasons[0] if outcome.card.reasons else "inconclusive")
+            return outcome, earlier, scale
+        earlier.append(Attempt(scale, outcome.card.reasons[0] if outcome.card.reasons else "inconclusive"))
 
 
 def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlite:{db}",

@@ -18,7 +18,7 @@ from . import Runtime
 from .agents_dbos import AgentOnDbos, Framework
 from .dbos import VERSION as DBOS_VERSION
 
-VERSION = "0.24.0"
+VERSION = "0.22.3"
 RUNNER_VERSION = "0.3.0"
 FRAMEWORK = Framework(
     runtime="openai-agents-dbos", label="OpenAI Agents SDK",
