@@ -18,6 +18,12 @@ def path(folder: Path) -> Path:
 
 
 def load(folder: Path) -> dict:
+    """The learner's state: an issued learner's from their record in the room (room.py), never
+    from a file they write; anyone else's from the progress file."""
+    from . import room
+    issued = room.load(folder)
+    if issued is not None:
+        return issued
     p = path(folder)
     if not p.exists():
         return {"learner": Path(folder).resolve().name, "rungs": {}}
@@ -40,7 +46,12 @@ def load(folder: Path) -> dict:
 
 def save(folder: Path, data: dict) -> None:
     """Written to a temporary file in the same folder and renamed over the old one: a save that
-    fails (a full disk, an interrupted command) leaves the previous progress file as it was."""
+    fails (a full disk, an interrupted command) leaves the previous progress file as it was.
+    An issued learner's changes are appended to their record in the room instead."""
+    if data.get("issued"):
+        from . import room
+        room.save(folder, data)
+        return
     atomic_write_text(path(folder), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
@@ -99,8 +110,9 @@ def offset(data: dict) -> int:
 # --------------------------------------------------------------------------- answers shown elsewhere
 def find(start: Path) -> Path | None:
     """The learner's working folder: ``start`` or the nearest parent holding a progress file."""
+    from .room import IDENTITY
     for folder in (Path(start).resolve(), *Path(start).resolve().parents):
-        if path(folder).is_file():
+        if path(folder).is_file() or (folder / IDENTITY).is_file():
             return folder
     return None
 

@@ -154,11 +154,21 @@ def class_table(folder: Path) -> str:
     are stuck on, what graded their code, and any status the progress file claims that the
     work does not support."""
     folder = Path(folder)
-    files = sorted(folder.rglob(progress.PROGRESS))
-    if not files:
-        raise UsageError(f"{folder}: no {progress.PROGRESS} files found (one per learner's working folder)")
     ids = [r.id for r in rungs()]
-    learners, unreadable = [], []
+    learners, unreadable, extra, strays = [], [], {}, []
+    files = sorted(folder.rglob(progress.PROGRESS))
+    from . import room as issued_room
+    if issued_room.is_issued_room(folder):     # the room's records, never the learners' files
+        key, seen = issued_room.room_key(folder), issued_room.load_seen(folder)
+        for name in issued_room.issued(folder):
+            data, extra[name] = issued_room.learner(folder, name, key, seen)
+            home = (folder / name).resolve()
+            learners.append((name, home, data, {i: regrade(home, data, i) for i in ids}))
+        issued_room.save_seen(folder, seen)
+        strays = [str(f.parent.relative_to(folder)) for f in files]
+        files = []
+    elif not files:
+        raise UsageError(f"{folder}: no {progress.PROGRESS} files found (one per learner's working folder)")
     for f in files:
         try:
             data = progress.load(f.parent)
@@ -168,6 +178,8 @@ def class_table(folder: Path) -> str:
             continue
         name = str(f.parent.relative_to(folder)) if f.parent != folder else data["learner"]
         learners.append((name, f.parent.resolve(), data, {i: regrade(f.parent.resolve(), data, i) for i in ids}))
+    if not learners and not unreadable:
+        raise UsageError(f"{folder}: no learner issued yet; `crashlab workshop room {folder} --add NAME` issues one")
     width = max(len(n) for n, *_ in learners + unreadable + [("learner",)])
     from .facilitator import describe, find_room, load_room
     room = find_room(folder)
@@ -220,7 +232,11 @@ def class_table(folder: Path) -> str:
                 notes.append(f"{i} by --adapter {code['adapter']}")
             if entries[i].get("status") == "passed" and graded[i][0] not in ("passed", "revealed"):
                 notes.append(f"{i}: the progress file says passed, the work does not")
+        notes += extra.get(name, [])
         lines.append(f"{name}: " + "; ".join(notes))
     for name, problem in unreadable:
         lines.append(f"{name}: not graded: {problem}")
+    for name in strays:
+        lines.append(f"{name}: a progress file the facilitator did not issue: not graded (the roster reads the "
+                     "room's records)")
     return "\n".join(lines)
