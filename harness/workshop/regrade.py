@@ -161,11 +161,14 @@ def class_table(folder: Path) -> str:
     if issued_room.is_issued_room(folder):     # the room's records, never the learners' files
         key, seen = issued_room.room_key(folder), issued_room.load_seen(folder)
         for name in issued_room.issued(folder):
-            data, extra[name] = issued_room.learner(folder, name, key, seen)
+            data, extra[name], problem = issued_room.learner(folder, name, key, seen)
+            if problem:       # a record changed by hand or rewound: that learner is not graded
+                unreadable.append((name, f"{issued_room.record_path(folder, name)}: {problem}"))
+                continue
             home = (folder / name).resolve()
             learners.append((name, home, data, {i: regrade(home, data, i) for i in ids}))
         issued_room.save_seen(folder, seen)
-        strays = [str(f.parent.relative_to(folder)) for f in files]
+        strays = [str(f.parent.relative_to(folder)) if f.parent != folder else "." for f in files]
         files = []
     elif not files:
         raise UsageError(f"{folder}: no {progress.PROGRESS} files found (one per learner's working folder)")
@@ -196,7 +199,7 @@ def class_table(folder: Path) -> str:
     lines.append("P passed (graded again now; also when revealed after the pass), R answer revealed before a "
                  "pass, x attempted, s started, . not started")
     if unreadable:
-        lines[-1] += ", ? progress file unreadable (see below)"
+        lines[-1] += ", ? not graded: a progress file unreadable or a record changed (see below)"
     lines.append("")
     for name, _, data, graded in learners:
         entries = {i: data["rungs"].get(i) or {} for i in ids}
@@ -235,8 +238,8 @@ def class_table(folder: Path) -> str:
         notes += extra.get(name, [])
         lines.append(f"{name}: " + "; ".join(notes))
     for name, problem in unreadable:
-        lines.append(f"{name}: not graded: {problem}")
+        lines.append(f"{name}: not graded: {problem}" + "".join(f"; {n}" for n in extra.get(name, ())))
     for name in strays:
-        lines.append(f"{name}: a progress file the facilitator did not issue: not graded (the roster reads the "
-                     "room's records)")
+        lines.append(f"{name}/{progress.PROGRESS}: a progress file, not a record the facilitator issued: not "
+                     "graded (the roster reads the room's records)")
     return "\n".join(lines)

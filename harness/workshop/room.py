@@ -191,9 +191,9 @@ def verify(entries: list[dict], key: bytes, name: str) -> tuple[list[dict], list
     for i, e in enumerate(entries):
         signer = key if e.get("by") == "facilitator" else secret
         why = (e.get("_bad")
-               or (f"line {i + 1} is numbered {e.get('n')}, not {i}" if e.get("n") != i else None)
                or (f"line {i + 1} is not chained to the line before (a line was removed or changed)"
                    if e.get("prev") != prev else None)
+               or (f"line {i + 1} is numbered {e.get('n')}, not {i}" if e.get("n") != i else None)
                or (f"line {i + 1}'s signature does not hold (written by hand, or with another key)"
                    if not hmac.compare_digest(str(e.get("mac")), _mac(signer, e)) else None)
                or (f"line {i + 1} is not the facilitator's issue"
@@ -306,15 +306,17 @@ def issued(room: Path) -> list[str]:
     return sorted(p.stem for p in d.glob("*.jsonl")) if d.is_dir() else []
 
 
-def learner(room: Path, name: str, key: bytes, seen: dict) -> tuple[dict, list[str]]:
-    """(data as progress.load gives it, notes for the roster) for one issued learner, from the
-    record only; ``seen`` (the heads the last class saw) is updated."""
+def learner(room: Path, name: str, key: bytes, seen: dict) -> tuple[dict, list[str], str | None]:
+    """(data as progress.load gives it, notes for the roster, what is wrong with the record) for
+    one issued learner, from the record only; ``seen`` (the heads the last class saw) is updated.
+    A record changed by hand or rewound is not graded: the roster says so instead."""
     room = Path(room).resolve()
-    good, notes = verify(read_entries(record_path(room, name)), key, name)
+    good, problems = verify(read_entries(record_path(room, name)), key, name)
+    notes: list[str] = []
     was = seen.get(name) or {}
     n = int(was.get("n") or 0)
     if n and (len(good) < n or good[n - 1]["mac"] != was.get("head")):
-        notes.append(f"record rewound: the last `class` saw {n} lines, {len(good)} agree with it now")
+        problems.append(f"record rewound: the last `class` saw {n} lines, {len(good)} agree with it now")
     else:
         seen[name] = {"n": len(good), "head": good[-1]["mac"] if good else ""}
     folder = room / name
@@ -322,14 +324,14 @@ def learner(room: Path, name: str, key: bytes, seen: dict) -> tuple[dict, list[s
         what = sorted({f"{k} {e['rung']}" for e in good if e.get("folder") == other and e.get("rung")
                        for k in (e.get("change") or {}) if k in ("kit", "attempts", "revealed", "shown")})
         notes.append(f"commands run outside {name}'s folder, in {other}: "
-                     + ", ".join(w.replace("kit ", "start ").replace("attempts ", "check ") for w in what))
+                     + ", ".join(w.replace("kit ", "start ").replace("attempts ", "check ").replace("revealed ", "reveal ") for w in what))
     found = identity_at(folder) if folder.is_dir() else None
     if found is None or found[0] != folder:
         notes.append(f"{folder} holds no identity of {name}'s")
     elif found[1].get("name") != name or found[1].get("secret") != secret_of(key, name):
         notes.append(f"{folder} holds {found[1].get('name')}'s identity, not {name}'s (a copied folder)")
-    return {"learner": name, "variant": variant_of(secret_of(key, name)), "rungs": fold(good),
-            "issued": name}, notes
+    return ({"learner": name, "variant": variant_of(secret_of(key, name)), "rungs": fold(good),
+             "issued": name}, notes, "; ".join(problems) or None)
 
 
 def load_seen(room: Path) -> dict:
