@@ -122,7 +122,7 @@ def source(kit_dir: Path, *, wire: bool, adapter: str | None) -> str:
     return "adapter.py (--wire)" if wire else "adapter.py"
 
 
-def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset: int = 0,
+def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset=None,
                variant: str | None = None):
     """Run every scenario of the rung with the learner's adapter; -> (passed, lines). The
     learner's code runs only in supervised worker processes (as ``crashlab run`` runs any

@@ -98,13 +98,11 @@ def record_attempt(data: dict, rung_id: str, passed: bool) -> None:
         e["status"] = "attempted"
 
 
-def offset(data: dict) -> int:
-    """How far this learner's event numbers are moved (0 unless the kit was started with
-    --learner NAME): deterministic in the name, 101 to 899."""
-    name = data.get("variant")
-    if not name:
-        return 0
-    return 101 + int(hashlib.sha256(str(name).encode("utf-8")).hexdigest(), 16) % 799
+def offset(data: dict):
+    """This learner's own event numbering (evidence.Numbering; the shared kit's unless the kit
+    was started with --learner NAME or issued by a facilitator): drawn from the name."""
+    from .evidence import Numbering
+    return Numbering(str(data.get("variant") or ""))
 
 
 # --------------------------------------------------------------------------- answers shown elsewhere

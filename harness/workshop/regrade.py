@@ -28,7 +28,7 @@ class Outcome:
     open_fields: tuple = ()    # every field not yet right: the wrong ones first, then blank, then held
 
 
-def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset: int = 0,
+def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset=None,
                held: frozenset = frozenset(), variant: str | None = None) -> Outcome:
     """Grade the rung's code, plan and worksheet in ``kit_dir``; UsageError on unreadable input.
     ``held``: the fields that took too many wrong tries (not graded; the learner is sent to the trace)."""
