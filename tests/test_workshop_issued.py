@@ -205,3 +205,17 @@ def test_a_record_changed_by_hand_or_rewound_is_not_graded(tmp_path, monkeypatch
     assert "?/16" in rows["ana"] and "P" not in rows["ana"]
     assert "record changed by hand" in notes["ana"] and "not chained" in notes["ana"]
     assert "?/16" in rows["ben"] and "record rewound" in notes["ben"]
+
+
+def test_a_deleted_record_is_still_on_the_roster(tmp_path, monkeypatch, capsys):
+    room = _room(tmp_path, monkeypatch, capsys, "ana", "cai")
+    _as(room / "cai", monkeypatch)
+    main(["workshop", "start", RUNG])
+    main(["workshop", "check", RUNG])
+    main(["workshop", "reveal", RUNG])
+    R.record_path(room, "cai").unlink()                       # and her reveal with it
+    capsys.readouterr()
+    assert main(["workshop", "check", RUNG]) == 3              # no record, no command
+    assert "not reachable" in capsys.readouterr().err
+    rows, notes = _roster(room, capsys)
+    assert "?/16" in rows["cai"] and "cai's record is gone" in notes["cai"] and "ana" in rows

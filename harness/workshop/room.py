@@ -41,6 +41,7 @@ IDENTITY = ".crashlab-learner.json"
 KEY = "key"
 RECORDS = "records"
 SEEN = "seen.json"
+ISSUED = "issued.json"            # the names issued, beside the key: a deleted record is still listed
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 
 
@@ -109,6 +110,8 @@ def issue(room: Path, name: str) -> list[str]:
     rec = record_path(room, name)
     if not rec.exists():
         _append(rec, key, {"by": "facilitator", "folder": str(folder), "change": {"issued": name}})
+    names = sorted({*_issued_names(room), name})
+    atomic_write_text(state_dir(room) / ISSUED, json.dumps(names) + "\n")
     return [f"issued {name}: {folder} (identity {IDENTITY}; record {rec.relative_to(room)})",
             f"  {name} runs: cd {folder} && crashlab workshop start t1"]
 
@@ -301,9 +304,18 @@ def save(start: Path, data: dict) -> None:
 
 
 # --------------------------------------------------------------------------- the facilitator's side
+def _issued_names(room: Path) -> list[str]:
+    try:
+        names = json.loads((state_dir(room) / ISSUED).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return []
+    return [n for n in names if isinstance(n, str) and NAME.match(n)] if isinstance(names, list) else []
+
+
 def issued(room: Path) -> list[str]:
+    """Every name issued (the facilitator's list) and every record in the room."""
     d = state_dir(room) / RECORDS
-    return sorted(p.stem for p in d.glob("*.jsonl")) if d.is_dir() else []
+    return sorted({*_issued_names(room), *(p.stem for p in d.glob("*.jsonl"))})
 
 
 def learner(room: Path, name: str, key: bytes, seen: dict) -> tuple[dict, list[str], str | None]:
@@ -311,6 +323,8 @@ def learner(room: Path, name: str, key: bytes, seen: dict) -> tuple[dict, list[s
     one issued learner, from the record only; ``seen`` (the heads the last class saw) is updated.
     A record changed by hand or rewound is not graded: the roster says so instead."""
     room = Path(room).resolve()
+    if not record_path(room, name).is_file():
+        return {"learner": name, "rungs": {}, "issued": name}, [], f"{name}'s record is gone (deleted)"
     good, problems = verify(read_entries(record_path(room, name)), key, name)
     notes: list[str] = []
     was = seen.get(name) or {}
