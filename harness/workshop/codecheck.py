@@ -75,6 +75,8 @@ def guard(path: Path, starter: str) -> None:
             raise UsageError(f"{path}:{line}: imports {name}: the reference design and the gallery are not "
                              "yours to submit; write the decision yourself (only what the starter imports "
                              "may be used)")
+    from .provenance import check_decision
+    check_decision(path, head, start_head)      # a split, encoded or computed name, exec, getattr...
 
 
 def refuse_spec(spec: str) -> None:
@@ -135,6 +137,8 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
     here = None
     if adapter:
         refuse_spec(adapter)
+        from .provenance import check_spec
+        check_spec(adapter, Path.cwd(), r.starter)     # the learner's Python files it grades, read
         spec = load_adapter(adapter, import_code=False)
     elif wire and (kit_dir / "wire_adapter.py").exists():
         guard(kit_dir / "wire_adapter.py", r.wire_starter or r.starter)
