@@ -8,7 +8,7 @@ sees. So the code is read for what it can *do*:
   import only what its starter imports and a few pure standard-library modules, and may not
   run code it builds (``exec``, ``eval``, ``compile``, ``__import__``), reach objects by a
   computed name (``getattr``, ``globals``, ``vars``, ``__dict__``, ``sys.modules``,
-  ``__subclasses__``...) or open files;
+  ``__subclasses__``...);
 - a Python file an ``--adapter`` names (``module:Attribute``, ``wire:module:Attribute``, or
   ``exec:python FILE``), and every module of the learner's folder it imports, may not import
   the reference design, the gallery or the workshop (under any name), nor run code it builds or
@@ -31,13 +31,14 @@ NOT_YOURS = ("the reference design, the gallery, the workshop and code reached b
 FORBIDDEN_PARTS = ("reference_impl", "gallery", "workshop", "solutions", "SOLUTIONS")
 #: Pure standard-library modules a decision may use besides what its starter imports.
 PURE = frozenset({"re", "hashlib", "json", "math", "itertools", "functools", "collections", "dataclasses",
-                  "typing", "enum", "datetime", "string", "__future__"})
+                  "typing", "enum", "datetime", "string", "time", "decimal", "fractions", "statistics",
+                  "operator", "copy", "__future__"})
 #: Modules that load or run code by a computed name.
 LOADERS = frozenset({"importlib", "runpy", "imp", "pkgutil", "zipimport", "marshal", "pickle", "ctypes",
                      "subprocess", "builtins", "code", "codeop", "types", "inspect", "os", "shutil", "base64",
                      "codecs", "zlib"})
 CALLS = frozenset({"exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "vars",
-                   "locals", "open", "breakpoint", "input"})
+                   "locals", "breakpoint", "input"})
 #: crashlab's functions that load an adapter (or run one) by a name they are given.
 LOADER_FUNCS = frozenset({"serve", "load_adapter", "run_one", "run_checked", "main", "resolve", "load_file"})
 ATTRS = frozenset({"__dict__", "__globals__", "__code__", "__subclasses__", "__bases__", "__base__", "__mro__",
