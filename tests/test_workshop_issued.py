@@ -219,3 +219,30 @@ def test_a_deleted_record_is_still_on_the_roster(tmp_path, monkeypatch, capsys):
     assert "not reachable" in capsys.readouterr().err
     rows, notes = _roster(room, capsys)
     assert "?/16" in rows["cai"] and "cai's record is gone" in notes["cai"] and "ana" in rows
+
+
+def test_checks_at_once_from_scratch_folders_count_as_tries_in_turn(tmp_path, monkeypatch, capsys):
+    """Five copies of the folder, each with another wrong disposition, checked at the same moment:
+    one command at a time per learner, so the field is graded three times and then held."""
+    import subprocess
+    import sys
+    room = _room(tmp_path, monkeypatch, capsys, "ana")
+    ana = _as(room / "ana", monkeypatch)
+    main(["workshop", "start", RUNG])
+    model = _model(ana)
+    q = next(x for x in rung(RUNG).questions if x.id == "c_disposition")
+    wrong = [v for v in q.vocab if v != model["answers"]["c_disposition"]][:5]
+    assert len(wrong) == 5
+    copies = []
+    for i, value in enumerate(wrong):
+        copy = tmp_path / f"scratch{i}"
+        shutil.copytree(ana, copy)
+        _write(copy, {**model, "answers": {**model["answers"], "c_disposition": value}})
+        copies.append(copy)
+    procs = [subprocess.Popen([sys.executable, "-m", "crashlab", "workshop", "check", RUNG], cwd=copy,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for copy in copies]
+    outs = [p.communicate(timeout=900)[0] for p in procs]
+    assert sum("wrong  c_disposition" in out for out in outs) == 3
+    assert sum("held   c_disposition" in out and "wrong  c_disposition" not in out for out in outs) == 2
+    rows, notes = _roster(room, capsys)
+    assert f"held after 3 wrong tries: {RUNG}.c_disposition" in notes["ana"]

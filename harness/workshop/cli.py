@@ -78,9 +78,9 @@ def run(args) -> int:
     from .room import identity_at
     found = identity_at(Path.cwd()) if args.workshop_command not in ("room", "class", "plan", "compare") else None
     here = found[0] if found else Path.cwd()     # an issued learner works in the folder holding the identity
-    return {"list": _list, "start": _start, "check": _check, "reveal": _reveal, "class": _class,
-            "handoff": _handoff, "compare": _compare, "release": _release,
-            "room": _room, "plan": _plan}[args.workshop_command](args, here)
+    from .room import one_command
+    with one_command():                          # one command at a time per learner
+        return _COMMANDS[args.workshop_command](args, here)
 
 
 def _list(args, here: Path) -> int:
@@ -360,3 +360,7 @@ def _class(args, here: Path) -> int:
         else:
             os.environ[isolate.ENV] = before
     return 0
+
+
+_COMMANDS = {"list": _list, "start": _start, "check": _check, "reveal": _reveal, "class": _class,
+             "handoff": _handoff, "compare": _compare, "release": _release, "room": _room, "plan": _plan}

@@ -270,13 +270,53 @@ def _diff(old: dict, new: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- the learner's side
+_HELD: dict[str, object] = {}     # record -> the open lock file this process holds for it
+
+
+def _hold(rec: Path) -> None:
+    """One command at a time per learner, wherever it runs (a copy of the folder, a scratch
+    folder): from reading the record to appending to it, so six checks at once count as six
+    tries in turn, not six first tries. Released when the command appends or its process ends."""
+    import fcntl
+    key = str(rec)
+    if key not in _HELD:
+        fh = open(rec.with_suffix(".lock"), "a")        # noqa: SIM115 - held until save or exit
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        _HELD[key] = fh
+
+
+def _let_go(rec: Path) -> None:
+    fh = _HELD.pop(str(rec), None)
+    if fh is not None:
+        fh.close()
+
+
+_IN_COMMAND: list[bool] = []
+
+
+@contextlib.contextmanager
+def one_command():
+    """A workshop command (cli.run): a learner's record is held from the command's first read
+    to its append (``_hold``), and every hold is released when the command ends."""
+    _IN_COMMAND.append(True)
+    try:
+        yield
+    finally:
+        _IN_COMMAND.pop()
+        for key in list(_HELD):
+            _let_go(Path(key))
+
+
 def load(start: Path) -> dict | None:
     """A learner's state read from their record (None when ``start`` holds no identity)."""
     found = identity_at(start)
     if found is None:
         return None
     _, identity = found
-    entries = read_entries(_record_of(identity))
+    rec = _record_of(identity)
+    if _IN_COMMAND:
+        _hold(rec)
+    entries = read_entries(rec)
     return {"learner": identity["name"], "variant": variant_of(identity["secret"]),
             "rungs": fold([e for e in entries if "_bad" not in e]), "issued": identity["name"]}
 
@@ -301,6 +341,7 @@ def save(start: Path, data: dict) -> None:
         if c:
             _append(rec, identity["secret"].encode("ascii"), {"by": identity["name"], "folder": str(where),
                                                               "rung": rung_id, "change": c})
+    _let_go(rec)
 
 
 # --------------------------------------------------------------------------- the facilitator's side
