@@ -246,3 +246,31 @@ def test_checks_at_once_from_scratch_folders_count_as_tries_in_turn(tmp_path, mo
     assert sum("held   c_disposition" in out and "wrong  c_disposition" not in out for out in outs) == 2
     rows, notes = _roster(room, capsys)
     assert f"held after 3 wrong tries: {RUNG}.c_disposition" in notes["ana"]
+
+
+def test_an_honest_issued_learner_passes_all_sixteen_rungs_and_keeps_them_after_reveals(tmp_path, monkeypatch,
+                                                                                          capsys):
+    from crashlab.workshop import handoff, solutions, weak
+    from crashlab.workshop.ladder import rungs
+    room = _room(tmp_path, monkeypatch, capsys, "ana")
+    ana = _as(room / "ana", monkeypatch)
+    for r in rungs():
+        assert main(["workshop", "start", r.id]) == 0
+        kit = ana / "workshop" / r.id
+        model = _model(ana, r.id)
+        if model["answers"] or model["table"]:
+            _write(ana, model, r.id)
+        if r.kind == "designs":
+            (kit / weak.OPTIONS).write_text(yaml.safe_dump({"options": [dict(o) for o in weak.MODEL_OPTIONS]}))
+        if r.kind == "handoff":
+            (kit / handoff.PLAN).write_text(yaml.safe_dump(handoff.model_plan(1)), encoding="utf-8")
+        if r.starter:
+            (kit / "adapter.py").write_text(solutions.solved((kit / "adapter.py").read_text(encoding="utf-8"),
+                                                             r.starter), encoding="utf-8")
+        capsys.readouterr()
+        assert main(["workshop", "check", r.id]) == 0, capsys.readouterr().out
+    for rung_id in ("t2", "timelines", "handoff"):
+        assert main(["workshop", "reveal", rung_id]) == 0
+    rows, notes = _roster(room, capsys)
+    assert "16/16" in rows["ana"] and "R" not in rows["ana"][len("ana"):]
+    assert "revealed none" in notes["ana"] and "revealed after passing t2, timelines, handoff" in notes["ana"]
