@@ -274,3 +274,18 @@ def test_an_honest_issued_learner_passes_all_sixteen_rungs_and_keeps_them_after_
     rows, notes = _roster(room, capsys)
     assert "16/16" in rows["ana"] and "R" not in rows["ana"][len("ana"):]
     assert "revealed none" in notes["ana"] and "revealed after passing t2, timelines, handoff" in notes["ana"]
+
+
+def test_a_report_in_an_issued_folder_is_recorded_in_the_room(tmp_path, monkeypatch, capsys):
+    room = _room(tmp_path, monkeypatch, capsys, "ana")
+    (room / "ana" / "sub").mkdir()
+    _as(room / "ana" / "sub", monkeypatch)
+    assert main(["workshop", "start", "t3"]) == 0                 # from a folder below hers: still hers
+    assert (room / "ana" / "workshop" / "t3").is_dir()
+    assert main(["run", rung("t3").scenario, "--adapter", "crashlab.reference_impl:ReferenceAdapter",
+                 "--report", "out/"]) == 0
+    assert "answer to workshop rung(s) t3" in capsys.readouterr().err
+    assert not (room / "ana" / progress.PROGRESS).exists() and not (room / "ana" / "sub" / progress.PROGRESS).exists()
+    rows, notes = _roster(room, capsys)
+    assert _cell(rows["ana"], "t3") == "R"
+    assert f"t3: answer shown by `crashlab run {rung('t3').scenario} --report`" in notes["ana"]
