@@ -302,7 +302,7 @@ def code_belief(rung_id: str, scenario: str) -> dict | None:
 # --------------------------------------------------------------------------- a learner's own rows
 def row_ids(rung: Rung, offset=None, variant: str | None = None) -> dict[str, str]:
     """Canonical row id -> the id the learner's kit shows. A drill row is named by its event
-    (moved by ``offset``); the rows of a learner's kit get their ids in an order of their own
+    (renumbered by ``offset``); the rows of a learner's kit get their ids in an order of their own
     (``r1``..), so a neighbour's table, keyed by row, does not pass as is."""
     if rung.kind != "table":
         return {}
