@@ -289,3 +289,21 @@ def test_a_report_in_an_issued_folder_is_recorded_in_the_room(tmp_path, monkeypa
     rows, notes = _roster(room, capsys)
     assert _cell(rows["ana"], "t3") == "R"
     assert f"t3: answer shown by `crashlab run {rung('t3').scenario} --report`" in notes["ana"]
+
+
+def test_a_kit_in_a_neighbours_folder_is_not_graded_as_ones_own(tmp_path, monkeypatch, capsys):
+    """The handoff plan is the same for every learner: ana's passing plan in ana's folder is not
+    ben's, even when ben's kit is started there (--dir)."""
+    import yaml as _yaml
+    from crashlab.workshop import handoff
+    room = _room(tmp_path, monkeypatch, capsys, "ana", "ben")
+    ana = _as(room / "ana", monkeypatch)
+    main(["workshop", "start", "handoff"])
+    (ana / "workshop/handoff" / handoff.PLAN).write_text(_yaml.safe_dump(handoff.model_plan(1)), encoding="utf-8")
+    assert main(["workshop", "check", "handoff"]) == 0
+    _as(room / "ben", monkeypatch)
+    main(["workshop", "start", "handoff", "--dir", "../ana/workshop/handoff"])
+    main(["workshop", "check", "handoff"])
+    rows, notes = _roster(room, capsys)
+    assert _cell(rows["ana"], "handoff") == "P" and _cell(rows["ben"], "handoff") != "P"
+    assert "a kit outside ben's folder is not graded as theirs" in notes["ben"]

@@ -128,6 +128,11 @@ def regrade(folder: Path, data: dict, rung_id: str) -> tuple[str, Outcome | None
         return "not started", None, None
     r = get_rung(rung_id)
     code = e.get("code") if isinstance(e.get("code"), dict) else {}
+    kit = (folder / str(e["kit"])).resolve()
+    if data.get("issued") and not kit.is_relative_to(Path(folder).resolve()):
+        # an issued learner's kit is graded in the folder issued, never in a neighbour's
+        return ("attempted" if e.get("attempts") else "started"), None, \
+            f"{e['kit']}: a kit outside {data['issued']}'s folder is not graded as theirs"
     try:
         with _in(folder):
             outcome = grade_rung(r, folder / e["kit"], wire=bool(code.get("wire")), adapter=code.get("adapter"),

@@ -213,34 +213,49 @@ def _blank() -> dict:
     return {"status": "not started", "attempts": 0, "hints": 0, "kit": None, "revealed": False}
 
 
+def _list(value) -> list:
+    return [v for v in value if isinstance(v, (str, dict))] if isinstance(value, list) else []
+
+
+def _count(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def fold(entries: list[dict]) -> dict:
     """The rungs' state from a record. Counts only grow; a try or a reveal is never taken back;
-    a release counts only when the facilitator signed it."""
-    rungs: dict = {}
+    a release counts only when the facilitator signed it. A value of the wrong shape counts for
+    nothing (the roster verifies every line before it folds them)."""
+    from .ladder import rungs as ladder
+    known = {r.id for r in ladder()}
+    out: dict = {}
     for e in entries:
         rung_id, c = e.get("rung"), e.get("change") or {}
-        if not rung_id or not isinstance(c, dict):
+        if rung_id not in known or not isinstance(c, dict):
             continue
-        r = rungs.setdefault(rung_id, _blank())
-        for k in ("kit", "status", "code"):
-            if k in c and not (k == "status" and r.get("status") == "passed"):
-                r[k] = c[k]
+        r = out.setdefault(rung_id, _blank())
+        if isinstance(c.get("kit"), str):
+            r["kit"] = c["kit"]
+        if isinstance(c.get("code"), dict):
+            r["code"] = c["code"]
+        if c.get("status") in ("started", "attempted", "passed") and r.get("status") != "passed":
+            r["status"] = c["status"]
         for k in ("attempts", "hints"):
-            r[k] = r.get(k, 0) + max(0, int(c.get(k) or 0))
+            r[k] = r.get(k, 0) + _count(c.get(k))
         hints = r.setdefault("field_hints", [])
-        hints.extend(f for f in c.get("field_hints") or () if f not in hints)
-        for field, values in (c.get("tries") or {}).items():
-            seen = r.setdefault("tries", {}).setdefault(field, [])
-            seen.extend(v for v in values if v not in seen)
-        if c.get("revealed") and not r.get("revealed"):
-            r["revealed"], r["revealed_after_pass"] = True, bool(c.get("revealed_after_pass"))
-        if c.get("shown"):
-            r.setdefault("shown", []).extend(c["shown"])
+        hints.extend(f for f in _list(c.get("field_hints")) if isinstance(f, str) and f not in hints)
+        tries = c.get("tries") if isinstance(c.get("tries"), dict) else {}
+        for field, values in tries.items():
+            seen = r.setdefault("tries", {}).setdefault(str(field), [])
+            seen.extend(v for v in _list(values) if isinstance(v, str) and v not in seen)
+        if c.get("revealed") is True and not r.get("revealed"):
+            r["revealed"], r["revealed_after_pass"] = True, c.get("revealed_after_pass") is True
+        if _list(c.get("shown")):
+            r.setdefault("shown", []).extend(x for x in _list(c["shown"]) if isinstance(x, dict))
         if e.get("by") == "facilitator":
-            for field in c.get("released") or ():
+            for field in _list(c.get("released")):
                 (r.get("tries") or {}).pop(field, None)
                 r.setdefault("released", []).append(field)
-    return rungs
+    return out
 
 
 def _diff(old: dict, new: dict) -> dict:
@@ -368,8 +383,8 @@ def learner(room: Path, name: str, key: bytes, seen: dict) -> tuple[dict, list[s
         return {"learner": name, "rungs": {}, "issued": name}, [], f"{name}'s record is gone (deleted)"
     good, problems = verify(read_entries(record_path(room, name)), key, name)
     notes: list[str] = []
-    was = seen.get(name) or {}
-    n = int(was.get("n") or 0)
+    was = seen.get(name) if isinstance(seen.get(name), dict) else {}
+    n = _count(was.get("n"))
     if n and (len(good) < n or good[n - 1]["mac"] != was.get("head")):
         problems.append(f"record rewound: the last `class` saw {n} lines, {len(good)} agree with it now")
     else:
