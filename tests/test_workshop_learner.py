@@ -207,3 +207,35 @@ def test_identifiers_are_shuffled_not_moved_by_a_formula():
     # modulo the identifiers' range as well: no a*n + b (mod 1000)
     assert not any(all((a * n + (got[0] - a) ) % 1000 == g % 1000 for n, g in zip(numbers, got))
                    for a in range(1, 1000))
+
+
+HARD_CODED = '''def dedup_key(delivery):
+    return delivery["type"] + ("#2" if delivery["event_id"] == "retry-2" else "")
+'''
+
+
+def test_a_learners_code_is_graded_on_their_own_scenarios(tmp_path, monkeypatch, capsys):
+    """A fix that recognises the shared kit's second request by its name (retry-2) instead of
+    keeping each event's identity passes the shared kit's scenarios; a learner's kit grades it on
+    their own versions (their identifiers), where it fails, while the honest decision passes."""
+    import re
+    from crashlab.workshop import evidence as E
+    from crashlab.workshop import solutions
+    assert E.Variant("ana").text("retry-2") != "retry-2"
+
+    def graded(folder: Path, decision: str, *learner: str) -> str:
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        main(["workshop", "start", "t6", *learner])
+        kit = folder / "workshop/t6/adapter.py"
+        text = kit.read_text(encoding="utf-8")
+        start = re.search(r"^def dedup_key\b", text, re.M).start()
+        kit.write_text(text[:start] + decision + "\n\n" + text[text.index(solutions.PLUMBING):], encoding="utf-8")
+        capsys.readouterr()
+        main(["workshop", "check", "t6"])
+        return capsys.readouterr().out
+
+    assert "code: PASS" in graded(tmp_path / "shared", HARD_CODED)
+    out = graded(tmp_path / "ana", HARD_CODED, "--learner", "ana")
+    assert "code: FAIL" in out and "FAIL  workshop-t6-two-retry-requests" in out
+    assert "code: PASS" in graded(tmp_path / "honest", solutions.SOLUTIONS["dedup_key"], "--learner", "ana")
