@@ -12,6 +12,15 @@ from crashlab.cli import main
 from crashlab.workshop import solutions
 
 
+@pytest.fixture(autouse=True)
+def unread(monkeypatch):
+    """The reader of a kit's decision (provenance.py) refuses code that imports os or opens files;
+    it is not what keeps hostile code away from crashlab and the facilitator: isolation is. These
+    tests switch the reader off to show that the code that gets past it still runs isolated."""
+    from crashlab.workshop import provenance
+    monkeypatch.setattr(provenance, "check_decision", lambda *a: None)
+
+
 @pytest.fixture
 def kit(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

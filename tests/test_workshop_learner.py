@@ -133,3 +133,109 @@ def test_a_neighbours_table_does_not_pass_as_is(tmp_path, monkeypatch, capsys, r
     assert main(["workshop", "check", rung_id]) == 1
     _honest(ben, rung_id)
     assert main(["workshop", "check", rung_id]) == 0
+
+
+# --------------------------------------------------------------------------- no arithmetic converts a kit
+def _event_answers(rung_id: str, name: str) -> list[int]:
+    from crashlab.workshop.evidence import Numbering
+    r = rung(rung_id)
+    model = G.model_answers(r, Numbering(name), name or None)["answers"]
+    out = []
+    for q in r.questions:
+        value = model.get(q.id)
+        if q.type == "event" and isinstance(value, int):
+            out.append(value)
+        elif q.type == "events" and isinstance(value, list):
+            out += sorted(value)
+    return out
+
+
+def _affine(pairs: list[tuple[int, int]]) -> bool:
+    """Whether one map y = a*x + b (a and b rational) takes every x to its y."""
+    from fractions import Fraction
+    (x0, y0), rest = pairs[0], pairs[1:]
+    other = next(((x, y) for x, y in rest if x != x0), None)
+    if other is None:
+        return all(y == y0 for _, y in rest)
+    a = Fraction(other[1] - y0, other[0] - x0)
+    return all(y == y0 + a * (x - x0) for x, y in pairs)
+
+
+def test_the_affine_check_sees_a_uniform_shift():
+    assert _affine([(3, 103), (7, 107), (20, 120)]) and _affine([(3, 9), (5, 13), (9, 21)])
+    assert not _affine([(3, 103), (7, 108), (20, 120)])
+
+
+def test_no_single_affine_map_converts_one_kits_answers_into_anothers():
+    """Every event answer of the worksheet rungs, for ana, ben and the shared (published) kit:
+    no subtraction, nor any a*x + b, turns one answer sheet into another."""
+    rungs_ = ["t1", "t2", "t3", "t5", "t7", "t8", "combined", "pressure", "drill", "timelines"]
+    sheets = {name: [n for r in rungs_ for n in _event_answers(r, name)] for name in ("", "ana", "ben")}
+    assert len(sheets["ana"]) >= 8 and len(set(sheets["ana"])) >= 3
+    for one, other in (("", "ana"), ("ana", "ben"), ("", "ben")):
+        assert not _affine(list(zip(sheets[one], sheets[other]))), (one, other)
+    # within one rung as well, wherever it has three event answers or more
+    for r in rungs_:
+        for one, other in (("", "ana"), ("ana", "ben")):
+            pairs = list(zip(_event_answers(r, one), _event_answers(r, other)))
+            if len({x for x, _ in pairs}) >= 6:
+                assert not _affine(pairs), (r, one, other)
+
+
+def test_the_drill_worksheet_does_not_give_away_the_kits_numbering(tmp_path, monkeypatch):
+    """The drill's rows are named by their events: what they show of ana's numbering (kit number
+    minus the shared one) is no constant that would move any other of her answers."""
+    from crashlab.workshop.evidence import Numbering
+    from crashlab.workshop.keys import anchors, REFERENCE
+    from crashlab.workshop import evidence as E
+    r = rung("drill")
+    rows = anchors(r, E.trace(r.scenario, REFERENCE))
+    ana = Numbering("ana")
+    moved = {ana.kit(seq) - seq for _, seq, _ in rows}
+    assert len(rows) >= 2 and len(moved) > 1
+    shared, own = _event_answers("t2", ""), _event_answers("t2", "ana")
+    for d in moved:
+        assert [x + d for x in shared] != own
+
+
+def test_identifiers_are_shuffled_not_moved_by_a_formula():
+    from crashlab.workshop import evidence as E
+    ana = E.Variant("ana")
+    numbers = list(range(1, 200))
+    got = [int(ana.text(f"run-{n}").split("-")[1]) for n in numbers]
+    assert not _affine(list(zip(numbers, got))) and len(set(got)) == len(got)
+    # modulo the identifiers' range as well: no a*n + b (mod 1000)
+    assert not any(all((a * n + (got[0] - a) ) % 1000 == g % 1000 for n, g in zip(numbers, got))
+                   for a in range(1, 1000))
+
+
+HARD_CODED = '''def dedup_key(delivery):
+    return delivery["type"] + ("#2" if delivery["event_id"] == "retry-2" else "")
+'''
+
+
+def test_a_learners_code_is_graded_on_their_own_scenarios(tmp_path, monkeypatch, capsys):
+    """A fix that recognises the shared kit's second request by its name (retry-2) instead of
+    keeping each event's identity passes the shared kit's scenarios; a learner's kit grades it on
+    their own versions (their identifiers), where it fails, while the honest decision passes."""
+    import re
+    from crashlab.workshop import evidence as E
+    from crashlab.workshop import solutions
+    assert E.Variant("ana").text("retry-2") != "retry-2"
+
+    def graded(folder: Path, decision: str, *learner: str) -> str:
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        main(["workshop", "start", "t6", *learner])
+        kit = folder / "workshop/t6/adapter.py"
+        text = kit.read_text(encoding="utf-8")
+        start = re.search(r"^def dedup_key\b", text, re.M).start()
+        kit.write_text(text[:start] + decision + "\n\n" + text[text.index(solutions.PLUMBING):], encoding="utf-8")
+        capsys.readouterr()
+        main(["workshop", "check", "t6"])
+        return capsys.readouterr().out
+
+    assert "code: PASS" in graded(tmp_path / "shared", HARD_CODED)
+    out = graded(tmp_path / "ana", HARD_CODED, "--learner", "ana")
+    assert "code: FAIL" in out and "FAIL  workshop-t6-two-retry-requests" in out
+    assert "code: PASS" in graded(tmp_path / "honest", solutions.SOLUTIONS["dedup_key"], "--learner", "ana")

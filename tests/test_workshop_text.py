@@ -104,7 +104,7 @@ def test_a_personal_kits_code_feedback_uses_the_learners_own_numbering(tmp_path,
     out = capsys.readouterr().out.split("\nworksheet:")[0]
     assert "run-82" not in out and own_run in out
     cited = [int(n) for n in re.findall(r"#(\d+)", out)]
-    assert cited and min(cited) > offset                  # every event number in the kit's range
+    assert cited and min(cited) >= offset.base            # every event number in the kit's range
     assert "RETRY-01" in out and "matrix-reconciliation-down" in out   # rule ids and names stay
     listing = (kit / "listing.txt").read_text(encoding="utf-8")
     key = re.search(r"reserve-v1-([0-9a-f]{12,})", out).group(1)

@@ -53,6 +53,9 @@ def add_workshop_parser(sub, epilog: str) -> None:
                     help="lock the answers: reveal is refused and reports hide teaching cards until unlocked")
     rm.add_argument("--unlock", action="append", default=[], metavar="RUNG", help="unlock one rung (or all)")
     rm.add_argument("--lock", action="append", default=[], metavar="RUNG", help="lock an unlocked rung again")
+    rm.add_argument("--add", action="append", default=[], metavar="NAME",
+                    help="issue a learner an identity: DIR/NAME with its secret, and a record in the room that "
+                         "their commands append to and the roster reads")
     rm.add_argument("--seed", type=int, metavar="N", help="a room seed: every learner folder under DIR gets kits "
                                                           "of its own (as --learner does), named by N and the folder")
     pl = ws.add_parser("plan", help="facilitator: a session plan with the minutes per rung, and the opening figure")
@@ -72,10 +75,12 @@ def add_workshop_parser(sub, epilog: str) -> None:
 
 
 def run(args) -> int:
-    here = Path.cwd()
-    return {"list": _list, "start": _start, "check": _check, "reveal": _reveal, "class": _class,
-            "handoff": _handoff, "compare": _compare, "release": _release,
-            "room": _room, "plan": _plan}[args.workshop_command](args, here)
+    from .room import identity_at
+    found = identity_at(Path.cwd()) if args.workshop_command not in ("room", "class", "plan", "compare") else None
+    here = found[0] if found else Path.cwd()     # an issued learner works in the folder holding the identity
+    from .room import one_command
+    with one_command():                          # one command at a time per learner
+        return _COMMANDS[args.workshop_command](args, here)
 
 
 def _list(args, here: Path) -> int:
@@ -110,6 +115,9 @@ def _start(args, here: Path) -> int:
             if variant is not None:
                 data["variant"] = variant
                 progress.save(here, data)
+        if learner is not None and data.get("issued"):
+            raise UsageError(f"--learner {learner}: this folder is {data['issued']}'s, issued by the facilitator "
+                             "(its kits are made from that identity); start without --learner")
         if learner is not None:
             if not learner.strip():
                 raise UsageError("--learner: give a name, e.g. --learner ana")
@@ -199,7 +207,7 @@ def _release(args, here: Path) -> int:
 def _room(args, here: Path) -> int:
     from . import facilitator
     print("\n".join(facilitator.set_room(Path(args.folder), no_answers=args.no_answers, unlock=args.unlock,
-                                         lock=args.lock, seed=args.seed)))
+                                         lock=args.lock, seed=args.seed, add=args.add)))
     return 0
 
 
@@ -352,3 +360,7 @@ def _class(args, here: Path) -> int:
         else:
             os.environ[isolate.ENV] = before
     return 0
+
+
+_COMMANDS = {"list": _list, "start": _start, "check": _check, "reveal": _reveal, "class": _class,
+             "handoff": _handoff, "compare": _compare, "release": _release, "room": _room, "plan": _plan}

@@ -12,6 +12,7 @@ starter itself imports; an ``--adapter`` naming the reference or the gallery is 
 from __future__ import annotations
 
 import ast
+import functools
 import shlex
 import sys
 from pathlib import Path
@@ -22,6 +23,37 @@ from .solutions import PLUMBING
 
 FORBIDDEN = ("crashlab.reference_impl", "crashlab.gallery", "crashlab.workshop")
 STARTERS = E.DATA / "starters"
+
+
+def own_scenario(name: str, variant: str):
+    """The learner's own version of a code scenario: the same scenario with the learner's
+    identifiers (evidence.Variant), so a decision that recognises the shared kit's runs,
+    approvals or events instead of reading its inputs fails there. Its name stays."""
+    return _own_scenario(name, variant)
+
+
+@functools.lru_cache(maxsize=64)
+def _own_scenario(name: str, variant: str):
+    from ..scenario.loader import load_text
+
+    source = Path(E.scenario_of(name).source)
+    text = source.read_text(encoding="utf-8").replace(name, "\0NAME\0")
+    return load_text(E.Variant(variant).text(text).replace("\0NAME\0", name), file=str(source))
+
+
+@functools.lru_cache(maxsize=64)
+def _own_keys(name: str, variant: str) -> dict:
+    """The learner's own run's keys -> the keys their listing shows (the reference design on both
+    versions of the scenario, event by event: the same events, other names)."""
+    from ..run.conformance import run_one
+
+    own = E.Variant(variant)
+    result, _ = run_one(own_scenario(name, variant), "crashlab.reference_impl:ReferenceAdapter")
+    out = {}
+    for shared, mine in zip(E.trace(name), result.events):
+        for a, b in zip(E._HEX.findall(str(shared)), E._HEX.findall(str(mine))):
+            out.setdefault(b, own.text(a))
+    return out
 
 
 def scenarios(r) -> tuple[str, ...]:
@@ -75,6 +107,8 @@ def guard(path: Path, starter: str) -> None:
             raise UsageError(f"{path}:{line}: imports {name}: the reference design and the gallery are not "
                              "yours to submit; write the decision yourself (only what the starter imports "
                              "may be used)")
+    from .provenance import check_decision
+    check_decision(path, head, start_head)      # a split, encoded or computed name, exec, getattr...
 
 
 def refuse_spec(spec: str) -> None:
@@ -122,7 +156,7 @@ def source(kit_dir: Path, *, wire: bool, adapter: str | None) -> str:
     return "adapter.py (--wire)" if wire else "adapter.py"
 
 
-def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset: int = 0,
+def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset=None,
                variant: str | None = None):
     """Run every scenario of the rung with the learner's adapter; -> (passed, lines). The
     learner's code runs only in supervised worker processes (as ``crashlab run`` runs any
@@ -135,6 +169,8 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
     here = None
     if adapter:
         refuse_spec(adapter)
+        from .provenance import check_spec
+        check_spec(adapter, Path.cwd(), r.starter)     # the learner's Python files it grades, read
         spec = load_adapter(adapter, import_code=False)
     elif wire and (kit_dir / "wire_adapter.py").exists():
         guard(kit_dir / "wire_adapter.py", r.wire_starter or r.starter)
@@ -156,13 +192,18 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
     again = "crashlab workshop check " + r.id + (" --wire" if wire else "") + \
         (f" --adapter {shlex.quote(adapter)}" if adapter else "")
     for name in names:
-        verdict = _run(E.scenario_of(name), spec, here)
+        scenario, words = (own_scenario(name, variant), _own_keys(name, variant)) if variant else (E.scenario_of(name), {})
+        verdict = _run(scenario, spec, here)
         if verdict.verdict == "pass":
             lines.append(f"  pass  {name} (disposition {verdict.disposition})")
             continue
         failed += 1
         lines.append(f"  FAIL  {name}")
-        message = E.own_words(failure_message(verdict).replace(spec.text, "your adapter"), offset, variant, names)
+        message = failure_message(verdict).replace(spec.text, "your adapter")
+        if variant:     # the run was the learner's own: its names are theirs; its keys told as their listing's
+            message = E._HEX.sub(lambda m: words.get(m.group(0), m.group(0)), E.own_words(message, offset, None, names))
+        else:
+            message = E.own_words(message, offset, variant, names)
         lines += ["    " + line for line in message.splitlines()
                   if not line.strip().startswith("repro:")]  # the learner's repro is the check command itself
         entry = code_belief(r.id, name)

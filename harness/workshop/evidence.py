@@ -67,17 +67,67 @@ def sanitize(events: Iterable[dict], label: str = HIDDEN_ADAPTER) -> list[dict]:
     return out
 
 
-def shift(events: Iterable[dict], offset: int) -> list[dict]:
+@dataclass(frozen=True, slots=True)
+class Numbering:
+    """A learner's own event numbers: strictly increasing in the shared kit's (the listing reads in
+    the same order) but not by one amount: each step is one or two, drawn from the learner's name,
+    after a start of their own. No single subtraction (no affine map) turns a neighbour's event
+    answers into this learner's; the shared kit's numbering is ``Numbering("")``."""
+
+    name: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.name)
+
+    @property
+    def base(self) -> int:
+        """Where the learner's numbering starts (101 to 899)."""
+        return 101 + int(hashlib.sha256(self.name.encode("utf-8")).hexdigest(), 16) % 799 if self.name else 0
+
+    def kit(self, seq: int) -> int:
+        """The kit's number for the shared kit's event ``seq``."""
+        if not self.name or seq < 0:
+            return seq
+        return self.base + seq + _skips(self.name, seq)
+
+    def canon(self, n: int) -> int:
+        """The shared kit's event for the kit's number ``n`` (-1: no event has that number)."""
+        if not self.name:
+            return n
+        lo, hi = 0, max(0, n - self.base)
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            got = self.kit(mid)
+            if got == n:
+                return mid
+            lo, hi = (mid + 1, hi) if got < n else (lo, mid - 1)
+        return -1
+
+
+_SKIPS: dict[str, list[int]] = {}
+
+
+def _skips(name: str, seq: int) -> int:
+    """How many of the learner's steps up to ``seq`` are two rather than one (cached per name)."""
+    have = _SKIPS.setdefault(name, [0])
+    while len(have) <= seq:
+        i = len(have)
+        step = hashlib.sha256(f"{name}\0step\0{i}".encode("utf-8")).digest()[0] % 3 == 0
+        have.append(have[-1] + step)
+    return have[seq]
+
+
+def shift(events: Iterable[dict], numbering: Numbering) -> list[dict]:
     """A learner's own numbering: every sequence number (and a result's reference to its call)
-    moved by ``offset``, so a neighbour's event answers are not this learner's."""
-    if not offset:
+    renumbered (Numbering), so a neighbour's event answers are not this learner's."""
+    if not numbering:
         return list(events)
     out = []
     for ev in events:
         ev = dict(ev)
         for field in ("seq", "call"):
             if isinstance(ev.get(field), int) and not isinstance(ev.get(field), bool):
-                ev[field] += offset
+                ev[field] = numbering.kit(ev[field])
         out.append(ev)
     return out
 
@@ -108,10 +158,13 @@ class Variant:
                 return m.group(0)
             digits = m.group(2)
             modulus = 10 ** max(3, len(digits))
-            a = 1 + 2 * (self._n("a" + m.group(1)) % (modulus // 2))
-            while a % 5 == 0:
-                a += 2
-            value = (a * int(digits) + self._n("b" + m.group(1))) % modulus
+            if modulus <= 10_000:       # a shuffle of its own: no formula turns one learner's into another's
+                value = _permutation(self.name, m.group(1), modulus)[int(digits)]
+            else:
+                a = 1 + 2 * (self._n("a" + m.group(1)) % (modulus // 2))
+                while a % 5 == 0:
+                    a += 2
+                value = (a * int(digits) + self._n("b" + m.group(1))) % modulus
             return f"{m.group(1)}-{value or modulus}"
 
         s = _TOKEN.sub(number, s)
@@ -141,6 +194,15 @@ class Variant:
         return out
 
 
+@functools.lru_cache(maxsize=256)
+def _permutation(name: str, prefix: str, modulus: int) -> tuple[int, ...]:
+    """A learner's own bijection of one identifier kind's numbers (seeded by name and prefix)."""
+    import random
+    values = list(range(modulus))
+    random.Random(hashlib.sha256(f"{name}\0{prefix}".encode("utf-8")).digest()).shuffle(values)
+    return tuple(values)
+
+
 @functools.cache
 def _rule_ids() -> frozenset:
     """The checks' ids (TRUTH-01, OWN-04, ...): words of crashlab's, never a run's identifiers."""
@@ -148,9 +210,10 @@ def _rule_ids() -> frozenset:
     return frozenset(re.findall(r"\b[A-Z]+-\d+\b", DATA_PATH.read_text(encoding="utf-8")))
 
 
-def own_words(text: str, offset: int = 0, variant: str | None = None, keep: Iterable[str] = ()) -> str:
+def own_words(text: str, offset: Numbering = Numbering(), variant: str | None = None,
+              keep: Iterable[str] = ()) -> str:
     """Text about a trace (a check's findings, a teaching card) in a learner's own numbering:
-    event numbers moved by ``offset``, identifiers and keys the learner's (Variant), as their
+    event numbers renumbered by ``offset`` (Numbering), identifiers and keys the learner's (Variant), as their
     kit's listing shows them. The strings in ``keep`` (scenario names) and the checks' ids stay."""
     if not offset and not variant:
         return text
@@ -163,7 +226,7 @@ def own_words(text: str, offset: int = 0, variant: str | None = None, keep: Iter
     for i, part in enumerate(parts):
         if i % 2 == 0:
             if offset:
-                part = re.sub(r"#(\d+)", lambda m: f"#{int(m.group(1)) + offset}", part)
+                part = re.sub(r"#(\d+)", lambda m: f"#{offset.kit(int(m.group(1)))}", part)
             part = own.text(part) if own else part
         out.append(part)
     return "".join(out)

@@ -59,8 +59,11 @@ def save_room(folder: Path, data: dict) -> None:
 
 
 def locked(start: Path, rung_id: str) -> Path | None:
-    """The room folder when ``rung_id``'s answer is locked for a learner working in ``start``."""
-    room = find_room(start)
+    """The room folder when ``rung_id``'s answer is locked for a learner working in ``start``
+    (an issued learner's room is the one that issued them, wherever the folder was copied)."""
+    from .room import identity_at
+    found = identity_at(start)
+    room = Path(found[1]["room"]) if found and (Path(found[1]["room"]) / ROOM).is_file() else find_room(start)
     if room is None:
         return None
     data = load_room(room)
@@ -70,11 +73,13 @@ def locked(start: Path, rung_id: str) -> Path | None:
 
 
 def set_room(folder: Path, *, no_answers: bool, unlock: list[str], lock: list[str],
-             seed: int | None = None) -> list[str]:
+             seed: int | None = None, add: tuple = ()) -> list[str]:
     """Apply the facilitator's settings; -> lines describing the room."""
     from .ladder import rung
 
     folder = Path(folder)
+    if add and not folder.exists():
+        folder.mkdir(parents=True)
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such folder (the room is the folder holding the learners' folders)")
     for rung_id in unlock + lock:
@@ -90,7 +95,8 @@ def set_room(folder: Path, *, no_answers: bool, unlock: list[str], lock: list[st
             data["unlocked"].append(rung_id)
     data["unlocked"] = [r for r in data["unlocked"] if r not in lock]
     save_room(folder, data)
-    return [describe(data)]
+    from .room import issue
+    return [describe(data)] + [line for name in add for line in issue(folder, name)]
 
 
 def describe(data: dict) -> str:

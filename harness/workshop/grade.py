@@ -208,9 +208,9 @@ def _check_type(q, value: Any, fail) -> None:
 
 
 # --------------------------------------------------------------------------- grading
-def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, offset: int = 0,
+def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, offset=None,
           held: frozenset = frozenset()) -> Grade:
-    """``offset``: how far the learner's kit moved its event numbers (their answers move back).
+    """``offset``: the learner's kit's event numbering (evidence.Numbering; their answers are read back).
     ``held``: fields that took MAX_TRIES wrong answers; they are not graded (the learner reads
     the trace instead of trying again)."""
     expected = expected if expected is not None else K.expected(rung)
@@ -227,9 +227,9 @@ def grade(rung: Rung, answers: dict, table: dict, expected: dict | None = None, 
             continue
         shown = value
         if q.type == "events":
-            value = [v - offset for v in value]
+            value = [offset.canon(v) for v in value] if offset else value
         elif q.type == "event":
-            value = value - offset
+            value = offset.canon(value) if offset else value
         problem = expected[q.id].judge(value)
         if problem is None:
             passed.append(q.id)
@@ -300,16 +300,16 @@ def code_belief(rung_id: str, scenario: str) -> dict | None:
 
 
 # --------------------------------------------------------------------------- a learner's own rows
-def row_ids(rung: Rung, offset: int = 0, variant: str | None = None) -> dict[str, str]:
+def row_ids(rung: Rung, offset=None, variant: str | None = None) -> dict[str, str]:
     """Canonical row id -> the id the learner's kit shows. A drill row is named by its event
-    (moved by ``offset``); the rows of a learner's kit get their ids in an order of their own
+    (renumbered by ``offset``); the rows of a learner's kit get their ids in an order of their own
     (``r1``..), so a neighbour's table, keyed by row, does not pass as is."""
     if rung.kind != "table":
         return {}
     from . import evidence as E
     rows = K.anchors(rung, E.trace(rung.scenario, K.REFERENCE))
     if rung.rows_from is not None:
-        return {row_id: f"e{seq + offset}" for row_id, seq, _ in rows}
+        return {row_id: f"e{offset.kit(seq) if offset else seq}" for row_id, seq, _ in rows}
     if not variant:
         return {row_id: row_id for row_id, _, _ in rows}
     order = sorted((row_id for row_id, _, _ in rows),
@@ -334,7 +334,7 @@ def to_canonical(rung: Rung, answers: dict, table: dict, ids: dict) -> tuple[dic
     return answers, table
 
 
-def model_answers(rung: Rung, offset: int = 0, variant: str | None = None) -> dict:
+def model_answers(rung: Rung, offset=None, variant: str | None = None) -> dict:
     """The model answer (for reveal and for tests), in the numbering of a kit moved by ``offset``
     (and, for a learner's kit, with the row ids of ``variant``)."""
     out = {"answers": {}, "table": {}}
@@ -349,9 +349,9 @@ def model_answers(rung: Rung, offset: int = 0, variant: str | None = None) -> di
             q = next((x for x in rung.questions if x.id == qid), None)
             shown = exp.shown
             if offset and q is not None and q.type == "event" and isinstance(shown, int):
-                shown += offset
+                shown = offset.kit(shown)
             elif offset and q is not None and q.type == "events" and isinstance(shown, list):
-                shown = [v + offset for v in shown]
+                shown = [offset.kit(v) for v in shown]
             elif q is not None and _row_question(q, ids) and isinstance(shown, list):
                 shown = sorted(ids.get(v, v) for v in shown)
             out["answers"][qid] = shown

@@ -127,10 +127,10 @@ def handout_html(rung: Rung, listings: list[tuple[str, str]], worksheet: str, st
     return "\n".join(parts)
 
 
-def write(rung: Rung, folder: Path, offset: int = 0, variant: str | None = None) -> list[str]:
+def write(rung: Rung, folder: Path, offset=None, variant: str | None = None) -> list[str]:
     """Write the kit into ``folder``; -> the file names written. An existing worksheet or
-    adapter is kept (the learner's work is never overwritten). ``offset`` moves every event
-    number (a per-learner kit; the grader moves the learner's answers back); ``variant`` (the
+    adapter is kept (the learner's work is never overwritten). ``offset`` renumbers every event
+    (evidence.Numbering) (a per-learner kit; the grader moves the learner's answers back); ``variant`` (the
     learner's name) also gives the evidence and the scenario the learner's own identifiers,
     keys and clock (E.Variant)."""
     own = E.Variant(variant) if variant else None
@@ -146,7 +146,7 @@ def write(rung: Rung, folder: Path, offset: int = 0, variant: str | None = None)
     listings = []
     sets = evidence_sets(rung)
     for label, events in sets:
-        events = E.shift(events, offset)
+        events = E.shift(events, offset or E.Numbering())
         if own:
             events = own.events(events)
         suffix = "" if len(sets) == 1 and rung.kind != "exhibits" else f"-{label}"
@@ -165,7 +165,7 @@ def write(rung: Rung, folder: Path, offset: int = 0, variant: str | None = None)
     worksheet = ""
     if rung.questions or rung.kind == "table":
         ids = grade.row_ids(rung, offset, variant)
-        rows = sorted(((ids.get(row_id, row_id), seq + offset, label) for row_id, seq, label in table_rows(rung)),
+        rows = sorted(((ids.get(row_id, row_id), offset.kit(seq) if offset else seq, label) for row_id, seq, label in table_rows(rung)),
                       key=lambda row: row[1])
         worksheet = grade.blank(rung, rows)
         put(grade.WORKSHEET, worksheet, keep=True)

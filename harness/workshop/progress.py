@@ -18,6 +18,12 @@ def path(folder: Path) -> Path:
 
 
 def load(folder: Path) -> dict:
+    """The learner's state: an issued learner's from their record in the room (room.py), never
+    from a file they write; anyone else's from the progress file."""
+    from . import room
+    issued = room.load(folder)
+    if issued is not None:
+        return issued
     p = path(folder)
     if not p.exists():
         return {"learner": Path(folder).resolve().name, "rungs": {}}
@@ -40,7 +46,12 @@ def load(folder: Path) -> dict:
 
 def save(folder: Path, data: dict) -> None:
     """Written to a temporary file in the same folder and renamed over the old one: a save that
-    fails (a full disk, an interrupted command) leaves the previous progress file as it was."""
+    fails (a full disk, an interrupted command) leaves the previous progress file as it was.
+    An issued learner's changes are appended to their record in the room instead."""
+    if data.get("issued"):
+        from . import room
+        room.save(folder, data)
+        return
     atomic_write_text(path(folder), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
@@ -87,20 +98,19 @@ def record_attempt(data: dict, rung_id: str, passed: bool) -> None:
         e["status"] = "attempted"
 
 
-def offset(data: dict) -> int:
-    """How far this learner's event numbers are moved (0 unless the kit was started with
-    --learner NAME): deterministic in the name, 101 to 899."""
-    name = data.get("variant")
-    if not name:
-        return 0
-    return 101 + int(hashlib.sha256(str(name).encode("utf-8")).hexdigest(), 16) % 799
+def offset(data: dict):
+    """This learner's own event numbering (evidence.Numbering; the shared kit's unless the kit
+    was started with --learner NAME or issued by a facilitator): drawn from the name."""
+    from .evidence import Numbering
+    return Numbering(str(data.get("variant") or ""))
 
 
 # --------------------------------------------------------------------------- answers shown elsewhere
 def find(start: Path) -> Path | None:
     """The learner's working folder: ``start`` or the nearest parent holding a progress file."""
+    from .room import IDENTITY
     for folder in (Path(start).resolve(), *Path(start).resolve().parents):
-        if path(folder).is_file():
+        if path(folder).is_file() or (folder / IDENTITY).is_file():
             return folder
     return None
 

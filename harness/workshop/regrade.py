@@ -28,7 +28,7 @@ class Outcome:
     open_fields: tuple = ()    # every field not yet right: the wrong ones first, then blank, then held
 
 
-def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset: int = 0,
+def grade_rung(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = None, offset=None,
                held: frozenset = frozenset(), variant: str | None = None) -> Outcome:
     """Grade the rung's code, plan and worksheet in ``kit_dir``; UsageError on unreadable input.
     ``held``: the fields that took too many wrong tries (not graded; the learner is sent to the trace)."""
@@ -128,6 +128,11 @@ def regrade(folder: Path, data: dict, rung_id: str) -> tuple[str, Outcome | None
         return "not started", None, None
     r = get_rung(rung_id)
     code = e.get("code") if isinstance(e.get("code"), dict) else {}
+    kit = (folder / str(e["kit"])).resolve()
+    if data.get("issued") and not kit.is_relative_to(Path(folder).resolve()):
+        # an issued learner's kit is graded in the folder issued, never in a neighbour's
+        return ("attempted" if e.get("attempts") else "started"), None, \
+            f"{e['kit']}: a kit outside {data['issued']}'s folder is not graded as theirs"
     try:
         with _in(folder):
             outcome = grade_rung(r, folder / e["kit"], wire=bool(code.get("wire")), adapter=code.get("adapter"),
@@ -154,11 +159,24 @@ def class_table(folder: Path) -> str:
     are stuck on, what graded their code, and any status the progress file claims that the
     work does not support."""
     folder = Path(folder)
-    files = sorted(folder.rglob(progress.PROGRESS))
-    if not files:
-        raise UsageError(f"{folder}: no {progress.PROGRESS} files found (one per learner's working folder)")
     ids = [r.id for r in rungs()]
-    learners, unreadable = [], []
+    learners, unreadable, extra, strays = [], [], {}, []
+    files = sorted(folder.rglob(progress.PROGRESS))
+    from . import room as issued_room
+    if issued_room.is_issued_room(folder):     # the room's records, never the learners' files
+        key, seen = issued_room.room_key(folder), issued_room.load_seen(folder)
+        for name in issued_room.issued(folder):
+            data, extra[name], problem = issued_room.learner(folder, name, key, seen)
+            if problem:       # a record changed by hand or rewound: that learner is not graded
+                unreadable.append((name, f"{issued_room.record_path(folder, name)}: {problem}"))
+                continue
+            home = (folder / name).resolve()
+            learners.append((name, home, data, {i: regrade(home, data, i) for i in ids}))
+        issued_room.save_seen(folder, seen)
+        strays = [str(f.parent.relative_to(folder)) if f.parent != folder else "." for f in files]
+        files = []
+    elif not files:
+        raise UsageError(f"{folder}: no {progress.PROGRESS} files found (one per learner's working folder)")
     for f in files:
         try:
             data = progress.load(f.parent)
@@ -168,6 +186,8 @@ def class_table(folder: Path) -> str:
             continue
         name = str(f.parent.relative_to(folder)) if f.parent != folder else data["learner"]
         learners.append((name, f.parent.resolve(), data, {i: regrade(f.parent.resolve(), data, i) for i in ids}))
+    if not learners and not unreadable:
+        raise UsageError(f"{folder}: no learner issued yet; `crashlab workshop room {folder} --add NAME` issues one")
     width = max(len(n) for n, *_ in learners + unreadable + [("learner",)])
     from .facilitator import describe, find_room, load_room
     room = find_room(folder)
@@ -184,7 +204,7 @@ def class_table(folder: Path) -> str:
     lines.append("P passed (graded again now; also when revealed after the pass), R answer revealed before a "
                  "pass, x attempted, s started, . not started")
     if unreadable:
-        lines[-1] += ", ? progress file unreadable (see below)"
+        lines[-1] += ", ? not graded: a progress file unreadable or a record changed (see below)"
     lines.append("")
     for name, _, data, graded in learners:
         entries = {i: data["rungs"].get(i) or {} for i in ids}
@@ -220,7 +240,11 @@ def class_table(folder: Path) -> str:
                 notes.append(f"{i} by --adapter {code['adapter']}")
             if entries[i].get("status") == "passed" and graded[i][0] not in ("passed", "revealed"):
                 notes.append(f"{i}: the progress file says passed, the work does not")
+        notes += extra.get(name, [])
         lines.append(f"{name}: " + "; ".join(notes))
     for name, problem in unreadable:
-        lines.append(f"{name}: not graded: {problem}")
+        lines.append(f"{name}: not graded: {problem}" + "".join(f"; {n}" for n in extra.get(name, ())))
+    for name in strays:
+        lines.append(f"{name}/{progress.PROGRESS}: a progress file, not a record the facilitator issued: not "
+                     "graded (the roster reads the room's records)")
     return "\n".join(lines)
