@@ -37,6 +37,18 @@ Retry-After; 409 waits for the key to settle and reads it.
   clock_lease         judge the lease by its own clock: it holds until this worker's time.time() passes
                       the expiry it set, and writes and sends unfenced until then (a worker whose clock
                       runs slow resumes from a pause believing its lease still live)
+  reads_old_schema    after a deployment, read the old version's checkpoint as this version's own: no
+                      migration, no pin, and its checkpoints claim the new versions (MIG-01)
+
+Deployments: the worker runs the versions crashlab gives it (CRASHLAB_CODE_VERSION,
+CRASHLAB_SCHEMA_VERSION, CRASHLAB_CANONICALIZATION_VERSION, CRASHLAB_POLICY_VERSION,
+CRASHLAB_CAPABILITY_VERSION; 1 when absent) and writes them as each checkpoint's contract. Before it
+prepares anything it compares them with the run's latest checkpoint (AR-08, "Deployment
+compatibility"): the same versions are replayed; a checkpoint schema 1 under schema 2 is migrated
+(a MIGRATING checkpoint with its transformation record, no effect, then the run goes on); any other
+difference (canonicalization, policy or capability) has no tested migration here, so the run is pinned
+to the old code: a PINNED finish naming the old versions (``packet.pinned_env``), after which crashlab
+drains the run with the old command (``--worker``), nothing sent by this version.
 
 Approvals: before anything is prepared the worker asks the sandbox's authority whether an approval
 bound to the proposal's hash is live. A run with a standing approval (its scenario declares none)
@@ -91,6 +103,19 @@ class Stale(Exception):
     """A newer worker holds the run's lease: this one stops, writing and sending nothing more."""
 
 
+class Terminated(Stale):
+    """A deployment stopped this worker (SIGTERM): it stops at its next safe point, before any request
+    leaves, with every store write it began committed."""
+
+
+_TERM: list[int] = []        # SIGTERM came: stop before the next request (Client.call)
+
+
+def terminate_at_safe_point() -> None:
+    """SIGTERM (a deployment stopping the old code) sets a flag; the worker stops at its next request."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: _TERM.append(signum))
+
+
 class Store:
     """The worker's SQLite store. Every write is fenced by the lease epoch in the same transaction:
     a paused worker that resumes after a newer one took over writes nothing."""
@@ -142,6 +167,10 @@ class Store:
                                (time.time() + self.ttl, self.epoch))
         if done.rowcount != 1:
             raise Stale("a newer worker holds the run")
+
+    def release(self, epoch: int) -> None:
+        """Give the lease up (a pinned run's old-code worker takes it at once)."""
+        self.db.execute("DELETE FROM lease WHERE id = 1 AND epoch = ?", (epoch,))
 
     def _write(self, point: str, sql: str, record: dict) -> None:
         failpoint(point, "before")
@@ -230,6 +259,9 @@ class PsqlStore(Store):
             time.sleep(0.01)
         raise Stale("the previous holder's lease never expired")
 
+    def release(self, epoch: int) -> None:
+        self.sql("DELETE FROM lease WHERE id = 1 AND epoch = :epoch;", epoch=str(epoch))
+
     def own(self) -> None:
         if self.by_clock():
             self.held_until = time.time() + self.ttl
@@ -277,6 +309,8 @@ class Client:
 
     def call(self, method: str, path: str, body: dict | None = None, key: str | None = None,
              timeout: float = 5.0) -> tuple[int, dict, dict]:
+        if _TERM:
+            raise Terminated("stopped by SIGTERM (a deployment) before a request")
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)   # one connection per call
         headers = {"Content-Type": "application/json"}
         if key is not None:
@@ -301,7 +335,14 @@ ATTEMPT_CEILING = 5
 MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait",
             "ignores_cancellation", "tenantless_key", "trusts_early_negative")
 MISTAKES += ("early_negative_read", "callback_confirms", "attempt_key", "resend_after_restart", "no_next_owner",
-             "no_cancel_check", "no_approval_check", "unrecorded_duplicates", "clock_lease")
+             "no_cancel_check", "no_approval_check", "unrecorded_duplicates", "clock_lease", "reads_old_schema")
+#: The versions crashlab gives a worker (CRASHLAB_<NAME>), written as each checkpoint's contract.
+VERSIONS = ("code_version", "schema_version", "canonicalization_version", "policy_version", "capability_version")
+#: The contract versions whose change can make an old checkpoint mean something else (the code version cannot).
+CONTRACT = VERSIONS[1:]
+#: (version, from, to) -> what the tested migration changes: the only one this worker has.
+MIGRATIONS = {("schema_version", 1, 2): "contract.schema_version: 1 -> 2 (the same fields; the evidence "
+                                        "and effects kept as they were)"}
 LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
@@ -318,9 +359,11 @@ class Worker:
         self.epoch = int(os.environ.get("CRASHLAB_EPOCH", "1"))
         self.run_id = os.environ.get("CRASHLAB_RUN", "run")
         self.duplicates: list[dict] = []     # every later delivery of an event id already seen
+        self.versions = {k: int(os.environ.get(f"CRASHLAB_{k.upper()}") or 1) for k in VERSIONS}
+        self.contract = dict(self.versions)  # the versions this worker's checkpoints are written under
 
     # -- records ------------------------------------------------------------------------
-    def write(self, state: str, knowledge: str | None = None) -> None:
+    def write(self, state: str, knowledge: str | None = None, migration: dict | None = None) -> None:
         """A new checkpoint version in ``state``, listing every effect with its current knowledge."""
         last = self.store.checkpoint()
         version = (last["control"]["state_version"] if last else 0) + 1
@@ -331,10 +374,12 @@ class Worker:
             "control": {"state": state, "state_version": version, "owner": self.worker,
                         "lease_epoch": self.epoch, "event_sequence": self.seen, "cancellation": {},
                         "deadline": None, "budgets": {"attempt_ceiling": ATTEMPT_CEILING}},
-            "contract": {"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
+            "contract": dict(self.contract),
             "evidence": {"proposal_hash": getattr(self, "phash", None),
                          **({"duplicates": self.duplicates} if self.duplicates else {})},
-            "effects": effects})
+            "effects": effects, **({"migration": migration} if migration else {})})
+        if migration:
+            self.contract = {**self.contract, **migration["to"], "code_version": self.versions["code_version"]}
         self.state = state
 
     def append(self, knowledge: str, notice: bool = False, **extra) -> None:
@@ -347,19 +392,20 @@ class Worker:
         self.store.append({"semantic_key": key, "kind": "effect", "service": "notification" if notice else "reservation",
                            "operation": "send" if notice else "reserve", "run_id": self.run_id, "intent": intent,
                            "intent_fingerprint": hashlib.sha256(canonical(intent).encode()).hexdigest()[:16],
-                           "canonicalization_version": 1, "knowledge": knowledge, "attempts": attempts,
+                           "canonicalization_version": self.contract["canonicalization_version"],
+                           "knowledge": knowledge, "attempts": attempts,
                            "lease_epoch": self.epoch, **extra})
         if notice:
             self.notice = knowledge
         else:
             self.knowledge = knowledge
 
-    def finish(self, disposition: str, reason: str, next_owner: str | None = None) -> None:
+    def finish(self, disposition: str, reason: str, next_owner: str | None = None, **extra) -> None:
         if self.mistake == "no_next_owner":
             next_owner = None
         self.write(disposition, self.knowledge)
         self.store.finish({"disposition": disposition, "reason": reason, "next_owner": next_owner,
-                           "effects": self.effects()})
+                           "effects": self.effects(), **extra})
 
     # -- inbox --------------------------------------------------------------------------
     def poll(self) -> list[dict]:
@@ -417,7 +463,34 @@ class Worker:
             self.store.finish({"disposition": self.state, "reason": "recorded before a crash",
                                "next_owner": None, "effects": self.effects()})
             return 0
-        return None
+        return self.compatible(last)
+
+    # -- deployments --------------------------------------------------------------------
+    def compatible(self, last: dict | None) -> int | None:
+        """The run's checkpoint against this code's versions, before anything is prepared or sent: None to
+        go on (the same versions, or a tested migration done), 0 when the run is pinned to the old code."""
+        if last is None or self.mistake == "reads_old_schema":
+            return None
+        old = {k: last.get("contract", {}).get(k, self.versions[k]) for k in VERSIONS}
+        differing = [k for k in CONTRACT if old[k] != self.versions[k]]
+        if not differing:
+            return None
+        if all((k, old[k], self.versions[k]) in MIGRATIONS for k in differing):
+            previous = self.state
+            self.write("MIGRATING", migration={
+                "from": {k: old[k] for k in CONTRACT}, "to": {k: self.versions[k] for k in CONTRACT},
+                "previous_version": last["control"]["state_version"], "previous_state": previous,
+                "changes": [MIGRATIONS[(k, old[k], self.versions[k])] for k in differing],
+                "kept": ["approval binding (not refreshed)", "unresolved effects", "semantic keys", "cancellation"]})
+            self.write(previous)          # the pre-migration state, now under this code's contract
+            return None
+        what = ", ".join(f"{k} {old[k]} -> {self.versions[k]}" for k in differing)
+        self.contract = old               # the run stays under the old versions: its checkpoint says so
+        self.finish("PINNED", f"no tested migration for {what}: pinned to the old code, nothing done by this one",
+                    next_owner="platform", owner=self.worker,
+                    packet={"pinned_env": {k: old[k] for k in VERSIONS}, "from": dict(self.versions)})
+        self.store.release(self.epoch)    # the pinned worker takes the run at once
+        return 0
 
     def main(self) -> int:
         status = self.begin()
@@ -662,9 +735,10 @@ def main(argv: list[str]) -> int:
     if len(args) != 2 or any(m not in MISTAKES for m in mistakes):
         print(f"usage: worker.py URL DB [--mistake={'|'.join(MISTAKES)}]", file=sys.stderr)
         return 2
+    terminate_at_safe_point()
     try:
         return Worker(args[0], args[1], mistakes[0] if mistakes else None).main()
-    except Stale as exc:       # a newer worker owns the run (this one was paused past its lease)
+    except Stale as exc:       # a newer worker owns the run (this one was paused past its lease), or SIGTERM
         print(f"stopping: {exc}", file=sys.stderr)
         return 0
 

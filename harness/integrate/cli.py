@@ -53,6 +53,9 @@ no process may outlive its group. Each is a recorded fault of that scenario with
                    help="also every library scenario with this tag (repeatable), e.g. --tag crash-point")
     p.add_argument("--worker", required=True, metavar="CMD",
                    help="the worker command, e.g. 'python3 worker.py {url} {db}'")
+    p.add_argument("--worker-next", metavar="CMD",
+                   help="the next code version's worker command: a scenario's deploy event stops the old version's "
+                        "workers and starts every later one with it (docs/integration.md, \"Deployments\")")
     p.add_argument("--store", default="sqlite:{db}", metavar="URL",
                    help="the worker's store: sqlite:{db} (default: one database file per run in the output folder), "
                         "sqlite:PATH with {scenario} and {run} (a file crashlab did not make is never deleted), "
@@ -128,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
             def once(sc=sc):
                 return integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
                                  time_scale=args.time_scale, wall_limit_s=args.wall_limit,
-                                 handover_wait_s=args.handover_wait, runtime=runtime, server=server)
+                                 handover_wait_s=args.handover_wait, runtime=runtime, server=server,
+                                 worker_next=args.worker_next)
 
             outcome, earlier = until_conclusive(once, args.again)
             print(outcome.card.text())
