@@ -460,8 +460,11 @@ class Worker:
         last = self.store.checkpoint()
         self.state = last["control"]["state"] if last else "INTAKE"
         if self.state in TERMINAL:       # decided, but the finish row was lost in a crash
+            owner = {"CANCELLED_EFFECT_REMAINS": "requester", "FAILED_EFFECT_UNKNOWN": "operator",
+                     "CANCELLED_EFFECT_UNKNOWN": "operator", "FAILED_EFFECT_REMAINS": "operator"}.get(self.state)
             self.store.finish({"disposition": self.state, "reason": "recorded before a crash",
-                               "next_owner": None, "effects": self.effects()})
+                               "next_owner": "operator" if self.notice == "SENT_UNKNOWN" else owner,
+                               "effects": self.effects()})
             return 0
         return self.compatible(last)
 

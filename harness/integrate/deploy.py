@@ -16,8 +16,6 @@ MIG-01 and PIN-01 are not judgeable, and the card is inconclusive, naming the op
 """
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -164,9 +162,7 @@ class Redeploying:
                 if proc is None or proc.poll() is not None or caller is None or code.stopping is not None \
                         or named_by_rule(self.scenario, rs.id, caller.number) or rs.failpoints:
                     continue
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                except OSError:
+                if not workers.terminate(proc, self.in_namespaces):
                     continue
                 code.stopping, code.stop_by = self.deployed_texts[-1], now + sb.clock.real_s(GRACE_MS)
                 stopping.append(caller.name)
