@@ -136,12 +136,14 @@ def test_a_worker_is_told_its_versions():
 
 
 def test_a_deployment_that_met_no_old_checkpoint_did_not_happen():
-    redeploy = {"kind": "redeploy", "run": None}
+    redeploy = {"kind": "redeploy", "run": None, "env": {"schema_version": 2}}
     old = {"kind": "checkpoint", "run": "r", "checkpoint": {"contract": {"schema_version": 1}}}
     new = {"kind": "start", "run": "r", "env": {"schema_version": 2}}
     assert deploy.unmet_migration(None, [redeploy, new]) and "did not happen" in deploy.unmet_migration(None, [redeploy, new])[0]
     assert deploy.unmet_migration(None, [old, redeploy, new]) == []
     assert deploy.unmet_migration(None, [new]) == []          # nothing was redeployed: nothing to meet
+    code_only = {**redeploy, "env": {"code_version": 2}}
+    assert deploy.unmet_migration(None, [code_only, new]) == []   # no contract version changed: nothing to migrate
 
 
 def test_mig01_and_pin01_are_judged_only_once_a_deployment_was_carried_out():

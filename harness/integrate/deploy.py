@@ -75,12 +75,15 @@ def unmet(scenario: Scenario, worker_next: str | None) -> list[str]:
 
 
 def unmet_migration(scenario: Scenario, events: list[dict]) -> list[str]:
-    """A deployment carried out whose new code never met the old code's state: no worker started with other
-    contract versions than a checkpoint its run already held (the old worker wrote none before it was stopped,
+    """A deployment carried out that changed a contract version (schema, canonicalization, policy, capability)
+    whose new code never met the old code's state: no worker started with other contract versions than a
+    checkpoint its run already held (the old worker wrote none before it was stopped,
     say, on a slow start). Then what the scenario tests (migrate, pin or stop) did not happen."""
-    if not any(ev.get("kind") == "redeploy" for ev in events):
-        return []
     contract = VERSION_KEYS[1:]
+    base = dict(scenario.env) if scenario is not None else {}
+    if not any(ev.get("kind") == "redeploy" and isinstance(ev.get("env"), dict)
+               and any(ev["env"].get(k) != base.get(k) for k in contract) for ev in events):
+        return []                        # no deployment changed a contract version: there is nothing to migrate
     held: dict[str, dict] = {}           # run -> the contract of its latest checkpoint so far
     for ev in events:
         if ev.get("kind") == "checkpoint" and isinstance(ev.get("checkpoint"), dict):
