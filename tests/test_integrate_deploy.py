@@ -122,12 +122,32 @@ def test_an_old_worker_that_ignores_sigterm_is_killed_after_the_grace_and_the_ne
     redeploy = next(e for e in trace if e["kind"] == "redeploy")
     assert redeploy["stopping"] == ["run-82/w1"]
     stop = next(e for e in trace if e["kind"] == "stop" and e["worker"] == "run-82/w1")
-    assert "stopped by the deployment" in stop["reason"] and "SIGKILL" in stop["reason"]
+    assert "stopped by the deployment" in stop["reason"] and "killed (SIGKILL)" in stop["reason"]
     assert stop["t"] - redeploy["t"] >= deploy.GRACE_MS          # it ignored SIGTERM: killed after the grace
     starts = [e for e in trace if e["kind"] == "start"]
     assert [s["env"]["code_version"] for s in starts] == [1, 2]
     assert [e["disposition"] for e in trace if e["kind"] == "finish"] == ["SUCCEEDED"]
     assert not [e for e in trace if e["kind"] == "adapter_fault"]      # a deployment's stop is no fault of the worker
+
+
+def test_an_old_worker_that_honours_sigterm_stops_at_a_safe_point(out):
+    path = out / "deploy-while-running.yaml"
+    path.write_text(textwrap.dedent(DEPLOY_WHILE_RUNNING))
+    waiting = out / "waiting.yaml"           # the old worker waits for an approval that comes after the deployment
+    waiting.write_text(path.read_text().replace("approval: {mode: none}", "approval: {mode: manual}")
+                       .replace("events:\n", "events:\n  - {at: \"10:20\", type: approve}\n"))
+    slow = out / "slow.py"                    # the careful worker, 1 s before each request: alive at 10:05 (3 s)
+    slow.write_text(f"import sys, time\nsys.path.insert(0, {str(Path(careful(out).split()[1]).parent)!r})\n"
+                    "import worker\n_call = worker.Client.call\n"
+                    "def call(self, *a, **k):\n    time.sleep(1.0)\n    return _call(self, *a, **k)\n"
+                    "worker.Client.call = call\nsys.exit(worker.main(sys.argv[1:]))\n")
+    got = integrate(load_file(waiting), worker=f"{sys.executable} {slow} {{url}} {{db}} --out-marker={out}", out=out,
+                    worker_next=careful(out))
+    trace = events(got)
+    stop = next(e for e in trace if e["kind"] == "stop" and e["worker"] == "run-82/w1")
+    assert "it ended after SIGTERM" in stop["reason"], stop
+    log = (out / "deploy-while-running" / "run-82.w1.log").read_text()
+    assert "stopped by SIGTERM (a deployment) before a request" in log
 
 
 def test_a_worker_is_told_its_versions():

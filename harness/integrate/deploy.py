@@ -117,6 +117,7 @@ class Code:
     pin_asked: dict | None = None      # the pinned_env of a PINNED finish read, until its worker exits
     stop_by: float | None = None       # time.monotonic(): the deployment's SIGKILL of the old worker
     stopping: str | None = None        # the deployment that is stopping the current worker
+    killed: bool = False               # its grace passed: SIGKILL
     current: dict = field(default_factory=dict)   # the versions the current worker runs
 
 
@@ -175,7 +176,7 @@ class Redeploying:
         for rs in self.runs.values():
             code = self.codes[rs.id]
             if code.stop_by is not None and now >= code.stop_by:
-                code.stop_by = None
+                code.stop_by, code.killed = None, True
                 if rs.proc is not None:
                     workers.kill(rs.proc)   # the main loop reads its exit: redeployed()
 
@@ -196,8 +197,9 @@ class Redeploying:
             reason = "pinned: the run's next worker runs the old command (--worker) with the pinned versions " + \
                 ", ".join(f"{k} {v}" for k, v in code.pinned.items())
         elif code.stopping is not None and rs.finished is None and rs.waiting is None:
-            reason = f"stopped by the deployment ({code.stopping}): SIGTERM, then SIGKILL after {GRACE_MS} ms"
-        code.stopping, code.stop_by = None, None
+            how = f"killed (SIGKILL) {GRACE_MS} ms after SIGTERM" if code.killed else "it ended after SIGTERM"
+            reason = f"stopped by the deployment ({code.stopping}): {how}"
+        code.stopping, code.stop_by, code.killed = None, None, False
         if reason is None:
             return False
         with sb.lock:
