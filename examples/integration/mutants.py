@@ -158,6 +158,12 @@ PLAIN: tuple[Mutant, ...] = (
        note="Run with the mistake as both --worker and --worker-next (it behaves as the careful worker until a "
             "deployment): the scenario's deploy event starts the next code version (docs/integration.md, "
             "\"Deployments\")."),
+    _p("release_without_authority", "The worker compensates a cancelled confirmed hold without an approval of the "
+       "release's own: the original's authority taken for the corrective action's.", "Compensation as forward recovery",
+       "Do not infer corrective authority from original permission.",
+       "examples/integration/scenarios/compensation-failure.yaml", ("AUTH-01",),
+       note="T8's integration form: the release needs an approval of its own from the sandbox's authority port "
+            "(docs/integration.md, \"Compensation\")."),
     _p("clock_lease", "The worker judges its lease by its own clock: it writes and sends, unfenced by the store, "
        "until its time.time() passes the expiry it set, so a worker whose clock runs slow resumes from a pause "
        "believing its lease still live.", "Design the checkpoint as a recovery contract",
