@@ -5,9 +5,11 @@ of a run started after it runs the next code version, the ``--worker-next`` comm
 in its environment (``CRASHLAB_CODE_VERSION``, ``CRASHLAB_SCHEMA_VERSION``, ...: the scenario's ``env``
 with every deployment so far). A worker still running the old version when the deployment comes is
 stopped as a deployment stops a process: ``SIGTERM`` to its process group, then ``SIGKILL`` after a
-grace period (30 s of scenario time, scaled) unless it has exited by then; a scenario crash rule that
-names that worker (``{worker: 1, from: ...}``: "a deployment restarts the processes") says instead how
-it ends, as it does in the simulator, and the supervisor leaves it to the rule. A run the new code
+grace period (30 s of scenario time, scaled) unless it has exited by then (under namespaces SIGTERM goes
+to the processes below bubblewrap). A scenario crash rule that names that worker on a particular call,
+or a store failpoint armed in it, says instead how it ends, as it does in the simulator, and the
+supervisor leaves it to the rule; a library deployment's restart rule (``{worker: 1, from: T}`` on no
+particular call) is what this stop carries out, never a premise of its own. A run the new code
 pins (a ``PINNED`` finish naming ``packet.pinned_env``) is drained by the old command with the pinned
 versions, at once, as the simulator's platform does.
 
@@ -74,7 +76,7 @@ def unmet(scenario: Scenario, worker_next: str | None) -> list[str]:
             for ev in scenario.events if ev.type == "deploy"]
 
 
-def unmet_migration(scenario: Scenario, events: list[dict]) -> list[str]:
+def unmet_migration(scenario: Scenario | None, trace: list[dict]) -> list[str]:
     """A deployment carried out that changed a contract version (schema, canonicalization, policy, capability)
     whose new code never met the old code's state: no worker started with other contract versions than a
     checkpoint its run already held (the old worker wrote none before it was stopped,
@@ -82,10 +84,10 @@ def unmet_migration(scenario: Scenario, events: list[dict]) -> list[str]:
     contract = VERSION_KEYS[1:]
     base = dict(scenario.env) if scenario is not None else {}
     if not any(ev.get("kind") == "redeploy" and isinstance(ev.get("env"), dict)
-               and any(ev["env"].get(k) != base.get(k) for k in contract) for ev in events):
+               and any(ev["env"].get(k) != base.get(k) for k in contract) for ev in trace):
         return []                        # no deployment changed a contract version: there is nothing to migrate
     held: dict[str, dict] = {}           # run -> the contract of its latest checkpoint so far
-    for ev in events:
+    for ev in trace:
         if ev.get("kind") == "checkpoint" and isinstance(ev.get("checkpoint"), dict):
             held[ev.get("run")] = ev["checkpoint"].get("contract") or {}
         elif ev.get("kind") == "start" and ev.get("run") in held and isinstance(ev.get("env"), dict):

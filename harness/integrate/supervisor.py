@@ -13,6 +13,7 @@ the sandbox writes the port and remote lanes into the same trace, in real order.
 recorded as its own: each lease grant (``granted_by``), each failpoint it arms (a ``failpoint``
 event; the ``crash`` where one fired names it), each takeover, and the worker a handover went to.
 A waiting run is woken (its next worker started) by a delivery it has not read; misbehaviour is a recorded fault.
+A scenario's deploy event starts the next code version (``--worker-next``: crashlab.integrate.deploy).
 """
 from __future__ import annotations
 
