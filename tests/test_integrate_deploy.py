@@ -8,6 +8,7 @@ chapter names ("Incompatible deployment: migrate explicitly or stop; never guess
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -55,6 +56,7 @@ def test_t5_the_next_code_pins_the_run_and_the_old_code_drains_it(out):
     assert [e["disposition"] for e in trace if e["kind"] == "finish"] == ["WAITING_HUMAN", "PINNED", "SUCCEEDED"]
     pinned = next(e for e in trace if e["kind"] == "finish" and e["disposition"] == "PINNED")
     assert pinned["packet"]["pinned_env"]["canonicalization_version"] == 1
+    assert f"--worker-next {shlex.quote(careful(out))}" in got.result.repro     # the repro line runs it again
     [deployed] = trace[0]["integration"]["deployed"]
     assert deployed.startswith("deploy at 10:05") and deployed.endswith(": canonicalization_version 2, code_version 2")
 

@@ -117,7 +117,7 @@ class Supervisor(Redeploying, Hooks):
         self.wall_limit_s = wall_limit_s
         self.handover_wait_s = handover_wait_s
         options = header_options(runtime=runtime_name, store=store, time_scale=time_scale, wall_limit_s=wall_limit_s,
-                                 handover_wait_s=handover_wait_s)    # what the trace's repro line repeats
+                                 handover_wait_s=handover_wait_s, worker_next=worker_next)   # the repro line's
         self.sandbox = Sandbox(scenario, time_scale=time_scale, hooks=self, adapter=f"integrate:{worker}",
                                header={"integration": options})
         self.runs: dict[str, RunState] = {}
