@@ -133,23 +133,21 @@ def test_an_old_worker_that_ignores_sigterm_is_killed_after_the_grace_and_the_ne
 
 
 def test_an_old_worker_that_honours_sigterm_stops_at_a_safe_point(out):
-    path = out / "deploy-while-running.yaml"
-    path.write_text(textwrap.dedent(DEPLOY_WHILE_RUNNING))
-    waiting = out / "waiting.yaml"           # the old worker waits for an approval that comes after the deployment
-    waiting.write_text(path.read_text().replace("approval: {mode: none}", "approval: {mode: manual}")
-                       .replace("events:\n", "events:\n  - {at: \"10:20\", type: approve}\n"))
-    slow = out / "slow.py"                    # the careful worker, 1 s before each request: alive at 10:05 (3 s)
+    path = out / "deploy-while-running.yaml"     # at time scale 10: the deployment 3 s in, a grace of 3 s
+    path.write_text(textwrap.dedent(DEPLOY_WHILE_RUNNING).replace('at: "10:05"', 'at: "10:00:30"'))
+    slow = out / "slow.py"                    # the careful worker, 1 s before each request: alive at the deployment
     slow.write_text(f"import sys, time\nsys.path.insert(0, {str(Path(careful(out).split()[1]).parent)!r})\n"
                     "import worker\n_call = worker.Client.call\n"
                     "def call(self, *a, **k):\n    time.sleep(1.0)\n    return _call(self, *a, **k)\n"
                     "worker.Client.call = call\nsys.exit(worker.main(sys.argv[1:]))\n")
-    got = integrate(load_file(waiting), worker=f"{sys.executable} {slow} {{url}} {{db}} --out-marker={out}", out=out,
-                    worker_next=careful(out))
+    got = integrate(load_file(path), worker=f"{sys.executable} {slow} {{url}} {{db}} --out-marker={out}", out=out,
+                    worker_next=careful(out), time_scale=10)
     trace = events(got)
     stop = next(e for e in trace if e["kind"] == "stop" and e["worker"] == "run-82/w1")
     assert "it ended after SIGTERM" in stop["reason"], stop
     log = (out / "deploy-while-running" / "run-82.w1.log").read_text()
     assert "stopped by SIGTERM (a deployment) before a request" in log
+    assert [e["disposition"] for e in trace if e["kind"] == "finish"] == ["SUCCEEDED"]     # the next code's
 
 
 def test_a_worker_is_told_its_versions():
