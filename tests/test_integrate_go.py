@@ -84,3 +84,17 @@ def test_the_careful_go_worker_passes_the_authority_suite(binary, tmp_path, scen
     assert_the_approval_story(scenario, outcome.trace)
     if scenario == "integration-approval-wait":
         assert statuses(outcome)["AUTH-01"] == "pass"
+
+
+@pytest.mark.parametrize("scenario", ["handoff-2-confirmed-schema-change", "t5-incompatible-deployment"])
+def test_the_go_worker_migrates_or_pins_across_a_deployment_and_its_mistake_fails_mig01(binary, tmp_path, scenario):
+    """--worker-next: the Go worker as the next code version migrates a schema-1 checkpoint (handoff-2) or pins a
+    canonicalization change to the old code (T5); -mistake=reads_old_schema reads the old checkpoint as its own."""
+    careful = f"{binary} {{url}} {{db}}"
+    outcome = integrate(resolve(scenario), worker=careful, out=tmp_path, worker_next=careful)
+    if outcome.card.verdict == "inconclusive":     # a premise did not happen under this machine's timing
+        outcome = integrate(resolve(scenario), worker=careful, out=tmp_path / "again", worker_next=careful)
+    assert outcome.card.verdict == "pass" and statuses(outcome)["MIG-01"] == "pass", outcome.card.text()
+    wrong = integrate(resolve(scenario), worker=careful, out=tmp_path / "mistake",
+                      worker_next=f"{binary} -mistake=reads_old_schema {{url}} {{db}}")
+    assert wrong.card.verdict == "fail" and statuses(wrong)["MIG-01"] == "fail", wrong.card.text()

@@ -124,7 +124,9 @@ def test_without_the_mistake_the_careful_worker_passes_the_same_scenario(out, na
     _skip_without_faketime(name)
 
     cmd = f"{sys.executable} {ROOT / 'examples' / 'integration' / 'worker.py'} {{url}} {{db}} --out-marker={out}"
-    outcome = integrate(mutants.scenario_of(name), worker=cmd, out=out)
+    sc = mutants.scenario_of(name)
+    outcome = integrate(sc, worker=cmd, out=out, worker_next=cmd if any(ev.type == "deploy" for ev in sc.events)
+                        else None)
     assert outcome.card.verdict == "pass", outcome.card.text()
 
 

@@ -143,3 +143,19 @@ def test_the_careful_node_worker_passes_on_a_slow_clock_fenced_by_its_store(tmp_
     card = cards["integration-slow-clock-past-lease"]
     assert card["verdict"] == "pass", proc.stdout[-4000:]
     assert card["clocks"] and card["clocks"][0].startswith("run-82/w1: running at 0.05x real speed"), card
+
+
+def test_the_node_worker_migrates_or_pins_across_a_deployment_and_its_mistake_fails_mig01(tmp_path):
+    """--worker-next: the Node worker as the next code version migrates a schema-1 checkpoint (handoff-2) and pins
+    a canonicalization change to the old code (T5); reading the old checkpoint as its own fails MIG-01."""
+    scenarios = ["handoff-2-confirmed-schema-change", "t5-incompatible-deployment"]
+    careful = f"node {WORKER} {{url}} {{db}}"
+    _, cards = _integrate(tmp_path / "careful", [*scenarios, "--worker-next", careful, "--again", "1"])
+    for name in scenarios:
+        status = {line["id"]: line["status"] for line in cards[name]["invariants"]}
+        assert cards[name]["verdict"] == "pass" and status["MIG-01"] == "pass", cards[name]
+    _, cards = _integrate(tmp_path / "mistake", [*scenarios, "--worker-next", careful + " --mistake=reads_old_schema",
+                                                  "--again", "1"])
+    for name in scenarios:
+        status = {line["id"]: line["status"] for line in cards[name]["invariants"]}
+        assert cards[name]["verdict"] == "fail" and status["MIG-01"] == "fail", cards[name]

@@ -151,6 +151,19 @@ PLAIN: tuple[Mutant, ...] = (
        "examples/integration/scenarios/approval-wait.yaml", ("AUTH-01",),
        note="Runs on the integration-authority suite: the approval scenarios apply the scenario's approval "
             "policy in the sandbox's authority port (docs/integration.md, \"The authority port\")."),
+    _p("reads_old_schema", "After a deployment the next code version reads the old version's checkpoint as its own: "
+       "no migration, no pin, and its checkpoints claim the new versions.", "Deployment compatibility",
+       "Backward compatibility means more than successful JSON parsing",
+       "handoff-2-confirmed-schema-change", ("MIG-01",),
+       note="Run with the mistake as both --worker and --worker-next (it behaves as the careful worker until a "
+            "deployment): the scenario's deploy event starts the next code version (docs/integration.md, "
+            "\"Deployments\")."),
+    _p("release_without_authority", "The worker compensates a cancelled confirmed hold without an approval of the "
+       "release's own: the original's authority taken for the corrective action's.", "Compensation as forward recovery",
+       "Do not infer corrective authority from original permission.",
+       "examples/integration/scenarios/compensation-failure.yaml", ("AUTH-01",),
+       note="T8's integration form: the release needs an approval of its own from the sandbox's authority port "
+            "(docs/integration.md, \"Compensation\")."),
     _p("clock_lease", "The worker judges its lease by its own clock: it writes and sends, unfenced by the store, "
        "until its time.time() passes the expiry it set, so a worker whose clock runs slow resumes from a pause "
        "believing its lease still live.", "Design the checkpoint as a recovery contract",
@@ -238,7 +251,9 @@ def measure(m: Mutant, out: Path, *, marker: str = "", runtime=None, server=None
     for name in m.scenarios:
         sc = scenario_of(name)
         began = time.monotonic()
-        outcome = integrate(sc, worker=m.command(marker), out=out / m.id, runtime=runtime, server=server)
+        deploys = any(ev.type == "deploy" for ev in sc.events)      # the next code version: the same mutant
+        outcome = integrate(sc, worker=m.command(marker), out=out / m.id, runtime=runtime, server=server,
+                            worker_next=m.command(marker) if deploys else None)
         failed = tuple(sorted(line.invariant for line in outcome.card.lines if line.status == "fail"))
         found.append(Measured(mutant=m.id, scenario=sc.id, verdict=outcome.card.verdict, failed=failed,
                               missing=tuple(r for r in m.rules if r not in failed),

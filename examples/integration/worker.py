@@ -37,6 +37,29 @@ Retry-After; 409 waits for the key to settle and reads it.
   clock_lease         judge the lease by its own clock: it holds until this worker's time.time() passes
                       the expiry it set, and writes and sends unfenced until then (a worker whose clock
                       runs slow resumes from a pause believing its lease still live)
+  reads_old_schema    after a deployment, read the old version's checkpoint as this version's own: no
+                      migration, no pin, and its checkpoints claim the new versions (MIG-01)
+  release_without_authority compensate a cancelled confirmed hold without an approval of the release's own
+                      (AUTH-01: the original's authority is not the corrective action's)
+
+Deployments: the worker runs the versions crashlab gives it (CRASHLAB_CODE_VERSION,
+CRASHLAB_SCHEMA_VERSION, CRASHLAB_CANONICALIZATION_VERSION, CRASHLAB_POLICY_VERSION,
+CRASHLAB_CAPABILITY_VERSION; 1 when absent) and writes them as each checkpoint's contract. Before it
+prepares anything it compares them with the run's latest checkpoint (AR-08, "Deployment
+compatibility"): the same versions are replayed; a checkpoint schema 1 under schema 2 is migrated
+(a MIGRATING checkpoint with its transformation record, no effect, then the run goes on); any other
+difference (canonicalization, policy or capability) has no tested migration here, so the run is pinned
+to the old code: a PINNED finish naming the old versions (``packet.pinned_env``), after which crashlab
+drains the run with the old command (``--worker``), nothing sent by this version.
+
+Compensation (AR-08, "Compensation as forward recovery"): a cancellation found after the hold was confirmed
+is answered with a release, where the service offers one (``compensation`` in its profile): a separate
+effect with its own key (``rel-...``), its own proposal and its own approval (asked of the authority with
+action ``release``: the original's approval is not the corrective action's), a compensation ledger entry
+linking the original (which moves to COMPENSATION_PROPOSED), SENT_UNKNOWN before the send, and a lookup
+of the original's key to verify it. A verified release makes the original COMPENSATED and the run
+CANCELLED_NO_EFFECT; a release that stays unknown ends CANCELLED_EFFECT_UNKNOWN, a refused or denied one
+CANCELLED_EFFECT_REMAINS, both naming the operator, and both records are kept.
 
 Approvals: before anything is prepared the worker asks the sandbox's authority whether an approval
 bound to the proposal's hash is live. A run with a standing approval (its scenario declares none)
@@ -91,6 +114,19 @@ class Stale(Exception):
     """A newer worker holds the run's lease: this one stops, writing and sending nothing more."""
 
 
+class Terminated(Stale):
+    """A deployment stopped this worker (SIGTERM): it stops at its next safe point, before any request
+    leaves, with every store write it began committed."""
+
+
+_TERM: list[int] = []        # SIGTERM came: stop before the next request (Client.call)
+
+
+def terminate_at_safe_point() -> None:
+    """SIGTERM (a deployment stopping the old code) sets a flag; the worker stops at its next request."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: _TERM.append(signum))
+
+
 class Store:
     """The worker's SQLite store. Every write is fenced by the lease epoch in the same transaction:
     a paused worker that resumes after a newer one took over writes nothing."""
@@ -142,6 +178,10 @@ class Store:
                                (time.time() + self.ttl, self.epoch))
         if done.rowcount != 1:
             raise Stale("a newer worker holds the run")
+
+    def release(self, epoch: int) -> None:
+        """Give the lease up (a pinned run's old-code worker takes it at once)."""
+        self.db.execute("DELETE FROM lease WHERE id = 1 AND epoch = ?", (epoch,))
 
     def _write(self, point: str, sql: str, record: dict) -> None:
         failpoint(point, "before")
@@ -230,6 +270,9 @@ class PsqlStore(Store):
             time.sleep(0.01)
         raise Stale("the previous holder's lease never expired")
 
+    def release(self, epoch: int) -> None:
+        self.sql("DELETE FROM lease WHERE id = 1 AND epoch = :epoch;", epoch=str(epoch))
+
     def own(self) -> None:
         if self.by_clock():
             self.held_until = time.time() + self.ttl
@@ -277,6 +320,8 @@ class Client:
 
     def call(self, method: str, path: str, body: dict | None = None, key: str | None = None,
              timeout: float = 5.0) -> tuple[int, dict, dict]:
+        if _TERM:
+            raise Terminated("stopped by SIGTERM (a deployment) before a request")
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)   # one connection per call
         headers = {"Content-Type": "application/json"}
         if key is not None:
@@ -301,7 +346,15 @@ ATTEMPT_CEILING = 5
 MISTAKES = ("blind_retry", "sent_unknown_after", "closed_as_not_sent", "no_lease", "short_throttle_wait",
             "ignores_cancellation", "tenantless_key", "trusts_early_negative")
 MISTAKES += ("early_negative_read", "callback_confirms", "attempt_key", "resend_after_restart", "no_next_owner",
-             "no_cancel_check", "no_approval_check", "unrecorded_duplicates", "clock_lease")
+             "no_cancel_check", "no_approval_check", "unrecorded_duplicates", "clock_lease", "reads_old_schema",
+             "release_without_authority")
+#: The versions crashlab gives a worker (CRASHLAB_<NAME>), written as each checkpoint's contract.
+VERSIONS = ("code_version", "schema_version", "canonicalization_version", "policy_version", "capability_version")
+#: The contract versions whose change can make an old checkpoint mean something else (the code version cannot).
+CONTRACT = VERSIONS[1:]
+#: (version, from, to) -> what the tested migration changes: the only one this worker has.
+MIGRATIONS = {("schema_version", 1, 2): "contract.schema_version: 1 -> 2 (the same fields; the evidence "
+                                        "and effects kept as they were)"}
 LEASE_TTL_MS = 30_000     # scenario time; the sandbox's describe gives the time scale
 
 
@@ -318,9 +371,11 @@ class Worker:
         self.epoch = int(os.environ.get("CRASHLAB_EPOCH", "1"))
         self.run_id = os.environ.get("CRASHLAB_RUN", "run")
         self.duplicates: list[dict] = []     # every later delivery of an event id already seen
+        self.versions = {k: int(os.environ.get(f"CRASHLAB_{k.upper()}") or 1) for k in VERSIONS}
+        self.contract = dict(self.versions)  # the versions this worker's checkpoints are written under
 
     # -- records ------------------------------------------------------------------------
-    def write(self, state: str, knowledge: str | None = None) -> None:
+    def write(self, state: str, knowledge: str | None = None, migration: dict | None = None) -> None:
         """A new checkpoint version in ``state``, listing every effect with its current knowledge."""
         last = self.store.checkpoint()
         version = (last["control"]["state_version"] if last else 0) + 1
@@ -330,36 +385,48 @@ class Worker:
                          "tenant": self.intent.get("tenant", ""), "principal": self.intent.get("principal", "")},
             "control": {"state": state, "state_version": version, "owner": self.worker,
                         "lease_epoch": self.epoch, "event_sequence": self.seen, "cancellation": {},
-                        "deadline": None, "budgets": {"attempt_ceiling": ATTEMPT_CEILING}},
-            "contract": {"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
+                        "deadline": getattr(self, "deadline", None), "budgets": {"attempt_ceiling": ATTEMPT_CEILING}},
+            "contract": dict(self.contract),
             "evidence": {"proposal_hash": getattr(self, "phash", None),
                          **({"duplicates": self.duplicates} if self.duplicates else {})},
-            "effects": effects})
+            "effects": effects, **({"migration": migration} if migration else {})})
+        if migration:
+            self.contract = {**self.contract, **migration["to"], "code_version": self.versions["code_version"]}
         self.state = state
 
-    def append(self, knowledge: str, notice: bool = False, **extra) -> None:
-        """A ledger entry for the reservation (or, ``notice``, for the user notification)."""
+    def append(self, knowledge: str, notice: bool = False, release: bool = False, **extra) -> None:
+        """A ledger entry for the reservation (or, ``notice``, for the user notification; ``release``, for the
+        compensation that releases the hold)."""
         key, intent = (self.notice_key, self.notice_intent) if notice else (self.key, self.intent)
+        if release:
+            key, intent = self.release_key, self.release_intent
         entries = self.store.entries(key)
         attempts = list(entries[-1]["attempts"]) if entries else []
         if knowledge == "SENT_UNKNOWN":
             attempts.append({"n": len(attempts) + 1, "at": time.time()})
-        self.store.append({"semantic_key": key, "kind": "effect", "service": "notification" if notice else "reservation",
-                           "operation": "send" if notice else "reserve", "run_id": self.run_id, "intent": intent,
+        if release:
+            extra.setdefault("compensates", self.key)
+        self.store.append({"semantic_key": key, "kind": "compensation" if release else "effect",
+                           "service": "notification" if notice else "reservation",
+                           "operation": "send" if notice else ("release" if release else "reserve"),
+                           "run_id": self.run_id, "intent": intent,
                            "intent_fingerprint": hashlib.sha256(canonical(intent).encode()).hexdigest()[:16],
-                           "canonicalization_version": 1, "knowledge": knowledge, "attempts": attempts,
+                           "canonicalization_version": self.contract["canonicalization_version"],
+                           "knowledge": knowledge, "attempts": attempts,
                            "lease_epoch": self.epoch, **extra})
         if notice:
             self.notice = knowledge
+        elif release:
+            self.release = knowledge
         else:
             self.knowledge = knowledge
 
-    def finish(self, disposition: str, reason: str, next_owner: str | None = None) -> None:
+    def finish(self, disposition: str, reason: str, next_owner: str | None = None, **extra) -> None:
         if self.mistake == "no_next_owner":
             next_owner = None
         self.write(disposition, self.knowledge)
         self.store.finish({"disposition": disposition, "reason": reason, "next_owner": next_owner,
-                           "effects": self.effects()})
+                           "effects": self.effects(), **extra})
 
     # -- inbox --------------------------------------------------------------------------
     def poll(self) -> list[dict]:
@@ -397,6 +464,7 @@ class Worker:
             self.store.acquire(self.epoch, self.worker, LEASE_TTL_MS / 1000 / self.profile.get("time_scale", 1))
             self.store.clock_lease, self.store.held_until = self.mistake == "clock_lease", time.time() + self.store.ttl
         self.intent = intake["payload"]["intent"]
+        self.deadline = intake["payload"].get("deadline")      # the business deadline, kept in every checkpoint
         scoped = self.intent if self.mistake != "tenantless_key" else \
             {k: v for k, v in self.intent.items() if k not in ("tenant", "principal")}
         if self.mistake == "attempt_key":
@@ -409,15 +477,52 @@ class Worker:
                               "message": f"part {self.intent.get('part')} reserved for {self.intent.get('incident')}"}
         notices = self.store.entries(self.notice_key)
         self.notice = notices[-1]["knowledge"] if notices else None
+        self.release_key = "rel-" + self.key[4:]           # the compensation: its own identity, proposal and approval
+        self.release_intent = {"tenant": self.intent.get("tenant"), "principal": self.intent.get("principal"),
+                               "releases": self.key}
+        self.release_hash = "sha256:" + hashlib.sha256(canonical({"action": "release",
+                                                                  "intent": self.release_intent}).encode()).hexdigest()
+        releases = self.store.entries(self.release_key)
+        self.release = releases[-1]["knowledge"] if releases else None
         entries = self.store.entries(self.key)
         self.knowledge = entries[-1]["knowledge"] if entries else None
         last = self.store.checkpoint()
         self.state = last["control"]["state"] if last else "INTAKE"
         if self.state in TERMINAL:       # decided, but the finish row was lost in a crash
+            owner = {"CANCELLED_EFFECT_REMAINS": "requester", "FAILED_EFFECT_UNKNOWN": "operator",
+                     "CANCELLED_EFFECT_UNKNOWN": "operator", "FAILED_EFFECT_REMAINS": "operator"}.get(self.state)
             self.store.finish({"disposition": self.state, "reason": "recorded before a crash",
-                               "next_owner": None, "effects": self.effects()})
+                               "next_owner": "operator" if self.notice == "SENT_UNKNOWN" else owner,
+                               "effects": self.effects()})
             return 0
-        return None
+        return self.compatible(last)
+
+    # -- deployments --------------------------------------------------------------------
+    def compatible(self, last: dict | None) -> int | None:
+        """The run's checkpoint against this code's versions, before anything is prepared or sent: None to
+        go on (the same versions, or a tested migration done), 0 when the run is pinned to the old code."""
+        if last is None or self.mistake == "reads_old_schema":
+            return None
+        old = {k: last.get("contract", {}).get(k, self.versions[k]) for k in VERSIONS}
+        differing = [k for k in CONTRACT if old[k] != self.versions[k]]
+        if not differing:
+            return None
+        if all((k, old[k], self.versions[k]) in MIGRATIONS for k in differing):
+            previous = self.state
+            self.write("MIGRATING", migration={
+                "from": {k: old[k] for k in CONTRACT}, "to": {k: self.versions[k] for k in CONTRACT},
+                "previous_version": last["control"]["state_version"], "previous_state": previous,
+                "changes": [MIGRATIONS[(k, old[k], self.versions[k])] for k in differing],
+                "kept": ["approval binding (not refreshed)", "unresolved effects", "semantic keys", "cancellation"]})
+            self.write(previous)          # the pre-migration state, now under this code's contract
+            return None
+        what = ", ".join(f"{k} {old[k]} -> {self.versions[k]}" for k in differing)
+        self.contract = old               # the run stays under the old versions: its checkpoint says so
+        self.finish("PINNED", f"no tested migration for {what}: pinned to the old code, nothing done by this one",
+                    next_owner="platform", owner=self.worker,
+                    packet={"pinned_env": {k: old[k] for k in VERSIONS}, "from": dict(self.versions)})
+        self.store.release(self.epoch)    # the pinned worker takes the run at once
+        return 0
 
     def main(self) -> int:
         status = self.begin()
@@ -443,6 +548,8 @@ class Worker:
             self.dispatch()
         if self.knowledge == "CONFIRMED" and self.state not in TERMINAL:
             self.conclude_confirmed()
+        if self.knowledge == "COMPENSATION_PROPOSED" and self.state not in TERMINAL:
+            self.compensate()             # a restart while compensating
         return 0
 
     def conclude_confirmed(self) -> None:
@@ -450,8 +557,11 @@ class Worker:
         if self.state not in ("EFFECT_CONFIRMED", "NOTIFYING"):   # a restart while notifying stays there
             self.write("EFFECT_CONFIRMED", "CONFIRMED")
         if self.cancelled():
-            self.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains",
-                        next_owner="requester")
+            if self.profile.get("compensation"):
+                self.compensate()
+            else:
+                self.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains",
+                            next_owner="requester")
         else:
             if self.notify_user:
                 self.send_notice()
@@ -483,10 +593,90 @@ class Worker:
         elif status < 500 and status != 429:
             self.append("REJECTED", notice=True, evidence=[f"definite refusal: HTTP {status}"])
 
+    # -- compensation -------------------------------------------------------------------
+    def compensate(self) -> None:
+        """Release the confirmed hold the cancellation no longer wants: a separate effect with its own key, proposal
+        and approval, prepared and recorded before it is sent, verified by a read of the original's key."""
+        ref = next((e["remote_ref"] for e in reversed(self.store.entries(self.key)) if e.get("remote_ref")), None)
+        if self.release is None:
+            if not self.release_authorized():
+                return
+            self.append("PROPOSED", release=True, compensates=self.key, note="the release, prepared")
+            self.append("COMPENSATION_PROPOSED", note=f"compensation {self.release_key} proposed")
+        if self.state != "COMPENSATING":
+            self.write("COMPENSATING")
+        for _ in range(ATTEMPT_CEILING):
+            if self.release == "PROPOSED":
+                if self.mistake != "release_without_authority" and not self.authority("release").get("live"):
+                    return self.released("REJECTED", "the release's approval is no longer live; nothing was sent")
+                self.append("SENT_UNKNOWN", release=True, note="about to send the release")
+                self.store.own()
+                try:
+                    status, data, _ = self.client.call(
+                        "POST", "/reservation/release", {"ref": ref, "retry_owner": "caller",
+                                                         "proposal_hash": self.release_hash}, key=self.release_key)
+                except Ambiguous:
+                    status, data = None, {}
+                if status is not None and status < 500 and status not in (200, 429):
+                    return self.released("REJECTED", f"the release was refused: HTTP {status}")
+            verdict = self.verify_release()
+            if verdict == "released":
+                return self.released("CONFIRMED", "the original's record reads released")
+            if verdict == "held":           # authoritatively not released: the release did not land
+                self.append("PROPOSED", release=True, reconciliation=[{"query": "lookup", "found": True}],
+                            evidence=["the original's record still reads active: the release did not land"])
+                continue
+            return self.finish("CANCELLED_EFFECT_UNKNOWN", "the release's outcome is unknown: the original's record "
+                               "could not be read", next_owner="operator")
+        self.released("REJECTED", "the release never landed within the attempt ceiling")
+
+    def release_authorized(self) -> bool:
+        """An approval of the release's own (action release), asked for when there is none; False when the
+        run has finished (denied: the hold remains)."""
+        if self.mistake == "release_without_authority":
+            return True
+        answer = self.authority("release")
+        for _ in range(200):
+            if answer.get("live") or str(answer.get("reason")) == "denied by policy":
+                break
+            self.client.call("POST", "/authority/request", {"proposal_hash": self.release_hash, "action": "release"})
+            time.sleep(0.01)
+            answer = self.authority("release")
+        if answer.get("live"):
+            return True
+        self.finish("CANCELLED_EFFECT_REMAINS", f"cancelled after the hold was confirmed; no authority to release it "
+                    f"({answer.get('reason')}): it remains", next_owner="operator")
+        return False
+
+    def verify_release(self) -> str:
+        """The original's record by its key: released, held, or unknown (every read failed)."""
+        for _ in range(200):
+            try:
+                status, data, _ = self.client.call("GET", "/reservation/lookup?" + urllib.parse.urlencode(
+                    {"key": self.key}))
+            except Ambiguous:
+                status, data = None, {}
+            if status == 200 and data.get("found") and not data.get("in_flight"):
+                return "released" if data["record"].get("status") == "released" else "held"
+            time.sleep(0.01)
+        return "unknown"
+
+    def released(self, knowledge: str, why: str) -> None:
+        """The release settled: the compensation entry, then the original (COMPENSATED, or back to CONFIRMED
+        when the release certainly failed), then the run's disposition."""
+        self.append(knowledge, release=True, evidence=[why])
+        if knowledge == "CONFIRMED":
+            self.append("COMPENSATED", evidence=[f"released by {self.release_key}"])
+            self.finish("CANCELLED_NO_EFFECT", "cancelled; the hold was released and the release verified")
+        else:
+            self.append("CONFIRMED", evidence=[f"the release {self.release_key} failed: {why}"])
+            self.finish("CANCELLED_EFFECT_REMAINS", f"cancelled; the hold remains ({why})", next_owner="operator")
+
     # -- authority ----------------------------------------------------------------------
-    def authority(self) -> dict:
-        """The authority's answer for this proposal (anything but a 200 is not live)."""
-        query = urllib.parse.urlencode({"proposal_hash": self.phash, "action": "reserve"})
+    def authority(self, action: str = "reserve") -> dict:
+        """The authority's answer for this proposal, or the release's (anything but a 200 is not live)."""
+        phash = self.release_hash if action == "release" else self.phash
+        query = urllib.parse.urlencode({"proposal_hash": phash, "action": action})
         try:
             status, data, _ = self.client.call("GET", f"/authority/check?{query}")
         except (Ambiguous, Closed) as exc:
@@ -515,7 +705,8 @@ class Worker:
 
     def effects(self) -> list:
         return [{"key": k, "knowledge": v} for k, v in ((self.key, self.knowledge),
-                                                         (getattr(self, "notice_key", None), getattr(self, "notice", None)))
+                                                         (getattr(self, "notice_key", None), getattr(self, "notice", None)),
+                                                         (getattr(self, "release_key", None), getattr(self, "release", None)))
                 if v]
 
     def cancelled(self) -> bool:
@@ -662,9 +853,10 @@ def main(argv: list[str]) -> int:
     if len(args) != 2 or any(m not in MISTAKES for m in mistakes):
         print(f"usage: worker.py URL DB [--mistake={'|'.join(MISTAKES)}]", file=sys.stderr)
         return 2
+    terminate_at_safe_point()
     try:
         return Worker(args[0], args[1], mistakes[0] if mistakes else None).main()
-    except Stale as exc:       # a newer worker owns the run (this one was paused past its lease)
+    except Stale as exc:       # a newer worker owns the run (this one was paused past its lease), or SIGTERM
         print(f"stopping: {exc}", file=sys.stderr)
         return 0
 

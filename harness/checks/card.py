@@ -48,10 +48,14 @@ NOT_JUDGEABLE: dict[str, str] = {
     "PKT-02": "decision packets go through the simulator's operator port",
     "RETRY-02": "backoff is judged on clock.sleep records; a real worker's sleeps are not observed",
     "JIT-01": "jitter is judged on random.draw records; a real worker's draws are not observed",
-    "MIG-01": "deployments (code versions) are the simulator's; the sandbox does not redeploy a worker",
-    "PIN-01": "deployments (code versions) are the simulator's; the sandbox does not redeploy a worker",
+    "MIG-01": "no deployment was carried out: the supervisor redeploys only with the next code version's command "
+              "(--worker-next)",
+    "PIN-01": "no deployment was carried out: the supervisor redeploys only with the next code version's command "
+              "(--worker-next)",
     "EXP-DISPOSITION-AT": "a disposition at a named scenario time depends on wall-clock luck under scaled time",
 }
+#: judged once a deployment was carried out (the header's ``deployed``: the supervisor ran --worker-next)
+DEPLOYMENT_RULES = ("MIG-01", "PIN-01")
 #: invariants that need the worker's store views (the minimum set's reason when they are missing).
 NEEDS_STORE = {"PREP-01", "PREP-02", "REC-01", "TRUTH-01", "KEY-02", "KNOW-01", "KNOW-02", "EVID-01", "DISP-02",
                "TRUTH-02", "CKPT-01", "TERM-01", "HIST-01", "COMP-01", "EXP-DISPOSITION", "DEAD-01", "DEAD-02",
@@ -311,7 +315,7 @@ class Card:
 
 def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut: list[str] = (),
          timed: list[str] = (), undelivered: list[str] = (), missed: list[str] = (), trace: list[dict] = (),
-         unplaced: str | None = None) -> Card:
+         unplaced: str | None = None, deployed: list[str] = ()) -> Card:
     """The card of one integration trace's check result; ``views`` are the store views found; ``cut``
     the wall-clock limits that ended a run early (its scenario expectations are then not judgeable:
     what it would have done with more time is wall-clock luck; a violated invariant still fails); ``timed``
@@ -322,7 +326,8 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
     did not work on the run before the stale worker resumed (the scenario's stale-worker case did not happen: its
     expectations are not judgeable and the verdict is at best inconclusive); ``unplaced`` why none of the
     expectations can be judged (an older trace without the card's inputs); ``trace`` the events judged
-    (the codes of the refusals that CLS-03 findings cite, and the store rows OWN-03 is judged on)."""
+    (the codes of the refusals that CLS-03 findings cite, and the store rows OWN-03 is judged on); ``deployed``
+    the deployments the supervisor carried out (MIG-01 and PIN-01 are then judged)."""
     store_missing = not {"ledger", "checkpoints", "finish"} <= views
     findings: dict[str, list] = {}
     unobserved = [v for v in result.violations if _unobservable(v)]
@@ -349,7 +354,7 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
             lines.append(Line(invariant=inv.id, status="fail", why=unfenced[0]) if unfenced
                          else Line(invariant=inv.id, status="pass", why=FENCE_OWN))
             continue
-        why = NOT_JUDGEABLE.get(inv.id)
+        why = NOT_JUDGEABLE.get(inv.id) if not (deployed and inv.id in DEPLOYMENT_RULES) else None
         if why is None and unplaced and inv.id.startswith("EXP-"):
             why = unplaced
         if why is None and missed and inv.id.startswith("EXP-"):
@@ -397,7 +402,7 @@ def card(result: ScenarioResult, *, views: set[str], notes: list[str] = (), cut:
 #: The header field ``crashlab integrate`` writes: the card's inputs the events do not show.
 FIELD = "integration"
 #: Its lists (each a list of strings), as :func:`card` takes them ("views": the store views read).
-INPUTS = ("views", "notes", "cut", "timed", "undelivered", "missed")
+INPUTS = ("views", "notes", "cut", "timed", "undelivered", "missed", "deployed")
 STORE_VIEWS = ("checkpoints", "finish", "ledger")
 LEGACY = ("the trace was written before crashlab recorded the integration card's inputs in its header (the store "
           "views read, wall-clock cuts, missed handovers): run crashlab integrate again for a card")
@@ -441,7 +446,8 @@ def judged(events: list[dict], raw: ScenarioResult | None = None) -> Card:
         out = card(raw, views=set(STORE_VIEWS), notes=[LEGACY], unplaced=LEGACY, trace=events)
     else:
         out = card(raw, views=set(given["views"]), notes=given["notes"], cut=given["cut"], timed=given["timed"],
-                   undelivered=given["undelivered"], missed=given["missed"], trace=events)
+                   undelivered=given["undelivered"], missed=given["missed"], trace=events,
+                   deployed=given["deployed"])
     recorded = (events[0].get(FIELD) or {}).get("isolation") if isinstance(events[0].get(FIELD), dict) else None
     if isinstance(recorded, dict) and isinstance(recorded.get("mode"), str):
         out = replace(out, isolation=f"{recorded['mode']} ({recorded.get('detail', '')})")

@@ -299,7 +299,7 @@ FILERS: dict[type[kinds.Event], Filer] = {}
 IGNORED: frozenset[type[kinds.Event]] = frozenset({
     kinds.Header,                 # read before the pass: the runs it declares
     kinds.CheckpointRejected, kinds.LedgerRejected, kinds.ApprovalRequested,
-    kinds.Fault, kinds.Crash, kinds.Failpoint, kinds.Stop, kinds.Takeover, kinds.CancelRecorded,
+    kinds.Fault, kinds.Crash, kinds.Failpoint, kinds.Redeploy, kinds.Stop, kinds.Takeover, kinds.CancelRecorded,
 })
 
 

@@ -22,6 +22,7 @@ from ..vocab.compiled import Scenario
 from ..world.trace import write_jsonl
 from ..checks.card import FIELD, Card, RuntimeRun, RuntimeSection, judged
 from ..run.repro import repro_line
+from . import deploy
 from .supervisor import DEFAULT_TIME_SCALE, HANDOVER_WAIT_S, WALL_LIMIT_S, Supervisor
 
 #: The integration suite is the library scenarios with this tag: those a real worker process can
@@ -105,10 +106,11 @@ def until_conclusive(once, again: int, *, time_scale: float = DEFAULT_TIME_SCALE
 def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlite:{db}",
               time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
               handover_wait_s: float = HANDOVER_WAIT_S, runtime: Runtime | None = None,
-              server: Server | None = None) -> Outcome:
+              server: Server | None = None, worker_next: str | None = None) -> Outcome:
     """``runtime`` and its started ``server`` (crashlab.runtimes): every worker gets the server's
     environment and its run's unit-of-work id; the runtime's record of each run is written beside
-    the trace and summarized on the card."""
+    the trace and summarized on the card. ``worker_next``: the next code version's command, started by the
+    scenario's deploy events (crashlab.integrate.deploy); without it they are not carried out."""
     out = Path(out)
     work = out / scenario.id
     token = secrets.token_hex(4)
@@ -116,7 +118,7 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     sup = Supervisor(scenario, worker, store=store, out=work, time_scale=time_scale, wall_limit_s=wall_limit_s,
                      handover_wait_s=handover_wait_s, runtime_env=server.env if server is not None else None, runtime_ids=ids,
                      runtime_name=runtime.name if runtime is not None and server is not None else None,
-                     runtime_writable=tuple(getattr(server, "writable", ())))
+                     runtime_writable=tuple(getattr(server, "writable", ())), worker_next=worker_next)
     events = sup.run()
     path = out / f"{scenario.id}.jsonl"
     # an intake on the clock is the run's start (a worker polls until it arrives), and its duplicates ask the
@@ -124,14 +126,17 @@ def integrate(scenario: Scenario, *, worker: str, out: Path, store: str = "sqlit
     timed = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events
              if ev.anchor is None and ev.run is not None and ev.type != "other_actor"
              and ev.type not in UNDELIVERED and not is_intake(ev)]
-    undelivered = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events if ev.type in UNDELIVERED]
+    undelivered = [f"{ev.type} at {scenario.fmt(ev.at_ms)}" for ev in scenario.events
+                   if ev.type in UNDELIVERED and not worker_next]      # with it, the supervisor redeploys
     views = set.intersection(*(rs.store.views_found for rs in sup.runs.values())) if sup.runs else set()
-    unexercised = unmet_rules(scenario, events, timed)
+    unexercised = unmet_rules(scenario, events, timed) + deploy.unmet(scenario, worker_next) \
+        + deploy.unmet_migration(scenario, events)
     # what the supervisor saw that the events do not show: in the header, so the card is the trace's own
     # (beside the run's options, which the supervisor wrote there for the repro line)
     events[0][FIELD] = {**(events[0].get(FIELD) or {}), "views": sorted(views), "notes": sup.notes + unexercised,
                         "cut": list(sup.cut), "timed": timed, "undelivered": undelivered, "missed": list(sup.missed),
-                        "isolation": isolate.current().to_json(), "clocks": list(sup.clocks)}
+                        "isolation": isolate.current().to_json(), "clocks": list(sup.clocks),
+                        "deployed": list(sup.deployed_texts)}
     write_jsonl(events, path)
     result = replace(check_trace(events, trace_path=str(path)), repro=repro_line(events[0]))
     verdict = judged(events)       # the card check_trace judged this trace by (kept for the same events)
@@ -174,7 +179,10 @@ def unmet_rules(scenario: Scenario, events: list[dict], timed: list[str] = ()) -
     clock = f"; the scenario's {timed[0]} is on the clock, and under real time a clock event may come before the " \
             "requests it was meant to meet" if timed else ""
     out = []
+    moot = deploy.moot_rules(scenario)     # a deployment's restart rule: the supervisor's stop carries it out
     for rule in scenario.rules:
+        if rule.line in moot:
+            continue
         key = rule.line if rule.line is not None else (rule.action, rule.fault if rule.action == "fault" else rule.boundary)
         m = rule.match
         if key in fired or (rule.action == "crash" and any(

@@ -13,12 +13,12 @@ the sandbox writes the port and remote lanes into the same trace, in real order.
 recorded as its own: each lease grant (``granted_by``), each failpoint it arms (a ``failpoint``
 event; the ``crash`` where one fired names it), each takeover, and the worker a handover went to.
 A waiting run is woken (its next worker started) by a delivery it has not read; misbehaviour is a recorded fault.
+A scenario's deploy event starts the next code version (``--worker-next``: crashlab.integrate.deploy).
 """
 from __future__ import annotations
 
 import os
 import secrets
-import shlex
 import shutil
 import signal
 import subprocess
@@ -36,7 +36,8 @@ from ..sandbox.server import Gate
 from ..vocab.compiled import Rule, Scenario
 from ..run.jobs import become_subreaper, children
 from . import clocks, workers
-from .command import check_placeholders, fired_failpoint
+from .command import fired_failpoint, parse_worker
+from .deploy import Redeploying, version_env as deploy_env
 from ..run.repro import DEFAULTS, header_options
 from .store import PostgresStore, SqliteStore, open_store
 
@@ -101,33 +102,22 @@ class RunState:
     tmp: str | None = None             # the private temporary folder of the run's workers (TMPDIR)
 
 
-class Supervisor(Hooks):
+class Supervisor(Redeploying, Hooks):
     supervised = True
 
     def __init__(self, scenario: Scenario, worker: str, *, store: str = "sqlite:{db}", out: Path,
                  time_scale: float = DEFAULT_TIME_SCALE, wall_limit_s: float = WALL_LIMIT_S,
                  handover_wait_s: float = HANDOVER_WAIT_S, runtime_env: Mapping[str, str] | None = None,
                  runtime_ids: Mapping[str, str] | None = None, runtime_name: str | None = None,
-                 runtime_writable: tuple[str, ...] = ()) -> None:
-        if not worker.strip():
-            raise UsageError("--worker needs a command, e.g. --worker 'python3 worker.py {url} {db}'")
-        try:
-            self.argv_template = shlex.split(worker)
-        except ValueError as exc:
-            raise UsageError(f"--worker {worker!r}: {exc}") from None
-        program = self.argv_template[0]
-        if "{" not in program and shutil.which(program) is None:
-            raise UsageError(f"--worker: cannot run {program!r}: no such command (not on PATH, not an executable)",
-                             hint="give a command on PATH or a path to an executable, e.g. --worker "
-                                  "'python3 worker.py {url} {db}'")
-        check_placeholders(self.argv_template, runtime=bool(runtime_ids))
+                 runtime_writable: tuple[str, ...] = (), worker_next: str | None = None) -> None:
+        self.argv_template = parse_worker(worker, runtime=bool(runtime_ids))
         self.scenario = scenario
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.wall_limit_s = wall_limit_s
         self.handover_wait_s = handover_wait_s
         options = header_options(runtime=runtime_name, store=store, time_scale=time_scale, wall_limit_s=wall_limit_s,
-                                 handover_wait_s=handover_wait_s)    # what the trace's repro line repeats
+                                 handover_wait_s=handover_wait_s, worker_next=worker_next)   # the repro line's
         self.sandbox = Sandbox(scenario, time_scale=time_scale, hooks=self, adapter=f"integrate:{worker}",
                                header={"integration": options})
         self.runs: dict[str, RunState] = {}
@@ -149,6 +139,7 @@ class Supervisor(Hooks):
         self.clocks: list[str] = []                         # the workers that ran on a skewed clock, and which
         self.skewed: list[int] = []                         # their pids (libfaketime's /dev/shm files, removed at the end)
         self.before: frozenset[int] = frozenset()           # crashlab's children before the first worker
+        self.init_deploys(worker_next, runtime=bool(runtime_ids))   # --worker-next: the next code version
 
     # ------------------------------------------------------------------ hooks (sandbox threads)
     def observe(self, caller: Caller) -> None:
@@ -272,6 +263,7 @@ class Supervisor(Hooks):
                 next_owner=rec.get("next_owner"), reason=rec.get("reason"), packet=rec.get("packet"),
                 accepted=True, stale=False, call=seq)
         self._answer(name, rs.id, seq, {"accepted": True})
+        self.pinned_by(rs, disposition, rec.get("packet"))
         if disposition in _TERMINAL:
             rs.finished = disposition
         elif disposition in _WAITING:
@@ -305,8 +297,9 @@ class Supervisor(Hooks):
         rs.failpoints = self._failpoints(rs)
         values = {"url": sb.url(caller), "db": rs.store.worker_db, "worker": caller.name, "run": rs.id}
         runtime = self._runtime_values(rs)
-        argv = [part.format(**values, **runtime) for part in self.argv_template]   # checked in __init__
-        env = {**os.environ, "CRASHLAB_URL": values["url"], "CRASHLAB_DB": values["db"],
+        template, versions = self.code(rs)     # --worker, or --worker-next after a deployment; checked in __init__
+        argv = [part.format(**values, **runtime) for part in template]
+        env = {**os.environ, **deploy_env(versions), "CRASHLAB_URL": values["url"], "CRASHLAB_DB": values["db"],
                "CRASHLAB_WORKER": caller.name, "CRASHLAB_RUN": rs.id, "CRASHLAB_EPOCH": str(caller.number),
                "CRASHLAB_FAILPOINT": ",".join(spec for spec, _ in rs.failpoints),
                "CRASHLAB_SESSION": f"{self.token}/{caller.slug}"}
@@ -320,7 +313,7 @@ class Supervisor(Hooks):
         if skew is not None:
             self.clocks.append(f"{caller.name}: {skew.text}")
         with sb.lock:
-            sb.emit(events.Start, worker=caller.name, run=rs.id, number=caller.number, env=dict(self.scenario.env),
+            sb.emit(events.Start, worker=caller.name, run=rs.id, number=caller.number, env=versions,
                     **({"clock": skew.record} if skew is not None else {}))
             sb.emit(events.Lease, worker=caller.name, run=rs.id, op="acquire", epoch=caller.number,
                     owner=caller.name, expires_at=sb.clock.now() + LEASE_TTL_MS, granted_by="supervisor")
@@ -427,8 +420,8 @@ class Supervisor(Hooks):
         self._sweep(rs)
         self._read(rs, rs.caller)
         caller = rs.caller
-        if rs.killed is not None:
-            return                                    # restart_at set by crash()
+        if rs.killed is not None or self.redeployed(rs):
+            return                                    # restart_at set by crash(), or by the deployment or pin
         if code == -signal.SIGKILL and rs.failpoints and rs.finished is None:
             with self.sandbox.lock:
                 spec = fired_failpoint(self.sandbox.trace.events, caller.name, [f for f, _ in rs.failpoints])
@@ -540,6 +533,7 @@ class Supervisor(Hooks):
                             self.cut.append(why)
                             self._fault(rs, "step_timeout", f"{why} (an unresponsive worker?)")
                     break
+                self.deploys(now)
                 for rs in self.runs.values():
                     self._bury(rs)
                     self._paused(rs, now)

@@ -77,6 +77,26 @@ def pause(proc: subprocess.Popen) -> bool:
     return bool(freeze(lambda: (proc.pid,)))
 
 
+def terminate(proc: subprocess.Popen, in_namespaces: bool) -> bool:
+    """``SIGTERM`` to the worker (a deployment stopping it): its process group, or under namespaces every
+    process below bubblewrap (bubblewrap itself would end the namespace, killing the worker at once);
+    False if it is already gone."""
+    if proc.poll() is not None:
+        return False
+    if not in_namespaces:
+        _group(proc.pid, signal.SIGTERM)
+        return True
+    for pid in descendants(proc.pid):
+        try:
+            with open(f"/proc/{pid}/comm", "rb") as fh:
+                if fh.read().strip() == b"bwrap":
+                    continue
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    return True
+
+
 def resume(pgid: int) -> bool:
     """``SIGCONT`` to a paused worker's group and every process below it; False if it is gone."""
     try:

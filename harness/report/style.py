@@ -255,6 +255,14 @@ def _resume(e: events.Resume) -> str:
     return f"resume (call #{e.call})"
 
 
+@_summary(events.Redeploy)
+def _redeploy(e: events.Redeploy) -> str:
+    env = e.env if isinstance(e.env, dict) else {}
+    stopped = f"; stopping {', '.join(map(str, e.stopping))}" if e.stopping else ""
+    return (f"redeploy by crashlab: code_version {env.get('code_version')} (--worker-next) for "
+            f"{', '.join(map(str, e.runs or [])) or 'no run'}{stopped}")
+
+
 @_summary(events.Takeover)
 def _takeover(e: events.Takeover) -> str:
     return f"takeover of {e.stale}: its lease lapsed while it was paused; the run's next worker starts"

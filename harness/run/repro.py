@@ -5,7 +5,7 @@ scenario, the worker command (the trace's adapter, ``integrate:CMD``) and every 
 changes what the worker meets, read from the header's ``integration`` field, which the
 supervisor writes (``header_options``): ``--runtime`` (a runtime worker run without it has no
 ``CRASHLAB_RUNTIME`` and cannot start), ``--store``, ``--time-scale``, ``--wall-limit`` and
-``--handover-wait`` when not at their defaults. This module imports nothing heavy: the report
+``--handover-wait`` when not at their defaults, and ``--worker-next`` when a next code version was given. This module imports nothing heavy: the report
 and ``crashlab check`` read it.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ DEFAULT_STORE = "sqlite:{db}"
 DEFAULTS = {"time_scale": 100.0, "wall_limit_s": 30.0, "handover_wait_s": 15.0}
 #: header key -> the option that sets it, in the order the repro line names them
 OPTIONS = (("runtime", "--runtime"), ("store", "--store"), ("time_scale", "--time-scale"),
-           ("wall_limit_s", "--wall-limit"), ("handover_wait_s", "--handover-wait"))
+           ("wall_limit_s", "--wall-limit"), ("handover_wait_s", "--handover-wait"), ("worker_next", "--worker-next"))
 
 
 def _no_password(url: str) -> str:
@@ -31,10 +31,11 @@ def _no_password(url: str) -> str:
 
 
 def header_options(*, runtime: str | None, store: str, time_scale: float, wall_limit_s: float,
-                   handover_wait_s: float) -> dict:
+                   handover_wait_s: float, worker_next: str | None = None) -> dict:
     """The header's ``integration`` field: the options a repro line repeats."""
     return {"runtime": runtime, "store": _no_password(store), "time_scale": time_scale,
-            "wall_limit_s": wall_limit_s, "handover_wait_s": handover_wait_s}
+            "wall_limit_s": wall_limit_s, "handover_wait_s": handover_wait_s,
+            **({"worker_next": worker_next} if worker_next else {})}
 
 
 def option_words(options: Mapping[str, Any] | None) -> list[str]:

@@ -115,6 +115,10 @@ class Hooks:
     def over_budget(self, caller: Caller, budget: int) -> None:
         """The worker sent more than ``budget`` requests: stop it (a recorded fault)."""
 
+    def deployed(self, data: dict) -> None:
+        """A scenario's deploy event, now (under the sandbox's lock): a supervisor that redeploys
+        (crashlab.integrate.deploy) starts the next code version from here; by default nothing."""
+
 
 class Sandbox(WorldEvents):
     """One scenario's services over HTTP. ``start()`` returns the root URL; ``stop()`` closes

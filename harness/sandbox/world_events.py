@@ -15,8 +15,9 @@ if TYPE_CHECKING:
     from ..world.services import Service
     from .server import Caller
 
-#: Scenario events the sandbox writes to the trace but cannot deliver: a deployment lives in the
-#: simulator's platform, which a real worker does not call (approvals are the sandbox's authority port).
+#: Scenario events the sandbox writes to the trace but cannot deliver to an inbox: a deployment is the
+#: supervisor's (its ``deployed`` hook: crashlab.integrate.deploy), carried out only when it has the next
+#: code version's command (approvals are the sandbox's authority port).
 UNDELIVERED = ("deploy",)
 #: Scenario events that act on the sandbox's authority port (crashlab.sandbox.authority).
 AUTHORITY_EVENTS = ("approve", "revoke", "capability_change")
@@ -138,8 +139,11 @@ class WorldEvents:
             if ev.run is not None and ev.type in AUTHORITY_EVENTS:
                 self.authority.scenario_event(ev.type, ev.run, data)
                 return
+            if ev.type == "deploy":
+                self.hooks.deployed(dict(data))    # the supervisor's to carry out (docs/integration.md)
+                return
             if ev.run is None or ev.type in UNDELIVERED:
-                return   # deployments are not the sandbox's (docs/integration.md)
+                return
         etype = data.pop("kind", "event") if ev.type == "event" else ev.type
         copies = 1 + int(data.pop("duplicates", 0))
         gap = int(data.pop("duplicate_after_ms", 0))

@@ -437,6 +437,18 @@ class Failpoint(Event):
     rule_line: int | None
 
 
+@_kind("redeploy", "fault")
+class Redeploy(Event):
+    """integration only: at a scenario's deploy event crashlab deployed the next code version: every worker of the
+    `runs` started from now runs the --worker-next command with the versions `env` (a pinned run keeps the old
+    command); `stopping`: the old-version workers it stopped (SIGTERM, then SIGKILL `grace_ms` later)"""
+
+    env: dict
+    runs: list
+    stopping: list
+    grace_ms: int
+
+
 @_kind("pause", "fault")
 class Pause(Event):
     """a worker paused: it may become a zombie"""

@@ -90,6 +90,29 @@ type worker struct {
 	fencing          bool    // the service checks the lease epoch as a fencing token
 	bound            float64 // the service's late-delivery bound, in seconds
 	ttl              float64 // the lease's time to live, in seconds
+	versions         M       // the versions crashlab gives this worker (CRASHLAB_<NAME>; 1 when absent)
+	contract         M       // the versions its checkpoints are written under
+	readsOldSchema   bool    // the mistake: after a deployment, read the old checkpoint as this version's own
+}
+
+// versionKeys are the versions a deployment may change; contractKeys those whose change can make an old
+// checkpoint mean something else (the code version cannot).
+var versionKeys = []string{"code_version", "schema_version", "canonicalization_version", "policy_version", "capability_version"}
+var contractKeys = versionKeys[1:]
+
+// migrations: "version:from:to" -> what the tested migration changes (the only one this worker has).
+var migrations = map[string]string{"schema_version:1:2": "contract.schema_version: 1 -> 2 (the same fields, kept as they were)"}
+
+func versionsFromEnv() M {
+	out := M{}
+	for _, k := range versionKeys {
+		n, err := strconv.Atoi(os.Getenv("CRASHLAB_" + strings.ToUpper(k)))
+		if err != nil {
+			n = 1
+		}
+		out[k] = float64(n) // as JSON numbers read back
+	}
+	return out
 }
 
 func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
@@ -195,9 +218,70 @@ func (w *worker) checkpoint(state string) {
 		"identity": M{"run_id": w.run, "task_id": "task-" + w.run, "tenant": w.intent["tenant"], "principal": w.intent["principal"]},
 		"control": M{"state": state, "state_version": version + 1, "owner": w.name, "lease_epoch": w.epoch,
 			"event_sequence": w.seen, "cancellation": M{}, "deadline": nil, "budgets": M{"attempt_ceiling": 5}},
-		"contract": M{"schema_version": 1, "code_version": 1, "canonicalization_version": 1},
-		"evidence": w.evidence(), "effects": effects})
+		"contract": w.contractCopy(), "evidence": w.evidence(), "effects": effects})
 	w.state = state
+}
+
+func (w *worker) contractFrom(v M) M {
+	out := M{}
+	for k, x := range v {
+		out[k] = x
+	}
+	return out
+}
+
+func (w *worker) contractCopy() M { return w.contractFrom(w.contract) }
+
+// compatible compares the run's latest checkpoint with this code's versions (AR-08, "Deployment
+// compatibility"): true to go on (the same versions, or a tested migration done: a MIGRATING checkpoint with
+// its record, then the pre-migration state under the new contract); false when the run is pinned to the old
+// code (a PINNED finish naming the old versions: crashlab drains the run with --worker).
+func (w *worker) compatible(cp M, version int) bool {
+	if cp == nil || w.readsOldSchema {
+		return true
+	}
+	contract, _ := cp["contract"].(M)
+	old, from, to, changes, differing := M{}, M{}, M{}, []any{}, []string{}
+	for _, k := range versionKeys {
+		old[k] = w.versions[k]
+		if v, ok := contract[k]; ok {
+			old[k] = v
+		}
+	}
+	tested := true
+	for _, k := range contractKeys {
+		from[k], to[k] = old[k], w.versions[k]
+		if fmt.Sprint(old[k]) != fmt.Sprint(w.versions[k]) {
+			differing = append(differing, k)
+			change, ok := migrations[fmt.Sprintf("%s:%v:%v", k, old[k], w.versions[k])]
+			tested = tested && ok
+			changes = append(changes, change)
+		}
+	}
+	if len(differing) == 0 {
+		return true
+	}
+	previous := w.state
+	if tested {
+		var n int
+		w.db.QueryRow("SELECT COUNT(*) FROM checkpoints").Scan(&n)
+		w.write("checkpoints.write", "checkpoints", M{
+			"identity": M{"run_id": w.run, "task_id": "task-" + w.run, "tenant": w.intent["tenant"], "principal": w.intent["principal"]},
+			"control": M{"state": "MIGRATING", "state_version": n + 1, "owner": w.name, "lease_epoch": w.epoch,
+				"event_sequence": w.seen, "cancellation": M{}, "deadline": nil, "budgets": M{"attempt_ceiling": 5}},
+			"contract": w.contractCopy(), "evidence": w.evidence(), "effects": w.effects(),
+			"migration": M{"from": from, "to": to, "previous_version": version, "previous_state": previous,
+				"changes": changes, "kept": []any{"approval binding (not refreshed)", "unresolved effects", "semantic keys"}}})
+		w.checkpoint(previous)
+		return true
+	}
+	w.contract = old // the run stays under the old versions: its checkpoint says so
+	w.checkpoint("PINNED")
+	w.write("run.finish", "finish", M{"disposition": "PINNED", "next_owner": "platform", "owner": w.name,
+		"reason": "no tested migration for " + strings.Join(differing, ", ") + ": pinned to the old code",
+		"effects": w.effects(), "packet": M{"pinned_env": old, "from": w.versions}})
+	w.db.Exec("DELETE FROM lease WHERE id = 1 AND epoch = ?", w.epoch) // the pinned worker takes the run at once
+	return false
 }
 
 // evidence is a checkpoint's evidence: every duplicate delivery seen so far, recorded with "no transition".
@@ -220,7 +304,7 @@ func (w *worker) appendEntry(notice bool, knowledge string, extra M) {
 	sum := sha256.Sum256(data)
 	entry := M{"semantic_key": key, "kind": "effect", "service": service, "operation": op,
 		"run_id": w.run, "intent": intent, "intent_fingerprint": hex.EncodeToString(sum[:])[:16],
-		"canonicalization_version": 1, "knowledge": knowledge, "attempts": []M{}, "lease_epoch": w.epoch}
+		"canonicalization_version": w.contract["canonicalization_version"], "knowledge": knowledge, "attempts": []M{}, "lease_epoch": w.epoch}
 	if knowledge == "SENT_UNKNOWN" {
 		entry["attempts"] = []M{{"at": float64(time.Now().UnixNano()) / 1e9}}
 	}
@@ -506,9 +590,10 @@ func (w *worker) main() int {
 	}
 
 	var text string
+	var cp M
+	cpVersion := 0
 	w.state = "INTAKE"
-	if w.db.QueryRow("SELECT record FROM checkpoints ORDER BY version DESC LIMIT 1").Scan(&text) == nil {
-		var cp M
+	if w.db.QueryRow("SELECT version, record FROM checkpoints ORDER BY version DESC LIMIT 1").Scan(&cpVersion, &text) == nil {
 		json.Unmarshal([]byte(text), &cp)
 		w.state = cp["control"].(M)["state"].(string)
 	}
@@ -516,6 +601,9 @@ func (w *worker) main() int {
 	if terminal[w.state] {
 		w.write("run.finish", "finish", M{"disposition": w.state, "reason": "recorded before a crash", "next_owner": nil,
 			"effects": w.effects()})
+		return 0
+	}
+	if !w.compatible(cp, cpVersion) {
 		return 0
 	}
 	if w.know == "" {
@@ -584,6 +672,7 @@ func (w *worker) main() int {
 
 func main() {
 	client := flag.String("client", "careful", "default: http.DefaultClient as it comes; careful: a connection per request")
+	mistake := flag.String("mistake", "", "reads_old_schema: after a deployment, read the old checkpoint as this version's own")
 	flag.Parse()
 	if flag.NArg() != 2 {
 		fmt.Fprintln(os.Stderr, "usage: worker [-client=default|careful] URL DB")
@@ -596,6 +685,16 @@ func main() {
 	}
 	w := &worker{db: db, base: flag.Arg(0), name: os.Getenv("CRASHLAB_WORKER"), run: os.Getenv("CRASHLAB_RUN")}
 	w.epoch, _ = strconv.Atoi(os.Getenv("CRASHLAB_EPOCH"))
+	w.versions = versionsFromEnv()
+	w.contract = w.contractFrom(w.versions)
+	switch *mistake {
+	case "":
+	case "reads_old_schema":
+		w.readsOldSchema = true
+	default:
+		fmt.Fprintln(os.Stderr, "-mistake is reads_old_schema or nothing")
+		os.Exit(2)
+	}
 	switch *client {
 	case "default":
 		w.client = http.DefaultClient

@@ -18,6 +18,13 @@
 //   --mistake=blind_retry         resend at once after a 5xx or a closed connection
 //   --mistake=sent_unknown_after  append SENT_UNKNOWN after the answer, not before the send
 //   --mistake=no_approval_check   never ask the authority: send without a live approval bound to the proposal
+//   --mistake=reads_old_schema    after a deployment, read the old version's checkpoint as this version's own
+//
+// Deployments: the worker runs the versions crashlab gives it (CRASHLAB_CODE_VERSION, CRASHLAB_SCHEMA_VERSION,
+// ...; 1 when absent) and writes them as each checkpoint's contract. Before it acts it compares them with the
+// run's latest checkpoint: a schema-1 checkpoint under schema 2 is migrated (a MIGRATING checkpoint with its
+// transformation record, no effect); any other difference is pinned to the old code (a PINNED finish naming the
+// old versions in packet.pinned_env; crashlab drains the run with --worker).
 "use strict";
 
 const http = require("http");
@@ -27,7 +34,12 @@ const { spawnSync } = require("child_process");
 const URL_BASE = process.argv[2] || process.env.CRASHLAB_URL;
 const DB = process.argv[3] || process.env.CRASHLAB_DB;
 const MISTAKE = (process.argv.find((a) => a.startsWith("--mistake=")) || "").slice("--mistake=".length);
-const MISTAKES = ["blind_retry", "sent_unknown_after", "no_approval_check"];
+const MISTAKES = ["blind_retry", "sent_unknown_after", "no_approval_check", "reads_old_schema"];
+const VERSIONS = ["code_version", "schema_version", "canonicalization_version", "policy_version", "capability_version"];
+const CONTRACT = VERSIONS.slice(1);     // the versions whose change can make an old checkpoint mean something else
+const MINE = Object.fromEntries(VERSIONS.map((k) => [k, Number(process.env[`CRASHLAB_${k.toUpperCase()}`] || "1")]));
+// (version:from:to) -> what the tested migration changes: the only one this worker has
+const MIGRATIONS = { "schema_version:1:2": "contract.schema_version: 1 -> 2 (the same fields, kept as they were)" };
 const WORKER = process.env.CRASHLAB_WORKER || "worker";
 const RUN = process.env.CRASHLAB_RUN || "run";
 const EPOCH = Number(process.env.CRASHLAB_EPOCH || "1");
@@ -96,6 +108,7 @@ const store = {
     if (l.epoch > EPOCH) return { status: "newer", lease: l };
     return { status: "held", lease: l };
   },
+  release() { sql(`UPDATE lease SET expires_wall = 0 WHERE id = 1 AND epoch = ${EPOCH};`); },
   renew(ttlWall) {
     const out = sql(`BEGIN IMMEDIATE; UPDATE lease SET expires_wall = ${Date.now() + ttlWall}
       WHERE id = 1 AND epoch = ${EPOCH}; SELECT changes(); COMMIT;`);
@@ -180,6 +193,7 @@ class Worker {
     this.cp = null;          // latest checkpoint record
     this.version = 0;
     this.profiles = {};
+    this.contract = { ...MINE };   // the versions this worker's checkpoints are written under
   }
 
   // Scenario time is not served; estimate it from the times the sandbox answers with.
@@ -242,7 +256,7 @@ class Worker {
       control: { state, state_version: this.version + 1, owner: WORKER, lease_epoch: EPOCH,
         event_sequence: this.afterSeq, cancellation: this.cancel || {}, deadline: p.deadline ?? null,
         budgets: { attempt_ceiling: ATTEMPT_CEILING } },
-      contract: { schema_version: 1, code_version: 1, canonicalization_version: 1 },
+      contract: { ...this.contract },
       evidence: { proposal_hash: this.proposalHash, events: this.eventLog, ...extra },
       effects: this.effectList(),
     };
@@ -281,14 +295,14 @@ class Worker {
     return entry;
   }
 
-  async finish(disposition, nextOwner = null, reason = "") {
+  async finish(disposition, nextOwner = null, reason = "", extra = {}) {
     const terminal = TERMINAL.has(disposition);
     if (!this.cp || this.cp.control.state !== disposition) {
       if (disposition === "SUCCEEDED" || disposition.endsWith("EFFECT_REMAINS")) this.advance("EFFECT_CONFIRMED");
       if (disposition.endsWith("EFFECT_UNKNOWN")) this.advance("EFFECT_PREPARED");
       this.write(disposition);
     }
-    store.finish({ disposition, effects: this.effectList(), next_owner: nextOwner, reason, owner: WORKER });
+    store.finish({ disposition, effects: this.effectList(), next_owner: nextOwner, reason, owner: WORKER, ...extra });
     log(`finish ${disposition}${terminal ? "" : " (waiting)"} ${reason}`);
     throw new Done(disposition);
   }
@@ -325,6 +339,7 @@ class Worker {
         next_owner: null, reason: "replayed the recorded disposition", owner: WORKER });
       return;
     }
+    if (this.cp && MISTAKE !== "reads_old_schema") await this.compatible();
     if (this.cp && this.cp.control.cancellation && this.cp.control.cancellation.requested) this.cancel = this.cp.control.cancellation;
     if (!this.cp) this.write("VALIDATED");
 
@@ -346,11 +361,39 @@ class Worker {
     await this.finish("SUCCEEDED");
   }
 
+  // The run's checkpoint against this code's versions (AR-08, "Deployment compatibility"): the same versions go
+  // on; a tested migration writes MIGRATING with its record, then the pre-migration state under the new contract;
+  // anything else pins the run to the old code (the finish throws Done).
+  async compatible() {
+    const old = Object.fromEntries(VERSIONS.map((k) => [k, (this.cp.contract || {})[k] ?? MINE[k]]));
+    const differing = CONTRACT.filter((k) => old[k] !== MINE[k]);
+    if (!differing.length) return;
+    const pick = (v) => Object.fromEntries(CONTRACT.map((k) => [k, v[k]]));
+    if (differing.every((k) => MIGRATIONS[`${k}:${old[k]}:${MINE[k]}`])) {
+      const previous = this.cp.control.state;
+      const rec = this.record("MIGRATING");
+      rec.migration = { from: pick(old), to: pick(MINE), previous_version: this.version, previous_state: previous,
+        changes: differing.map((k) => MIGRATIONS[`${k}:${old[k]}:${MINE[k]}`]),
+        kept: ["approval binding (not refreshed)", "unresolved effects", "semantic keys", "cancellation"] };
+      store.writeCheckpoint(this.version + 1, rec);
+      this.version += 1;
+      this.cp = rec;
+      this.write(previous);
+      return;
+    }
+    this.contract = old;            // the run stays under the old versions: its checkpoint says so
+    const what = differing.map((k) => `${k} ${old[k]} -> ${MINE[k]}`).join(", ");
+    store.release();                // the pinned worker takes the run at once
+    await this.finish("PINNED", "platform", `no tested migration for ${what}: pinned to the old code`,
+      { packet: { pinned_env: old, from: { ...MINE } } });
+  }
+
   // Drive one effect to CONFIRMED; any other ending finishes the run and returns its name.
   async effect(e) {
     const prof = await this.describe(e.service);
     const base = { semantic_key: e.key, kind: "effect", service: e.service, operation: e.operation, run_id: RUN,
-      intent: e.intent, intent_fingerprint: e.fingerprint, canonicalization_version: 1, knowledge: "PROPOSED",
+      intent: e.intent, intent_fingerprint: e.fingerprint, canonicalization_version: this.contract.canonicalization_version,
+      knowledge: "PROPOSED",
       attempts: [], lease_epoch: EPOCH, proposal_hash: this.proposalHash, remote_ref: null, compensates: null };
     let cur = this.latest(e.key);
     if (!cur) {
