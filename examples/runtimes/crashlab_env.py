@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
+import time
 from pathlib import Path
 
 #: the dispositions a run waits in (it is not over: crashlab wakes it with a new worker on a delivery)
@@ -23,20 +25,32 @@ def need(name: str) -> str:
 
 
 def waits() -> int:
-    """How many times the run ended a unit of work waiting (a waiting finish row in the worker's store:
-    WAITING_HUMAN while an approval is requested), read from the store crashlab reads (CRASHLAB_DB)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-    import worker   # examples/integration/worker.py: its store, on SQLite or PostgreSQL
-
+    """How many times the run ended a unit of work waiting (a waiting finish row: WAITING_HUMAN while an
+    approval is requested), read from the worker's store (CRASHLAB_DB), the one crashlab reads. On SQLite
+    the read is read-only and waits out a writer's lock (a stalled worker's transaction), as a step would."""
     db = need("CRASHLAB_DB")
     if db.startswith(("postgresql://", "postgres://")):
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+        import worker   # examples/integration/worker.py: its store on PostgreSQL, through psql
+
         rows = [r for r in worker.PsqlStore(db).sql("SELECT record FROM finish").splitlines() if r]
+    elif not Path(db).exists():
+        return 0                                   # the run's first worker: nothing recorded yet
     else:
-        store = worker.Store(db)
-        try:
-            rows = [r for (r,) in store.db.execute("SELECT record FROM finish").fetchall()]
-        finally:
-            store.db.close()
+        deadline = time.monotonic() + 60
+        while True:
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+            try:
+                rows = [r for (r,) in conn.execute("SELECT record FROM finish").fetchall()]
+                break
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return 0
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+            finally:
+                conn.close()
+            time.sleep(0.05)
     return sum(1 for r in rows if json.loads(r).get("disposition") in WAITING)
 
 
