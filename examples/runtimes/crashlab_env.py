@@ -39,7 +39,7 @@ def waits() -> int:
     else:
         deadline = time.monotonic() + 60
         while True:
-            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+            conn = sqlite3.connect(f"{Path(db).resolve().as_uri()}?mode=ro", uri=True, timeout=10)
             try:
                 rows = [r for (r,) in conn.execute("SELECT record FROM finish").fetchall()]
                 break
