@@ -152,6 +152,25 @@ def assert_the_approval_story(scenario: str, trace: Path) -> None:
     else:
         assert finishes[-1] == ("FAILED_NO_EFFECT", "approver") and not sends, (finishes, sends)
 
+
+def approval_outcome(runtime, server, command: str, name: str, out: Path, wall_limit_s: float = 60):
+    """A careful example (``command``) on the integration-authority scenario ``name`` (a key of
+    :data:`AUTHORITY_SUITE`) under ``runtime``'s started ``server``, asserted to pass and to tell the approval
+    story (:func:`assert_the_approval_story`); its outcome. An inconclusive card (a loaded machine: an agent
+    worker's slow start against the wall limit) is run once more. ``wall_limit_s``: three agent workers each
+    start in seconds on a loaded machine, past the default 30 s."""
+    from crashlab.integrate.run import integrate
+    from crashlab.scenario.loader import resolve
+
+    scenario = resolve(str(AUTHORITY_SUITE[name]))
+    got = integrate(scenario, worker=command, out=out, runtime=runtime, server=server, wall_limit_s=wall_limit_s)
+    if got.card.verdict == "inconclusive":
+        got = integrate(scenario, worker=command, out=out / "again", runtime=runtime, server=server,
+                        wall_limit_s=wall_limit_s)
+    assert got.card.verdict == "pass", got.card.text()
+    assert_the_approval_story(name, got.trace)
+    return got
+
 #: Loaded by every worker process through PYTHONPATH (:func:`netlog`): an audit hook (sys.addaudithook)
 #: that logs every name lookup and every socket connect or sendto, so a test sees each address a worker
 #: reached for. A hook rather than an empty network namespace: the worker must reach the sandbox on the

@@ -17,7 +17,7 @@ import pytest
 from crashlab.vocab.errors import UsageError
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
 from crashlab.scenario.loader import resolve
-from runtime_support import NAIVE_FAILS, alive_with, no_leftovers, subset_scenario
+from runtime_support import AUTHORITY_SUITE, NAIVE_FAILS, alive_with, approval_outcome, no_leftovers, subset_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "runtimes" / "celery"
@@ -158,3 +158,14 @@ def test_a_sigkill_of_crashlab_takes_its_redis_server_along(tmp_path):
         time.sleep(0.05)
     assert not _listening(port), "redis-server outlived a SIGKILL of crashlab"
     assert not alive_with(str(slow))
+
+
+@needs_redis
+@pytest.mark.parametrize("name", list(AUTHORITY_SUITE))
+def test_careful_asks_the_authority_waits_and_is_woken(server, name):
+    """The approval scenarios: the careful task waits as WAITING_HUMAN and is acknowledged; the woken worker
+    publishes the run's next task, which asks again (a revoked approval: nothing sent)."""
+    rt, srv, work = server
+    cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={work}"
+    got = approval_outcome(rt, srv, cmd, name, work / "approval" / name)
+    assert "the broker still holds 0 waiting, 0 unacked" in got.card.runtime.runs[0].summary

@@ -11,7 +11,7 @@ import pytest
 
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
 from crashlab.scenario.loader import resolve
-from runtime_support import NAIVE_FAILS, runtime_server, subset_scenario
+from runtime_support import AUTHORITY_SUITE, NAIVE_FAILS, approval_outcome, runtime_server, subset_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "runtimes" / "dbos"
@@ -76,3 +76,13 @@ def test_careful_a_paused_worker_past_its_lease_writes_nothing_and_the_run_resum
                         runtime=rt, server=srv)
     assert outcome.card.verdict == "pass", outcome.card.text()
     assert outcome.card.runtime.runs[0].commits == 1
+
+
+@pytest.mark.parametrize("name", list(AUTHORITY_SUITE))
+def test_careful_asks_the_authority_waits_and_is_woken(server, name):
+    """The approval scenarios: the careful example waits as WAITING_HUMAN, its workflow ends, and the woken
+    worker runs the run's next workflow, which asks again (a revoked approval: nothing sent)."""
+    rt, srv, work = server
+    cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={work}"
+    got = approval_outcome(rt, srv, cmd, name, work / "approval" / name)
+    assert "DBOS workflow SUCCESS" in got.card.runtime.runs[0].summary    # the first workflow ended waiting

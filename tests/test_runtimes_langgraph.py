@@ -15,7 +15,8 @@ import pytest
 
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
 from crashlab.scenario.loader import resolve
-from runtime_support import NAIVE_FAILS, assert_only_loopback, hook_network, runtime_server, subset_scenario
+from runtime_support import (AUTHORITY_SUITE, NAIVE_FAILS, approval_outcome, assert_only_loopback, hook_network,
+                             runtime_server, subset_scenario)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "agents" / "langgraph"
@@ -135,3 +136,12 @@ def test_the_summary_names_a_tool_call_asked_again_under_a_new_id():
     assert line.startswith("LangGraph thread finished: 2 checkpoint(s) up to step 3")
     assert "the model called reserve 2 time(s) (call_a, call_b), 1 answer(s) recorded" in line
     assert summary([]).startswith("LangGraph has no checkpoint")
+
+
+@pytest.mark.parametrize("name", list(AUTHORITY_SUITE))
+def test_careful_asks_the_authority_waits_and_is_woken(server, name):
+    """The approval scenarios: the careful booking tool asks the authority and the thread ends WAITING_HUMAN;
+    the woken worker runs the run's next thread, whose tool asks again (a revoked approval: nothing sent)."""
+    rt, srv, work = server
+    approval_outcome(rt, srv, f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={work}", name,
+                     work / "approval" / name)

@@ -18,6 +18,7 @@ import pytest
 
 from runtime_support import (NAIVE_FAILS, assert_a_missing_package_names_the_extra, assert_only_loopback, failed,
                              hook_network, naive_and_careful, runtime_server, subset_scenario)
+from runtime_support import AUTHORITY_SUITE, approval_outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "agents" / "openai_agents"
@@ -145,3 +146,13 @@ def test_the_examples_turn_tracing_and_telemetry_off_and_name_the_model_by_strin
 
 def test_a_missing_integration_is_a_usage_error_naming_the_extra(monkeypatch):
     assert_a_missing_package_names_the_extra(monkeypatch, "temporalio.openai_agents", "openai-agents-temporal", INSTALL)
+
+
+@pytest.mark.parametrize("name", list(AUTHORITY_SUITE))
+def test_careful_asks_the_authority_waits_and_is_woken(server, name):
+    """The approval scenarios: the careful booking tool asks the authority and the run's workflow ends
+    WAITING_HUMAN; the woken worker runs the run's next workflow, whose tool asks again (a revoked approval:
+    nothing sent)."""
+    rt, srv, work = server
+    approval_outcome(rt, srv, f"{sys.executable} {EXAMPLES / 'temporal_careful.py'} --marker={work}", name,
+                     work / "approval" / name)

@@ -18,6 +18,7 @@ import pytest
 from crashlab.scenario.loader import resolve
 from runtime_support import (KEYLESS_502, assert_a_missing_package_names_the_extra, assert_only_loopback, failed,
                              hook_network, naive_and_careful, runtime_server)
+from runtime_support import AUTHORITY_SUITE, approval_outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "agents" / "pydantic_ai"
@@ -134,3 +135,13 @@ def test_the_summary_says_which_tools_ran_inline():
 
 def test_a_missing_framework_is_a_usage_error_naming_the_extra(monkeypatch):
     assert_a_missing_package_names_the_extra(monkeypatch, "pydantic_ai", "pydantic-ai-dbos", INSTALL)
+
+
+@pytest.mark.parametrize("name", list(AUTHORITY_SUITE))
+def test_careful_asks_the_authority_waits_and_is_woken(server, name):
+    """The approval scenarios: the careful booking tool asks the authority and the run's workflow ends
+    WAITING_HUMAN; the woken worker runs the run's next workflow, whose tool asks again (a revoked approval:
+    nothing sent)."""
+    rt, srv, work = server
+    approval_outcome(rt, srv, f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={work}", name,
+                     work / "approval" / name)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runtime_support import (KEYLESS_502, KEYLESS_CRASH, ROOT, assert_handed_over_before_the_stale_worker_resumed, closed,
-                             example, independent, no_leftovers, statuses)
+                             AUTHORITY_SUITE, approval_outcome, example, independent, no_leftovers, statuses)
 
 PIP = "pip install 'crashlab[restate]'"
 NPM = "npm install --prefix .runtimes/npm @restatedev/restate-server-linux-x64@1.7.12"
@@ -176,3 +176,14 @@ def test_a_sigkill_of_crashlab_takes_the_server_and_the_workers_with_it(tmp_path
             proc.kill()
             proc.wait()
     no_leftovers(str(tmp_path))                      # restate-server's data folder is under the output folder
+
+
+@pytest.mark.parametrize("name", list(AUTHORITY_SUITE))
+@pytest.mark.runtime_heavy
+def test_careful_asks_the_authority_waits_and_is_woken(server, name, tmp_path):
+    """The approval scenarios: the careful example's prepare step asks the authority and ends the workflow
+    WAITING_HUMAN; the woken worker starts the run's next workflow, which asks again, and again right before
+    the send (a revoked approval: nothing sent)."""
+    runtime, srv = server
+    approval_outcome(runtime, srv, example("restate", "careful", tmp_path), name, tmp_path)
+    no_leftovers(f"--out-marker={tmp_path}")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runtime_support import (KEYLESS_502, KEYLESS_CRASH, ROOT, assert_handed_over_before_the_stale_worker_resumed, closed,
-                             example, independent, no_leftovers, statuses)
+                             AUTHORITY_SUITE, approval_outcome, example, independent, no_leftovers, statuses)
 
 INSTALL = "pip install 'crashlab[temporal]'"
 HAVE_SDK = importlib.util.find_spec("temporalio") is not None
@@ -218,3 +218,14 @@ def test_an_unreadable_record_is_said_beside_the_card_not_raised(tmp_path):
     assert "1 row(s) in the runtime's record" in lines[-1]
     assert json.loads((tmp_path / "runtime-record.run-1.json").read_text())["record"] == [
         {"error": "the runtime's record could not be read: RuntimeError: unreadable"}]
+
+
+@pytest.mark.parametrize("name", list(AUTHORITY_SUITE))
+@pytest.mark.runtime_heavy
+def test_careful_asks_the_authority_waits_and_is_woken(server, name, tmp_path):
+    """The approval scenarios: the careful example's prepare step asks the authority and ends the workflow
+    WAITING_HUMAN; the woken worker starts the run's next workflow, which asks again, and again right before
+    the send (a revoked approval: nothing sent)."""
+    runtime, srv = server
+    approval_outcome(runtime, srv, example("temporal", "careful", tmp_path), name, tmp_path)
+    no_leftovers(f"--out-marker={tmp_path}")

@@ -134,6 +134,8 @@ class Careful:
     def outcome(self) -> str:
         """What the booking tool tells the model: the ledger's knowledge, and the finish if there is one."""
         unit = self.unit
+        if unit.waited:
+            return f"{unit.state}: an approval of the proposal is requested; nothing was sent"
         if unit.done():
             return f"FINISHED: the run ended ({unit.state}); knowledge {unit.knowledge}"
         if unit.knowledge == "CONFIRMED":

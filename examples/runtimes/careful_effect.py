@@ -4,10 +4,15 @@ The code is ``examples/integration/worker.py``'s (imported, not copied): the sam
 its crashlab views, the same ledger records, the same read by key. What changes under a runtime is
 who retries. Each step loads the run from the worker's own store, does one thing and returns:
 
-- ``prepare``: the checkpoints up to EFFECT_PREPARED and the ledger's PROPOSED, before anything leaves.
+- ``prepare``: a live approval bound to the proposal's hash (asked of the sandbox's authority), then
+  the checkpoints up to EFFECT_PREPARED and the ledger's PROPOSED, before anything leaves. With no
+  live approval it requests one and ends the unit WAITING_HUMAN (the step returns that disposition);
+  a revoked or denied one ends the run FAILED_NO_EFFECT.
 - ``effect``: if the ledger says SENT_UNKNOWN (an earlier attempt may have sent: the runtime is
   retrying after a crash or an ambiguous answer), resolve it first by an authoritative read of the
-  key; then, while the effect is still PROPOSED, append SENT_UNKNOWN and send **once**. A definite
+  key; then, while the effect is still PROPOSED, ask the authority again (a revoked approval ends
+  the run with nothing sent), append SENT_UNKNOWN and send **once** (the careful worker's dispatch,
+  cut after one send). A definite
   "not executed" (429, an authoritative absence) raises :class:`Unresolved`: the runtime's retry
   policy is the single retry owner and schedules the next attempt. A definite refusal, a confirmed
   hold, a cancellation or an effect that stays unknown ends the run (finish row).
@@ -29,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 import worker as careful  # noqa: E402  (examples/integration/worker.py)
+from crashlab_env import WAITING  # noqa: E402
 
 ATTEMPT_CEILING = careful.ATTEMPT_CEILING
 PHASES = ("prepare", "effect", "give_up", "naive")
@@ -49,7 +55,7 @@ class StepWorker(careful.Worker):
         super().__init__(os.environ["CRASHLAB_URL"], os.environ["CRASHLAB_DB"], named[0] if named else None)
         self.phase = phase
 
-    # the careful worker's loop would resend by itself; under a runtime each step sends at most once
+    # the careful worker's dispatch, cut after one send: under a runtime each step sends at most once
     def dispatch(self) -> None:
         if self.phase == "prepare":
             return                                   # prepared; the effect is the next step's
@@ -57,18 +63,16 @@ class StepWorker(careful.Worker):
             self.append("REJECTED", evidence=["no attempt took effect: the last read or answer proved absence"])
             self.finish("FAILED_NO_EFFECT", "the runtime's attempts are exhausted")
             return
-        if self.mistake != "no_cancel_check" and self.cancelled():       # checked right before the send
-            self.append("REJECTED", evidence=["cancelled; no attempt left the worker since the last "
-                                              "authoritative absence"])
-            self.finish("CANCELLED_NO_EFFECT", "cancelled before the send")
-            return
-        if self.mistake != "sent_unknown_after":       # the mistake appends it after the answer (Worker.send)
-            self.append("SENT_UNKNOWN", note="about to send")
-        if self.state != "EFFECT_IN_FLIGHT":
-            self.write("EFFECT_IN_FLIGHT", self.knowledge)
-        self.send()
+        super().dispatch()          # the cancellation and the approval checked right before the send
+
+    def send(self) -> None:
+        super().send()
         if self.knowledge == "PROPOSED":
             raise Unresolved("not executed (a definite refusal to run it now): the runtime retries")
+
+    def finish(self, disposition: str, reason: str, next_owner: str | None = None) -> None:
+        super().finish(disposition, reason, next_owner)
+        self.ended = disposition
 
     def reconcile(self) -> None:
         if self.phase == "prepare":
@@ -88,24 +92,27 @@ class StepWorker(careful.Worker):
 
 
 def step(phase: str) -> str:
-    """Run one step in this process; returns the run's disposition once it has one, else ''."""
+    """Run one step in this process; returns the run's disposition once it has one (a waiting one only
+    when this step wrote it: a woken unit goes on past the wait its run's earlier unit recorded), else ''."""
     if phase not in PHASES:
         raise ValueError(f"unknown step {phase!r}")
     w = StepWorker(phase)
+    w.ended = ""
     try:
         w.main()
     finally:
         db = getattr(w.store, "db", None)
         if db is not None:
             db.close()
-    return done()
+    return w.ended or done()
 
 
 def done() -> str:
-    """The finish row's disposition, '' while the run is open."""
+    """The finish row's disposition once the run is over, '' while it is open (or waits)."""
     store = careful.Store(os.environ["CRASHLAB_DB"])
     try:
         row = store.db.execute("SELECT record FROM finish ORDER BY seq DESC LIMIT 1").fetchone()
     finally:
         store.db.close()
-    return json.loads(row[0]).get("disposition", "") if row else ""
+    disposition = json.loads(row[0]).get("disposition", "") if row else ""
+    return "" if disposition in WAITING else disposition

@@ -13,6 +13,14 @@ by a read:
   (a previous attempt, killed or unanswered) is resolved by a read by key before anything is sent
   again; an ambiguous answer is resolved the same way, never resent blind; the runtime's own
   retries stay off, so the adapter is the one retry owner.
+
+Approvals: ``Unit.prepare`` asks the sandbox's authority as the careful worker does (``Worker.approved``)
+before anything is prepared, and ``careful_dispatch`` asks again right before every send
+(``Worker.dispatch``). With no live approval bound to the proposal's hash the unit requests one, writes
+WAITING_HUMAN (next owner the approver) and ends: ``done()`` is then true, so no step after it does
+anything, and the worker process exits. The worker crashlab starts when the approval reaches the inbox
+runs the run's next unit of work (``crashlab_env.unit_id``), which asks again: an approval is never
+taken from a checkpoint or a runtime's replay.
 """
 from __future__ import annotations
 
@@ -23,10 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
-from crashlab_env import need  # noqa: E402
+from crashlab_env import WAITING, need, unit_id  # noqa: E402
 from worker import MISTAKES, Ambiguous, Stale, Worker  # noqa: E402  (the careful worker)
 
-__all__ = ["Unit", "Retryable", "Stale", "need", "runtime_id"]
+__all__ = ["Unit", "Retryable", "Stale", "need", "runtime_id", "unit_id"]
 
 
 class Retryable(Exception):
@@ -58,6 +66,11 @@ class Unit(Worker):
             self.store.db.close()
             self.store.db = sqlite3.connect(os.environ["CRASHLAB_DB"], timeout=10, isolation_level=None,
                                             check_same_thread=False)
+        self.waited = False            # this unit ended waiting (WAITING_HUMAN): nothing more for it to do
+
+    def finish(self, disposition: str, reason: str, next_owner: str | None = None) -> None:
+        super().finish(disposition, reason, next_owner)
+        self.waited = self.waited or disposition in WAITING
 
     # -- once per process, outside any step: the inbox, the profile, the lease, the store's state
     def begin(self) -> bool:
@@ -69,17 +82,20 @@ class Unit(Worker):
         return status is None
 
     def done(self) -> bool:
-        return self.store.finished()
+        """The run is finished, or this unit ended waiting (the next unit is a woken worker's)."""
+        return self.waited or self.store.finished()
 
-    # -- step 1: prepare (PROPOSED in the worker's store before anything leaves)
+    # -- step 1: prepare (a live approval, then PROPOSED in the worker's store before anything leaves)
     def prepare(self) -> str:
         if self.knowledge is None and not self.done():
             if self.cancelled():
                 self.finish("CANCELLED_NO_EFFECT", "cancelled before anything was prepared")
                 return "cancelled"
-            order = ["INTAKE", "VALIDATED", "PROPOSED", "APPROVED"]
+            order = ["INTAKE", "VALIDATED", "PROPOSED"]
             for state in order[order.index(self.state) + 1:] if self.state in order else ():
                 self.write(state)
+            if not self.approved():       # asked live: WAITING_HUMAN (requested), or revoked/denied: ended
+                return "waiting" if self.waited else "ended"
             self.append("PROPOSED", note="prepared before any send")
             self.write("EFFECT_PREPARED", "PROPOSED")
         return str(self.knowledge)

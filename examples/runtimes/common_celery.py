@@ -10,7 +10,9 @@ worker (solo pool, in this process, so crashlab's kill reaches the task) for one
   ``unacked_restore_interval`` x ``unacked_restore_throttle`` = 100 s, visibility timeout 1 hour)
   nothing comes back within a scenario; these examples lower both (the settings below).
 - When the task has written the run's finish row, the process asks Celery for a warm shutdown
-  (SIGTERM: the task is acknowledged, the worker exits 0).
+  (SIGTERM: the task is acknowledged, the worker exits 0). So it does when the task ends with the run
+  waiting (WAITING_HUMAN: an approval was requested): the worker crashlab starts when the run is woken
+  publishes the run's next task, id ``CRASHLAB_RUNTIME_ID.woken-N`` (``crashlab_env.unit_id``), once.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from collections.abc import Callable
 
 from celery import Celery
 
-from common import Stale, Unit, need, runtime_id
+from common import Stale, Unit, need, runtime_id, unit_id
 
 #: the broker settings that decide when a killed worker's task is delivered again (seconds)
 TRANSPORT = {"visibility_timeout": 2, "unacked_restore_interval": 0.25, "unacked_restore_throttle": 1}
@@ -42,7 +44,7 @@ def app(name: str) -> Celery:
 
 
 def serve(a: Celery, unit: Unit, task) -> int:
-    """Publish the run's task once, then consume the run's queue until the run is finished."""
+    """Publish the run's task once, then consume the run's queue until the run is finished or waits."""
     try:
         if not unit.begin():
             return 0
@@ -51,8 +53,9 @@ def serve(a: Celery, unit: Unit, task) -> int:
         return 0
     import redis
     marker = redis.Redis.from_url(f"{need('CRASHLAB_RUNTIME')}/0")
-    if marker.set(f"crashlab:published:{runtime_id()}", "1", nx=True):
-        task.apply_async(task_id=runtime_id(), queue=runtime_id())
+    task_id = unit_id()                # the run's task, or its next one once a woken worker runs it
+    if marker.set(f"crashlab:published:{task_id}", "1", nx=True):
+        task.apply_async(task_id=task_id, queue=runtime_id())
     marker.close()
 
     def stop_when_finished() -> None:

@@ -34,6 +34,8 @@ UNIT: Unit
 
 def outcome() -> str:
     """What the booking tool tells the model: the ledger's knowledge, and the finish if there is one."""
+    if UNIT.waited:
+        return f"{UNIT.state}: an approval of the proposal is requested; nothing was sent"
     if UNIT.done():
         return f"FINISHED: the run ended ({UNIT.state}); knowledge {UNIT.knowledge}"
     if UNIT.knowledge == "CONFIRMED":

@@ -8,6 +8,11 @@ process running (or resuming) its run's thread.
   thread id is ``CRASHLAB_RUNTIME_ID``, unique to the run and to this invocation of crashlab.
 - A thread with a step left to run (a worker died in it) is resumed with ``invoke(None, ...)``:
   LangGraph re-runs the step whose checkpoint it had not saved. A finished thread is not run again.
+  A step whose writes were saved but whose successor's checkpoint was not (the default ``async``
+  durability, a kill in the next step) shows an empty ``next`` and the step in ``tasks``: resumed too.
+- A thread that ends with the run waiting (WAITING_HUMAN: the booking tool requested an approval) is
+  over; the worker crashlab starts when the run is woken runs the run's next thread,
+  ``CRASHLAB_RUNTIME_ID.woken-N`` (``crashlab_env.unit_id``), whose tool asks the authority again.
 - LangSmith tracing is off before anything of LangChain is imported: nothing leaves 127.0.0.1.
 """
 from __future__ import annotations
@@ -24,7 +29,7 @@ for _name in ("LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING", "LANGSMITH_TRACING_V2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "runtimes"))
 
-from common import Stale, Unit, need, runtime_id  # noqa: E402  (examples/runtimes/common.py)
+from common import Stale, Unit, need, unit_id  # noqa: E402  (examples/runtimes/common.py)
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
@@ -80,10 +85,11 @@ def serve(unit: Unit, builder, conclude: Callable[[], None], after_begin: Callab
     durability = option("durability", "async")        # LangGraph's default
     conn = sqlite3.connect(need("CRASHLAB_RUNTIME"), timeout=10, check_same_thread=False)
     app = builder.compile(checkpointer=SqliteSaver(conn))
-    config = {"configurable": {"thread_id": runtime_id()}, "recursion_limit": 40}
+    config = {"configurable": {"thread_id": unit_id()}, "recursion_limit": 40}
     try:
         state = app.get_state(config)
-        if state.next:                                # a worker died in this thread: resume it
+        if state.next or state.tasks:                 # a worker died in this thread: resume it (a task whose
+            # writes were saved, its successor's checkpoint not yet: ``next`` is empty, ``tasks`` names it)
             app.invoke(None, config, durability=durability)
         elif not state.values:                        # a new thread
             app.invoke({"messages": [request(unit.intent, unit.notify_user)]}, config, durability=durability)

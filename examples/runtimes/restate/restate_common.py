@@ -5,7 +5,9 @@ registers the deployment, every later one updates that deployment's URI (the adm
 pinned to its deployment, reaches the newest worker process, as a load balancer would send it to a
 live instance while a stalled one still holds its connection. It then submits the workflow keyed
 CRASHLAB_RUNTIME_ID (a restarted worker process joins the same invocation), waits for its result
-and exits 0."""
+and exits 0. A workflow that ends with the run waiting (WAITING_HUMAN: an approval was requested) is
+over; the worker crashlab starts when the run is woken submits the run's next workflow, keyed
+``CRASHLAB_RUNTIME_ID.woken-N`` (``crashlab_env.unit_id``), to the same service."""
 from __future__ import annotations
 
 import asyncio
@@ -20,7 +22,7 @@ import urllib.request
 import hypercorn.asyncio
 import hypercorn.config
 import restate
-from crashlab_env import need
+from crashlab_env import need, unit_id
 
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -91,7 +93,7 @@ def _point_the_deployment_here(admin: str, service: str, uri: str) -> tuple[int,
 
 async def _drive(workflow: restate.Workflow, port: int, stop: asyncio.Event) -> None:
     admin, ingress = need("CRASHLAB_RESTATE_ADMIN"), need("CRASHLAB_RUNTIME")
-    key = need("CRASHLAB_RUNTIME_ID")
+    key = unit_id()            # the run's workflow, or its next one once a woken worker runs it
     loop = asyncio.get_running_loop()
     uri = f"http://127.0.0.1:{port}"
     name = workflow.name
