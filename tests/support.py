@@ -87,3 +87,18 @@ def message_faults(message: str) -> list[str]:
     import re
 
     return [why for pattern, why in _MESSAGE_FAULTS if re.search(pattern, message)]
+
+
+def default_isolation():
+    """The isolation the default (``auto``) gives on this machine, whatever the session runs under
+    (tests/conftest.py sets ``process``): the session's setting is put back."""
+    import os
+
+    from crashlab.run import isolate
+
+    before = os.environ.pop(isolate.ENV, None)
+    try:
+        return isolate.current()
+    finally:
+        if before is not None:
+            os.environ[isolate.ENV] = before

@@ -18,6 +18,7 @@ import pytest
 
 import crashlab.run.conformance  # noqa: F401  (loaded once: pytester restores sys.modules between runs)
 from crashlab.run import isolate
+from support import default_isolation
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -30,12 +31,7 @@ PTH = Path(sysconfig.get_paths()["purelib"]) / "zz_crashlab_escape.pth"
 
 
 def _namespaces() -> isolate.Isolation:
-    before = os.environ.pop(isolate.ENV, None)
-    try:
-        return isolate.current()
-    finally:
-        if before is not None:
-            os.environ[isolate.ENV] = before
+    return default_isolation()
 
 
 needs_namespaces = pytest.mark.skipif(

@@ -40,12 +40,8 @@ def _env(**extra) -> dict:
 
 
 def _namespaces() -> bool:
-    before = os.environ.pop(isolate.ENV, None)
-    try:
-        return isolate.current().mode == "namespaces"
-    finally:
-        if before is not None:
-            os.environ[isolate.ENV] = before
+    from support import default_isolation
+    return default_isolation().mode == "namespaces"
 
 
 needs_namespaces = pytest.mark.skipif(not sys.platform.startswith("linux") or not _namespaces(),

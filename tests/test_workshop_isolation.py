@@ -61,13 +61,8 @@ def test_a_kit_adapter_that_does_not_parse_names_its_line(kit, capsys):
 
 
 def _namespaces() -> bool:
-    from crashlab.run import isolate
-    before = os.environ.pop(isolate.ENV, None)
-    try:
-        return isolate.current().mode == "namespaces"
-    finally:
-        if before is not None:
-            os.environ[isolate.ENV] = before
+    from support import default_isolation
+    return default_isolation().mode == "namespaces"
 
 
 @pytest.mark.skipif(not _namespaces(), reason="bubblewrap cannot make namespaces here (apt-get install bubblewrap)")
