@@ -307,6 +307,20 @@ def test_the_pytest_plugin_runs_a_python_adapter_in_namespaces_by_default(pytest
     result.assert_outcomes(passed=1, failed=1)   # the forged pass; the rubric over one scenario is inconclusive
 
 
+@needs_namespaces
+def test_a_python_adapter_on_a_folder_a_conftest_adds_to_the_path_runs_in_namespaces(pytester, monkeypatch):
+    """An adapter module that only a conftest's sys.path entry makes importable (not the current folder):
+    its import check and its run in namespaces find it, as worker processes would."""
+    monkeypatch.delenv(isolate.ENV, raising=False)
+    pytester.makeconftest("import pathlib, sys\nsys.path.insert(0, str(pathlib.Path(__file__).parent / 'sub'))\n")
+    (pytester.path / "sub").mkdir()
+    (pytester.path / "sub" / "only_on_the_path.py").write_text(
+        "from crashlab.reference_impl import ReferenceAdapter as Adapter\n")
+    result = pytester.runpytest("--crashlab-adapter=only_on_the_path:Adapter", f"--crashlab-scenario={T1}")
+    result.stdout.fnmatch_lines(["crashlab: isolation: namespaces (bubblewrap*"])
+    result.assert_outcomes(passed=1, failed=1)   # the scenario; the rubric over one scenario is inconclusive
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_the_temporary_folders_of_a_crashlab_killed_with_sigkill_are_removed_by_the_next(tmp_path):
     dead = subprocess.run([PY, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()

@@ -275,9 +275,12 @@ def _check_import_isolated(module: str) -> None:
     import subprocess
     import sys
 
-    tmp = isolate.private_tmp()
+    from .adapterspec import import_path
+
+    tmp = isolate.private_tmp()   # the import path the warm server will have (crashlab.run.warm), found the same way
     try:
-        done = subprocess.run(isolate.wrap([sys.executable, "-c", _IMPORT, module], cwd=os.getcwd(), env={"TMPDIR": tmp}),
+        done = subprocess.run(isolate.wrap([sys.executable, "-c", _IMPORT, module], cwd=os.getcwd(),
+                                           env={"TMPDIR": tmp, "PYTHONPATH": import_path()}),
                               cwd=os.getcwd(), capture_output=True, text=True, errors="replace",
                               timeout=Limits().run_wall_s or 60)
     except subprocess.TimeoutExpired:
