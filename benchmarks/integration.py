@@ -26,6 +26,10 @@ from crashlab.integrate.run import integrate, suite  # noqa: E402
 from crashlab.integrate.supervisor import DEFAULT_TIME_SCALE  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "integration" / "worker.py"
+#: the suite's scenarios allowed longer than 5 s, and why (docs/integration.md, "Time"): their premise is a
+#: wait on the scenario clock that no worker can shorten
+LONGER = {"t5-incompatible-deployment": (8.0, "the run waits for its approval, granted at 10:10 after the deployment "
+                                              "at 10:05: 6 s of real time at time scale 100")}
 
 
 def main() -> int:
@@ -48,7 +52,7 @@ def main() -> int:
                 for sc in scenarios:
                     t0 = time.perf_counter()
                     outcome = integrate(sc, worker=args.worker, out=Path(tmp) / f"r{run}",
-                                        time_scale=args.time_scale)
+                                        time_scale=args.time_scale, worker_next=args.worker)   # as --suite does
                     times[sc.id].append(time.perf_counter() - t0)
                     verdicts[sc.id].append(outcome.card.verdict)
                 totals.append(time.perf_counter() - start)
@@ -67,9 +71,12 @@ def main() -> int:
     print(f"suite: median {statistics.median(totals):.1f} s, max {max(totals):.1f} s; longest scenario "
           f"{max(max(t) for t in times.values()):.2f} s; verdicts identical in every run: "
           f"{all(len(set(v)) == 1 for v in verdicts.values())}")
-    slow = [sc.id for sc in scenarios if max(times[sc.id]) > 5.0]
+    slow = [sc.id for sc in scenarios if max(times[sc.id]) > LONGER.get(sc.id, (5.0, ""))[0]]
     print(f"limits: suite <= 60 s in every run: {max(totals) <= 60.0}; every scenario <= 5 s: {not slow}"
           + (f" (over: {', '.join(slow)})" if slow else ""))
+    for sid, (limit, why) in LONGER.items():
+        if sid in times:
+            print(f"  exception: {sid} may take {limit:g} s (longest {max(times[sid]):.2f} s): {why}")
     return 0
 
 

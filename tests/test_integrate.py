@@ -63,10 +63,11 @@ def failing(outcome) -> dict[str, str]:
 
 @pytest.mark.parametrize("scenario", [sc.id for sc in suite()])
 def test_the_careful_worker_passes_the_integration_suite(out, scenario):
-    outcome = integrate(resolve(scenario), worker=careful(out), out=out)
+    # the worker as its own next code version, as --suite runs it (--worker-next defaults to --worker)
+    outcome = integrate(resolve(scenario), worker=careful(out), out=out, worker_next=careful(out))
     if outcome.card.verdict == "inconclusive":
         # a premise did not happen under this machine's timing (the card names it): run it once more
-        outcome = integrate(resolve(scenario), worker=careful(out), out=out / "again")
+        outcome = integrate(resolve(scenario), worker=careful(out), out=out / "again", worker_next=careful(out))
     assert outcome.card.verdict == "pass", outcome.card.text()
     # the minimum set is judgeable in every scenario: passed, or with nothing in the run to judge it on
     judged = {line.invariant for line in outcome.card.lines if line.status in ("pass", "not exercised")}

@@ -38,8 +38,13 @@ def _integrate(sc, worker: str, out_dir: Path):
 
 def test_the_authority_scenarios_are_tagged_for_their_own_suite():
     tagged = {sc.id for sc in library() if "integration-authority" in sc.tags}
-    assert "t4-approval-wait-crash" in tagged
+    assert {"t4-approval-wait-crash", "t5-incompatible-deployment", "integration-approval-wait",
+            "integration-approval-revoked"} <= tagged
     assert all("integration-authority" in load_file(p).tags for p in (WAIT, REVOKED))
+    # in the default suite too: --suite runs them (the example paths link to the library's files)
+    suite = {sc.id for sc in library() if "integration" in sc.tags}
+    assert tagged <= suite and "integration-compensation-failure" in suite
+    assert WAIT.resolve() == ROOT / "scenarios" / "integration-approval-wait.yaml" and load_file(WAIT).id in suite
 
 
 def test_a_waiting_run_is_woken_by_its_approval_and_sends_once_under_it(out):

@@ -81,7 +81,25 @@ def test_a_next_version_that_reads_the_old_checkpoint_as_its_own_fails_mig01(out
     assert "MIG-01" in lines(got, "fail") and changed in why and "without migrating, pinning or stopping" in why
 
 
+@pytest.mark.parametrize("given", [None, "python3 next.py {url} {db}"], ids=["default", "named"])
+def test_worker_next_defaults_to_the_worker_command_on_the_command_line(monkeypatch, given):
+    """`crashlab integrate` always carries out a deployment: without --worker-next the next code version is the
+    --worker command (a worker learns its version from CRASHLAB_CODE_VERSION), so T5 can be in --suite."""
+    import crashlab.integrate.run as run_module
+
+    seen = []
+
+    def stop(sc, **kw):
+        seen.append(kw["worker_next"])
+        raise KeyboardInterrupt       # no worker runs: the arguments are all this test needs
+    monkeypatch.setattr(run_module, "integrate", stop)
+    argv = ["integrate", "t5-incompatible-deployment", "--worker", "python3 w.py {url} {db}"]
+    assert main(argv + (["--worker-next", given] if given else [])) == 130
+    assert seen == [given or "python3 w.py {url} {db}"]
+
+
 def test_without_worker_next_a_deployment_is_inconclusive_naming_the_option(out):
+    """integrate() itself (the library call) carries out no deployment without a next command."""
     got = integrate(resolve("t5-incompatible-deployment"), worker=careful(out), out=out)
     assert got.card.verdict == "inconclusive"
     assert any("--worker-next" in r and "deploy at 10:05" in r for r in got.card.reasons)

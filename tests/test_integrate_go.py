@@ -44,11 +44,27 @@ def binary(tmp_path_factory):
 
 @pytest.mark.parametrize("scenario", [sc.id for sc in suite()])
 def test_the_careful_go_worker_passes_the_integration_suite(binary, tmp_path, scenario):
-    outcome = integrate(resolve(scenario), worker=f"{binary} {{url}} {{db}}", out=tmp_path)
+    worker = f"{binary} {{url}} {{db}}"        # its own next code version, as --suite runs it
+    outcome = integrate(resolve(scenario), worker=worker, out=tmp_path, worker_next=worker)
     if outcome.card.verdict == "inconclusive":
         # a premise did not happen under this machine's timing (the card names it): run it once more
-        outcome = integrate(resolve(scenario), worker=f"{binary} {{url}} {{db}}", out=tmp_path / "again")
+        outcome = integrate(resolve(scenario), worker=worker, out=tmp_path / "again", worker_next=worker)
     assert outcome.card.verdict == "pass", outcome.card.text()
+
+
+def test_the_go_worker_compensates_with_its_own_approval_and_its_mistake_fails_auth01(binary, tmp_path):
+    """T8's integration form: the release is its own effect (own key, proposal, approval), prepared and recorded
+    SENT_UNKNOWN before it leaves; without an approval of its own (-mistake=release_without_authority) AUTH-01 fails."""
+    sc = resolve("integration-compensation-failure")
+    got = integrate(sc, worker=f"{binary} {{url}} {{db}}", out=tmp_path / "careful")
+    if got.card.verdict == "inconclusive":
+        got = integrate(sc, worker=f"{binary} {{url}} {{db}}", out=tmp_path / "again")
+    assert got.card.verdict == "pass", got.card.text()
+    assert statuses(got)["AUTH-01"] == statuses(got)["COMP-01"] == "pass"
+    assert got.result.dispositions == {"run-82": "CANCELLED_EFFECT_UNKNOWN"}
+    bad = integrate(sc, worker=f"{binary} -mistake=release_without_authority {{url}} {{db}}", out=tmp_path / "bad")
+    assert bad.card.verdict == "fail" and statuses(bad)["AUTH-01"] == "fail", bad.card.text()
+    assert "reservation.release" in next(l.why for l in bad.card.lines if l.invariant == "AUTH-01")
 
 
 def test_go_default_client_resends_a_keyed_post_and_is_caught(binary, tmp_path):

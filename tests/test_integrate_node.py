@@ -103,10 +103,12 @@ def test_without_a_mistake_the_same_scenarios_pass(tmp_path):
 
 
 def test_the_careful_node_worker_passes_the_authority_suite(tmp_path):
-    files = [str(f) for f in AUTHORITY_SUITE.values() if isinstance(f, Path)]
-    proc, cards = _integrate(tmp_path, ["--tag", "integration-authority", *files])
-    assert set(cards) == set(AUTHORITY_SUITE), proc.stdout[-4000:]
+    proc, cards = _integrate(tmp_path, ["--tag", "integration-authority"])     # the library's: T5 among them
+    assert set(AUTHORITY_SUITE) | {"t5-incompatible-deployment"} <= set(cards), proc.stdout[-4000:]
     for scenario, card in cards.items():
+        if scenario not in AUTHORITY_SUITE:         # T5: its deployment's story (MIG-01, PIN-01) is tested below
+            assert card["verdict"] in ("pass", "inconclusive"), (scenario, card)
+            continue
         if card["verdict"] == "inconclusive":     # a premise did not happen under this machine's timing
             _, more = _integrate(tmp_path / f"again-{scenario}", [str(AUTHORITY_SUITE[scenario])])
             card = more[scenario]
@@ -120,6 +122,24 @@ def test_a_node_worker_that_never_asks_the_authority_fails_auth01(tmp_path, scen
     proc, cards = _integrate(tmp_path, [str(AUTHORITY_SUITE[scenario])], mistake="no_approval_check", timeout=120)
     assert proc.returncode == 1, proc.stdout[-4000:]
     assert cards[scenario]["verdict"] == "fail" and _status(cards[scenario])["AUTH-01"] == "fail", proc.stdout[-4000:]
+
+
+def test_the_node_worker_compensates_with_its_own_approval_and_its_mistake_fails_auth01(tmp_path):
+    """T8's integration form: the release is its own effect (own key, proposal and approval), prepared and recorded
+    SENT_UNKNOWN before it leaves; --mistake=release_without_authority releases without it and fails AUTH-01."""
+    proc, cards = _integrate(tmp_path / "careful", ["integration-compensation-failure"], timeout=120)
+    card = cards["integration-compensation-failure"]
+    assert card["verdict"] == "pass", proc.stdout[-4000:]
+    assert _status(card)["AUTH-01"] == _status(card)["COMP-01"] == "pass"
+    trace = [json.loads(x) for x in Path(card["trace"]).read_text().splitlines()]
+    ledger = [e["entry"] for e in trace if e["kind"] == "ledger"]
+    release = [e for e in ledger if e["kind"] == "compensation"]
+    assert release and release[-1]["knowledge"] == "SENT_UNKNOWN"
+    assert "COMPENSATION_PROPOSED" in [e["knowledge"] for e in ledger if e["kind"] == "effect"]
+    proc, cards = _integrate(tmp_path / "mistake", ["integration-compensation-failure"],
+                             mistake="release_without_authority", timeout=120)
+    card = cards["integration-compensation-failure"]
+    assert card["verdict"] == "fail" and _status(card)["AUTH-01"] == "fail", proc.stdout[-4000:]
 
 
 def test_an_unknown_mistake_is_a_usage_error():

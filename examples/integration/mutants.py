@@ -148,20 +148,20 @@ PLAIN: tuple[Mutant, ...] = (
     _p("no_approval_check", "The worker never asks the authority: it sends without a live approval bound to the "
        "proposal's hash.", "Recovery bootstrap procedure",
        "Validate identity, delegation, capability, and approval references.",
-       "examples/integration/scenarios/approval-wait.yaml", ("AUTH-01",),
+       "integration-approval-wait", ("AUTH-01",),
        note="Runs on the integration-authority suite: the approval scenarios apply the scenario's approval "
             "policy in the sandbox's authority port (docs/integration.md, \"The authority port\")."),
     _p("reads_old_schema", "After a deployment the next code version reads the old version's checkpoint as its own: "
        "no migration, no pin, and its checkpoints claim the new versions.", "Deployment compatibility",
        "Backward compatibility means more than successful JSON parsing",
        "handoff-2-confirmed-schema-change", ("MIG-01",),
-       note="Run with the mistake as both --worker and --worker-next (it behaves as the careful worker until a "
+       note="Run with the mistake as --worker, which --worker-next defaults to (it behaves as the careful worker until a "
             "deployment): the scenario's deploy event starts the next code version (docs/integration.md, "
             "\"Deployments\")."),
     _p("release_without_authority", "The worker compensates a cancelled confirmed hold without an approval of the "
        "release's own: the original's authority taken for the corrective action's.", "Compensation as forward recovery",
        "Do not infer corrective authority from original permission.",
-       "examples/integration/scenarios/compensation-failure.yaml", ("AUTH-01",),
+       "integration-compensation-failure", ("AUTH-01",),
        note="T8's integration form: the release needs an approval of its own from the sandbox's authority port "
             "(docs/integration.md, \"Compensation\")."),
     _p("clock_lease", "The worker judges its lease by its own clock: it writes and sends, unfenced by the store, "
@@ -221,9 +221,9 @@ MUTANTS: tuple[Mutant, ...] = PLAIN + tuple(m for rt in WORKERS[1:] for m in _ru
 
 #: asked of the gallery but not built, and why
 NOT_BUILT = {
-    "compensation as rollback (COMP-01)": "the careful workers never compensate and no scenario of the "
-                                          "integration suite asks for a release (docs/integration.md, the "
-                                          "suite table): there is no passing worker one decision away",
+    "compensation as rollback (COMP-01)": "the careful workers compensate forward (integration-compensation-failure, "
+                                          "in the suite), but no mistake that treats the release as undoing the "
+                                          "original (its record dropped) is written yet",
 }
 
 

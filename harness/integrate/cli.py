@@ -56,7 +56,8 @@ no process may outlive its group. Each is a recorded fault of that scenario with
                    help="the worker command, e.g. 'python3 worker.py {url} {db}'")
     p.add_argument("--worker-next", metavar="CMD",
                    help="the next code version's worker command: a scenario's deploy event stops the old version's "
-                        "workers and starts every later one with it (docs/integration.md, \"Deployments\")")
+                        "workers and starts every later one with it, told the new versions in CRASHLAB_*_VERSION "
+                        "(default: the --worker command; docs/integration.md, \"Deployments\")")
     p.add_argument("--store", default="sqlite:{db}", metavar="URL",
                    help="the worker's store: sqlite:{db} (default: one database file per run in the output folder), "
                         "sqlite:PATH with {scenario} and {run} (a file crashlab did not make is never deleted), "
@@ -143,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
                 return integrate(sc, worker=args.worker, out=Path(args.out), store=args.store,
                                  time_scale=scale, wall_limit_s=args.wall_limit * slower,
                                  handover_wait_s=args.handover_wait * slower, runtime=runtime, server=server,
-                                 worker_next=args.worker_next)
+                                 worker_next=args.worker_next or args.worker)
 
             outcome, earlier, scale = until_conclusive(once, args.again, time_scale=args.time_scale,
                                                        slower=args.again_slower)

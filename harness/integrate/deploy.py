@@ -13,8 +13,10 @@ particular call) is what this stop carries out, never a premise of its own. A ru
 pins (a ``PINNED`` finish naming ``packet.pinned_env``) is drained by the old command with the pinned
 versions, at once, as the simulator's platform does.
 
-Without ``--worker-next`` nothing is redeployed: the event is written to the trace only, the card's
-MIG-01 and PIN-01 are not judgeable, and the card is inconclusive, naming the option (:func:`unmet`).
+``crashlab integrate``'s ``--worker-next`` defaults to the ``--worker`` command (crashlab.integrate.cli), so
+the command line always redeploys. A caller of ``integrate()`` that gives no next command redeploys nothing:
+the event is written to the trace only, the card's MIG-01 and PIN-01 are not judgeable, and the card is
+inconclusive, naming the option (:func:`unmet`).
 """
 from __future__ import annotations
 

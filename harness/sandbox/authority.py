@@ -11,7 +11,7 @@ inbox as in the simulator. A run whose scenario declares no ``approval`` policy 
 for its own operation in the sandbox (mode ``none``, written so in the trace's header, where AUTH-01
 reads it): a real worker's scenario that says nothing about approvals asks none of its worker. So does
 a scenario of the default integration suite (tag ``integration``) not also tagged
-``integration-authority``: the suite asks no approvals of the example workers yet. A
+``integration-authority``: its other scenarios declare approvals for the simulator only. A
 release (any action other than the run's operation) follows ``compensation_authority`` and needs an
 approval of its own, as in the simulator.
 """

@@ -93,6 +93,12 @@ type worker struct {
 	versions         M       // the versions crashlab gives this worker (CRASHLAB_<NAME>; 1 when absent)
 	contract         M       // the versions its checkpoints are written under
 	readsOldSchema   bool    // the mistake: after a deployment, read the old checkpoint as this version's own
+	deadline         any     // the intake's business deadline (scenario ms), kept in every checkpoint
+	compensation     bool    // the service offers a compensation (a release)
+	relKey, rel      string  // the compensation's own identity, and its knowledge
+	relIntent        M       // what it releases
+	relHash          string  // its own proposal's hash: its approval is bound to it
+	releaseUnchecked bool    // the mistake: release without an approval of the release's own
 }
 
 // versionKeys are the versions a deployment may change; contractKeys those whose change can make an old
@@ -181,6 +187,9 @@ func (w *worker) effects() []M {
 	if w.notice != "" {
 		effects = append(effects, M{"key": w.noticeKey, "knowledge": w.notice})
 	}
+	if w.rel != "" {
+		effects = append(effects, M{"key": w.relKey, "knowledge": w.rel})
+	}
 	return effects
 }
 
@@ -217,7 +226,7 @@ func (w *worker) checkpoint(state string) {
 	w.write("checkpoints.write", "checkpoints", M{
 		"identity": M{"run_id": w.run, "task_id": "task-" + w.run, "tenant": w.intent["tenant"], "principal": w.intent["principal"]},
 		"control": M{"state": state, "state_version": version + 1, "owner": w.name, "lease_epoch": w.epoch,
-			"event_sequence": w.seen, "cancellation": M{}, "deadline": nil, "budgets": M{"attempt_ceiling": 5}},
+			"event_sequence": w.seen, "cancellation": M{}, "deadline": w.deadline, "budgets": M{"attempt_ceiling": 5}},
 		"contract": w.contractCopy(), "evidence": w.evidence(), "effects": effects})
 	w.state = state
 }
@@ -268,7 +277,7 @@ func (w *worker) compatible(cp M, version int) bool {
 		w.write("checkpoints.write", "checkpoints", M{
 			"identity": M{"run_id": w.run, "task_id": "task-" + w.run, "tenant": w.intent["tenant"], "principal": w.intent["principal"]},
 			"control": M{"state": "MIGRATING", "state_version": n + 1, "owner": w.name, "lease_epoch": w.epoch,
-				"event_sequence": w.seen, "cancellation": M{}, "deadline": nil, "budgets": M{"attempt_ceiling": 5}},
+				"event_sequence": w.seen, "cancellation": M{}, "deadline": w.deadline, "budgets": M{"attempt_ceiling": 5}},
 			"contract": w.contractCopy(), "evidence": w.evidence(), "effects": w.effects(),
 			"migration": M{"from": from, "to": to, "previous_version": version, "previous_state": previous,
 				"changes": changes, "kept": []any{"approval binding (not refreshed)", "unresolved effects", "semantic keys"}}})
@@ -300,9 +309,32 @@ func (w *worker) appendEntry(notice bool, knowledge string, extra M) {
 	if notice {
 		key, intent, service, op = w.noticeKey, w.noticeIntent, "notification", "send"
 	}
+	w.appendFor(key, intent, service, op, "effect", knowledge, extra)
+	if notice {
+		w.notice = knowledge
+	} else {
+		w.know = knowledge
+	}
+}
+
+// appendRelease appends a ledger entry for the compensation that releases the hold.
+func (w *worker) appendRelease(knowledge string, extra M) {
+	w.appendFor(w.relKey, w.relIntent, "reservation", "release", "compensation", knowledge,
+		merge(M{"compensates": w.key, "proposal_hash": w.relHash}, extra))
+	w.rel = knowledge
+}
+
+func merge(a, b M) M {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+func (w *worker) appendFor(key string, intent M, service, op, kind, knowledge string, extra M) {
 	data, _ := json.Marshal(intent)
 	sum := sha256.Sum256(data)
-	entry := M{"semantic_key": key, "kind": "effect", "service": service, "operation": op,
+	entry := M{"semantic_key": key, "kind": kind, "service": service, "operation": op,
 		"run_id": w.run, "intent": intent, "intent_fingerprint": hex.EncodeToString(sum[:])[:16],
 		"canonicalization_version": w.contract["canonicalization_version"], "knowledge": knowledge, "attempts": []M{}, "lease_epoch": w.epoch}
 	if knowledge == "SENT_UNKNOWN" {
@@ -312,11 +344,6 @@ func (w *worker) appendEntry(notice bool, knowledge string, extra M) {
 		entry[k] = v
 	}
 	w.write("ledger.append", "ledger", entry)
-	if notice {
-		w.notice = knowledge
-	} else {
-		w.know = knowledge
-	}
 }
 
 // sendNotice sends the user notification once: prepared, SENT_UNKNOWN before the send. The service has
@@ -403,8 +430,11 @@ func (w *worker) events() []any {
 }
 
 // authority is the authority's answer for this proposal (anything but a 200 is not live).
-func (w *worker) authority() M {
-	query := url.Values{"proposal_hash": {w.phash}, "action": {"reserve"}}.Encode()
+func (w *worker) authority() M { return w.authorityFor(w.phash, "reserve") }
+
+// authorityFor is the authority's answer for a proposal's hash and action (the release's, say).
+func (w *worker) authorityFor(phash, action string) M {
+	query := url.Values{"proposal_hash": {phash}, "action": {action}}.Encode()
 	status, data, _, err := w.call("GET", "/authority/check?"+query, nil, "")
 	if err != nil {
 		return M{"live": false, "reason": "no answer: " + err.Error()}
@@ -560,6 +590,7 @@ func (w *worker) main() int {
 			if ev := e.(M); ev["type"] == "intake" {
 				w.intent = ev["payload"].(M)["intent"].(M)
 				w.notify = ev["payload"].(M)["notify"] == true
+				w.deadline = ev["payload"].(M)["deadline"]
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -575,6 +606,11 @@ func (w *worker) main() int {
 	psum := sha256.Sum256(proposal)
 	w.phash = "sha256:" + hex.EncodeToString(psum[:])
 	w.noticeKey = "msg-" + w.key[4:]
+	w.relKey = "rel-" + w.key[4:] // the compensation: its own identity, proposal and approval
+	w.relIntent = M{"tenant": w.intent["tenant"], "principal": w.intent["principal"], "releases": w.key}
+	relProposal, _ := json.Marshal(M{"action": "release", "intent": w.relIntent})
+	rsum := sha256.Sum256(relProposal)
+	w.relHash = "sha256:" + hex.EncodeToString(rsum[:])
 	w.noticeIntent = M{"tenant": w.intent["tenant"], "to": w.intent["technician"],
 		"message": fmt.Sprintf("part %v reserved for %v", w.intent["part"], w.intent["incident"])}
 	_, profile, _, _ := w.call("GET", "/reservation", nil, "")
@@ -585,6 +621,7 @@ func (w *worker) main() int {
 	w.acquire(30 / scale) // 30 s of scenario time: one owner at a time
 	w.lookup, _ = profile["lookup"].(string)
 	w.fencing, _ = profile["fencing"].(bool)
+	w.compensation = profile["compensation"] != nil && profile["compensation"] != false
 	if ms, ok := profile["max_delivery_delay_ms"].(float64); ok {
 		w.bound = ms / 1000
 	}
@@ -597,13 +634,17 @@ func (w *worker) main() int {
 		json.Unmarshal([]byte(text), &cp)
 		w.state = cp["control"].(M)["state"].(string)
 	}
-	w.know, w.notice = w.knowledgeOf(w.key), w.knowledgeOf(w.noticeKey)
+	w.know, w.notice, w.rel = w.knowledgeOf(w.key), w.knowledgeOf(w.noticeKey), w.knowledgeOf(w.relKey)
 	if terminal[w.state] {
 		w.write("run.finish", "finish", M{"disposition": w.state, "reason": "recorded before a crash", "next_owner": nil,
 			"effects": w.effects()})
 		return 0
 	}
 	if !w.compatible(cp, cpVersion) {
+		return 0
+	}
+	if w.know == "COMPENSATION_PROPOSED" { // a restart while compensating
+		w.compensate()
 		return 0
 	}
 	if w.know == "" {
@@ -654,7 +695,9 @@ func (w *worker) main() int {
 		if w.state != "EFFECT_CONFIRMED" && w.state != "NOTIFYING" { // a restart while notifying stays there
 			w.checkpoint("EFFECT_CONFIRMED")
 		}
-		if w.cancelled() {
+		if w.cancelled() && w.compensation {
+			w.compensate()
+		} else if w.cancelled() {
 			w.finish("CANCELLED_EFFECT_REMAINS", "cancelled after the hold was confirmed; it remains", "requester")
 		} else {
 			var nextOwner any
@@ -670,9 +713,108 @@ func (w *worker) main() int {
 	return 0
 }
 
+// ---------------------------------------------------------------- compensation
+// compensate releases the confirmed hold the cancellation no longer wants: a separate effect with its own key,
+// proposal and approval, prepared and recorded before it is sent, verified by a read of the original's key.
+func (w *worker) compensate() {
+	var ref any
+	for _, e := range w.entries(w.key) {
+		if e["remote_ref"] != nil {
+			ref = e["remote_ref"]
+		}
+	}
+	if w.rel == "" {
+		if !w.releaseAuthorized() {
+			return
+		}
+		w.appendRelease("PROPOSED", M{"note": "the release, prepared"})
+		w.append("COMPENSATION_PROPOSED", M{"remote_ref": ref, "note": "compensation " + w.relKey + " proposed"})
+	}
+	if w.state != "COMPENSATING" {
+		w.checkpoint("COMPENSATING")
+	}
+	for i := 0; i < 5; i++ {
+		if w.rel == "PROPOSED" {
+			if !w.releaseUnchecked && w.authorityFor(w.relHash, "release")["live"] != true { // right before the send
+				w.released("REJECTED", "the release's approval is no longer live; nothing was sent", ref)
+				return
+			}
+			w.appendRelease("SENT_UNKNOWN", M{"note": "about to send the release"})
+			w.own()
+			status, _, _, err := w.call("POST", "/reservation/release",
+				M{"ref": ref, "retry_owner": "caller", "proposal_hash": w.relHash}, w.relKey)
+			if err == nil && status < 500 && status != 200 && status != 429 {
+				w.released("REJECTED", fmt.Sprintf("the release was refused: HTTP %d", status), ref)
+				return
+			}
+		}
+		switch w.verifyRelease() {
+		case "released":
+			w.released("CONFIRMED", "the original's record reads released", ref)
+			return
+		case "held": // authoritatively not released: the release did not land
+			w.appendRelease("PROPOSED", M{"reconciliation": []M{{"query": "lookup", "found": true}},
+				"evidence": []any{"the original's record still reads active: the release did not land"}})
+			continue
+		}
+		w.finish("CANCELLED_EFFECT_UNKNOWN", "the release's outcome is unknown: the original's record could not be read", "operator")
+		return
+	}
+	w.released("REJECTED", "the release never landed within the attempt ceiling", ref)
+}
+
+// releaseAuthorized asks for an approval of the release's own (action release) when there is none; false when
+// the run has finished (denied: the hold remains).
+func (w *worker) releaseAuthorized() bool {
+	if w.releaseUnchecked {
+		return true
+	}
+	answer := w.authorityFor(w.relHash, "release")
+	for i := 0; i < 200 && answer["live"] != true && fmt.Sprint(answer["reason"]) != "denied by policy"; i++ {
+		w.call("POST", "/authority/request", M{"proposal_hash": w.relHash, "action": "release"}, "")
+		time.Sleep(10 * time.Millisecond)
+		answer = w.authorityFor(w.relHash, "release")
+	}
+	if answer["live"] == true {
+		return true
+	}
+	w.finish("CANCELLED_EFFECT_REMAINS", fmt.Sprintf("cancelled after the hold was confirmed; no authority to release it (%v): it remains",
+		answer["reason"]), "operator")
+	return false
+}
+
+// verifyRelease reads the original's record by its key: released, held, or unknown (every read failed).
+func (w *worker) verifyRelease() string {
+	for i := 0; i < 50; i++ {
+		status, data, _, err := w.call("GET", "/reservation/lookup?key="+url.QueryEscape(w.key), nil, "")
+		if record, ok := data["record"].(M); err == nil && status == 200 && data["found"] == true && data["in_flight"] != true && ok {
+			if record["status"] == "released" {
+				return "released"
+			}
+			return "held"
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return "unknown"
+}
+
+// released settles the release: the compensation entry, then the original (COMPENSATED, or back to CONFIRMED
+// when the release certainly failed), then the run's disposition.
+func (w *worker) released(knowledge, why string, ref any) {
+	w.appendRelease(knowledge, M{"evidence": []any{why}})
+	if knowledge == "CONFIRMED" {
+		w.append("COMPENSATED", M{"remote_ref": ref, "evidence": []any{"released by " + w.relKey}})
+		w.finish("CANCELLED_NO_EFFECT", "cancelled; the hold was released and the release verified", nil)
+		return
+	}
+	w.append("CONFIRMED", M{"remote_ref": ref, "evidence": []any{"the release " + w.relKey + " failed: " + why}})
+	w.finish("CANCELLED_EFFECT_REMAINS", "cancelled; the hold remains ("+why+")", "operator")
+}
+
 func main() {
 	client := flag.String("client", "careful", "default: http.DefaultClient as it comes; careful: a connection per request")
-	mistake := flag.String("mistake", "", "reads_old_schema: after a deployment, read the old checkpoint as this version's own")
+	mistake := flag.String("mistake", "", "reads_old_schema: after a deployment, read the old checkpoint as this version's own; "+
+		"release_without_authority: release a cancelled confirmed hold without an approval of the release's own")
 	flag.Parse()
 	if flag.NArg() != 2 {
 		fmt.Fprintln(os.Stderr, "usage: worker [-client=default|careful] URL DB")
@@ -691,8 +833,10 @@ func main() {
 	case "":
 	case "reads_old_schema":
 		w.readsOldSchema = true
+	case "release_without_authority":
+		w.releaseUnchecked = true
 	default:
-		fmt.Fprintln(os.Stderr, "-mistake is reads_old_schema or nothing")
+		fmt.Fprintln(os.Stderr, "-mistake is reads_old_schema, release_without_authority or nothing")
 		os.Exit(2)
 	}
 	switch *client {

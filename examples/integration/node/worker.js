@@ -19,6 +19,15 @@
 //   --mistake=sent_unknown_after  append SENT_UNKNOWN after the answer, not before the send
 //   --mistake=no_approval_check   never ask the authority: send without a live approval bound to the proposal
 //   --mistake=reads_old_schema    after a deployment, read the old version's checkpoint as this version's own
+//   --mistake=release_without_authority  compensate a cancelled confirmed hold without an approval of the release's own
+//
+// Compensation: a cancellation found after the hold was confirmed is answered with a release, where the
+// service offers one (`compensation` in its profile), as the Python worker does: a separate effect with its
+// own key, its own proposal and its own approval (asked of the authority with action `release`), prepared in
+// the ledger (a compensation entry, the original at COMPENSATION_PROPOSED, a COMPENSATING checkpoint) and
+// recorded SENT_UNKNOWN before each send, then verified by a lookup of the original's key. Verified: the
+// original COMPENSATED, CANCELLED_NO_EFFECT; unread: CANCELLED_EFFECT_UNKNOWN; refused or denied:
+// CANCELLED_EFFECT_REMAINS; both records kept.
 //
 // Deployments: the worker runs the versions crashlab gives it (CRASHLAB_CODE_VERSION, CRASHLAB_SCHEMA_VERSION,
 // ...; 1 when absent) and writes them as each checkpoint's contract. Before it acts it compares them with the
@@ -34,7 +43,7 @@ const { spawnSync } = require("child_process");
 const URL_BASE = process.argv[2] || process.env.CRASHLAB_URL;
 const DB = process.argv[3] || process.env.CRASHLAB_DB;
 const MISTAKE = (process.argv.find((a) => a.startsWith("--mistake=")) || "").slice("--mistake=".length);
-const MISTAKES = ["blind_retry", "sent_unknown_after", "no_approval_check", "reads_old_schema"];
+const MISTAKES = ["blind_retry", "sent_unknown_after", "no_approval_check", "reads_old_schema", "release_without_authority"];
 const VERSIONS = ["code_version", "schema_version", "canonicalization_version", "policy_version", "capability_version"];
 const CONTRACT = VERSIONS.slice(1);     // the versions whose change can make an old checkpoint mean something else
 const MINE = Object.fromEntries(VERSIONS.map((k) => [k, Number(process.env[`CRASHLAB_${k.toUpperCase()}`] || "1")]));
@@ -298,8 +307,9 @@ class Worker {
   async finish(disposition, nextOwner = null, reason = "", extra = {}) {
     const terminal = TERMINAL.has(disposition);
     if (!this.cp || this.cp.control.state !== disposition) {
-      if (disposition === "SUCCEEDED" || disposition.endsWith("EFFECT_REMAINS")) this.advance("EFFECT_CONFIRMED");
-      if (disposition.endsWith("EFFECT_UNKNOWN")) this.advance("EFFECT_PREPARED");
+      const compensating = !!this.cp && this.cp.control.state === "COMPENSATING";   // already past both
+      if (!compensating && (disposition === "SUCCEEDED" || disposition.endsWith("EFFECT_REMAINS"))) this.advance("EFFECT_CONFIRMED");
+      if (!compensating && disposition.endsWith("EFFECT_UNKNOWN")) this.advance("EFFECT_PREPARED");
       this.write(disposition);
     }
     store.finish({ disposition, effects: this.effectList(), next_owner: nextOwner, reason, owner: WORKER, ...extra });
@@ -343,11 +353,22 @@ class Worker {
     if (this.cp && this.cp.control.cancellation && this.cp.control.cancellation.requested) this.cancel = this.cp.control.cancellation;
     if (!this.cp) this.write("VALIDATED");
 
+    // the compensation: its own identity, proposal and approval
+    this.releaseIntent = { tenant: p.intent.tenant, principal: p.intent.principal, releases: this.key };
+    this.releaseHash = sha(canon({ action: "release", intent: this.releaseIntent }));
+    this.releaseKey = `fieldops.release.v1:${sha(canon(this.releaseIntent)).slice(0, 32)}`;
+    const original = this.latest(this.key);
+    if (original && original.knowledge === "COMPENSATION_PROPOSED") return this.compensate();   // a restart while compensating
+    if (original && original.knowledge === "COMPENSATED") {
+      return this.finish("CANCELLED_NO_EFFECT", null, "cancelled; the hold was released and the release verified");
+    }
+
     const outcome = await this.effect({ service: p.service, operation: p.operation, key: this.key,
       intent: this.intent, fingerprint: this.fingerprint });
     if (outcome !== "CONFIRMED") return;
     this.advance("EFFECT_CONFIRMED");
     await this.poll();
+    if (this.cancel && (this.profiles[p.service] || {}).compensation) return this.compensate();
     if (this.cancel) return this.finish("CANCELLED_EFFECT_REMAINS", null, "cancelled after the hold was confirmed; the hold remains");
     if (p.notify) {
       const ref = this.latest(this.key).remote_ref;
@@ -454,10 +475,93 @@ class Worker {
     }
   }
 
+  // ---- compensation
+  // Release the confirmed hold the cancellation no longer wants: a separate effect with its own key, proposal and
+  // approval, prepared and recorded before it is sent, verified by a read of the original's key.
+  async compensate() {
+    const service = this.intake.payload.service;
+    const ref = [...this.ledger].reverse().find((x) => x.semantic_key === this.key && x.remote_ref)?.remote_ref || null;
+    const rel = { operation: "release", proposalHash: this.releaseHash };
+    if (!this.latest(this.releaseKey)) {
+      await this.releaseAuthorized(rel);
+      this.append({ semantic_key: this.releaseKey, kind: "compensation", service, operation: "release", run_id: RUN,
+        intent: this.releaseIntent, intent_fingerprint: sha(canon(this.releaseIntent)),
+        canonicalization_version: this.contract.canonicalization_version, knowledge: "PROPOSED", attempts: [],
+        lease_epoch: EPOCH, proposal_hash: this.releaseHash, remote_ref: null, compensates: this.key },
+      "PROPOSED", { note: "the release, prepared" });
+      this.append(this.latest(this.key), "COMPENSATION_PROPOSED", { note: `compensation ${this.releaseKey} proposed` });
+    }
+    if (!this.cp || this.cp.control.state !== "COMPENSATING") this.write("COMPENSATING");
+    for (let i = 0; i < ATTEMPT_CEILING; i++) {
+      const cur = this.latest(this.releaseKey);
+      if (cur.knowledge === "PROPOSED") {
+        if (MISTAKE !== "release_without_authority" && !(await this.authority(rel)).live) {   // right before the send
+          return this.released("REJECTED", "the release's approval is no longer live; nothing was sent");
+        }
+        const attempts = [...(cur.attempts || []), { n: (cur.attempts || []).length + 1, at: this.now(), worker: WORKER, wall_ms: Date.now() }];
+        this.append(cur, "SENT_UNKNOWN", { attempts, note: "about to send the release" });
+        store.renew(this.ttlWall());
+        const r = await request("POST", `/${service}/release`, { ref, retry_owner: "caller", proposal_hash: this.releaseHash },
+          this.releaseKey, 5000);
+        if (!r.closed && r.status < 500 && r.status !== 200 && r.status !== 429) {
+          return this.released("REJECTED", `the release was refused: HTTP ${r.status}`);
+        }
+      }
+      const verdict = await this.verifyRelease(service);
+      if (verdict === "released") return this.released("CONFIRMED", "the original's record reads released");
+      if (verdict === "held") {      // authoritatively not released: the release did not land
+        this.append(this.latest(this.releaseKey), "PROPOSED", { reconciliation: [{ query: "lookup", found: true }],
+          evidence: ["the original's record still reads active: the release did not land"] });
+        continue;
+      }
+      return this.finish("CANCELLED_EFFECT_UNKNOWN", "operator", "the release's outcome is unknown: the original's record could not be read");
+    }
+    return this.released("REJECTED", "the release never landed within the attempt ceiling");
+  }
+
+  // An approval of the release's own (action release), asked for when there is none; denied: the run ends
+  // (the finish throws) and the hold remains.
+  async releaseAuthorized(rel) {
+    if (MISTAKE === "release_without_authority") return;
+    let answer = await this.authority(rel);
+    for (let i = 0; i < 200 && !answer.live && String(answer.reason) !== "denied by policy"; i++) {
+      await request("POST", "/authority/request", { proposal_hash: this.releaseHash, action: "release" }, null, 5000);
+      await sleep(10);
+      answer = await this.authority(rel);
+    }
+    if (answer.live) return;
+    await this.finish("CANCELLED_EFFECT_REMAINS", "operator",
+      `cancelled after the hold was confirmed; no authority to release it (${answer.reason}): it remains`);
+  }
+
+  // The original's record by its key: released, held, or unknown (every read failed).
+  async verifyRelease(service) {
+    for (let i = 0; i < 50; i++) {
+      const r = await request("GET", `/${service}/lookup?key=${encodeURIComponent(this.key)}`, undefined, null, 5000);
+      if (r.status === 200 && r.json && r.json.found && !r.json.in_flight && r.json.record) {
+        return r.json.record.status === "released" ? "released" : "held";
+      }
+      await sleep(10);
+    }
+    return "unknown";
+  }
+
+  // The release settled: the compensation entry, then the original (COMPENSATED, or back to CONFIRMED when the
+  // release certainly failed), then the run's disposition (the finish throws).
+  async released(knowledge, why) {
+    this.append(this.latest(this.releaseKey), knowledge, { evidence: [why] });
+    if (knowledge === "CONFIRMED") {
+      this.append(this.latest(this.key), "COMPENSATED", { evidence: [`released by ${this.releaseKey}`] });
+      await this.finish("CANCELLED_NO_EFFECT", null, "cancelled; the hold was released and the release verified");
+    }
+    this.append(this.latest(this.key), "CONFIRMED", { evidence: [`the release ${this.releaseKey} failed: ${why}`] });
+    await this.finish("CANCELLED_EFFECT_REMAINS", "operator", `cancelled; the hold remains (${why})`);
+  }
+
   // ---- authority
-  // The authority's answer for this proposal (anything but a 200 is not live).
+  // The authority's answer for this proposal, or the release's (`e.proposalHash`; anything but a 200 is not live).
   async authority(e) {
-    const query = `proposal_hash=${encodeURIComponent(this.proposalHash)}&action=${encodeURIComponent(e.operation)}`;
+    const query = `proposal_hash=${encodeURIComponent(e.proposalHash || this.proposalHash)}&action=${encodeURIComponent(e.operation)}`;
     const r = await request("GET", `/authority/check?${query}`, undefined, null, 5000);
     if (r.closed) return { live: false, reason: `no answer: ${r.detail}` };
     return r.status === 200 && r.json ? r.json : { live: false, reason: `HTTP ${r.status}` };
