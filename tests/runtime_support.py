@@ -260,10 +260,10 @@ def assert_a_missing_package_names_the_extra(monkeypatch, package: str, runtime:
 #: T5 and T8 in their integration forms: a deployment that pins the run to the old code (T5), one that
 #: migrates a declared schema change, and the compensation whose release needs its own approval (T8)
 COMPENSATION = ROOT / "examples" / "integration" / "scenarios" / "compensation-failure.yaml"
-DEPLOY_AND_COMPENSATE = {
-    "t5-incompatible-deployment": ("", "PIN-01"),
-    "handoff-2-confirmed-schema-change": ("", "MIG-01"),
-    "integration-compensation-failure": ("", "COMP-01"),
+DEPLOY_AND_COMPENSATE = {      # scenario -> the rule it is there for, which a careful example must pass
+    "t5-incompatible-deployment": "PIN-01",
+    "handoff-2-confirmed-schema-change": "MIG-01",
+    "integration-compensation-failure": "COMP-01",
 }
 #: one decision away from passing: the scenario, the careful worker's mistake, the rule it must fail
 ONE_MISTAKE = {
@@ -304,7 +304,7 @@ def assert_the_deployment_story(name: str, outcome) -> None:
     card = outcome.card
     assert card.verdict == "pass", card.text()
     judged = {line.invariant: line.status for line in card.lines}
-    assert judged.get(DEPLOY_AND_COMPENSATE[name][1]) == "pass", card.text()
+    assert judged.get(DEPLOY_AND_COMPENSATE[name]) == "pass", card.text()
     events = read_jsonl(outcome.trace)
     finishes = [e["disposition"] for e in events if e["kind"] == "finish"]
     if name == "t5-incompatible-deployment":
