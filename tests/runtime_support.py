@@ -255,3 +255,77 @@ def assert_a_missing_package_names_the_extra(monkeypatch, package: str, runtime:
     with pytest.raises(UsageError) as err:
         load(runtime)
     assert package in str(err.value) and install in str(err.value.hint)
+
+
+#: T5 and T8 in their integration forms: a deployment that pins the run to the old code (T5), one that
+#: migrates a declared schema change, and the compensation whose release needs its own approval (T8)
+COMPENSATION = ROOT / "examples" / "integration" / "scenarios" / "compensation-failure.yaml"
+DEPLOY_AND_COMPENSATE = {      # scenario -> the rule it is there for, which a careful example must pass
+    "t5-incompatible-deployment": "PIN-01",
+    "handoff-2-confirmed-schema-change": "MIG-01",
+    "integration-compensation-failure": "COMP-01",
+}
+#: one decision away from passing: the scenario, the careful worker's mistake, the rule it must fail
+ONE_MISTAKE = {
+    "handoff-2-confirmed-schema-change": ("reads_old_schema", "MIG-01"),
+    "integration-compensation-failure": ("release_without_authority", "AUTH-01"),
+}
+
+
+def deploy_outcome(runtime, server, command: str, name: str, out: Path, mistake: str = ""):
+    """A careful runtime example (``command``) on the T5 or T8 scenario ``name`` (a key of
+    :data:`DEPLOY_AND_COMPENSATE`) under ``runtime``'s started ``server``, the same command as ``--worker`` and
+    ``--worker-next`` (``mistake``: ``--mistake=NAME`` planted in the next code, or in the only code on T8);
+    its outcome. An inconclusive card (a loaded machine: the old worker wrote no checkpoint before the
+    deployment, or a slow start past a window) is run once more."""
+    from crashlab.integrate.run import integrate
+    from crashlab.scenario.loader import load_file, resolve
+
+    scenario = load_file(COMPENSATION) if name == "integration-compensation-failure" else resolve(name)
+    planted = f"{command} --mistake={mistake}" if mistake else command
+    worker, worker_next = (planted, None) if name == "integration-compensation-failure" else (command, planted)
+    got = None
+    for attempt in ("first", "again"):
+        got = integrate(scenario, worker=worker, out=out / attempt, runtime=runtime, server=server,
+                        worker_next=worker_next)
+        if got.card.verdict != "inconclusive":
+            break
+    no_leftovers(str(out))
+    return got
+
+
+def assert_the_deployment_story(name: str, outcome) -> None:
+    """What a careful runtime example does on T5 and T8, read from its trace: the next code pins the run and
+    the old code drains it (PINNED naming the old versions, then SUCCEEDED), or migrates the schema-1
+    checkpoint (a MIGRATING checkpoint) and confirms once; T8's release is asked its own approval before it
+    is sent. The scenario's own rule (PIN-01, MIG-01, COMP-01) and AUTH-01 are judged and pass."""
+    from crashlab.world.trace import read_jsonl
+
+    card = outcome.card
+    assert card.verdict == "pass", card.text()
+    judged = {line.invariant: line.status for line in card.lines}
+    assert judged.get(DEPLOY_AND_COMPENSATE[name]) == "pass", card.text()
+    events = read_jsonl(outcome.trace)
+    finishes = [e["disposition"] for e in events if e["kind"] == "finish"]
+    if name == "t5-incompatible-deployment":
+        assert finishes[-2:] == ["PINNED", "SUCCEEDED"], finishes
+        pinned = next(e for e in events if e["kind"] == "finish" and e["disposition"] == "PINNED")
+        assert pinned["packet"]["pinned_env"]["canonicalization_version"] == 1
+        starts = [e["env"]["canonicalization_version"] for e in events if e["kind"] == "start"]
+        assert starts[-2:] == [2, 1], starts          # the next code pinned it, the old code drained it
+    elif name == "handoff-2-confirmed-schema-change":
+        assert any(e["kind"] == "checkpoint" and e["state"] == "MIGRATING" for e in events)
+        assert sum(1 for e in events if e["kind"] == "effect" and e.get("cause") != "other_actor") == 1
+    else:
+        assert judged.get("AUTH-01") == "pass", card.text()
+        sends = [e for e in events if e["kind"] == "call" and e.get("op") == "release"]
+        asked = [e for e in events if e["kind"] == "call" and e.get("op") == "request"
+                 and e["args"].get("action") == "release"]
+        assert sends and asked and asked[0]["seq"] < sends[0]["seq"], (asked, sends)
+
+
+def assert_one_mistake_fails(name: str, outcome) -> None:
+    """The careful example with the one mistake of :data:`ONE_MISTAKE` fails for that rule."""
+    rule = ONE_MISTAKE[name][1]
+    judged = {line.invariant: line.status for line in outcome.card.lines}
+    assert outcome.card.verdict == "fail" and judged.get(rule) == "fail", outcome.card.text()

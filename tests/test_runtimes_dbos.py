@@ -11,7 +11,9 @@ import pytest
 
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
 from crashlab.scenario.loader import resolve
-from runtime_support import AUTHORITY_SUITE, NAIVE_FAILS, approval_outcome, runtime_server, subset_scenario
+from runtime_support import (AUTHORITY_SUITE, DEPLOY_AND_COMPENSATE, NAIVE_FAILS, ONE_MISTAKE, approval_outcome,
+                             assert_one_mistake_fails, assert_the_deployment_story, deploy_outcome, runtime_server,
+                             subset_scenario)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "runtimes" / "dbos"
@@ -86,3 +88,25 @@ def test_careful_asks_the_authority_waits_and_is_woken(server, name):
     cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={work}"
     got = approval_outcome(rt, srv, cmd, name, work / "approval" / name)
     assert "DBOS workflow SUCCESS" in got.card.runtime.runs[0].summary    # the first workflow ended waiting
+
+
+@pytest.mark.parametrize("name", list(DEPLOY_AND_COMPENSATE))
+def test_careful_pins_or_migrates_on_a_deployment_and_compensates(server, name):
+    """T5 and T8: the next code's worker (a new process, whose DBOS.launch() recovers the
+    run's pending workflow under the same executor id) migrates the schema-1 checkpoint before the workflow's
+    first step runs, or pins the run (PINNED, no workflow touched) and the old code drains it in the run's next
+    workflow; a cancellation after the confirmed hold is released with its own approval."""
+    rt, srv, work = server
+    out = work / "deploy" / name
+    cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={out}"
+    assert_the_deployment_story(name, deploy_outcome(rt, srv, cmd, name, out))
+
+
+@pytest.mark.parametrize("name", list(ONE_MISTAKE))
+def test_one_decision_away_fails_for_the_named_rule(server, name):
+    """The next code reading the old checkpoint as its own fails MIG-01; a release sent without its own
+    approval fails AUTH-01."""
+    rt, srv, work = server
+    out = work / "mistake" / name
+    cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={out}"
+    assert_one_mistake_fails(name, deploy_outcome(rt, srv, cmd, name, out, ONE_MISTAKE[name][0]))

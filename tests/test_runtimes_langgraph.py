@@ -15,8 +15,9 @@ import pytest
 
 from crashlab.integrate.run import RUNTIME_SUITE, integrate
 from crashlab.scenario.loader import resolve
-from runtime_support import (AUTHORITY_SUITE, NAIVE_FAILS, approval_outcome, assert_only_loopback, hook_network,
-                             runtime_server, subset_scenario)
+from runtime_support import (AUTHORITY_SUITE, DEPLOY_AND_COMPENSATE, NAIVE_FAILS, ONE_MISTAKE, approval_outcome,
+                             assert_one_mistake_fails, assert_only_loopback, assert_the_deployment_story,
+                             deploy_outcome, hook_network, runtime_server, subset_scenario)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "agents" / "langgraph"
@@ -145,3 +146,23 @@ def test_careful_asks_the_authority_waits_and_is_woken(server, name):
     rt, srv, work = server
     approval_outcome(rt, srv, f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={work}", name,
                      work / "approval" / name)
+
+
+@pytest.mark.parametrize("name", ["t5-incompatible-deployment", "integration-compensation-failure"])
+def test_careful_agent_pins_on_a_deployment_and_compensates(server, name):
+    """T5 and T8 for an agent: the next code's worker checks the checkpoint's versions in ``Unit.begin`` before
+    the graph resumes and pins the run, which the old code drains in its next thread; a cancellation after
+    the confirmed hold is released with its own approval."""
+    rt, srv, work = server
+    out = work / "deploy" / name
+    cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={out}"
+    assert_the_deployment_story(name, deploy_outcome(rt, srv, cmd, name, out))
+
+
+def test_careful_agent_one_decision_away_fails_mig01(server):
+    """The next code reading the old checkpoint as its own fails MIG-01."""
+    rt, srv, work = server
+    name = "handoff-2-confirmed-schema-change"
+    out = work / "mistake" / name
+    cmd = f"{sys.executable} {EXAMPLES / 'careful.py'} --marker={out}"
+    assert_one_mistake_fails(name, deploy_outcome(rt, srv, cmd, name, out, ONE_MISTAKE[name][0]))

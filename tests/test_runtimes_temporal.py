@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime_support import (KEYLESS_502, KEYLESS_CRASH, ROOT, assert_handed_over_before_the_stale_worker_resumed, closed,
+from runtime_support import (DEPLOY_AND_COMPENSATE, ONE_MISTAKE, assert_one_mistake_fails,
+                             assert_the_deployment_story, deploy_outcome,
+                             KEYLESS_502, KEYLESS_CRASH, ROOT, assert_handed_over_before_the_stale_worker_resumed, closed,
                              AUTHORITY_SUITE, approval_outcome, example, independent, no_leftovers, statuses)
 
 INSTALL = "pip install 'crashlab[temporal]'"
@@ -229,3 +231,25 @@ def test_careful_asks_the_authority_waits_and_is_woken(server, name, tmp_path):
     runtime, srv = server
     approval_outcome(runtime, srv, example("temporal", "careful", tmp_path), name, tmp_path)
     no_leftovers(f"--out-marker={tmp_path}")
+
+
+@pytest.mark.parametrize("name", list(DEPLOY_AND_COMPENSATE))
+@pytest.mark.runtime_heavy
+def test_careful_pins_or_migrates_on_a_deployment_and_compensates(server, name, tmp_path):
+    """T5 and T8: the next code's worker polls the run's task queue and runs the
+    workflow's next activity, whose step compares the checkpoint's contract with its versions: it migrates the
+    schema-1 checkpoint, or ends the workflow PINNED and the old code drains the run in its next workflow; a
+    cancellation after the confirmed hold is released with its own approval."""
+    runtime, srv = server
+    cmd = example("temporal", "careful", tmp_path)
+    assert_the_deployment_story(name, deploy_outcome(runtime, srv, cmd, name, tmp_path))
+
+
+@pytest.mark.parametrize("name", list(ONE_MISTAKE))
+@pytest.mark.runtime_heavy
+def test_one_decision_away_fails_for_the_named_rule(server, name, tmp_path):
+    """The next code reading the old checkpoint as its own fails MIG-01; a release sent without its own
+    approval fails AUTH-01."""
+    runtime, srv = server
+    cmd = example("temporal", "careful", tmp_path)
+    assert_one_mistake_fails(name, deploy_outcome(runtime, srv, cmd, name, tmp_path, ONE_MISTAKE[name][0]))

@@ -70,8 +70,8 @@ class StepWorker(careful.Worker):
         if self.knowledge == "PROPOSED":
             raise Unresolved("not executed (a definite refusal to run it now): the runtime retries")
 
-    def finish(self, disposition: str, reason: str, next_owner: str | None = None) -> None:
-        super().finish(disposition, reason, next_owner)
+    def finish(self, disposition: str, reason: str, next_owner: str | None = None, **extra) -> None:
+        super().finish(disposition, reason, next_owner, **extra)   # extra: a PINNED finish's owner and packet
         self.ended = disposition
 
     def reconcile(self) -> None:

@@ -68,8 +68,8 @@ class Unit(Worker):
                                             check_same_thread=False)
         self.waited = False            # this unit ended waiting (WAITING_HUMAN): nothing more for it to do
 
-    def finish(self, disposition: str, reason: str, next_owner: str | None = None) -> None:
-        super().finish(disposition, reason, next_owner)
+    def finish(self, disposition: str, reason: str, next_owner: str | None = None, **extra) -> None:
+        super().finish(disposition, reason, next_owner, **extra)   # extra: a PINNED finish's owner and packet
         self.waited = self.waited or disposition in WAITING
 
     # -- once per process, outside any step: the inbox, the profile, the lease, the store's state
