@@ -342,11 +342,12 @@ def _bracket(maximum: int) -> list[int]:
 def test_a_bracketing_guesser_fails_within_its_tries_and_the_honest_score_passes(tmp_path, monkeypatch, capsys):
     """A guesser tries scores whose one-point windows cover each category's range (1, 4, 6),
     keeping a category's guess once it is not reported wrong: under a one-point tolerance it
-    passes within three tries whatever the scores; with exact scores it does not pass, and a
-    category it tried three times is held. The honest reading of the kit's traces passes."""
+    passes within three tries whatever the scores; with exact scores it does not, and the
+    feedback never says how far off or on which side. The honest reading of the kit's traces passes."""
     from crashlab.checks.docs import CATEGORY_MAX
     r = rung("rubric")
     model = G.model_answers(r)["answers"]
+    assert all(G.MAX_TRIES < m + 1 for m in CATEGORY_MAX.values())   # the tries cannot cover a range
     assert max(len(_bracket(m)) for m in CATEGORY_MAX.values()) <= G.MAX_TRIES
     guesser = tmp_path / "guesser"
     guesser.mkdir()
@@ -354,7 +355,6 @@ def test_a_bracketing_guesser_fails_within_its_tries_and_the_honest_score_passes
     assert main(["workshop", "start", "rubric"]) == 0
     kit = guesser / "workshop" / "rubric"
     step = dict.fromkeys(CATEGORY_MAX, 0)
-    tried: dict[str, set] = {c: set() for c in CATEGORY_MAX}
     for _ in range(G.MAX_TRIES + 1):
         guess = {c: _bracket(m)[step[c]] for c, m in CATEGORY_MAX.items()}
         _fill(kit, "rubric", {**model, **guess}, {})
@@ -366,17 +366,9 @@ def test_a_bracketing_guesser_fails_within_its_tries_and_the_honest_score_passes
             line = next((x for x in out.splitlines() if x.strip().startswith(f"wrong  {c}:")), None)
             if line is None:
                 continue
-            tried[c].add(guess[c])
-            assert "one point" not in line and str(model[c]) not in line.split(":", 1)[1], line
+            assert "one point" not in line and not any(ch.isdigit() for ch in line), line
             step[c] = min(step[c] + 1, len(_bracket(m)) - 1)
-    missed = [c for c, m in CATEGORY_MAX.items() if model[c] not in _bracket(m)]
-    assert missed     # the kit's exhibit is not scored at a bracketing guess in every category
-    three = [c for c in missed if len(tried[c]) >= G.MAX_TRIES]
-    _fill(kit, "rubric", model, {})
-    capsys.readouterr()
-    assert main(["workshop", "check", "rubric"]) == 1        # even the right scores: what it tried three times is held
-    out = capsys.readouterr().out
-    assert three and all(f"held   {c}" in out for c in three), out
+    assert any(model[c] not in _bracket(m) for c, m in CATEGORY_MAX.items())
     honest = tmp_path / "honest"
     honest.mkdir()
     monkeypatch.chdir(honest)
