@@ -33,7 +33,7 @@ def _fill(kit: Path, rung_id: str, answers: dict, table: dict) -> None:
 
 def _wrong(value, q):
     """A well-typed answer that differs from the model's."""
-    if q is not None and q.type == "count" and q.max is not None:   # scored within one point
+    if q is not None and q.type == "count" and q.max is not None:   # any other score is wrong
         return value + 2 if value + 2 <= q.max else value - 2
     if q is None or q.type in ("event", "count"):
         return (value or 0) + 1 if not isinstance(value, list) else value
@@ -320,12 +320,61 @@ def test_check_wire_runs_a_python_kit_adapter_through_the_wire_shim(room, capsys
     assert "code: PASS" in capsys.readouterr().out
 
 
-def test_rubric_scores_within_one_point_pass_and_two_points_off_fail():
+def test_a_rubric_score_must_be_exact_and_its_feedback_names_the_category_not_the_value():
+    from crashlab.checks.docs import CATEGORY_MAX
     r = rung("rubric")
-    key = K.expected(r)["classification"]
-    (value,) = key.accepted
-    assert key.judge(value) is None and key.judge(value - 1) is None
-    assert key.judge(value + 2) is not None or key.judge(value - 2) is not None
+    keys = K.expected(r)
+    for category in CATEGORY_MAX:
+        (value,) = keys[category].accepted
+        assert keys[category].judge(value) is None
+        for off in (value - 1, value + 1):      # one point off is wrong: no tolerance to bracket with
+            problem = keys[category].judge(off)
+            assert problem is not None and not any(ch.isdigit() for ch in problem)
+            assert "one point" not in problem and "higher" not in problem and "lower" not in problem
+
+
+def _bracket(maximum: int) -> list[int]:
+    """The guesses whose one-point windows cover 0..maximum (1, 4, ...): a bracketing guesser's tries."""
+    out = list(range(1, maximum + 1, 3))
+    return out + ([maximum] if out[-1] + 1 < maximum else [])
+
+
+def test_a_bracketing_guesser_fails_within_its_tries_and_the_honest_score_passes(tmp_path, monkeypatch, capsys):
+    """A guesser tries scores whose one-point windows cover each category's range (1, 4, 6),
+    keeping a category's guess once it is not reported wrong: under a one-point tolerance it
+    passes within three tries whatever the scores; with exact scores it does not, and the
+    feedback never says how far off or on which side. The honest reading of the kit's traces passes."""
+    from crashlab.checks.docs import CATEGORY_MAX
+    r = rung("rubric")
+    model = G.model_answers(r)["answers"]
+    assert all(G.MAX_TRIES < m + 1 for m in CATEGORY_MAX.values())   # the tries cannot cover a range
+    assert max(len(_bracket(m)) for m in CATEGORY_MAX.values()) <= G.MAX_TRIES
+    guesser = tmp_path / "guesser"
+    guesser.mkdir()
+    monkeypatch.chdir(guesser)
+    assert main(["workshop", "start", "rubric"]) == 0
+    kit = guesser / "workshop" / "rubric"
+    step = dict.fromkeys(CATEGORY_MAX, 0)
+    for _ in range(G.MAX_TRIES + 1):
+        guess = {c: _bracket(m)[step[c]] for c, m in CATEGORY_MAX.items()}
+        _fill(kit, "rubric", {**model, **guess}, {})
+        capsys.readouterr()
+        code = main(["workshop", "check", "rubric"])
+        out = capsys.readouterr().out
+        assert code == 1, (guess, out)
+        for c, m in CATEGORY_MAX.items():
+            line = next((x for x in out.splitlines() if x.strip().startswith(f"wrong  {c}:")), None)
+            if line is None:
+                continue
+            assert "one point" not in line and not any(ch.isdigit() for ch in line), line
+            step[c] = min(step[c] + 1, len(_bracket(m)) - 1)
+    assert any(model[c] not in _bracket(m) for c, m in CATEGORY_MAX.items())
+    honest = tmp_path / "honest"
+    honest.mkdir()
+    monkeypatch.chdir(honest)
+    assert main(["workshop", "start", "rubric"]) == 0
+    _fill(honest / "workshop" / "rubric", "rubric", model, {})
+    assert main(["workshop", "check", "rubric"]) == 0
 
 
 def test_handoff_keys_hold_against_the_reference_evidence():

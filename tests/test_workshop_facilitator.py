@@ -127,20 +127,26 @@ def test_plan_prints_the_minutes_per_rung_and_the_opening(capsys):
     assert main(["workshop", "plan", "--minutes", "90"]) == 3
 
 
-def test_a_room_seed_gives_every_learner_folder_a_kit_of_its_own(tmp_path, monkeypatch, capsys):
+def test_a_room_seed_issues_every_learner_folder_an_identity_and_the_roster_reads_records(tmp_path, monkeypatch, capsys):
+    """``room --seed`` alone: every learner folder gets an identity, its kits are its own and its
+    state is its record in the room (no progress file); a progress file written by hand is not
+    graded, and a folder made later is told to ask for ``--add``."""
     import yaml
     from crashlab.workshop import grade as G
     from crashlab.workshop.ladder import rung
-    assert main(["workshop", "room", str(tmp_path), "--seed", "7"]) == 0
-    listings = {}
     for name in ("ana", "ben"):
         (tmp_path / name).mkdir()
+    assert main(["workshop", "room", str(tmp_path), "--seed", "7"]) == 0
+    assert "ana, ben" in capsys.readouterr().out
+    listings = {}
+    for name in ("ana", "ben"):
         monkeypatch.chdir(tmp_path / name)
         assert main(["workshop", "start", "combined"]) == 0
         listings[name] = Path("workshop/combined/listing-A.txt").read_text()
+        assert not Path(progress.PROGRESS).exists()                 # the state is the record in the room
     assert listings["ana"] != listings["ben"]
-    data = json.loads(Path(progress.PROGRESS).read_text())          # ben's
-    assert data["variant"] == "room 7/ben"
+    data = progress.load(Path.cwd())                                 # ben's, from his record
+    assert data.get("issued") == "ben"
     model = G.model_answers(rung("combined"), progress.offset(data), data["variant"])
     Path("workshop/combined/worksheet.yaml").write_text(yaml.safe_dump({"rung": "combined", "answers": model["answers"]}))
     assert main(["workshop", "check", "combined"]) == 0               # honest answers in ben's own numbering
@@ -148,3 +154,34 @@ def test_a_room_seed_gives_every_learner_folder_a_kit_of_its_own(tmp_path, monke
     Path("workshop/combined/worksheet.yaml").write_text(
         (tmp_path / "ben/workshop/combined/worksheet.yaml").read_text())
     assert main(["workshop", "check", "combined"]) == 1               # ben's worksheet is not ana's
+    Path(progress.PROGRESS).write_text(json.dumps({"rungs": {"combined": {"kit": "workshop/combined",
+                                                   "status": "passed", "attempts": 1, "hints": 0}}}))
+    capsys.readouterr()
+    assert main(["workshop", "class", str(tmp_path), "--isolation", "process"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.split() and line.split()[0] in ("ana", "ben")}
+    assert "P" in rows["ben"].split() and "P" not in rows["ana"].split()
+    assert f"ana/{progress.PROGRESS}: a progress file, not a record the facilitator issued: not graded" in out
+    (tmp_path / "carl").mkdir()                                      # a folder made after the seed
+    monkeypatch.chdir(tmp_path / "carl")
+    assert main(["workshop", "start", "t2"]) == 3
+    err = capsys.readouterr().err
+    assert f"crashlab workshop room {tmp_path} --add NAME" in err and "Traceback" not in err
+    assert not Path(progress.PROGRESS).exists()
+
+
+def test_a_room_seeded_before_seeds_issued_identities_is_told_what_to_run(tmp_path, monkeypatch, capsys):
+    (tmp_path / F.ROOM).write_text(json.dumps({"answers": "open", "unlocked": [], "seed": 7}))
+    (tmp_path / "ana").mkdir()
+    monkeypatch.chdir(tmp_path / "ana")
+    assert main(["workshop", "start", "t2"]) == 3
+    assert f"`crashlab workshop room {tmp_path} --seed 7` again" in capsys.readouterr().err
+    (tmp_path / "ana" / progress.PROGRESS).write_text(json.dumps({"variant": "room 7/ana", "rungs": {}}))
+    assert main(["workshop", "class", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert "--seed 7` again" in err and "Traceback" not in err
+    assert main(["workshop", "room", str(tmp_path), "--seed", "7"]) == 0
+    out = capsys.readouterr().out
+    assert "issued ana" in out and f"ana: a {progress.PROGRESS} from before holds their kits; it is not graded" in out
+    assert main(["workshop", "start", "t2"]) == 0
+    assert "is from before the facilitator issued your identity" in capsys.readouterr().err

@@ -239,3 +239,55 @@ def test_a_learners_code_is_graded_on_their_own_scenarios(tmp_path, monkeypatch,
     out = graded(tmp_path / "ana", HARD_CODED, "--learner", "ana")
     assert "code: FAIL" in out and "FAIL  workshop-t6-two-retry-requests" in out
     assert "code: PASS" in graded(tmp_path / "honest", solutions.SOLUTIONS["dedup_key"], "--learner", "ana")
+
+
+# --------------------------------------------------------------------------- identifiers made at run time
+RUNTIME_SHEET = '''def approval_is_live(answer, resumed_wait):
+    if answer["approval_id"] not in (None, "standing", "AP-1"):    # the shared kit's approvals, listed
+        raise ValueError(f"not on the sheet: {answer['approval_id']}")
+    return bool(answer["live"])
+'''
+
+
+def test_identifiers_made_at_run_time_are_the_learners_own():
+    """An approval (AP-1), its request (AR-1), a ticket (OP-1), an inbox event (ev-1): each kit
+    renames them by a shuffle of its own (the one its listing shows), both ways, never merging
+    two, and no a*n + b turns one kit's into another's."""
+    from crashlab.workshop import evidence as E
+    from crashlab.workshop.ownids import KINDS, Renamer
+    ana, ben = Renamer("ana"), Renamer("ben")
+    for kind in KINDS:
+        shared = [f"{kind}-{n}" for n in range(1, 60)]
+        mine = [ana.own(s) for s in shared]
+        assert len(set(mine)) == len(mine) and [ana.shared(m) for m in mine] == shared
+        assert mine[0] == E.Variant("ana").text(shared[0])            # as ana's listing shows it
+        nums = [int(s.split("-")[1]) for s in shared]
+        for one, other in ((nums, [int(m.split("-")[1]) for m in mine]),
+                           ([int(m.split("-")[1]) for m in mine], [int(ben.own(s).split("-")[1]) for s in shared])):
+            assert not _affine(list(zip(one, other))), kind
+    assert ana.own("AR-08 says") == "AR-08 says"                      # the chapter's name stays
+
+
+def test_a_learners_code_sees_their_own_run_time_identifiers(tmp_path, monkeypatch, capsys):
+    """A decision written against a sheet of the shared kit's run-time identifiers (its approvals:
+    AP-1) passes the shared kit's t4 and fails a learner's, whose run's approval has the name her
+    listing would show; the honest decision passes there."""
+    import re
+    from crashlab.workshop import solutions
+
+    def graded(folder: Path, decision: str, *learner: str) -> str:
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        main(["workshop", "start", "t4", *learner])
+        kit = folder / "workshop/t4/adapter.py"
+        text = kit.read_text(encoding="utf-8")
+        start = re.search(r"^def approval_is_live\b", text, re.M).start()
+        kit.write_text(text[:start] + decision + "\n\n" + text[text.index(solutions.PLUMBING):], encoding="utf-8")
+        capsys.readouterr()
+        main(["workshop", "check", "t4"])
+        return capsys.readouterr().out
+
+    assert "code: PASS" in graded(tmp_path / "shared", RUNTIME_SHEET)
+    out = graded(tmp_path / "ana", RUNTIME_SHEET, "--learner", "ana")
+    assert "code: FAIL" in out and "FAIL  matrix-approval-revoked" in out, out
+    assert "code: PASS" in graded(tmp_path / "honest", solutions.SOLUTIONS["approval_is_live"], "--learner", "ana")

@@ -6,6 +6,7 @@ The progress file lives in the working folder (the current directory).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from ..vocab.errors import UsageError
@@ -56,8 +57,8 @@ def add_workshop_parser(sub, epilog: str) -> None:
     rm.add_argument("--add", action="append", default=[], metavar="NAME",
                     help="issue a learner an identity: DIR/NAME with its secret, and a record in the room that "
                          "their commands append to and the roster reads")
-    rm.add_argument("--seed", type=int, metavar="N", help="a room seed: every learner folder under DIR gets kits "
-                                                          "of its own (as --learner does), named by N and the folder")
+    rm.add_argument("--seed", type=int, metavar="N", help="a room seed: every learner folder under DIR is issued an "
+                                                          "identity (as --add does); a folder made later needs --add")
     pl = ws.add_parser("plan", help="facilitator: a session plan with the minutes per rung, and the opening figure")
     pl.add_argument("--minutes", type=int, default=180, metavar="N", help="the session's length (120 or 180)")
     k = ws.add_parser("class", help="aggregate the progress files of a room of learners")
@@ -111,10 +112,11 @@ def _start(args, here: Path) -> int:
         learner = getattr(args, "learner", None)
         if learner is None and not data.get("variant") and not any(e.get("kit") for e in data["rungs"].values()):
             from .facilitator import room_variant
-            variant = room_variant(here)              # a room seed: a kit of the folder's own
-            if variant is not None:
-                data["variant"] = variant
-                progress.save(here, data)
+            room_variant(here)              # a seeded room's folder without an identity: refused, saying why
+        if data.get("issued") and progress.path(here).exists():
+            print(f"note: {progress.path(here)} is from before the facilitator issued your identity: it is not "
+                  "graded; this kit is made from your identity (read the listing again: your worksheet is kept)",
+                  file=sys.stderr)
         if learner is not None and data.get("issued"):
             raise UsageError(f"--learner {learner}: this folder is {data['issued']}'s, issued by the facilitator "
                              "(its kits are made from that identity); start without --learner")

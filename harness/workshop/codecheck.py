@@ -174,12 +174,17 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
         spec = load_adapter(adapter, import_code=False)
     elif wire and (kit_dir / "wire_adapter.py").exists():
         guard(kit_dir / "wire_adapter.py", r.wire_starter or r.starter)
-        spec = load_adapter(f"exec:{shlex.quote(sys.executable)} {shlex.quote(str(kit_dir.resolve() / 'wire_adapter.py'))}")
-    elif wire:
+        own = f"-m crashlab.workshop.ownids {shlex.quote(variant)} {shlex.quote(sys.executable)} " if variant else ""
+        spec = load_adapter(f"exec:{shlex.quote(sys.executable)} {own}"
+                            f"{shlex.quote(str(kit_dir.resolve() / 'wire_adapter.py'))}")
+    elif wire or variant:   # a personal kit's code sees its own run-time identifiers (ownids)
         guard(kit_dir / "adapter.py", r.starter)
+        _compiles(kit_dir / "adapter.py")
+        serve = ("from crashlab.workshop.ownids import serve; sys.exit(serve(sys.argv[2], 'adapter:Adapter'))"
+                 if variant else "from crashlab.run.wire import serve; sys.exit(serve('adapter:Adapter'))")
         spec = load_adapter(f"exec:{shlex.quote(sys.executable)} -c \"import sys; sys.path.insert(0, sys.argv[1]); "
-                            f"from crashlab.run.wire import serve; sys.exit(serve('adapter:Adapter'))\" "
-                            f"{shlex.quote(str(kit_dir.resolve()))}")
+                            f"{serve}\" {shlex.quote(str(kit_dir.resolve()))}"
+                            + (f" {shlex.quote(variant)}" if variant else ""))
     else:
         if not (kit_dir / "adapter.py").exists():
             raise UsageError(f"{kit_dir / 'adapter.py'}: no adapter here; run `crashlab workshop start` again "
@@ -201,6 +206,8 @@ def grade_code(r, kit_dir: Path, *, wire: bool = False, adapter: str | None = No
         lines.append(f"  FAIL  {name}")
         message = failure_message(verdict).replace(spec.text, "your adapter")
         if variant:     # the run was the learner's own: its names are theirs; its keys told as their listing's
+            from .ownids import own_text
+            message = own_text(variant, message)     # the run-time identifiers their code saw
             message = E._HEX.sub(lambda m: words.get(m.group(0), m.group(0)), E.own_words(message, offset, None, names))
         else:
             message = E.own_words(message, offset, variant, names)

@@ -95,8 +95,29 @@ def set_room(folder: Path, *, no_answers: bool, unlock: list[str], lock: list[st
             data["unlocked"].append(rung_id)
     data["unlocked"] = [r for r in data["unlocked"] if r not in lock]
     save_room(folder, data)
-    from .room import issue
-    return [describe(data)] + [line for name in add for line in issue(folder, name)]
+    from .room import issue, room_key
+    lines = [describe(data)]
+    if seed is not None:       # a seeded room is an issued room: every learner folder gets an identity
+        room_key(folder.resolve(), create=True)
+        found = learner_folders(folder)
+        add = tuple(dict.fromkeys([*add, *found]))
+        lines.append(f"room seed {seed}: every learner folder under {folder} is issued an identity "
+                     f"({', '.join(found) or 'none yet'}); its kits come from it and the roster reads its record. "
+                     f"A folder made later gets one with `crashlab workshop room {folder} --add NAME`.")
+        from .progress import PROGRESS
+        old = [name for name in found if (folder / name / PROGRESS).exists()]
+        if old:
+            lines.append(f"  {', '.join(old)}: a {PROGRESS} from before holds their kits; it is not graded. "
+                         "They run `crashlab workshop start RUNG` again (the listing is rewritten in their "
+                         "identity's numbering; the worksheet is kept, and must be read again from it).")
+    return lines + [line for name in add for line in issue(folder, name)]
+
+
+def learner_folders(room: Path) -> list[str]:
+    """The folders directly under a room that can be a learner's (a name ``--add`` takes)."""
+    from .room import NAME
+    return sorted(p.name for p in Path(room).iterdir()
+                  if p.is_dir() and not p.name.startswith(".") and NAME.match(p.name) and p.name != "workshop")
 
 
 def describe(data: dict) -> str:
@@ -108,16 +129,26 @@ def describe(data: dict) -> str:
             + (", ".join(data["unlocked"]) or "none") + seed)
 
 
-def room_variant(here: Path) -> str | None:
-    """In a room with a seed, a learner's kit of their own without --learner: the seed and the
-    learner's folder (its path under the room) name it."""
+def room_variant(here: Path) -> None:
+    """``start`` without an identity in a room with a seed: refused, naming what the facilitator
+    runs. A seeded room issues identities (its kits come from them, its roster reads their
+    records); a folder without one would keep its kits in a progress file the roster does not
+    read. A room seeded before seeds issued identities is told to run ``--seed`` again."""
+    from .room import is_issued_room
     room = find_room(here)
     if room is None:
         return None
     data = load_room(room)
     if data.get("seed") is None:
         return None
-    return f"room {data['seed']}/{Path(here).resolve().relative_to(room)}"
+    if not is_issued_room(room):
+        raise UsageError(f"{room / ROOM}: this room's seed ({data['seed']}) was set before seeded rooms issued "
+                         "identities; its kits would live in progress files the roster does not read. Ask the "
+                         f"facilitator to run `crashlab workshop room {room} --seed {data['seed']}` again (it issues "
+                         "every learner folder an identity), then start in your folder")
+    raise UsageError(f"{Path(here).resolve()}: this folder is in the room {room}, whose kits come from identities "
+                     "the facilitator issues, and it holds none; ask the facilitator to run "
+                     f"`crashlab workshop room {room} --add NAME`, then work in {room}/NAME")
 
 
 def card_shown(scenario_id: str, how: str, start: Path) -> bool:

@@ -153,6 +153,12 @@ def regrade(folder: Path, data: dict, rung_id: str) -> tuple[str, Outcome | None
 MARK = {"not started": ".", "started": "s", "attempted": "x", "passed": "P", "revealed": "R"}
 
 
+def _old_seed(folder: Path):
+    """A room seed set on a room that issues no identities (made before seeds issued them)."""
+    from .facilitator import ROOM, load_room
+    return load_room(folder).get("seed") if (Path(folder) / ROOM).is_file() else None
+
+
 def class_table(folder: Path) -> str:
     """One row per learner (every progress file under ``folder``), one column per rung, each
     cell graded again; then per learner: attempts, hints, reveals, the rung and field they
@@ -175,6 +181,11 @@ def class_table(folder: Path) -> str:
         issued_room.save_seen(folder, seen)
         strays = [str(f.parent.relative_to(folder)) if f.parent != folder else "." for f in files]
         files = []
+    elif (old_seed := _old_seed(folder)) is not None:
+        raise UsageError(f"{folder}: this room's seed ({old_seed}) was set before seeded rooms issued identities, so its "
+                         "kits live in progress files the learners write, which the roster does not read; run "
+                         f"`crashlab workshop room {folder} --seed {old_seed}` again (it issues every learner folder an "
+                         "identity; each learner then runs `start` again)")
     elif not files:
         raise UsageError(f"{folder}: no {progress.PROGRESS} files found (one per learner's working folder)")
     for f in files:

@@ -1,5 +1,9 @@
-"""Rubric self-assessment: the learner scores an anonymous exhibit on the twenty points,
-then compares with crashlab's score (the conformance suite run on the same adapter)."""
+"""Rubric self-assessment: the learner scores an anonymous exhibit on the twenty points from
+the traces the kit shows, then compares with crashlab's score: the conformance suite run on
+the same adapter over the same scenarios (SHOWN), so every category's score is exact and
+checkable from the kit. A category's answer must be that score: no tolerance (a tolerance of
+one point lets three tries bracket a 0-6 range), and a wrong one names the category, never
+the score nor on which side it is."""
 from __future__ import annotations
 
 import functools
@@ -55,18 +59,23 @@ def adapter() -> str:
 
 @functools.cache
 def card(spec: str | None = None):
+    """crashlab's scorecard of the exhibit (or of ``spec``) on the scenarios whose traces the kit shows."""
     from ..run.conformance import run_suite
 
-    return run_suite(spec or adapter())
+    return run_suite(spec or adapter(), [E.scenario_of(name) for name in SHOWN])
 
 
 def measured(category: str, spec: str | None = None) -> Expected:
     c = card(spec)
     if category == "automatic_failure":
         value = "yes" if c.auto_fail else "no"
-        return Expected(mode="one_of", accepted=frozenset({value}), shown=value)
+        return Expected(mode="one_of", accepted=frozenset({value}), shown=value,
+                    wrong="is not crashlab's score for this category on the kit's traces; recount its "
+                          "points in rubric.md, trace by trace")
     value = c.categories[category]["score"]
-    return Expected(mode="near", accepted=frozenset({value}), shown=value)
+    return Expected(mode="one_of", accepted=frozenset({value}), shown=value,
+                    wrong="is not crashlab's score for this category on the kit's traces; recount its "
+                          "points in rubric.md, trace by trace")
 
 
 def traces() -> list[tuple[str, list[dict]]]:
