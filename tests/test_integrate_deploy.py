@@ -56,7 +56,7 @@ def test_t5_the_next_code_pins_the_run_and_the_old_code_drains_it(out):
     assert [e["disposition"] for e in trace if e["kind"] == "finish"] == ["WAITING_HUMAN", "PINNED", "SUCCEEDED"]
     pinned = next(e for e in trace if e["kind"] == "finish" and e["disposition"] == "PINNED")
     assert pinned["packet"]["pinned_env"]["canonicalization_version"] == 1
-    assert f"--worker-next {shlex.quote(careful(out))}" in got.result.repro     # the repro line runs it again
+    assert "--worker-next" not in got.result.repro    # its default, the worker, is what ran
     [deployed] = trace[0]["integration"]["deployed"]
     assert deployed.startswith("deploy at 10:05") and deployed.endswith(": canonicalization_version 2, code_version 2")
 
@@ -79,6 +79,8 @@ def test_a_next_version_that_reads_the_old_checkpoint_as_its_own_fails_mig01(out
     assert got.card.verdict == "fail"
     why = next(l.why for l in got.card.lines if l.invariant == "MIG-01")
     assert "MIG-01" in lines(got, "fail") and changed in why and "without migrating, pinning or stopping" in why
+    next_code = careful(out, "--mistake=reads_old_schema")
+    assert f"--worker-next {shlex.quote(next_code)}" in got.result.repro     # the repro line runs the same code again
 
 
 @pytest.mark.parametrize("given", [None, "python3 next.py {url} {db}"], ids=["default", "named"])

@@ -48,10 +48,10 @@ NOT_JUDGEABLE: dict[str, str] = {
     "PKT-02": "decision packets go through the simulator's operator port",
     "RETRY-02": "backoff is judged on clock.sleep records; a real worker's sleeps are not observed",
     "JIT-01": "jitter is judged on random.draw records; a real worker's draws are not observed",
-    "MIG-01": "no deployment was carried out: the supervisor redeploys only with the next code version's command "
-              "(--worker-next)",
-    "PIN-01": "no deployment was carried out: the supervisor redeploys only with the next code version's command "
-              "(--worker-next)",
+    "MIG-01": "no deployment was carried out: the supervisor redeploys only when given the next code version's "
+              "command (crashlab integrate's --worker-next, which defaults to --worker)",
+    "PIN-01": "no deployment was carried out: the supervisor redeploys only when given the next code version's "
+              "command (crashlab integrate's --worker-next, which defaults to --worker)",
     "EXP-DISPOSITION-AT": "a disposition at a named scenario time depends on wall-clock luck under scaled time",
 }
 #: judged once a deployment was carried out (the header's ``deployed``: the supervisor ran --worker-next)

@@ -59,4 +59,6 @@ def repro_line(head: Mapping[str, Any], *, worker: str | None = None) -> str:
     source = str(head.get("source") or head.get("scenario"))
     command = shlex.quote(str(head.get("adapter"))[len(INTEGRATE):]) if worker is None else worker
     options = head.get("integration") if isinstance(head.get("integration"), Mapping) else None
+    if options is not None and options.get("worker_next") == str(head.get("adapter"))[len(INTEGRATE):]:
+        options = {k: v for k, v in options.items() if k != "worker_next"}    # its default: the worker itself
     return f"{shlex.join(['crashlab', 'integrate', source, *option_words(options)])} --worker {command}"
