@@ -134,8 +134,9 @@ def measure(runtime: str, example: str, names: list[str], time_scale: float, out
     try:
         for name in names:
             t0 = time.monotonic()
-            outcome = integrate(resolve(name), worker=worker(runtime, example), out=out / f"{runtime}-{example}",
-                                time_scale=time_scale, runtime=rt, server=server)
+            command = worker(runtime, example)    # the next code version too, as crashlab integrate's default
+            outcome = integrate(resolve(name), worker=command, out=out / f"{runtime}-{example}",
+                                time_scale=time_scale, runtime=rt, server=server, worker_next=command)
             walls.append(time.monotonic() - t0)
             card = outcome.card
             verdicts[card.verdict] += 1

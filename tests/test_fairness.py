@@ -70,8 +70,8 @@ def test_a_release_verified_by_its_own_key_is_an_authoritative_read(lib, monkeyp
 
 
 # --------------------------------------------------------------------------- 2: keep a confirmed hold
-@pytest.mark.parametrize("sid", ["t8-compensation-failure", "handoff-3-compensation-sent-unknown",
-                                 "handoff-3-release-undetermined"])
+@pytest.mark.parametrize("sid", ["t8-compensation-failure", "integration-compensation-failure",
+                                 "handoff-3-compensation-sent-unknown", "handoff-3-release-undetermined"])
 def test_keeping_a_confirmed_hold_after_a_cancellation_costs_nothing(sid, lib, monkeypatch):
     run, res = run_one(lib[sid], design(monkeypatch, "Keeps", compensate=False))
     assert res.verdict == "pass", res.violations
