@@ -224,16 +224,21 @@ def class_table(folder: Path) -> str:
         reveals = [i for i in ids if entries[i].get("revealed") and graded[i][0] != "passed"]
         later = [i for i in ids if entries[i].get("revealed") and graded[i][0] == "passed"]
         notes = [f"{attempts} attempts", f"{hints} hints", f"revealed {', '.join(reveals) or 'none'}"
-                 + (" (before a pass)" if reveals else "")]
+                 + (" (before a pass)" if reveals or later else "")]
         if later:
             notes.append(f"revealed after passing {', '.join(later)}")
-        stuck = next((i for i in ids if graded[i][0] in ("attempted", "started")), None)
+        # stuck: checked and not passed; a rung started and never checked is not one they are stuck on
+        stuck = next((i for i in ids if graded[i][0] == "attempted"), None)
+        unchecked = [i + (f" (unreadable: {graded[i][2]})" if graded[i][1] is None and graded[i][2] else "")
+                     for i in ids if graded[i][0] == "started"]
         if stuck:
             outcome, problem = graded[stuck][1], graded[stuck][2]
             where = outcome.stuck if outcome else f"unreadable: {problem}"
             tries = len((entries[stuck].get("tries") or {}).get(where) or ()) if outcome else 0
             notes.append(f"stuck on {stuck} ({where}{f', {tries} wrong tries' if tries else ''}) "
                          f"after {entries[stuck].get('attempts') or 0} attempts")
+        if unchecked:
+            notes.append(f"started, not checked yet: {', '.join(unchecked)}")
         held = [f"{i}.{f}" for i in ids for f in sorted(progress.held(entries[i], G.MAX_TRIES))]
         if held:
             notes.append(f"held after {G.MAX_TRIES} wrong tries: {', '.join(held)}")
