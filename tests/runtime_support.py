@@ -169,6 +169,11 @@ def approval_outcome(runtime, server, command: str, name: str, out: Path, wall_l
                         wall_limit_s=wall_limit_s)
     assert got.card.verdict == "pass", got.card.text()
     assert_the_approval_story(name, got.trace)
+    if name == "integration-approval-wait" and got.card.runtime is not None:
+        # the woken worker ran the run's next unit of work: its runtime record is on the card too
+        woken = [r for r in got.card.runtime.runs if r.woken]
+        assert [r.woken for r in woken] == [1] and woken[0].unit.endswith(".woken-1"), got.card.text()
+        assert Path(woken[0].record).is_file() and "woken unit 1" in got.card.text()
     return got
 
 #: Loaded by every worker process through PYTHONPATH (:func:`netlog`): an audit hook (sys.addaudithook)

@@ -233,6 +233,7 @@ class RuntimeRun:
     summary: str         # one line summarizing the runtime's own record of the run
     commits: int         # the sandbox's count of commits for the run (its log, not the runtime's)
     record: str          # where the runtime's record was written
+    woken: int = 0       # 0: the run's first unit; N: the unit a worker woken after its Nth wait ran
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,14 +248,19 @@ class RuntimeSection:
 
     def text(self) -> list[str]:
         out = [f"  runtime: {self.title} {self.version}; retry-owner settings: {', '.join(self.settings)}"]
-        out += [f"  runtime record {r.run}: {r.summary}; the sandbox counted {r.commits} commit(s)"
-                for r in self.runs]
+        for r in self.runs:
+            if r.woken:
+                out.append(f"  runtime record {r.run}, woken unit {r.woken} ({r.unit}): {r.summary}")
+                continue
+            units = sum(o.run == r.run for o in self.runs)
+            over = f" for the run, over its {units} units of work" if units > 1 else ""
+            out.append(f"  runtime record {r.run}: {r.summary}; the sandbox counted {r.commits} commit(s){over}")
         return out
 
     def to_json(self) -> dict:
         return {"name": self.name, "title": self.title, "version": self.version, "settings": list(self.settings),
                 "runs": [{"run": r.run, "unit": r.unit, "summary": r.summary, "commits": r.commits,
-                          "record": r.record} for r in self.runs]}
+                          "record": r.record, "woken": r.woken} for r in self.runs]}
 
 
 @dataclass(frozen=True, slots=True)

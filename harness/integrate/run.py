@@ -19,6 +19,7 @@ from ..run import isolate
 from ..runtimes import Runtime, Server
 from ..sandbox.server import UNDELIVERED
 from ..vocab.compiled import Scenario
+from ..vocab.model import WAITING_STATES
 from ..world.trace import write_jsonl
 from ..checks.card import FIELD, Card, RuntimeRun, RuntimeSection, judged
 from ..run.repro import repro_line
@@ -199,24 +200,46 @@ def unmet_rules(scenario: Scenario, events: list[dict], timed: list[str] = ()) -
     return out
 
 
+#: the dispositions a run waits in (a worker started after one runs the run's next unit of work)
+WAITING = frozenset(str(s.value) for s in WAITING_STATES)
+
+
+def woken_units(events: list[dict], run: str) -> list[int]:
+    """The run's woken units of work, as the examples number them (docs/runtimes/README.md, "woken"): a
+    worker started after the run's Nth waiting finish runs unit N (``CRASHLAB_RUNTIME_ID.woken-N``); each
+    N above 0 that some worker of the run started in, in order."""
+    waits, seen = 0, []
+    for ev in events:
+        if ev.get("run") != run:
+            continue
+        if ev.get("kind") == "finish" and ev.get("disposition") in WAITING:
+            waits += 1
+        elif ev.get("kind") == "start" and waits and waits not in seen:
+            seen.append(waits)
+    return seen
+
+
 def runtime_section(runtime: Runtime, server: Server, ids: dict[str, str], events: list[dict],
                     work: Path) -> RuntimeSection:
     """Read the runtime's own record of every run, write it to ``runtime-record.{run}.json`` and
     summarize it beside the sandbox's count of commits for that run."""
     runs = []
-    for run, unit in ids.items():
-        try:
-            record = server.record(unit)
-        except Exception as exc:   # a runtime's record that cannot be read is shown, never a traceback
-            record = [{"error": f"the runtime's record could not be read: {type(exc).__name__}: {exc}"}]
-        path = work / f"runtime-record.{run}.json"
-        with atomic_writer(path) as fh:
-            fh.write(json.dumps({"runtime": runtime.name, "version": runtime.tested_version, "unit": unit,
-                                 "record": record}, indent=1, sort_keys=True, default=str) + "\n")
-        summarize = getattr(server, "summary", None)
-        line = summarize(record) if callable(summarize) else f"{len(record)} row(s) in the runtime's record"
+    for run, base in ids.items():
         commits = sum(1 for ev in events if ev.get("kind") == "effect" and ev.get("run") == run
                       and ev.get("cause") != "other_actor")
-        runs.append(RuntimeRun(run=run, unit=unit, summary=line, commits=commits, record=str(path)))
+        for woken in [0, *woken_units(events, run)]:
+            unit = f"{base}.woken-{woken}" if woken else base
+            try:
+                record = server.record(unit)
+            except Exception as exc:   # a runtime's record that cannot be read is shown, never a traceback
+                record = [{"error": f"the runtime's record could not be read: {type(exc).__name__}: {exc}"}]
+            path = work / f"runtime-record.{run}{f'.woken-{woken}' if woken else ''}.json"
+            with atomic_writer(path) as fh:
+                fh.write(json.dumps({"runtime": runtime.name, "version": runtime.tested_version, "unit": unit,
+                                     "record": record}, indent=1, sort_keys=True, default=str) + "\n")
+            summarize = getattr(server, "summary", None)
+            line = summarize(record) if callable(summarize) else f"{len(record)} row(s) in the runtime's record"
+            runs.append(RuntimeRun(run=run, unit=unit, summary=line, commits=commits, record=str(path),
+                                   woken=woken))
     return RuntimeSection(name=runtime.name, title=runtime.title, version=runtime.tested_version,
                           settings=runtime.retry_owner_settings, runs=tuple(runs))
