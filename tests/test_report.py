@@ -104,6 +104,7 @@ def test_every_scenario_gets_a_png_figure_and_a_page(rendered, tmp_path):
     assert render_figure(events, results[0], tmp_path / "x", svg=True) == tmp_path / "x.png"
     root = ET.fromstring((tmp_path / "x.svg").read_bytes())
     assert root.tag.endswith("svg") and len(root.findall(".//{http://www.w3.org/2000/svg}path")) > 20
+    assert not root.findall(".//{http://www.w3.org/2000/svg}image")      # the legend's swatches too are vectors
 
 
 def _same_report(one: Path, two: Path, results) -> None:

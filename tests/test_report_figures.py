@@ -259,3 +259,83 @@ def test_a_refused_finish_says_why_stale_lease_or_run_already_ended():
     assert "finish_stale" in stale and "finish_after_end" not in stale
     from crashlab.report import style
     assert "already ended" in style.WORKER_GLYPHS["finish_after_end"][3]
+
+
+# --------------------------------------------------------------------------- the words and the legend's swatches
+def test_labels_draw_the_pixels_of_matplotlibs_text_draw(monkeypatch):
+    """crashlab.report.labels draws a figure's words on Agg by a shorter path than Text.draw;
+    the pixels must be Text.draw's own (each box as the bbox patch it stands for), byte for
+    byte, for plain and slide figures and for a failing adapter's (numbered badges in circles).
+    Every text of a figure is a Label, and none of them went through Text.draw."""
+    from matplotlib.text import Text
+
+    from crashlab.report import agg, labels
+    from crashlab.run.runner import run_scenario
+    from crashlab.scenario.loader import resolve
+
+    runs = [read_jsonl(ROOT / "traces" / f"{name}.jsonl")
+            for name in ("t6-duplicate-input-event", "t8-compensation-failure", "combined-deploy-expired-approval")]
+    runs.append(run_scenario(resolve("combined-cancellation-under-pressure"),
+                             "crashlab.gallery.cancellation:CancellationTheater").events)
+    slow_draws = []
+    text_draw = Text.draw
+    monkeypatch.setattr(Text, "draw", lambda self, renderer: (slow_draws.append(self), text_draw(self, renderer)))
+
+    def pixels(events, **kw):
+        fig = build_figure(events, check_trace(events), **kw)
+        canvas = agg.Canvas(fig)
+        canvas.draw()
+        return fig, bytes(canvas.buffer_rgba())
+
+    boxes = set()
+    with matplotlib().rc_context(RC):
+        for events in runs:
+            for kw in ({}, {"slides": True}):
+                fig, fast = pixels(events, **kw)
+                assert not slow_draws and all(isinstance(t, labels.Label) for t in fig.findobj(Text))
+                boxes |= {t._box[0] for t in fig.findobj(labels.Label) if t._box is not None}
+                monkeypatch.setattr(labels, "FAST", False)
+                _, slow = pixels(events, **kw)
+                monkeypatch.setattr(labels, "FAST", True)
+                assert slow_draws and fast == slow, (events[0]["scenario"], kw)
+                slow_draws.clear()
+    assert boxes == {"square", "round", "circle"}          # every kind of box was compared
+
+
+def test_the_legends_swatches_sit_where_their_vector_drawing_does(monkeypatch):
+    """On Agg the legend's swatches are one image pasted from each distinct swatch, drawn once
+    per process: the image depends on no figure drawn before it (a report draws in several
+    processes), and each swatch's ink lies within a pixel of its vector drawing's (SVG's)."""
+    import numpy as np
+
+    from crashlab.report import agg, legend
+
+    def drawn(name, **kw):
+        events = read_jsonl(ROOT / "traces" / f"{name}.jsonl")
+        fig = build_figure(events, check_trace(events), **kw)
+        canvas = agg.Canvas(fig)
+        canvas.draw()
+        swatches = next(a for a in fig.artists if isinstance(a, legend.Swatches))
+        return swatches, np.asarray(canvas.buffer_rgba())[:, :, :3].astype(int)
+
+    with matplotlib().rc_context(RC):
+        legend._SWATCHES.clear()
+        _, alone = drawn("t8-compensation-failure")
+        legend._SWATCHES.clear()
+        drawn("combined-cancellation-under-pressure", slides=True)
+        drawn("t6-duplicate-input-event")
+        assert np.array_equal(drawn("t8-compensation-failure")[1], alone)
+        for name, kw in (("t8-compensation-failure", {}), ("combined-cancellation-under-pressure", {"slides": True})):
+            swatches, image = drawn(name, **kw)
+            monkeypatch.setattr(legend, "IMAGES", False)
+            _, vector = drawn(name, **kw)
+            monkeypatch.setattr(legend, "IMAGES", True)
+            dpi, height = swatches.figure.dpi, image.shape[0]
+            x0, x1 = round(swatches.left * dpi) - 6, round((swatches.left + 0.19) * dpi) + 6
+            for i, kind, spec in swatches.rows:
+                centre = height - (swatches.top - (i + 0.5) * swatches.step) * dpi      # pixel rows from the top
+                rows = slice(int(centre - swatches.step * dpi / 2), int(centre + swatches.step * dpi / 2))
+                ink = [np.argwhere(np.abs(px[rows, x0:x1] - 255).max(axis=2) > 12) for px in (image, vector)]
+                assert len(ink[0]) and len(ink[1]), (name, kind, spec)
+                assert np.abs(ink[0].min(axis=0) - ink[1].min(axis=0)).max() <= 1, (name, kind, spec)
+                assert np.abs(ink[0].max(axis=0) - ink[1].max(axis=0)).max() <= 1, (name, kind, spec)

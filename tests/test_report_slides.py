@@ -43,11 +43,14 @@ def legend_rows(fig) -> set[str]:
 
 
 def heads(drawing, fig, kind: str) -> int:
-    """How many answer arrowheads of this outcome the figure draws."""
+    """How many answer arrowheads of this outcome the figure draws (the figure has no
+    matplotlib Axes: its lines are the figure's own artists)."""
+    from matplotlib.lines import Line2D
+
     from crashlab.report import legend
 
     color = legend.OUTCOMES[kind][0]
-    return sum(len(line.get_xdata()) for ax in fig.axes for line in ax.lines
+    return sum(len(line.get_xdata()) for line in fig.findobj(Line2D)
                if line.get_marker() == "^" and line.get_color() == color)
 
 

@@ -52,6 +52,26 @@ _HEIGHTS: dict[tuple, tuple] = {}
 CACHE_LIMIT = 200_000
 
 
+def table_heights(font, size: float, dpi: float) -> tuple:
+    """A font's ascent, descent and line gap at ``size`` points and ``dpi``, from its OS/2 (else
+    hhea) table, as Text._get_layout of 3.11 reads them; remembered."""
+    key = (font, size, dpi)
+    hit = _HEIGHTS.get(key)
+    if hit is None:
+        hit = (None, None, None)
+        for table_name, linegap_key, ascent_key, descent_key in (
+                ('OS/2', 'sTypoLineGap', 'sTypoAscender', 'sTypoDescender'),
+                ('hhea', 'lineGap', 'ascent', 'descent')):
+            table = font.get_sfnt_table(table_name)
+            if table is None:
+                continue
+            scale = 1 / font.get_sfnt_table('head')['unitsPerEm'] * size * dpi / 72
+            hit = (table[ascent_key] * scale, -table[descent_key] * scale, table[linegap_key] * scale)
+            break
+        _remember(_HEIGHTS, key, hit)
+    return hit
+
+
 def _remember(cache: dict, key, value):
     if len(cache) >= CACHE_LIMIT:
         cache.clear()
@@ -100,24 +120,7 @@ class Renderer(RendererAgg):
         def _get_font_height_metrics(self, prop):
             """A font's ascent, descent and line gap at a size, which Text._get_layout of 3.11
             reads from the font's tables for every text it measures (the same arithmetic)."""
-            size = prop.get_size_in_points()
-            font = self._font_of(prop)
-            key = (font, size, self.dpi)
-            hit = _HEIGHTS.get(key)
-            if hit is None:
-                hit = (None, None, None)
-                for table_name, linegap_key, ascent_key, descent_key in (
-                        ('OS/2', 'sTypoLineGap', 'sTypoAscender', 'sTypoDescender'),
-                        ('hhea', 'lineGap', 'ascent', 'descent')):
-                    table = font.get_sfnt_table(table_name)
-                    if table is None:
-                        continue
-                    units_per_em = font.get_sfnt_table('head')['unitsPerEm']
-                    scale = 1 / units_per_em * size * self.dpi / 72
-                    hit = (table[ascent_key] * scale, -table[descent_key] * scale, table[linegap_key] * scale)
-                    break
-                _remember(_HEIGHTS, key, hit)
-            return hit
+            return table_heights(self._font_of(prop), prop.get_size_in_points(), self.dpi)
 
         def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
             if ismath or angle != 0:

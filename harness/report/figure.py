@@ -26,12 +26,13 @@ from ..vocab.errors import UsageError
 from ..vocab.files import atomic_write_bytes
 from ..vocab.results import ScenarioResult
 from ..vocab.timefmt import format_time
-from . import legend, style
+from . import labels, legend, style
 from .axis import TimeAxis, break_groups, break_label, label_width
 from .lanes import Lanes, lanes as extract_lanes
 from .lanes_draw import LaneDrawing
 from .layout import (CHAR, DPI, FONT, LEFT_IN, RIGHT_IN, ROW_LABEL, STRIP_H, STRIP_LEVELS, TIME_W,
-                     TITLE_GAP, WIDTH_IN, Panel, Placer, bars, collapse_states, outcome_kind, pack)
+                     TITLE_GAP, WIDTH_IN, Panel, Placer, Plot, Shapes, collapse_states, outcome_kind, pack,
+                     points)
 from .story import story as read_story
 from .window import Window, clip_lanes, clip_story
 
@@ -104,11 +105,11 @@ class _Figure(LaneDrawing):
         """Width of one character at ``size`` points, in x units."""
         return size * CHAR / 72 / self.plot_w_in * 100
 
-    def _bars(self, ax, y: float, spans: list[tuple[float, float]], colors, height=0.62, **kw):
+    def _bars(self, ax, y: float, spans: list[tuple[float, float]], colors, height=0.62, edgecolor="#ffffff",
+              linewidth=0.6, **kw):
         if spans:
-            kw.setdefault("edgecolor", "#ffffff")
-            kw.setdefault("linewidth", 0.6)
-            bars(ax, [(a, max(b - a, 0.12)) for a, b in spans], (y - height / 2, height), facecolors=colors, **kw)
+            self.shapes.bars([(a, max(b - a, 0.12)) for a, b in spans], (y - height / 2, height), facecolors=colors,
+                             edgecolors=edgecolor, linewidths=linewidth, **kw)
 
     def _label_in(self, ax, x0: float, x1: float, y: float, texts: list[str], color: str, boxed: bool = False):
         """Write the longest text that fits between x0 and x1."""
@@ -120,9 +121,8 @@ class _Figure(LaneDrawing):
                 if not self.placer.free((id(ax), y), mid - w / 2, mid + w / 2, pad=0.1):
                     continue
                 self.placer.take((id(ax), y), mid - w / 2, mid + w / 2)
-                box = dict(boxstyle="round,pad=0.15", fc=color, ec="none", alpha=0.9) if boxed else None
-                ax.text(mid, y, text, ha="center", va="center", fontsize=size, color=style.text_color(color),
-                        bbox=box, zorder=5)
+                labels.text(ax, mid, y, text, ha="center", va="center", fontsize=size, color=style.text_color(color),
+                            box=("round", 0.15, color, 0.9) if boxed else None, zorder=5)
                 return True
         return False
 
@@ -141,8 +141,8 @@ class _Figure(LaneDrawing):
             key = (id(ax), round(y + dy, 3))
             if self.placer.free(key, x0, x1) and (dy or self.placer.free((id(ax), y), x0, x1)):
                 self.placer.take(key, x0, x1)
-                ax.text(x0, y + dy, text, ha="left", va="center", fontsize=size, color=color, zorder=5,
-                        bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.8))
+                labels.text(ax, x0, y + dy, text, ha="left", va="center", fontsize=size, color=color, zorder=5,
+                            box=("square", 0.05, "white", 0.8))
                 return True
         return False
 
@@ -215,17 +215,19 @@ class _Figure(LaneDrawing):
                 lines.setdefault("fault_tick", []).extend(X(m.t) for m in g)
             else:
                 lines.setdefault(g[0].kind, []).extend(X(m.t) for m in g)
+        across = ax.get_xaxis_transform()          # x in data, y from the plot's bottom (0) to its top (1)
         for a, b in bands:
-            ax.axvspan(a, max(b, a + 0.3), color=legend.BAND_COLOR, alpha=0.45, zorder=0.2, linewidth=0)
+            self.shapes.bars([(a, max(b, a + 0.3) - a)], (0, 1), facecolors=legend.BAND_COLOR, alpha=0.45,
+                             linewidths=0, zorder=0.2, transform=across)
             self.used["band"].add("fault")
         for kind, xs in lines.items():
             if kind == "fault_tick":
-                ax.vlines(xs, -STRIP_H, -STRIP_H + 0.15, colors=style.MARKERS["fault"][0], linewidths=0.8, zorder=1)
+                self.shapes.segments([[(x, -STRIP_H), (x, -STRIP_H + 0.15)] for x in xs],
+                                     color=style.MARKERS["fault"][0], linewidth=0.8, zorder=1)
                 continue
             color, ls, lw, _ = style.MARKERS.get(kind, style.MARKERS["world"])
-            alpha = 0.45 if kind == "fault" else 0.85
-            ax.vlines(xs, 0, 1, transform=ax.get_xaxis_transform(), colors=color, linestyles=ls,
-                      linewidths=lw, alpha=alpha, zorder=1)
+            self.shapes.segments([[(x, 0), (x, 1)] for x in xs], color=color, linewidth=lw, linestyle=ls,
+                                 alpha=0.45 if kind == "fault" else 0.85, zorder=1, transform=across)
             self.used["marker"].add(kind if kind in style.MARKERS else "world")
         # labels: most important kinds first, on three levels; a label that fits nowhere is left
         # to the legend
@@ -245,25 +247,27 @@ class _Figure(LaneDrawing):
                 if x0 >= 0 and self.placer.free(("strip", lvl), x0, x1):
                     self.placer.take(("strip", lvl), x0, x1)
                     color = style.MARKERS.get(m.kind, style.MARKERS["world"])[0]
-                    ax.text(x0, lvl, text, fontsize=size, va="center", ha="left", color=color,
-                               bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85))
+                    labels.text(ax, x0, lvl, text, fontsize=size, va="center", ha="left", color=color,
+                                box=("square", 0.1, "white", 0.85))
                     break
 
     def draw_breaks(self, ax):
         """Hatch each break; label it with the time it compresses. Breaks whose labels would
         collide share one label with the time of their whole stretch (``≈10 min, 2 breaks``):
         a dropped label would leave its neighbour's duration to be read as the whole gap."""
-        for br in self.axis.breaks:
-            ax.axvspan(br.x0, br.x1, facecolor="#f4f4f4", edgecolor="#d6d6d6", hatch="////", linewidth=0, zorder=0.3)
+        if self.axis.breaks:
+            self.shapes.bars([(br.x0, br.x1 - br.x0) for br in self.axis.breaks], (0, 1), facecolors="#f4f4f4",
+                             edgecolors="#d6d6d6", hatch="////", linewidths=0, zorder=0.3,
+                             transform=ax.get_xaxis_transform())
             self.used["break"].add("break")
         size = self.FONT - 1
         self.break_lines = 1
+        under = labels.offset(ax.figure, ax.get_xaxis_transform(), 0, -15 * self.k)
         for group in break_groups(self.axis.breaks, lambda label: label_width(label, self.char_x(size)), self.origin):
             mid = (group[0].x0 + group[-1].x1) / 2
             label = break_label(group, self.origin)
             self.break_lines = max(self.break_lines, label.count("\n") + 1)
-            ax.annotate(label, xy=(mid, 0), xycoords=ax.get_xaxis_transform(), xytext=(0, -15 * self.k),
-                        textcoords="offset points", ha="center", va="top", fontsize=size, color="#757575",
+            labels.text(ax, mid, 0, label, transform=under, ha="center", va="top", fontsize=size, color="#757575",
                         linespacing=1.1)
 
     # ---------------------------------------------------------------- arrows
@@ -275,7 +279,7 @@ class _Figure(LaneDrawing):
         """Each call to a service: a line from the worker's row down to the service's row at the
         time it was sent, and its answer back up at the time it came, coloured by outcome. A run
         of identical calls is one mark with a count (``lookup → unavailable ×27``)."""
-        from matplotlib.collections import LineCollection
+        from matplotlib.lines import Line2D
 
         calls = [c for c in self.story.calls if c.worker in self.worker_rows and c.service in self.service_rows]
         if not calls:
@@ -300,8 +304,8 @@ class _Figure(LaneDrawing):
             if repeated:
                 back = outcome_kind(c)
                 x0, x1 = X(c.t), X(max(x.back if x.back is not None else x.t for x in g))
-                bars(ax, [(x0, max(x1 - x0, 0.3))], (low, top - low), facecolors=legend.OUTCOMES[back][0],
-                     alpha=0.13, edgecolors="none", zorder=0.6)
+                self.shapes.bars([(x0, max(x1 - x0, 0.3))], (low, top - low), facecolors=legend.OUTCOMES[back][0],
+                                 alpha=0.13, zorder=0.6)
                 ticks.setdefault(back, []).extend([(X(x.t), low - 0.16), (X(x.t), low)] for x in g[1:])
                 self.used["arrow"].add("repeat")
             for c in g[:1] if repeated else g:
@@ -320,14 +324,13 @@ class _Figure(LaneDrawing):
                     self.used["arrow"].add(back)
         for kind, lines in segs.items():
             color, ls, _ = legend.OUTCOMES[kind]
-            ax.add_collection(LineCollection(lines, colors=color, linewidths=1.0 if kind in ("send", "read") else 0.9,
-                                             linestyles=ls, zorder=3, alpha=0.85), autolim=False)
+            self.shapes.segments(lines, color=color, linewidth=1.0 if kind in ("send", "read") else 0.9, linestyle=ls,
+                                 alpha=0.85, zorder=3)
         for kind, lines in ticks.items():
-            ax.add_collection(LineCollection([[a, b] for a, b in lines], colors=legend.OUTCOMES[kind][0],
-                                             linewidths=0.8, zorder=3), autolim=False)
+            self.shapes.segments([[a, b] for a, b in lines], color=legend.OUTCOMES[kind][0], linewidth=0.8, zorder=3)
         for kind, (xs, ys, marker) in heads.items():
-            ax.plot(xs, ys, linestyle="none", marker=marker, markersize=3.6 * self.k, color=legend.OUTCOMES[kind][0],
-                    zorder=3)
+            ax.add(Line2D(xs, ys, linestyle="none", marker=marker, markersize=3.6 * self.k,
+                          color=legend.OUTCOMES[kind][0], zorder=3))
         # one label per run of identical answers: "lookup → unavailable ×27"
         for g in groups:
             c = g[0]
@@ -358,22 +361,25 @@ class _Figure(LaneDrawing):
             return []
         placed: dict[str, list[tuple[float, float]]] = {}
         notes = []
+        rings: list[tuple[float, float]] = []
         for i, v in enumerate(self.result.violations, 1):
             cited = [s for s in v.events if s in self.by_seq and self._shown(self.by_seq[s].get("t", 0))][:6]
             for j, seq in enumerate(cited):
                 where, y = self.locate(seq)
                 x = X(self.by_seq[seq].get("t", 0))
-                ax.scatter([x], [y], s=150, facecolors="none", edgecolors=style.VIOLATION_COLOR, linewidths=1.5,
-                           zorder=6)
+                rings.append((x, y))
                 if j:
                     continue
                 near = [p for p in placed.setdefault(where, []) if abs(p[0] - x) < 3 and p[1] == y]
                 dx, dy = self._badge_spot(ax, x, y, len(near))
                 placed[where].append((x, y))
-                ax.annotate(str(i), xy=(x, y), xytext=(dx, dy), textcoords="offset points", fontsize=self.FONT,
-                            color="white", fontweight="bold", zorder=7, annotation_clip=False,
-                            bbox=dict(boxstyle="circle,pad=0.2", fc=style.VIOLATION_COLOR, ec="none"))
+                labels.text(ax, x, y, str(i), transform=labels.offset(ax.figure, ax.transData, dx, dy),
+                            fontsize=self.FONT, color="white", fontweight="bold", zorder=7,
+                            box=("circle", 0.2, style.VIOLATION_COLOR, None))
             notes.append(f"{i}  {v.invariant}: {v.message} [{note_events(v)}]")
+        if rings:                       # every cited event's ring: one collection
+            points(ax, *zip(*rings), "o", 150, facecolors="none", edgecolors=style.VIOLATION_COLOR, linewidths=1.5,
+                   zorder=6)
         return notes
 
     #: Where a violation's number may sit around its first cited event (points from it).
@@ -430,49 +436,51 @@ class _Figure(LaneDrawing):
         height = max(9.0, min(20.0, height)) if self.slides else min(15.0, max(7.0, height))
         fig = Figure(figsize=(self.WIDTH_IN, height), dpi=DPI)
         self.plot_w_in = self.WIDTH_IN - self.LEFT_IN - self.RIGHT_IN
-        # one axes for everything (x is already warped; one axes is much cheaper than four)
-        ax = fig.add_axes((self.LEFT_IN / self.WIDTH_IN, bottom_in / height, self.plot_w_in / self.WIDTH_IN,
-                           (height - top_in - bottom_in) / height))
-        ax.set_xlim(0, 100)
-        ax.set_ylim(-span, 0)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
+        # one plotting area for everything (x is already warped), and no matplotlib Axes
+        ax = Plot(fig, (self.LEFT_IN / self.WIDTH_IN, bottom_in / height, self.plot_w_in / self.WIDTH_IN,
+                        (height - top_in - bottom_in) / height), (0, 100), (-span, 0))
         row_tr = ax.get_yaxis_transform()
-        ax.text(-0.006, -STRIP_H / 2, "faults & events", transform=row_tr, ha="right", va="center", fontsize=self.FONT)
-        ax.hlines([-STRIP_H] + [p.bottom - 0.1 for p in panels[:-1]], 0, 100, colors="#455a64", linewidths=0.6,
-                  zorder=2)
+        labels.text(ax, -0.006, -STRIP_H / 2, "faults & events", transform=row_tr, ha="right", va="center",
+                    fontsize=self.FONT)
+        self.shapes = Shapes(ax)
+        self.shapes.segments([[(0, y), (100, y)] for y in [-STRIP_H] + [p.bottom - 0.1 for p in panels[:-1]]],
+                             color="#455a64", linewidth=0.6, zorder=2)
         for p in panels:
             for r in p.rows:       # row labels as plain text: cheaper than tick labels
-                ax.text(-0.006, r.y, r.label, transform=row_tr, ha="right", va="center", fontsize=self.FONT)
-            ax.text(-0.005, p.top + 0.62, p.name.upper(), transform=row_tr, ha="right", va="center",
-                    fontsize=self.FONT, fontweight="bold", color="#37474f")
+                labels.text(ax, -0.006, r.y, r.label, transform=row_tr, ha="right", va="center", fontsize=self.FONT)
+            labels.text(ax, -0.005, p.top + 0.62, p.name.upper(), transform=row_tr, ha="right", va="center",
+                        fontsize=self.FONT, fontweight="bold", color="#37474f")
             if not p.rows:
-                ax.text(TIME_W / 2, p.top, {"run state": "no checkpoint written", "remote effects": "no remote effect",
-                                            "knowledge": "no ledger entry"}[p.name],
-                        ha="center", va="center", color="#9e9e9e", fontsize=self.FONT + 1)
+                empty = {"run state": "no checkpoint written", "remote effects": "no remote effect",
+                         "knowledge": "no ledger entry"}[p.name]
+                labels.text(ax, TIME_W / 2, p.top, empty, ha="center", va="center", color="#9e9e9e",
+                            fontsize=self.FONT + 1)
         self.draw_run(ax)
         self.draw_remote(ax)
         self.draw_knowledge(ax)
         self.draw_final(ax)
+        self.shapes.flush()         # the lanes' bars, before the markers' lines drawn over them
         self.draw_markers(ax)
         self.draw_breaks(ax)
         self.draw_arrows(ax)
         notes = self.draw_violations(ax)
         key = ("deadline", "cancel", "deploy", "crash")
-        xs, labels = self.axis.ticks(self.origin, [m.t for m in self.data.markers if m.kind in key],
-                                     self.char_x(self.FONT))
+        xs, ticks = self.axis.ticks(self.origin, [m.t for m in self.data.markers if m.kind in key],
+                                    self.char_x(self.FONT))
         bottom_tr = ax.get_xaxis_transform()
-        ax.vlines(xs, -0.012, 0, transform=bottom_tr, colors="#212121", linewidths=0.6, clip_on=False)
-        ax.vlines(xs, 0, 1, transform=bottom_tr, colors="#eeeeee", linewidths=0.6, zorder=0)
-        for x, lab in zip(xs, labels):        # tick labels as plain text: cheaper than Tick artists
-            ax.annotate(lab, xy=(x, 0), xycoords=bottom_tr, xytext=(0, -4 * k), textcoords="offset points",
-                        ha="center", va="top", fontsize=self.FONT)
+        self.shapes.segments([[(x, -0.012), (x, 0)] for x in xs], color="#212121", linewidth=0.6,
+                             transform=bottom_tr, clip_on=False)
+        self.shapes.segments([[(x, 0), (x, 1)] for x in xs], color="#eeeeee", linewidth=0.6, zorder=0,
+                             transform=bottom_tr)
+        self.shapes.flush()
+        tick_tr = labels.offset(fig, bottom_tr, 0, -4 * k)
+        for x, lab in zip(xs, ticks):         # tick labels as plain text: cheaper than Tick artists
+            labels.text(ax, x, 0, lab, transform=tick_tr, ha="center", va="top", fontsize=self.FONT)
         scale = "linear time" if not self.axis.breaks else "linear time; hatched breaks compress quiet stretches"
-        ax.annotate(f"simulated time, scenario clock ({scale})", xy=(TIME_W / 2, 0), xycoords=bottom_tr,
-                    xytext=(0, (-27 - 8 * (self.break_lines - 1) if self.axis.breaks else -16) * k), textcoords="offset points", ha="center",
-                    va="top", fontsize=self.FONT, color="#616161")
+        drop = (-27 - 8 * (self.break_lines - 1) if self.axis.breaks else -16) * k
+        labels.text(ax, TIME_W / 2, 0, f"simulated time, scenario clock ({scale})",
+                    transform=labels.offset(fig, bottom_tr, 0, drop), ha="center", va="top", fontsize=self.FONT,
+                    color="#616161")
         h = self.header
         verdict = self.result.verdict.upper() if self.result is not None else "NOT CHECKED"
         disp = "; ".join(f"{r.id}: {r.disposition or 'no terminal disposition'}" for r in self.data.runs)
@@ -480,21 +488,23 @@ class _Figure(LaneDrawing):
         size = self.FONT + 4
         while size > self.FONT + 1 and len(title) * (size + 0.6) * CHAR / 72 > self.WIDTH_IN - 0.3:
             size -= 0.5
-        fig.text(0.01, 1 - 0.16 * k / height, style.clip(title, int((self.WIDTH_IN - 0.3) / ((size + 0.6) * CHAR / 72))),
-                 fontsize=size, fontweight="bold", va="top")
+        labels.fig_text(fig, 0.01, 1 - 0.16 * k / height,
+                        style.clip(title, int((self.WIDTH_IN - 0.3) / ((size + 0.6) * CHAR / 72))),
+                        fontsize=size, fontweight="bold", va="top")
         shown = "" if self.window is None else \
             f" · window {format_time(self.window[0], self.origin)}–{format_time(self.window[1], self.origin)}"
-        fig.text(0.01, 1 - 0.46 * k / height,
-                 style.clip(f"{verdict} · {disp} · seed {h.get('seed')}{shown}"
-                            + ("" if self.no_answers else f" · adapter {h.get('adapter')}"),
-                            175 if k == 1 else int(self.WIDTH_IN * 72 / ((self.FONT + 1) * CHAR)) - 2),
-                 fontsize=self.FONT + 1, va="top", color={"PASS": "#1b5e20", "FAIL": "#b71c1c"}.get(verdict, "#e65100"))
+        labels.fig_text(fig, 0.01, 1 - 0.46 * k / height,
+                        style.clip(f"{verdict} · {disp} · seed {h.get('seed')}{shown}"
+                                   + ("" if self.no_answers else f" · adapter {h.get('adapter')}"),
+                                   175 if k == 1 else int(self.WIDTH_IN * 72 / ((self.FONT + 1) * CHAR)) - 2),
+                        fontsize=self.FONT + 1, va="top",
+                        color={"PASS": "#1b5e20", "FAIL": "#b71c1c"}.get(verdict, "#e65100"))
         legend.draw(fig, legend.entries(self.used, bool(self.result is not None and self.result.violations)),
                     self.WIDTH_IN - self.RIGHT_IN + 0.15, top_in, height - top_in - 0.25,
                     self.FONT - 1.5 if self.slides else self.FONT)
         for i, line in enumerate(self.note_lines(notes)):
-            fig.text(0.01, (bottom_in - 0.8 * k - 0.16 * k * i) / height, line, fontsize=self.FONT,
-                     color="#616161" if line.startswith("… ") else style.VIOLATION_COLOR, va="top")
+            labels.fig_text(fig, 0.01, (bottom_in - 0.8 * k - 0.16 * k * i) / height, line, fontsize=self.FONT,
+                            color="#616161" if line.startswith("… ") else style.VIOLATION_COLOR, va="top")
         return fig
 
 
@@ -539,7 +549,10 @@ def figure_png(events: list[dict], result: ScenarioResult | None, out_base: Path
 
 def _palette_png(fig) -> bytes:
     """Render with Agg and write a 256-colour palette PNG: a third of the size of an RGBA PNG
-    with the same flat colours (Pillow ships with matplotlib)."""
+    with the same flat colours (Pillow ships with matplotlib). The palette is chosen from
+    every other pixel of every other row and each pixel then takes its nearest colour: under
+    half the time of choosing it from all of them, and as close to the drawing (a figure's
+    colours are flat areas, lines and the anti-aliased edges between them)."""
     from PIL import Image
 
     from .agg import Canvas
@@ -547,8 +560,10 @@ def _palette_png(fig) -> bytes:
     canvas = fig.canvas if isinstance(fig.canvas, Canvas) else Canvas(fig)
     canvas.draw()
     width, height = canvas.get_width_height()
-    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-    pal = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
+    sample = image.resize((max(1, width // 2), max(1, height // 2)), Image.Resampling.NEAREST)
+    palette = sample.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    pal = image.quantize(palette=palette, dither=Image.Dither.NONE)
     out = io.BytesIO()
     pal.save(out, format="PNG", dpi=(DPI, DPI), compress_level=1)   # a quarter of the time, 20 % larger
     return out.getvalue()

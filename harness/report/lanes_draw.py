@@ -3,8 +3,8 @@ checkpoint blocks, authority, inbox deliveries and workers; services, remote rec
 other actors; ledger knowledge with its disagreements; the "where it ended" column."""
 from __future__ import annotations
 
-from . import legend, style
-from .layout import FINAL_X0, FINAL_X1, FONT, STRIP_H, TIME_W, bars, collapse_states, disposition_words, scatter
+from . import labels, legend, style
+from .layout import FINAL_X0, FINAL_X1, FONT, STRIP_H, TIME_W, collapse_states, disposition_words, points, scatter
 
 
 #: How far above its worker's bar an escalation is drawn (row units).
@@ -20,7 +20,7 @@ class LaneDrawing:
     # ---------------------------------------------------------------- run lane
     def draw_run(self, ax):
         X = self.axis.x
-        points: dict[tuple[str, str], list] = {}
+        marks: dict[tuple[str, str], list] = {}
         for r in self.data.runs:
             y = self.state_rows[r.id]
             blocks = collapse_states(r.states)
@@ -39,19 +39,19 @@ class LaneDrawing:
                 a, b = X(w.start), X(w.end)
                 self._bars(ax, wy, [(a, b)], [style.WORKER_COLOR], height=0.5)
                 for p0, p1 in w.pauses:
-                    bars(ax, [(X(p0), max(X(p1) - X(p0), 0.12))], (wy - 0.25, 0.5), facecolors="none",
-                         edgecolor="#6a1b9a", hatch="////", linewidth=0.6)
-                for l0, l1, epoch in w.leases:
+                    self.shapes.bars([(X(p0), max(X(p1) - X(p0), 0.12))], (wy - 0.25, 0.5), facecolors="none",
+                                     edgecolors="#6a1b9a", hatch="////", linewidths=0.6)
+                for l0, l1, epoch in w.leases:     # a line for the lease, a tick where it begins
                     shade = style.LEASE_COLORS[(epoch or 0) % 2]
-                    ax.plot([X(l0), X(l1)], [wy - 0.36, wy - 0.36], color=shade, linewidth=1.6,
-                            solid_capstyle="butt", marker="|", markevery=[0], markersize=6)
+                    self.shapes.segments([[(X(l0), wy - 0.36), (X(l1), wy - 0.36)]], color=shade, linewidth=1.6)
+                    marks.setdefault(("lease", shade), []).append((X(l0), wy - 0.36))
                 epochs = "→".join(f"e{e}" for e in dict.fromkeys(e for _, _, e in w.leases))
                 short = w.name.rsplit("/", 1)[-1]
                 self._label_in(ax, a, b, wy, [f"{short} {epochs}".strip(), short], style.WORKER_COLOR,
                                boxed=bool(w.pauses))
                 self.loc[w.seq] = ("run", wy)
                 if w.end_kind in ("crash", "adapter_fault", "replaced"):
-                    points.setdefault((w.end_kind, ""), []).append((b, wy))
+                    marks.setdefault((w.end_kind, ""), []).append((b, wy))
                 for m in w.marks:
                     kind = m.kind
                     # an escalation sits just above the bar: at the end of a run it shares its
@@ -60,14 +60,17 @@ class LaneDrawing:
                     self.loc[m.seq] = ("run", my)
                     if kind in ("lease", "adapter_fault"):
                         continue
-                    points.setdefault((kind, ""), []).append((X(m.t), my))
+                    marks.setdefault((kind, ""), []).append((X(m.t), my))
                 if w.leases:
                     self.used["worker"].add("lease_granted" if w.granted else "lease")
                 if w.pauses:
                     self.used["worker"].add("paused")
-        for (kind, _), pts in sorted(points.items()):
-            glyph, color, filled, _label = style.WORKER_GLYPHS[kind]
+        for (kind, shade), pts in sorted(marks.items()):
             xs, ys = zip(*pts)
+            if kind == "lease":
+                points(ax, xs, ys, "|", 36, facecolors=shade, edgecolors="face", linewidths=1.0, zorder=2)
+                continue
+            glyph, color, filled, _label = style.WORKER_GLYPHS[kind]
             scatter(ax, xs, ys, glyph, color, filled, 30)
             self.used["worker"].add(kind)
         self.draw_authority(ax)
@@ -92,7 +95,8 @@ class LaneDrawing:
                 if not self._label_in(ax, X(g.t), X(stop), y, [label, g.label], legend.GRANT_COLOR):
                     self._note(ax, X(g.t), y, label, offsets=(0.0, 0.36))
                 if g.until is not None and g.until <= self.axis.end:
-                    ax.plot([X(g.until)] * 2, [y - 0.3, y + 0.3], color="#6a1b9a", linewidth=1.4)
+                    self.shapes.segments([[(X(g.until), y - 0.3), (X(g.until), y + 0.3)]], color="#6a1b9a",
+                                         linewidth=1.4, capstyle="projecting")
             self._bars(ax, y, spans, legend.GRANT_COLOR, height=0.5)
             by_kind: dict[str, list] = {}
             groups: list[list] = []
@@ -158,37 +162,38 @@ class LaneDrawing:
             color = style.CAUSE_COLORS.get(e.cause, "#455a64")
             self.used["cause"].add(e.cause)
             if row is None:
-                ax.scatter([X(e.start)], [self.more_effects_row], marker="o", s=22, color=color, zorder=4)
+                points(ax, [X(e.start)], [self.more_effects_row], "o", 22, facecolors=color, edgecolors=color, zorder=4)
                 self.loc[e.seq] = ("remote", self.more_effects_row)
                 continue
             self.loc[e.seq] = ("remote", row)
             if e.compensates:       # a release is an instantaneous effect of its own
-                ax.scatter([X(e.start)], [row], marker="v", s=46, color=color, zorder=4)
+                points(ax, [X(e.start)], [row], "v", 46, facecolors=color, edgecolors=color, zorder=4)
                 self._note(ax, X(e.start), row, e.ref, color="#212121", size=self.FONT - 0.5)
                 continue
             a, b = X(e.start), X(e.released) if e.released is not None else TIME_W
             self._bars(ax, row, [(a, b)], [color], height=0.5, alpha=0.9)
             if e.released is not None:
-                ax.plot([b, b], [row - 0.3, row + 0.3], color="#212121", linewidth=1.4)
+                self.shapes.segments([[(b, row - 0.3), (b, row + 0.3)]], color="#212121", linewidth=1.4,
+                                     capstyle="projecting")
                 self.loc[e.released_seq] = ("remote", row)
                 self.used["cause"].add("released")
             self._label_in(ax, a, b, row, [f"{e.ref} key {style.shorten(e.key, 18)}", e.ref], color)
-        points: dict[str, list] = {}
+        marks: dict[str, list] = {}
         for m in self.data.transport:
             y = self.service_rows.get(m.label)
             if y is None:
                 continue
-            points.setdefault(m.kind, []).append((X(m.t), y))
+            marks.setdefault(m.kind, []).append((X(m.t), y))
             self.loc[m.seq] = ("remote", y)
-        for kind, pts in sorted(points.items()):
+        for kind, pts in sorted(marks.items()):
             glyph, color, filled, _ = style.TRANSPORT_GLYPHS[kind]
             xs, ys = zip(*pts)
             scatter(ax, xs, ys, glyph, color, filled, 34, zorder=6)
             self.used["transport"].add(kind)
         if self.other_row is not None:
             others = [e for e in self.data.effects if e.cause == "other_actor"]
-            ax.scatter([X(e.start) for e in others], [self.other_row] * len(others), marker="o", s=22,
-                       color=style.CAUSE_COLORS["other_actor"], edgecolors="#78909c", zorder=4)
+            points(ax, [X(e.start) for e in others], [self.other_row] * len(others), "o", 22,
+                   facecolors=style.CAUSE_COLORS["other_actor"], edgecolors="#78909c", zorder=4)
             for e in others:
                 self.loc[e.seq] = ("remote", self.other_row)
             self.used["cause"].add("other_actor")
@@ -208,7 +213,8 @@ class LaneDrawing:
                 self.loc[s.seq] = ("knowledge", y)
                 self._label_in(ax, a, b, y, [s.label, style.abbreviation(s.label)], c, boxed=True)
             if k.stale:
-                ax.scatter([X(m.t) for m in k.stale], [y] * len(k.stale), marker="x", s=36, color="#c62828", zorder=4)
+                points(ax, [X(m.t) for m in k.stale], [y] * len(k.stale), "x", 36, facecolors="#c62828",
+                       edgecolors="face", zorder=4)
                 self.used["knowledge"].add("stale")
         for kind in ("lags", "contradicts"):
             color, hatch, _ = legend.MISMATCH[kind]
@@ -219,15 +225,15 @@ class LaneDrawing:
                                zorder=3)
                     self.used["mismatch"].add(kind)
         if self.more_keys:
-            ax.text(TIME_W, min(self.key_rows.values()) - 0.55, f"+{self.more_keys} more keys (see the report)",
-                    ha="right", va="bottom", fontsize=self.FONT - 1, color="#616161")
+            labels.text(ax, TIME_W, min(self.key_rows.values()) - 0.55, f"+{self.more_keys} more keys (see the report)",
+                        ha="right", va="bottom", fontsize=self.FONT - 1, color="#616161")
 
     # ---------------------------------------------------------------- where each row ended
     def draw_final(self, ax):
         run_ax = remote_ax = know_ax = ax
-        ax.text((FINAL_X0 + FINAL_X1) / 2, -STRIP_H / 2, "where it ended", ha="center", va="center", fontsize=self.FONT - 0.5,
-                   color="#37474f", fontweight="bold")
-        width = FINAL_X1 - FINAL_X0
+        labels.text(ax, (FINAL_X0 + FINAL_X1) / 2, -STRIP_H / 2, "where it ended", ha="center", va="center",
+                    fontsize=self.FONT - 0.5, color="#37474f", fontweight="bold")
+        width = FINAL_X1 - FINAL_X0       # the column ends at the plot's edge: its caps are not clipped there
         whole, story = getattr(self, "whole", (self.data, self.story))   # a window shows the end all the same
         states = {r.id: r.states for r in whole.runs}
         knowledge = {k.key: k.states for k in whole.knowledge}
@@ -243,15 +249,15 @@ class LaneDrawing:
             wrong = (f"≠ {', '.join(held[:2])} held" if final in CLAIMS_ABSENT and held
                      else "≠ nothing held" if final in CLAIMS_PRESENT and not held
                      and any(e.run == r.id and not e.compensates for e in self.data.effects) else None)
-            self._bars(run_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.7,
+            self._bars(run_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.7, clip_on=False,
                        edgecolor=style.VIOLATION_COLOR if wrong else "#37474f", linewidth=2.0 if wrong else 0.8)
             if wrong:
                 self._contradicted(run_ax, y - 0.4, wrong)
             self.used["run"].add(final)
             if not self._label_in(run_ax, FINAL_X0, FINAL_X1, y, [final, final.replace("_", " ")], color):
                 head, _, tail = final.partition("_")
-                run_ax.text(FINAL_X0 + width / 2, y, f"{head}\n{tail}", ha="center", va="center", linespacing=0.95,
-                            fontsize=self.FONT - 1.5, color=style.text_color(color))
+                labels.text(run_ax, FINAL_X0 + width / 2, y, f"{head}\n{tail}", ha="center", va="center",
+                            linespacing=0.95, fontsize=self.FONT - 1.5, color=style.text_color(color))
         for k in self.data.knowledge:
             y = self.key_rows.get(k.key)
             mine = knowledge.get(k.key) or k.states
@@ -261,7 +267,7 @@ class LaneDrawing:
             color = style.KNOWLEDGE_COLORS.get(last, style.UNKNOWN_COLOR)
             wrong = any(m.key == k.key and m.kind == "contradicts" and m.end >= whole.end
                         for m in story.mismatches)
-            self._bars(know_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.62,
+            self._bars(know_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.62, clip_on=False,
                        **({"edgecolor": style.VIOLATION_COLOR, "linewidth": 2.0} if wrong else {}))
             if wrong:
                 self._contradicted(know_ax, y - 0.31, "≠ the service")
@@ -272,13 +278,14 @@ class LaneDrawing:
                 continue
             held = e.released is None
             color = style.CAUSE_COLORS.get(e.cause, "#455a64") if held else "#eceff1"
-            self._bars(remote_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.5)
+            self._bars(remote_ax, y, [(FINAL_X0, FINAL_X1)], [color], height=0.5, clip_on=False)
             self._label_in(remote_ax, FINAL_X0, FINAL_X1, y, ["still held" if held else "released"], color)
-        ax.axvline(TIME_W + 1.2, color="#9e9e9e", linewidth=0.8, linestyle=(0, (1, 2)), zorder=1)
+        self.shapes.segments([[(TIME_W + 1.2, 0), (TIME_W + 1.2, 1)]], color="#9e9e9e", linewidth=0.8,
+                             linestyle=(0, (1, 2)), zorder=1, transform=ax.get_xaxis_transform())
 
     def _contradicted(self, ax, y: float, text: str) -> None:
         """Under an end cap the service contradicts: what it really holds, in red."""
-        ax.text(FINAL_X1, y, text, ha="right", va="top", fontsize=self.FONT - 1.5, color=style.VIOLATION_COLOR,
-                fontweight="bold", zorder=6)
+        labels.text(ax, FINAL_X1, y, text, ha="right", va="top", fontsize=self.FONT - 1.5,
+                    color=style.VIOLATION_COLOR, fontweight="bold", zorder=6)
         self.used["final"].add("contradicts")
 
