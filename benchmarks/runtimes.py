@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from crashlab.vocab.errors import CrashlabError  # noqa: E402
 from crashlab.integrate.run import RUNTIME_SUITE, integrate, suite  # noqa: E402
 from crashlab.integrate.supervisor import DEFAULT_TIME_SCALE  # noqa: E402
-from crashlab.runtimes import RUNTIMES, load  # noqa: E402
+from crashlab.runtimes import load  # noqa: E402
 from crashlab.scenario.loader import resolve  # noqa: E402
 
 KEYLESS = ROOT / "examples" / "integration" / "scenarios" / "keyless-502.yaml"
@@ -161,13 +161,13 @@ def _spread(values: list[float], none: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runtime", action="append", choices=["none", *RUNTIMES],
+    ap.add_argument("--runtime", action="append", choices=["none", *PACKAGES],
                     help="none, dbos, celery, temporal, restate (default: none and every one installed here)")
     ap.add_argument("--suite", action="store_true", help="the whole integration suite instead of the runtime subset")
     ap.add_argument("--time-scale", type=float, default=DEFAULT_TIME_SCALE)
     args = ap.parse_args()
     runtimes, skipped = [], []
-    for name in args.runtime or ["none", *RUNTIMES]:
+    for name in args.runtime or ["none", *PACKAGES]:    # the durable runtimes (agent frameworks: docs/agents/)
         if name == "none":
             runtimes.append(name)
             continue
