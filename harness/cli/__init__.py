@@ -48,7 +48,7 @@ def _hide_adapter(res):
 def _limits(args):
     from ..run.runner import Limits
 
-    return Limits(run_wall_s=args.run_timeout)
+    return Limits(run_wall_s=args.run_timeout, reuse=not getattr(args, "fresh_processes", False))
 
 
 def _adapter(args, spec=None):

@@ -88,6 +88,9 @@ def _isolation(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-timeout", type=_seconds, default=300.0, metavar="SECONDS",
                    help="wall-clock bound of one run of one scenario, whatever the adapter does (default 300); "
                         "beyond it the run ends with a run_timeout adapter fault")
+    p.add_argument("--fresh-processes", action="store_true",
+                   help="start a new process for every worker of an exec: adapter, even one that accepts "
+                        "reuse (docs/protocol.md, Reused processes)")
 
 
 def _suite_options(p: argparse.ArgumentParser, out_help: str) -> None:

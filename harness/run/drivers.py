@@ -30,9 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import isolate
+import orjson
+
+from . import isolate, reuse
 from .adapterspec import import_adapter, limit_child as _limit_child
-from ..world.boundary import MAX_DEPTH, MAX_LINE_BYTES, adapter_call, harness_value, json_copy
+from ..world.boundary import MAX_LINE_BYTES, adapter_call, harness_value
+from .lines import AdapterFault, idle_status, parse_request, worker_pid  # noqa: F401 (AdapterFault is named here too)
 from ..vocab.errors import Interrupted, UsageError, clip
 from .jobs import STEP_CLOCK, step_started
 from ..vocab.model import PortCall
@@ -43,15 +46,7 @@ DEFAULT_WALL_GUARD_S = 10.0        # in-process: longest a single resume may com
 DEFAULT_REPLY_TIMEOUT_S = 10.0     # subprocess: longest to wait for the next request (or to write a reply)
 DEFAULT_MEMORY_MB = 4096           # subprocess address-space limit (RLIMIT_AS), where the platform has it
 EXIT_WAIT_S = 2.0                  # subprocess: time to exit after run.finish or after closing stdout
-
-
-class AdapterFault(Exception):
-    """The adapter misbehaved; ``kind`` is a stable name recorded on the trace."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
+_REUSE = b'{"type":"reuse"'        # a program that accepts reuse says so before its first request
 
 
 class Finished(Exception):
@@ -233,41 +228,13 @@ _LIVE: "set[SubprocessChannel]" = set()
 
 
 def kill_all_adapters() -> None:
-    """Kill every adapter process group still running (on interrupt and at exit)."""
+    """Kill every adapter process group still running (on interrupt and at exit), idle ones too."""
     for channel in list(_LIVE):
         channel.kill()
+    reuse.close_all()
 
 
 atexit.register(kill_all_adapters)
-
-
-def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number (only finite numbers are)")
-
-
-def parse_request(line: bytes) -> tuple[Any, PortCall]:
-    """One request line from a subprocess adapter: ``(id, PortCall)``, or AdapterFault naming
-    what is wrong (not JSON, not a request, beyond a limit of docs/protocol.md)."""
-    try:
-        msg = json.loads(line, parse_constant=_refuse_constant)
-    except RecursionError:
-        raise AdapterFault("not_json", f"adapter wrote a line nested deeper than {MAX_DEPTH} levels") from None
-    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, huge integers, NaN, bad UTF-8
-        raise AdapterFault("garbage", f"adapter wrote a line that is not JSON ({clip(str(exc), 80)}): "
-                           f"{clip(repr(line[:120]), 140)}") from None
-    try:
-        msg = json_copy(msg)
-    except (TypeError, RecursionError) as exc:
-        raise AdapterFault("not_json", f"adapter wrote a value beyond the protocol's limits: {exc}") from None
-    if isinstance(msg, dict) and msg.get("type") == "fault":
-        raise AdapterFault(clip(str(msg.get("fault") or "exception"), 40),
-                           clip(str(msg.get("message") or "the adapter reported a fault"), 400))
-    if not isinstance(msg, dict) or not isinstance(msg.get("port"), str) \
-            or not isinstance(msg.get("op"), str) or not isinstance(msg.get("args", {}), dict) \
-            or not isinstance(msg.get("id"), (str, int, type(None))) or isinstance(msg.get("id"), bool):
-        raise AdapterFault("garbage", "adapter message lacks port/op strings, an args object or a string or "
-                           f"integer id: {clip(repr(line[:120]), 140)}")
-    return msg.get("id"), PortCall(port=msg["port"], op=msg["op"], args=msg.get("args", {}))
 
 
 def _findable(program: str, cwd: str) -> None:
@@ -289,8 +256,11 @@ class SubprocessChannel:
 
     def __init__(self, command: list[str], services: list[str], hello: dict,
                  reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S, cwd: str | None = None,
-                 memory_mb: int = DEFAULT_MEMORY_MB, warm: str | None = None) -> None:
+                 memory_mb: int = DEFAULT_MEMORY_MB, warm: str | None = None, scope: Any = None) -> None:
         self.command = command
+        self.scope = scope  # the run this worker belongs to: a process that says it can be reused may be (crashlab.run.reuse)
+        self.reusable = False
+        self.worker: int | None = None   # a reused program's process of this worker, as the program names it
         self.warm = warm  # module:attribute served by a warm process server (crashlab.run.warm)
         self.services = services
         self.hello = hello
@@ -320,9 +290,18 @@ class SubprocessChannel:
         return AdapterFault(kind, message)
 
     def _write(self, message: dict) -> None:
-        data = (json.dumps(message, sort_keys=True, separators=(",", ":")) + "\n").encode()
+        try:
+            data = orjson.dumps(message, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+        except (orjson.JSONEncodeError, TypeError):   # a lone surrogate, an integer beyond 64 bits
+            data = (json.dumps(message, sort_keys=True, separators=(",", ":")) + "\n").encode()
         fd, out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         deadline, bound = self._deadline()
+        try:   # the pipe has room for a reply almost always: write first, wait only when it has not
+            data = data[os.write(fd, data):]
+        except BlockingIOError:
+            pass
+        except OSError:
+            raise self._died() from None
         while data:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -341,9 +320,11 @@ class SubprocessChannel:
             except BlockingIOError:
                 continue
             except OSError:
-                code = self.proc.poll()
-                raise self._fault("died", f"adapter process exited (status {code})" + self._stderr_note()) \
-                    from None
+                raise self._died() from None
+
+    def _died(self) -> AdapterFault:
+        code = self.proc.poll()
+        return self._fault("died", f"adapter process exited (status {code})" + self._stderr_note())
 
     def _peek_stdout(self) -> bool:
         """Read what the adapter wrote meanwhile into the buffer; True if it holds more than blanks."""
@@ -365,10 +346,11 @@ class SubprocessChannel:
                 break
             self.stderr_tail = (self.stderr_tail + chunk)[-4096:]
 
-    def _ended(self) -> PortCall:
-        """Standard output closed: the process should be exiting."""
+    def _ended(self, code: int | None = None) -> PortCall:
+        """Standard output closed: the process should be exiting (or a reused process said with what
+        status its worker exited, ``code``)."""
         try:
-            code = self.proc.wait(timeout=EXIT_WAIT_S)
+            code = self.proc.wait(timeout=EXIT_WAIT_S) if code is None else code
         except subprocess.TimeoutExpired:
             raise self._fault("closed_stdout", "adapter process closed its standard output but kept running "
                               f"for {EXIT_WAIT_S:g} s; it was killed") from None
@@ -380,8 +362,21 @@ class SubprocessChannel:
         raise AdapterFault("died", f"adapter process exited with status {code} before finishing" + note)
 
     def _read(self) -> PortCall:
+        return self._request(self._line())
+
+    def _request(self, line: bytes) -> PortCall:
+        if self.reusable and line.startswith(b'{"type":"idle"'):   # its worker exited, the process did not
+            return self._ended(idle_status(line))
+        try:
+            self.last_id, call = parse_request(line)
+        except AdapterFault:
+            self.kill()
+            raise
+        return call
+
+    def _line(self, deadline: tuple[float, bool] | None = None) -> bytes:
         fd, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
-        deadline, bound = self._deadline()
+        deadline, bound = deadline or self._deadline()
         while b"\n" not in self._buf:
             if len(self._buf) > MAX_LINE_BYTES:
                 raise self._fault("line_too_long", f"adapter wrote a line longer than {MAX_LINE_BYTES} bytes")
@@ -403,28 +398,31 @@ class SubprocessChannel:
         line, self._buf = self._buf.split(b"\n", 1)
         if len(line) > MAX_LINE_BYTES:
             raise self._fault("line_too_long", f"adapter wrote a line longer than {MAX_LINE_BYTES} bytes")
+        if line.startswith(_REUSE):   # a declaration, not a request: the first request may follow at once
+            return line
         if self._buf.strip():
             raise self._fault("flood", "adapter wrote another request before reading the reply to the last "
                               "one; write one request, then read its reply")
         self._buf = b""
-        try:
-            self.last_id, call = parse_request(line)
-        except AdapterFault:
-            self.kill()
-            raise
-        return call
+        return line
 
     def start(self) -> PortCall:
+        offer = self.scope is not None and not self.warm   # a warm worker is forked fresh anyway
+        key = self._key = (tuple(self.command), self.cwd or os.getcwd(), self.memory_mb, isolate.current().mode,
+                           frozenset(os.environ.items()))   # a process keeps the environment it started with
+        idle = reuse.take(key, self.scope) if offer else None
         try:
             if self.warm:
                 from .warm import WarmProcess
                 self.proc = WarmProcess(self.warm, self.memory_mb)
+            elif idle is not None:
+                self.proc, self.tmp, self.reusable = idle.proc, idle.tmp, True
             else:
-                cwd = self.cwd or os.getcwd()
-                _findable(self.command[0], cwd)   # inside bwrap it would be bwrap's error, not this one
+                _findable(self.command[0], key[1])   # inside bwrap it would be bwrap's error, not this one
                 self.tmp = isolate.private_tmp()
-                self.proc = isolate.popen(self.command, writable=[self.tmp], cwd=cwd,
-                                          env={**os.environ, "TMPDIR": self.tmp},
+                scratch = {"CRASHLAB_SCRATCH": "/dev/shm"} if key[3] == "namespaces" else {}  # the sandbox's own
+                self.proc = isolate.popen(self.command, writable=[self.tmp], cwd=key[1],
+                                          env={**os.environ, "TMPDIR": self.tmp, **scratch},
                                           preexec_fn=_limit_child(self.memory_mb))
         except (OSError, subprocess.SubprocessError) as exc:
             isolate.remove_tmp(self.tmp)
@@ -432,18 +430,34 @@ class SubprocessChannel:
             raise AdapterFault("died", f"cannot start adapter command {self.command!r}: {exc}") from None
         _LIVE.add(self)
         os.set_blocking(self.proc.stdin.fileno(), False)
-        self._write({"type": "init", **self.hello})
-        return self._read()
+        self._write({"type": "init", **self.hello, **({"reuse": True} if offer else {})})
+        line = self._line()
+        if offer and line.startswith(_REUSE):   # the program serves another worker after this one
+            self.reusable, self.worker = True, worker_pid(line)
+            line = self._line()
+        return self._request(line)
 
     def send(self, value: Any) -> PortCall:
-        self._write({"type": "reply", "id": self.last_id, "ok": True, "value": value})
+        self.send_only(value)
         return self._read()
+
+    def send_only(self, value: Any) -> None:
+        self._write({"type": "reply", "id": self.last_id, "ok": True, "value": value})
 
     def throw(self, error: PortError) -> PortCall:
         self._write({"type": "reply", "id": self.last_id, "ok": False, "error": error.to_json()})
         return self._read()
 
-    def close_after_finish(self) -> None:
+    def close_after_finish(self, value: Any = None) -> None:
+        """The worker finished (``value``: run.finish's result): a process that is reused gets that
+        reply and says its worker exited (then it goes to the pool); any other has its standard
+        input closed and is killed once it exits."""
+        if self.proc is not None and self.reusable:   # its worker exits; the process waits for another
+            try:
+                self.send_only(value)
+            except AdapterFault:
+                return
+            return self._release(b'{"type":"idle","status":0}')
         if self.proc is not None:
             try:
                 self.proc.stdin.close()
@@ -451,6 +465,39 @@ class SubprocessChannel:
             except (subprocess.TimeoutExpired, OSError):
                 pass
             self.kill()
+
+    def crash(self) -> None:
+        """A crash at a port-call boundary: SIGKILL to the worker's whole process group. A program
+        that is reused ran this worker in a process group of its own, which is killed; the program
+        itself, which never ran the worker's code, goes back to the pool."""
+        pid = self._host_pid(self.worker) if self.proc is not None and self.reusable else None
+        if pid is None:
+            return self.kill()
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            return self.kill()
+        self._release(b'{"type":"idle","status":-9}')
+
+    def _host_pid(self, pid: int | None) -> int | None:
+        """The pid, in this process's terms, of the program's process ``pid`` (in the program's)."""
+        if pid is None or isolate.current().mode != "namespaces":
+            return pid
+        from .reap import descendants, inner_pid
+        return next((found for found in descendants(self.proc.pid) if inner_pid(found) == pid), None)
+
+    def _release(self, expected: bytes) -> None:
+        """The program says its worker exited as ``expected``: to the pool; anything else: killed."""
+        try:
+            line = self._line((time.monotonic() + EXIT_WAIT_S, False))
+        except AdapterFault:       # it did not say so in time, or wrote more: killed
+            return
+        self._drain_stderr()
+        if line != expected:
+            return self.kill()
+        _LIVE.discard(self)
+        reuse.give(self._key, reuse.Idle(self.proc, self.tmp, self.scope))
+        self.proc = self.tmp = None
 
     def kill(self) -> None:
         """SIGKILL to the whole process group, whatever state the process is in. What it wrote to
@@ -461,10 +508,11 @@ class SubprocessChannel:
                 self._drain_stderr()
             except (OSError, ValueError):
                 pass
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            for group in {self.proc.pid, self._host_pid(self.worker) if self.reusable else None} - {None}:
+                try:
+                    os.killpg(group, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -495,11 +543,14 @@ class AdapterSpec:
         return self.text
 
     def channel(self, services: list[str], hello: dict, *, wall_guard_s: float = DEFAULT_WALL_GUARD_S,
-                reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S, memory_mb: int = DEFAULT_MEMORY_MB):
+                reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S, memory_mb: int = DEFAULT_MEMORY_MB,
+                scope: Any = None):
+        """The channel to one worker; ``scope`` (one object per simulation) lets an ``exec:`` worker
+        take a process that served another simulation (crashlab.run.reuse), None a fresh one."""
         if self.kind == "python":
             return InProcessChannel(self.factory, services, wall_guard_s)
         return SubprocessChannel(list(self.command), services, hello, reply_timeout_s, memory_mb=memory_mb,
-                                 warm=self.module if self.kind == "warm" else None)
+                                 warm=self.module if self.kind == "warm" else None, scope=scope)
 
 
 DEFAULT_ADAPTER = "crashlab.reference_impl:ReferenceAdapter"

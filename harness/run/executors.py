@@ -34,10 +34,12 @@ UNTRUSTED = ("untrusted: --in-process ran the adapter inside crashlab's own proc
              "make exit, or change its verdict; run without --in-process for a verdict to rely on")
 
 
-def _warm_servers() -> set[int]:
+def _kept() -> set[int]:
+    """The processes a worker keeps between items: its warm servers and idle adapter processes."""
+    from .reuse import spare
     from .warm import _SERVERS
 
-    return {pid for key, srv in _SERVERS.items() if key[2] == os.getpid() for pid in srv.keep}
+    return {pid for key, srv in _SERVERS.items() if key[2] == os.getpid() for pid in srv.keep} | spare()
 
 
 class LocalExecutor:
@@ -61,7 +63,7 @@ class LocalExecutor:
         keep_tmp()   # the adapter processes' temporary folders go with this process, not with a worker
         return Pool(self.jobs, setup=(lambda: _adapter(adapter) and None) if adapter else None,
                     step_limit_s=limits.wall_guard_s * 1.1 if in_process_adapter else None,
-                    run_limit_s=limits.run_wall_s or None, spare=_warm_servers,
+                    run_limit_s=limits.run_wall_s or None, spare=_kept,
                     adapter_in_worker=in_process_adapter)
 
     def map(self, fn: Callable[[Any], Any], jobs: list, adapter: str | None = None) -> Iterator[Any]:

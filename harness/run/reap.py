@@ -37,6 +37,18 @@ def descendants(pid: int | None = None) -> list[int]:
     return out
 
 
+def inner_pid(pid: int) -> int | None:
+    """A process's pid in its innermost PID namespace (Linux: the last field of ``NSpid``)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 REAP_LIMIT_S = 5.0          # how long a cleanup keeps freezing and killing before it reports survivors
 
 

@@ -82,6 +82,7 @@ class Limits:
     max_workers: int = MAX_WORKERS_PER_RUN
     memory_mb: int = DEFAULT_MEMORY_MB
     run_wall_s: float = DEFAULT_RUN_WALL_S   # real time one run (one scenario) may take in all
+    reuse: bool = True                       # exec: workers may take a process another simulation used
 
 
 class Runner:
@@ -96,6 +97,8 @@ class Runner:
         self.deadline: float | None = None   # time.monotonic() at which the run's wall-clock bound ends
         #: whether the scenario has rules of each action a worker matches its calls against itself
         self.actions = {action: any(rule.action == action for rule in scenario.rules) for action in ("crash", "pause")}
+        #: this simulation, to the pool of reused adapter processes: none serves two of its workers
+        self.scope = object() if limits.reuse else None
 
     # -------------------------------------------------------------- supervisor
     def supervise(self, run: RunWorld):
@@ -210,7 +213,7 @@ class Runner:
         channel = self.adapter.channel(sorted(world.services), hello,
                                        wall_guard_s=self.limits.wall_guard_s,
                                        reply_timeout_s=self.limits.reply_timeout_s,
-                                       memory_mb=self.limits.memory_mb)
+                                       memory_mb=self.limits.memory_mb, scope=self.scope)
         steps = 0
         if hasattr(channel, "run_deadline"):
             channel.run_deadline = self.deadline
@@ -259,7 +262,7 @@ class Runner:
                     self.seen_inbox[rid] = len(run.inbox)
                 if error is None and port == "run" and op == "finish":
                     if hasattr(channel, "close_after_finish"):
-                        channel.close_after_finish()
+                        channel.close_after_finish(value)
                     else:
                         channel.kill()
                     world.emit(events.Stop, worker=name, run=rid, reason="finished")
@@ -269,7 +272,7 @@ class Runner:
                     channel.kill()
                     raise Interrupted(Interrupted.requested)
         except Crash as crash:
-            channel.kill()
+            getattr(channel, "crash", channel.kill)()
             ws.alive = False
             world.emit(events.Crash, worker=name, run=rid, boundary=crash.boundary,
                        rule_line=crash.rule.line, restart_after_ms=crash.rule.restart_after_ms)

@@ -35,7 +35,7 @@ from .runner import Limits, portable_source
 from ..vocab.compiled import Scenario
 from .isolate import for_adapter
 from .executors import (DEFAULT_BATCH, DaskExecutor, LocalExecutor, Shard, UNTRUSTED, _Writes, _apply_batch,
-                        _nothing, _warm_servers, check_imports, default_jobs, execute, make_executor, scenario_jobs,
+                        _nothing, check_imports, default_jobs, execute, make_executor, scenario_jobs,
                         traced_once)  # noqa: F401 (moved there)
 
 JOURNAL = "sweep.journal.jsonl"

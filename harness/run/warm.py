@@ -62,8 +62,8 @@ class Server:
         try:
             hello = self._read()           # the server's pid as it sees it, before it imports the adapter
             if self.isolated:
-                from .jobs import descendants
-                self.keep |= {pid for pid in descendants(self.proc.pid) if _inner_pid(pid) in (1, hello["pid"])}
+                from .reap import descendants, inner_pid
+                self.keep |= {pid for pid in descendants(self.proc.pid) if inner_pid(pid) in (1, hello["pid"])}
         except (OSError, ValueError, KeyError, TypeError):
             self.broken = True
 
@@ -81,9 +81,9 @@ class Server:
         """The pid, in this process's terms, of the server's child ``pid`` (in the server's terms)."""
         if not self.isolated:
             return pid
-        from .jobs import descendants
+        from .reap import descendants, inner_pid
         for found in descendants(self.proc.pid):
-            if _inner_pid(found) == pid and found not in self.keep:
+            if inner_pid(found) == pid and found not in self.keep:
                 return found
         raise OSError(f"the warm adapter server's child {pid} is not among its processes")
 
@@ -114,18 +114,6 @@ class Server:
         self.sock.close()
         from .isolate import remove_tmp
         remove_tmp(self.tmp)
-
-
-def _inner_pid(pid: int) -> int | None:
-    """A process's pid in its innermost PID namespace (Linux: the last field of ``NSpid``)."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("NSpid:"):
-                    return int(line.split()[-1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def server(spec: str, memory_mb: int) -> Server:
@@ -225,27 +213,22 @@ def _child(spec: str, fds: list[int], control: socket.socket, memory_mb: int, pa
         os._exit(code)
 
 
-def _empty(folder: str) -> None:
-    """Remove what the last child left in the children's temporary folder."""
-    import shutil
-
-    for entry in os.scandir(folder):
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(entry.path)
-            except OSError:
-                pass
-
-
 def _serve_forever(spec: str, control_fd: int, memory_mb: int, tmp: str = "") -> int:
     from .adapterspec import import_adapter
+    from .reuse import empty_folder
 
     control = socket.socket(fileno=control_fd)
     control.sendall((json.dumps({"pid": os.getpid()}) + "\n").encode())  # before any adapter code runs
     import_adapter(spec)  # import the adapter once, before any fork
     server_pid = os.getpid()
+    # and everything a child needs, so that no child imports anything (about 17 ms of CPU each) nor
+    # builds its seccomp filter; then freeze what is loaded: the collector of a child never walks
+    # (and so never copies) the server's objects
+    from . import jobs, wire  # noqa: F401
+    import gc
+    import resource  # noqa: F401
+    jobs.prepare_guard(server_pid, os.getpgid(server_pid))
+    gc.freeze()
     exited: dict[int, int] = {}
 
     def reap() -> None:
@@ -272,7 +255,7 @@ def _serve_forever(spec: str, control_fd: int, memory_mb: int, tmp: str = "") ->
         reap()
         if request["op"] == "spawn":
             if tmp:
-                _empty(tmp)
+                empty_folder(tmp)
             pid = os.fork()
             if pid == 0:
                 _child(spec, received, control, memory_mb, server_pid)

@@ -5,11 +5,21 @@
 The shim reads the ``init`` line, drives the adapter's ``run(ports)`` coroutine, writes one
 request line per port call and resumes the coroutine with each reply (docs/protocol.md).
 It is how the same adapter is checked through both drivers.
+
+When crashlab offers to reuse the process (``"reuse": true`` in ``init``), the shim accepts and
+serves one worker after another: it imports the adapter once and forks a fresh child for each
+``init``, which runs that worker in a process group of its own (a crash kills that group) and
+exits, so no worker sees another's memory; between workers it kills whatever a child left
+running and empties the folders crashlab names in ``CRASHLAB_SCRATCH`` (docs/protocol.md,
+"Reused processes").
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
+
+import orjson
 
 from ..world.boundary import adapter_call
 from .adapterspec import import_adapter
@@ -18,7 +28,8 @@ from ..vocab.model import PortCall
 from ..world.ports import PortError, Ports
 
 
-def serve(spec: str, stdin=None, stdout=None) -> int:
+def serve(spec: str, stdin=None, stdout=None, init: dict | None = None) -> int:
+    """Serve one worker: its ``init`` (read from ``stdin`` unless given), then its port calls."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
 
@@ -36,7 +47,8 @@ def serve(spec: str, stdin=None, stdout=None) -> int:
     except UsageError as exc:
         print(f"crashlab.run.wire: {exc}", file=sys.stderr)
         return 3
-    init = json.loads(stdin.readline() or "{}")
+    if init is None:
+        init = json.loads(stdin.readline() or "{}")
     try:
         coro = factory().run(Ports(init.get("services", [])))
     except BaseException as exc:  # noqa: BLE001 - reported to the harness as an adapter fault
@@ -60,9 +72,8 @@ def serve(spec: str, stdin=None, stdout=None) -> int:
         request_id += 1
         try:
             call = adapter_call(call)  # the same shape and limits as in-process (crashlab.world.boundary)
-            line = json.dumps({"id": request_id, "port": call.port, "op": call.op, "args": call.args},
-                              sort_keys=True, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError, RecursionError) as exc:
+            line = orjson.dumps({"id": request_id, "port": call.port, "op": call.op, "args": call.args}).decode()
+        except (TypeError, ValueError, RecursionError) as exc:  # orjson's JSONEncodeError is a TypeError
             return fault("not_json", f"{clip(str(call.port), 40)}.{clip(str(call.op), 40)}: arguments must be "
                          f"JSON values within the limits of docs/protocol.md: {exc}")
         stdout.write(line + "\n")
@@ -70,7 +81,7 @@ def serve(spec: str, stdin=None, stdout=None) -> int:
         line = stdin.readline()
         if not line:
             return 0  # the harness closed stdin: the run is over for this worker
-        reply = json.loads(line)
+        reply = orjson.loads(line)
         if reply.get("ok"):
             message, is_error = reply.get("value"), False
         else:
@@ -80,11 +91,82 @@ def serve(spec: str, stdin=None, stdout=None) -> int:
             is_error = True
 
 
+def serve_reused(spec: str, stdin=None, stdout=None) -> int:
+    """Serve workers one after another while crashlab offers reuse, each in a fresh fork."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    try:
+        import_adapter(spec)
+    except UsageError:
+        return serve(spec, stdin, stdout)      # which says what is wrong
+    line = stdin.readline()
+    init = json.loads(line or "{}")
+    if not init.get("reuse") or not hasattr(os, "fork"):
+        return serve(spec, stdin, stdout, init)
+    import gc
+
+    from .jobs import become_subreaper, die_with
+    server = os.getpid()
+    become_subreaper()    # what a child leaves running becomes this process's, to be killed below
+    scratch = [p for p in os.environ.get("CRASHLAB_SCRATCH", "").split(os.pathsep) if p]
+    gc.freeze()           # a child's collector never walks (and so never copies) what is loaded
+    while True:
+        if not init.get("reuse"):
+            return serve(spec, stdin, stdout, init)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setpgid(0, 0)        # a crash kills this worker's group, not the process serving it
+                die_with(server)
+                stdout.write(orjson.dumps({"type": "reuse", "worker": os.getpid()}).decode() + "\n")
+                stdout.flush()
+                code = serve(spec, stdin, stdout, init)
+            finally:
+                try:
+                    stdout.flush()
+                finally:
+                    os._exit(code)
+        status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        _clear(scratch)
+        stdout.write(orjson.dumps({"type": "idle", "status": status}).decode() + "\n")
+        stdout.flush()
+        line = stdin.readline()
+        if not line:
+            return 0
+        init = json.loads(line)
+
+
+def _clear(scratch: list[str]) -> None:
+    """Between two workers: kill every process the last one left (this process is their reaper),
+    and empty the scratch folders."""
+    import signal
+
+    from .reap import children
+    from .reuse import empty_folder
+    for _ in range(3):
+        left = children(os.getpid())
+        if not left:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in left:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    for folder in scratch:
+        empty_folder(folder)
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print("usage: python -m crashlab.run.wire module:attribute", file=sys.stderr)
         return 3
-    return serve(sys.argv[1])
+    return serve_reused(sys.argv[1])
 
 
 if __name__ == "__main__":

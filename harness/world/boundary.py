@@ -164,6 +164,23 @@ def _shallow(value: Any, limit: int) -> bool:
     return True
 
 
+def request_value(line: bytes) -> Any:
+    """A request line a subprocess adapter wrote, parsed, when it is plain JSON within the limits
+    (what orjson reads, no integer beyond +-MAX_INT, no deeper than MAX_DEPTH); None when it needs
+    the exact, slower reading that names what is wrong (crashlab.run.drivers.parse_request, where
+    a line ``null`` is read too). The line is at most MAX_LINE_BYTES, so no value in it is larger."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if _huge_number(line):
+        return None      # orjson reads an integer beyond 64 bits as a float
+    if len(line) > 2 * MAX_DEPTH and len(line) - len(line.translate(None, b"[{")) > MAX_DEPTH \
+            and not _shallow(value, MAX_DEPTH):
+        return None
+    return value
+
+
 def harness_value(value: Any) -> Any:
     """A copy of a result the world hands to an adapter (it may never mutate the stores). A flat
     object of plain strings, integers, booleans and nulls (most results) is copied as it is:
@@ -204,6 +221,8 @@ def adapter_call(value: PortCall) -> PortCall:
         raise TypeError(f"args must be an object of named arguments, got {type(args).__name__} "
                         f"{clip(repr(args), 40)}")
     return PortCall(port=str.__str__(port), op=str.__str__(op), args=adapter_value(args))
+
+
 
 
 _MISSING = object()
