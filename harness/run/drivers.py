@@ -508,22 +508,11 @@ class SubprocessChannel:
                 self._drain_stderr()
             except (OSError, ValueError):
                 pass
-            for group in {self.proc.pid, self._host_pid(self.worker) if self.reusable else None} - {None}:
-                try:
-                    os.killpg(group, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+            worker = self._host_pid(self.worker) if self.reusable else None
+            reuse.end(self.proc, self.tmp, {worker} if worker else set())
             self.proc = None
-        isolate.remove_tmp(self.tmp)
+        else:
+            isolate.remove_tmp(self.tmp)
         self.tmp = None
 
 

@@ -80,20 +80,27 @@ def close_all() -> None:
 
 
 def _kill(entry: Idle) -> None:
+    end(entry.proc, entry.tmp)
+
+
+def end(proc: subprocess.Popen, tmp: str | None, groups: set[int] = frozenset()) -> None:
+    """SIGKILL to an adapter process's group (and to ``groups``), then its pipes closed and its
+    temporary folder removed."""
+    for group in {proc.pid, *groups}:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
-        os.killpg(entry.proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        entry.proc.wait(timeout=5)
+        proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
-    for stream in (entry.proc.stdin, entry.proc.stdout, entry.proc.stderr):
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
         try:
             stream.close()
         except OSError:
             pass
-    remove_tmp(entry.tmp)
+    remove_tmp(tmp)
 
 
 def empty_folder(folder: str | None) -> None:
