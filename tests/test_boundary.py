@@ -21,7 +21,7 @@ from crashlab.run.conformance import check_run
 from crashlab.vocab.model import PLATFORM_PORTS, SERVICE_OPS, PortCall
 from crashlab.world.ports import ARGUMENTS, PortError
 from crashlab.scenario.strategies import arguments, port_calls
-from support import INTENT, kinds, run, scenario
+from support import INTENT, checkpoint, kinds, run, scenario
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -242,3 +242,41 @@ def test_a_flat_result_copied_as_it_is_is_still_a_copy():
     copy = harness_value(stored)
     copy["version"] = 99
     assert stored == {"version": 3, "owner": "w1"}
+
+
+class ChangesTheErrorItWasThrown:
+    """Catches a port's error and rewrites it: its details, its code, its message."""
+
+    async def run(self, p):
+        info = await p.run.info()
+        lease = await p.lease.acquire(30_000)
+        try:
+            await p.checkpoints.write(checkpoint(info, lease, 1), 5, lease["epoch"])
+        except PortError as exc:
+            exc.details["latest"] = 99
+            exc.details["forged"] = True
+            exc.code, exc.message, exc.definite = "ok", "forged", False
+        await p.run.finish("SUCCEEDED")
+
+
+def test_an_error_thrown_to_an_in_process_adapter_is_its_own_copy_and_the_trace_keeps_the_error():
+    """The adapter is thrown a new PortError with copied details: what it does to that error
+    changes neither the trace's record of the answer nor the world's own error."""
+    result = run(scenario(), "test_boundary:ChangesTheErrorItWasThrown")
+    [error] = [e["error"] for e in kinds(result, "result") if not e["ok"]]
+    assert error == {"code": "version_conflict", "definite": True, "message": error["message"],
+                     "details": {"latest": 0}}
+    assert "forged" not in error["message"]
+    assert result.events == [json.loads(line) for line in result.world.trace.to_jsonl().splitlines()]
+
+
+def test_the_error_an_adapter_is_thrown_equals_the_worlds_and_shares_nothing_with_it():
+    from crashlab.world.boundary import harness_error
+
+    error = PortError("version_conflict", "expected 1", details={"latest": 2, "problems": ["a"]})
+    thrown = harness_error(error)
+    assert thrown is not error and isinstance(thrown, PortError)
+    assert thrown.to_json() == error.to_json() and str(thrown) == str(error)
+    thrown.details["problems"].append("b")
+    thrown.details["latest"] = 3
+    assert error.details == {"latest": 2, "problems": ["a"]}

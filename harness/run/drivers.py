@@ -34,7 +34,7 @@ import orjson
 
 from . import isolate, reuse
 from .adapterspec import import_adapter, limit_child as _limit_child
-from ..world.boundary import MAX_LINE_BYTES, adapter_call, harness_value
+from ..world.boundary import MAX_LINE_BYTES, adapter_call, harness_error, harness_value
 from .lines import AdapterFault, idle_status, parse_request, worker_pid  # noqa: F401 (AdapterFault is named here too)
 from ..vocab.errors import Interrupted, UsageError, clip
 from .jobs import STEP_CLOCK, step_started
@@ -212,7 +212,7 @@ class InProcessChannel:
         return self._step(self.coro.send, harness_value(value))
 
     def throw(self, error: PortError) -> PortCall:
-        return self._step(self.coro.throw, error)
+        return self._step(self.coro.throw, harness_error(error))
 
     def kill(self) -> None:
         if self.coro is not None:

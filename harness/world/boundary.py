@@ -9,7 +9,8 @@ trace recorded, and one that mutates a result cannot rewrite the world's stores.
   (JSON values only, ``MAX_DEPTH`` nesting, integers within +-``MAX_INT``, finite numbers,
   ``MAX_LINE_BYTES`` in size, valid Unicode): a value beyond them is a TypeError naming the first
   limit broken, which the drivers record as an adapter fault;
-* :func:`harness_value` copies a result the world hands to an adapter;
+* :func:`harness_value` copies a result the world hands to an adapter, :func:`harness_error` the
+  error an in-process adapter is thrown instead (its details copied);
 * :func:`json_copy` is the exact, slower copy both fall back on (and the check of every request
   line a subprocess adapter writes);
 * :func:`adapter_call` is a call an in-process adapter awaited, by value: ``port`` and ``op``
@@ -191,6 +192,16 @@ def harness_value(value: Any) -> Any:
         return orjson.loads(orjson.dumps(value))
     except (orjson.JSONEncodeError, TypeError):
         return json_copy(value, budget=_Budget(1 << 62))
+
+
+def harness_error(error: PortError) -> PortError:
+    """The error an in-process adapter is thrown for ``error``: a new PortError of the same code,
+    message and definiteness with copied details. The world's own error (an ``error_replay``
+    service keeps it) and its details (the trace's record of the answer holds that dict) never
+    reach adapter code, so an adapter cannot rewrite what the trace says it was answered."""
+    thrown = PortError(error.code, error.message, definite=error.definite)
+    thrown.details = harness_value(error.details)
+    return thrown
 
 
 def _unicode(text: str) -> None:
