@@ -31,7 +31,9 @@ Measured side by side in one process, on one core:
      peak memory of its worker processes, generated schedules per second (crashlab explore,
      --jobs 2), and the conformance suite over the wire (wire: and exec:, each also in namespaces
      and process only side by side: the cost of --isolation namespaces);
-  9. peak memory (maximum resident set) of this process and of its worker processes.
+  9. peak memory (maximum resident set) of this process and of its worker processes;
+ 10. with --guarantees: what one trace event per port call and forking at each crash point would
+     save, estimated side by side (benchmarks/guarantees.py).
 """
 from __future__ import annotations
 
@@ -291,6 +293,9 @@ def main() -> int:
     ap.add_argument("--adapter", default="crashlab.reference_impl:ReferenceAdapter")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--no-report", action="store_true", help="skip the report-rendering figure")
+    ap.add_argument("--guarantees", action="store_true",
+                    help="also what a trace format of one event per port call and a crash matrix that forks "
+                         "at each crash point would save (benchmarks/guarantees.py)")
     ap.add_argument("--sweeps", action="store_true",
                     help="also the crash matrix, explore and the wire suite (a minute or more)")
     args = ap.parse_args()
@@ -356,6 +361,11 @@ def main() -> int:
           f"({clock_cost * 1e6:.2f} us a step, {AdapterClock.steps} steps a round)")
     print(f"  with the adapter's own code  {sim_only / per_round_events * 1e6:6.2f} us per event, ratio "
           f"{sim_only / bare:5.1f}x (the adapter is {adapter_share:.0%} of simulate-only CPU, by its own CPU time)")
+
+    if args.guarantees:   # 2b: two changes of guarantee, estimated beside the ratio they were meant to move
+        from guarantees import report as guarantees
+
+        guarantees(adapter, scenarios, rounds, harness=harness_only, bare=bare)
 
     # 3: simulated time per wall second on the 10:00-10:20 timeline
     timeline = next((s for s in scenarios if s.id == TIMELINE), None)
