@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import orjson
 
-from . import isolate, reuse
+from . import affinity, isolate, reuse
 from .adapterspec import import_adapter, limit_child as _limit_child
 from ..world.boundary import MAX_LINE_BYTES, adapter_call, harness_error, harness_value
 from .lines import AdapterFault, idle_status, parse_request, worker_pid  # noqa: F401 (AdapterFault is named here too)
@@ -273,6 +273,7 @@ class SubprocessChannel:
         self.stderr_tail = b""
         self.run_deadline: float | None = None  # time.monotonic() at which the whole run's bound ends
         self.tmp: str | None = None  # the process's private temporary folder (its TMPDIR), removed by kill()
+        self.pinned = False          # a wire: worker shares this thread's CPU while it lives (crashlab.run.affinity)
 
     def _deadline(self) -> tuple[float, bool]:
         """When the current read or write must be done, and whether the run's bound decides it."""
@@ -429,6 +430,7 @@ class SubprocessChannel:
             self.tmp = None
             raise AdapterFault("died", f"cannot start adapter command {self.command!r}: {exc}") from None
         _LIVE.add(self)
+        self.pinned = bool(self.warm) and affinity.pin([self.proc.pid, *self.proc.server.keep])
         os.set_blocking(self.proc.stdin.fileno(), False)
         self._write({"type": "init", **self.hello, **({"reuse": True} if offer else {})})
         line = self._line()
@@ -495,14 +497,20 @@ class SubprocessChannel:
         self._drain_stderr()
         if line != expected:
             return self.kill()
-        _LIVE.discard(self)
+        self._gone()
         reuse.give(self._key, reuse.Idle(self.proc, self.tmp, self.scope))
         self.proc = self.tmp = None
+
+    def _gone(self) -> None:
+        _LIVE.discard(self)
+        if self.pinned:
+            self.pinned = False
+            affinity.unpin()
 
     def kill(self) -> None:
         """SIGKILL to the whole process group, whatever state the process is in. What it wrote to
         standard error is kept (the last 4 KiB, ``stderr_tail``) for ``crashlab run`` to show."""
-        _LIVE.discard(self)
+        self._gone()
         if self.proc is not None:
             try:
                 self._drain_stderr()

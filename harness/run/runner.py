@@ -99,6 +99,7 @@ class Runner:
         self.actions = {action: any(rule.action == action for rule in scenario.rules) for action in ("crash", "pause")}
         #: this simulation, to the pool of reused adapter processes: none serves two of its workers
         self.scope = object() if limits.reuse else None
+        self.channels: list = []               # the adapter processes' channels it opened, ended after the run
 
     # -------------------------------------------------------------- supervisor
     def supervise(self, run: RunWorld):
@@ -214,6 +215,8 @@ class Runner:
                                        wall_guard_s=self.limits.wall_guard_s,
                                        reply_timeout_s=self.limits.reply_timeout_s,
                                        memory_mb=self.limits.memory_mb, scope=self.scope)
+        if hasattr(channel, "proc"):
+            self.channels.append(channel)
         steps = 0
         if hasattr(channel, "run_deadline"):
             channel.run_deadline = self.deadline
@@ -341,6 +344,10 @@ class Runner:
             raise InternalError(f"the simulation failed: {type(exc).__name__}: {exc}",
                                 seed=world.seed, step=len(world.trace.events),
                                 hint="please report this with the repro command") from exc
+        finally:   # a worker still waiting at the horizon: its process ends with the simulation
+            for channel in self.channels:
+                if channel.proc is not None:
+                    channel.kill()
         world.emit(events.End, runs={r.spec.id: {"finished": r.finished, "waiting": r.waiting,
                                                     "workers": r.workers}
                                         for r in world.runs.values()})

@@ -1,0 +1,107 @@
+"""A ``wire:`` worker and the harness share one CPU while the worker lives (crashlab.run.affinity);
+the harness gets every CPU back after, an ``exec:`` program is never pinned, and a process forked
+from a pinned harness is not pinned."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from crashlab.run import affinity
+from crashlab.scenario import resolve
+from support import kinds, run, scenario
+
+HERE = Path(__file__).parent
+SEVERAL = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else False
+pytestmark = pytest.mark.skipif(not SEVERAL, reason="pinning needs sched_setaffinity and two CPUs or more")
+
+
+@pytest.fixture(autouse=True)
+def _path(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), str(HERE.parent)]))
+
+
+def said_cpus(result) -> list[set[int]]:
+    return [{int(c) for c in e["args"]["reason"].split()[1].split(",")}
+            for e in kinds(result, "call") if e["op"] == "sleep"]
+
+
+def test_a_wire_worker_runs_on_the_one_cpu_the_harness_was_given_and_the_harness_gets_all_back():
+    before = os.sched_getaffinity(0)
+    pinned: list[set[int]] = []
+    real_pin = affinity.pin
+
+    def watched(pids):
+        held = real_pin(pids)
+        pinned.append(os.sched_getaffinity(0))
+        return held
+    affinity.pin = watched
+    try:
+        result = run(scenario(), "wire:affinity_adapters:SaysItsCpus")
+    finally:
+        affinity.pin = real_pin
+    [cpus] = said_cpus(result)
+    assert len(cpus) == 1 and pinned == [cpus] and cpus <= before
+    assert os.sched_getaffinity(0) == before and affinity._held == 0
+
+
+def test_workers_alive_at_once_keep_the_pin_until_the_last_ends():
+    before = os.sched_getaffinity(0)
+    for name in ("matrix-lease-loss", "t4-approval-wait-crash", "combined-cancellation-under-pressure"):
+        result = run(resolve(name), "wire:crashlab.reference_impl:ReferenceAdapter")
+        assert kinds(result, "start")
+        assert os.sched_getaffinity(0) == before and affinity._held == 0, name
+
+
+def test_the_count_of_pinned_workers_decides_when_the_harness_is_unpinned():
+    before = os.sched_getaffinity(0)
+    assert affinity.pin([]) and affinity.pin([])
+    assert len(os.sched_getaffinity(0)) == 1
+    affinity.unpin()
+    assert len(os.sched_getaffinity(0)) == 1      # one worker still holds it
+    affinity.unpin()
+    assert os.sched_getaffinity(0) == before
+    affinity.unpin()                               # one too many changes nothing
+    assert os.sched_getaffinity(0) == before and affinity._held == 0
+
+
+def test_a_process_forked_from_a_pinned_harness_gets_every_cpu_back():
+    before = os.sched_getaffinity(0)
+    assert affinity.pin([])
+    try:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.write(write, ",".join(map(str, sorted(os.sched_getaffinity(0)))).encode())
+            os._exit(0)
+        os.waitpid(pid, 0)
+        child = {int(c) for c in os.read(read, 4096).decode().split(",")}
+        os.close(read)
+        os.close(write)
+    finally:
+        affinity.unpin()
+    assert child == before
+
+
+def test_an_exec_program_keeps_every_cpu():
+    before = os.sched_getaffinity(0)
+    shim = f"exec:{sys.executable} -m crashlab.run.wire affinity_adapters:SaysItsCpus"
+    [cpus] = said_cpus(run(scenario(), shim))
+    assert cpus == before
+
+
+def test_a_worker_still_waiting_at_the_horizon_ends_with_the_simulation_and_unpins_the_harness():
+    from crashlab.run.drivers import _LIVE
+
+    before = os.sched_getaffinity(0)
+    result = run(scenario(), "wire:affinity_adapters:SleepsPastTheHorizon")
+    reasons = [e["args"]["reason"] for e in kinds(result, "call") if e["op"] == "sleep"]
+    assert reasons[-1] == "past the horizon" and result.events[-1]["kind"] == "end"
+    assert not _LIVE and affinity._held == 0 and os.sched_getaffinity(0) == before
+    from crashlab.run import warm
+    from crashlab.run.reap import descendants
+
+    [server] = [srv for key, srv in warm._SERVERS.items() if key[0] == "affinity_adapters:SleepsPastTheHorizon"]
+    assert set(descendants(server.proc.pid)) <= server.keep     # the worker it forked is gone
