@@ -105,3 +105,31 @@ def test_a_worker_still_waiting_at_the_horizon_ends_with_the_simulation_and_unpi
 
     [server] = [srv for key, srv in warm._SERVERS.items() if key[0] == "affinity_adapters:SleepsPastTheHorizon"]
     assert set(descendants(server.proc.pid)) <= server.keep     # the worker it forked is gone
+
+
+def test_a_job_pool_worker_pins_to_its_own_slots_cpu():
+    cpus = sorted(os.sched_getaffinity(0))
+    try:
+        for slot in range(len(cpus) + 1):
+            affinity.prefer(slot)
+            assert affinity.pin([])
+            try:
+                assert os.sched_getaffinity(0) == {cpus[slot % len(cpus)]}
+            finally:
+                affinity.unpin()
+    finally:
+        affinity._slot = None
+    assert os.sched_getaffinity(0) == set(cpus)
+
+
+def test_two_job_pool_workers_run_their_wire_workers_on_different_cpus(tmp_path):
+    from crashlab.run.jobs import Done, Pool
+
+    def cpus_of_a_worker(_):
+        result = run(scenario(), "wire:affinity_adapters:SaysItsCpus")
+        return {"cpus": sorted(said_cpus(result)[0]), "pid": os.getpid()}
+
+    replies = list(Pool(2).map(cpus_of_a_worker, list(range(6))))
+    assert all(isinstance(r, Done) for r in replies), replies
+    cpus = {r.header["pid"]: tuple(r.header["cpus"]) for r in replies}
+    assert all(len(c) == 1 for c in cpus.values()) and len(set(cpus.values())) == len(cpus), replies

@@ -7,7 +7,7 @@ measured at about 50 us of CPU across two CPUs, about 11 us on one; docs/explora
 while a ``wire:`` worker is alive, the harness's thread, the warm server that forks the worker
 (crashlab.run.warm) and the worker share the CPU the harness was on; when the harness's last
 such worker ends, its thread gets back every CPU it had. ``--jobs N`` workers each pin their own
-pairs, so they still use N CPUs.
+pairs, each on its own slot's CPU, so they still use N CPUs.
 
 Only ``wire:`` workers are pinned: crashlab forks them from its own server and they run one
 thread of Python. A program started by ``exec:`` keeps every CPU (a runtime with threads of its
@@ -21,6 +21,14 @@ import os
 
 _held = 0                      # live workers of this process that are pinned
 _mask: set[int] | None = None  # the harness thread's CPUs before it was pinned
+_slot: int | None = None       # in a job pool's worker process: its slot (crashlab.run.jobs)
+
+
+def prefer(slot: int) -> None:
+    """In the job pool's worker ``slot``: pin to that slot's own CPU rather than to the one the
+    thread is on, so that two workers of one pool never pin to the same CPU."""
+    global _slot
+    _slot = slot
 
 
 def _cpu(allowed: set[int]) -> int:
@@ -44,7 +52,8 @@ def pin(pids) -> bool:
             allowed = os.sched_getaffinity(0)
             if len(allowed) < 2:
                 return False
-            os.sched_setaffinity(0, {_cpu(allowed)})
+            cpus = sorted(allowed)
+            os.sched_setaffinity(0, {cpus[_slot % len(cpus)] if _slot is not None else _cpu(allowed)})
             _mask = allowed
         one = os.sched_getaffinity(0)
     except OSError:

@@ -336,6 +336,8 @@ class Pool:
                 others = [fd for w in workers.values() for fd in (w.task_w, w.result_r)]
                 for fd in [task_w, result_r, *others]:
                     os.close(fd)
+                from . import affinity
+                affinity.prefer(slot)   # a wire: worker it starts shares this slot's CPU (crashlab.run.affinity)
                 self._worker(fn, items, task_r, result_w, memoryview(slots)[slot * _SLOT.size:][:_SLOT.size],
                              parent)
                 code = 0
