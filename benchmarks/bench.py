@@ -514,7 +514,7 @@ def main() -> int:
                       "the suites in namespaces are left out")
                 suites = {k: v for k, v in suites.items() if "namespaces" not in k}
             # the version before crashlab.run.affinity: no wire: worker shares the harness's CPU
-            unpinned = [sys.executable, "-c", "import sys, crashlab.run.affinity as a; a.pin = lambda pids: False; "
+            unpinned = [sys.executable, "-c", "import sys, crashlab.run.affinity as a; a.pin = lambda *pids: False; "
                         "from crashlab.cli import main; sys.exit(main())"]
 
             def suite_cli(extra, base=cmd):

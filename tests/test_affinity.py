@@ -33,8 +33,8 @@ def test_a_wire_worker_runs_on_the_one_cpu_the_harness_was_given_and_the_harness
     pinned: list[set[int]] = []
     real_pin = affinity.pin
 
-    def watched(pids):
-        held = real_pin(pids)
+    def watched(pids, lasting=()):
+        held = real_pin(pids, lasting)
         pinned.append(os.sched_getaffinity(0))
         return held
     affinity.pin = watched
@@ -133,3 +133,36 @@ def test_two_job_pool_workers_run_their_wire_workers_on_different_cpus(tmp_path)
     assert all(isinstance(r, Done) for r in replies), replies
     cpus = {r.header["pid"]: tuple(r.header["cpus"]) for r in replies}
     assert all(len(c) == 1 for c in cpus.values()) and len(set(cpus.values())) == len(cpus), replies
+
+
+def test_a_pin_belongs_to_the_thread_that_made_it_and_is_given_back_from_any_thread():
+    import threading
+
+    before = os.sched_getaffinity(0)
+    seen: dict[str, object] = {}
+    go = threading.Event()
+
+    def other():            # started before the pin: it does not inherit the pinned mask
+        go.wait(10)
+        seen["pinned"] = affinity.pin([])     # another thread holds the pin: this one is not pinned
+        seen["cpus"] = os.sched_getaffinity(0)
+    thread = threading.Thread(target=other)
+    thread.start()
+    assert affinity.pin([])
+    go.set()
+    thread.join()
+    assert seen == {"pinned": False, "cpus": before}
+    gives_back = threading.Thread(target=affinity.unpin)   # e.g. kill_all_adapters on another thread
+    gives_back.start()
+    gives_back.join()
+    assert os.sched_getaffinity(0) == before and affinity._held == 0
+
+
+def test_the_warm_server_gets_every_cpu_back_after_the_last_worker():
+    from crashlab.run import warm
+
+    before = os.sched_getaffinity(0)
+    run(scenario(), "wire:affinity_adapters:SaysItsCpus")
+    [server] = [srv for key, srv in warm._SERVERS.items()
+                if key[0] == "affinity_adapters:SaysItsCpus" and key[2] == os.getpid()]
+    assert server.keep and all(os.sched_getaffinity(pid) == before for pid in server.keep)

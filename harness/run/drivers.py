@@ -430,7 +430,7 @@ class SubprocessChannel:
             self.tmp = None
             raise AdapterFault("died", f"cannot start adapter command {self.command!r}: {exc}") from None
         _LIVE.add(self)
-        self.pinned = bool(self.warm) and affinity.pin([self.proc.pid, *self.proc.server.keep])
+        self.pinned = bool(self.warm) and affinity.pin([self.proc.pid], self.proc.server.keep)
         os.set_blocking(self.proc.stdin.fileno(), False)
         self._write({"type": "init", **self.hello, **({"reuse": True} if offer else {})})
         line = self._line()

@@ -10,6 +10,7 @@ import functools
 import os
 import shlex
 import time
+import weakref
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,7 +100,7 @@ class Runner:
         self.actions = {action: any(rule.action == action for rule in scenario.rules) for action in ("crash", "pause")}
         #: this simulation, to the pool of reused adapter processes: none serves two of its workers
         self.scope = object() if limits.reuse else None
-        self.channels: list = []               # the adapter processes' channels it opened, ended after the run
+        self.channels = weakref.WeakSet()      # its adapter processes' channels still held: ended after the run
 
     # -------------------------------------------------------------- supervisor
     def supervise(self, run: RunWorld):
@@ -216,7 +217,7 @@ class Runner:
                                        reply_timeout_s=self.limits.reply_timeout_s,
                                        memory_mb=self.limits.memory_mb, scope=self.scope)
         if hasattr(channel, "proc"):
-            self.channels.append(channel)
+            self.channels.add(channel)
         steps = 0
         if hasattr(channel, "run_deadline"):
             channel.run_deadline = self.deadline
@@ -345,7 +346,7 @@ class Runner:
                                 seed=world.seed, step=len(world.trace.events),
                                 hint="please report this with the repro command") from exc
         finally:   # a worker still waiting at the horizon: its process ends with the simulation
-            for channel in self.channels:
+            for channel in list(self.channels):
                 if channel.proc is not None:
                     channel.kill()
         world.emit(events.End, runs={r.spec.id: {"finished": r.finished, "waiting": r.waiting,
