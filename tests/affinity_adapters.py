@@ -20,3 +20,14 @@ class SleepsPastTheHorizon:
         await p.run.info()
         await p.clock.sleep(1, f"pid {os.getpid()}")
         await p.clock.sleep(10**9, "past the horizon")
+
+
+class SaysWhyItWaits:
+    """Writes to standard error, then waits past the horizon."""
+
+    async def run(self, p):
+        import sys
+
+        await p.run.info()
+        print("waiting for a reply that never comes", file=sys.stderr, flush=True)
+        await p.clock.sleep(10**9, "past the horizon")

@@ -166,3 +166,12 @@ def test_the_warm_server_gets_every_cpu_back_after_the_last_worker():
     [server] = [srv for key, srv in warm._SERVERS.items()
                 if key[0] == "affinity_adapters:SaysItsCpus" and key[2] == os.getpid()]
     assert server.keep and all(os.sched_getaffinity(pid) == before for pid in server.keep)
+
+
+@pytest.mark.parametrize("spec", ["wire:affinity_adapters:SaysWhyItWaits",
+                                  f"exec:{sys.executable} -m crashlab.run.wire affinity_adapters:SaysWhyItWaits"])
+def test_what_a_worker_waiting_at_the_horizon_wrote_is_kept_for_crashlab_run(spec):
+    result = run(scenario(), spec)
+    assert result.events[-1]["kind"] == "end"
+    [(worker, text)] = result.stderr.items()
+    assert worker.endswith("/w1") and "waiting for a reply that never comes" in text

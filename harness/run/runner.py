@@ -100,7 +100,7 @@ class Runner:
         self.actions = {action: any(rule.action == action for rule in scenario.rules) for action in ("crash", "pause")}
         #: this simulation, to the pool of reused adapter processes: none serves two of its workers
         self.scope = object() if limits.reuse else None
-        self.channels = weakref.WeakSet()      # its adapter processes' channels still held: ended after the run
+        self.channels = weakref.WeakKeyDictionary()   # its adapter processes' channels still held -> worker name
 
     # -------------------------------------------------------------- supervisor
     def supervise(self, run: RunWorld):
@@ -217,7 +217,7 @@ class Runner:
                                        reply_timeout_s=self.limits.reply_timeout_s,
                                        memory_mb=self.limits.memory_mb, scope=self.scope)
         if hasattr(channel, "proc"):
-            self.channels.add(channel)
+            self.channels[channel] = name
         steps = 0
         if hasattr(channel, "run_deadline"):
             channel.run_deadline = self.deadline
@@ -346,9 +346,11 @@ class Runner:
                                 seed=world.seed, step=len(world.trace.events),
                                 hint="please report this with the repro command") from exc
         finally:   # a worker still waiting at the horizon: its process ends with the simulation
-            for channel in list(self.channels):
+            for channel, name in list(self.channels.items()):
                 if channel.proc is not None:
                     channel.kill()
+                    if channel.stderr_tail:   # what it wrote, for crashlab run to show as any worker's
+                        self.stderr[name] = channel.stderr_tail.decode(errors="replace")
         world.emit(events.End, runs={r.spec.id: {"finished": r.finished, "waiting": r.waiting,
                                                     "workers": r.workers}
                                         for r in world.runs.values()})
