@@ -47,6 +47,7 @@ DEFAULT_REPLY_TIMEOUT_S = 10.0     # subprocess: longest to wait for the next re
 DEFAULT_MEMORY_MB = 4096           # subprocess address-space limit (RLIMIT_AS), where the platform has it
 EXIT_WAIT_S = 2.0                  # subprocess: time to exit after run.finish or after closing stdout
 _REUSE = b'{"type":"reuse"'        # a program that accepts reuse says so before its first request
+_IDLE = b'{"type":"idle"'          # and, after each worker, that the worker exited
 
 
 class Finished(Exception):
@@ -366,7 +367,7 @@ class SubprocessChannel:
         return self._request(self._line())
 
     def _request(self, line: bytes) -> PortCall:
-        if self.reusable and line.startswith(b'{"type":"idle"'):   # its worker exited, the process did not
+        if self.reusable and line.startswith(_IDLE):   # its worker exited, the process did not
             return self._ended(idle_status(line))
         try:
             self.last_id, call = parse_request(line)
@@ -409,9 +410,10 @@ class SubprocessChannel:
 
     def start(self) -> PortCall:
         offer = self.scope is not None and not self.warm   # a warm worker is forked fresh anyway
-        key = self._key = (tuple(self.command), self.cwd or os.getcwd(), self.memory_mb, isolate.current().mode,
-                           frozenset(os.environ.items()))   # a process keeps the environment it started with
-        idle = reuse.take(key, self.scope) if offer else None
+        cwd, mode = self.cwd or os.getcwd(), isolate.current().mode
+        if offer:   # a process keeps the environment it started with
+            self._key = (tuple(self.command), cwd, self.memory_mb, mode, frozenset(os.environ.items()))
+        idle = reuse.take(self._key, self.scope) if offer else None
         try:
             if self.warm:
                 from .warm import WarmProcess
@@ -419,10 +421,10 @@ class SubprocessChannel:
             elif idle is not None:
                 self.proc, self.tmp, self.reusable = idle.proc, idle.tmp, True
             else:
-                _findable(self.command[0], key[1])   # inside bwrap it would be bwrap's error, not this one
+                _findable(self.command[0], cwd)   # inside bwrap it would be bwrap's error, not this one
                 self.tmp = isolate.private_tmp()
-                scratch = {"CRASHLAB_SCRATCH": "/dev/shm"} if key[3] == "namespaces" else {}  # the sandbox's own
-                self.proc = isolate.popen(self.command, writable=[self.tmp], cwd=key[1],
+                scratch = {"CRASHLAB_SCRATCH": "/dev/shm"} if mode == "namespaces" else {}  # the sandbox's own
+                self.proc = isolate.popen(self.command, writable=[self.tmp], cwd=cwd,
                                           env={**os.environ, "TMPDIR": self.tmp, **scratch},
                                           preexec_fn=_limit_child(self.memory_mb))
         except (OSError, subprocess.SubprocessError) as exc:
@@ -485,8 +487,8 @@ class SubprocessChannel:
         """The pid, in this process's terms, of the program's process ``pid`` (in the program's)."""
         if pid is None or isolate.current().mode != "namespaces":
             return pid
-        from .reap import descendants, inner_pid
-        return next((found for found in descendants(self.proc.pid) if inner_pid(found) == pid), None)
+        from .reap import host_pid
+        return host_pid(self.proc.pid, pid)
 
     def _release(self, expected: bytes) -> None:
         """The program says its worker exited as ``expected``: to the pool; anything else: killed."""

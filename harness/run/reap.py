@@ -49,6 +49,12 @@ def inner_pid(pid: int) -> int | None:
     return None
 
 
+def host_pid(root: int, pid: int, skip=frozenset()) -> int | None:
+    """The pid, in this process's terms, of the process below ``root`` that its PID namespace
+    calls ``pid`` (a sandbox's process; not one of ``skip``), or None."""
+    return next((found for found in descendants(root) if found not in skip and inner_pid(found) == pid), None)
+
+
 REAP_LIMIT_S = 5.0          # how long a cleanup keeps freezing and killing before it reports survivors
 
 

@@ -81,11 +81,11 @@ class Server:
         """The pid, in this process's terms, of the server's child ``pid`` (in the server's terms)."""
         if not self.isolated:
             return pid
-        from .reap import descendants, inner_pid
-        for found in descendants(self.proc.pid):
-            if inner_pid(found) == pid and found not in self.keep:
-                return found
-        raise OSError(f"the warm adapter server's child {pid} is not among its processes")
+        from .reap import host_pid
+        found = host_pid(self.proc.pid, pid, self.keep)
+        if found is None:
+            raise OSError(f"the warm adapter server's child {pid} is not among its processes")
+        return found
 
     def _ask(self, message: dict, fds: tuple[int, ...] = ()) -> dict:
         data = (json.dumps(message) + "\n").encode()

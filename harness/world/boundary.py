@@ -234,8 +234,6 @@ def adapter_call(value: PortCall) -> PortCall:
     return PortCall(port=str.__str__(port), op=str.__str__(op), args=adapter_value(args))
 
 
-
-
 _MISSING = object()
 
 
