@@ -70,6 +70,24 @@ def test_sweep_reports_the_coverage_it_reached():
     assert cov.runs_crashed == cov.runs
     assert cov.jobs == len(jobs) == 2 * cov.calls
     assert f"{cov.runs_crashed} of {cov.runs} runs" in cov.text()
-    aimed = {(job.base, rule["match"].get("run")) for job in jobs for rule in job.doc["crashes"][-1:]}
+    aimed = {(job.base, rule["match"].get("run")) for job in jobs for rule in job.document()["crashes"][-1:]}
     assert aimed == {(sc.id, run.id) for sc in MULTI[:2] for run in sc.runs
                      if any(p[0] == run.id for p in probe_points(sc, SPEC))}
+
+
+@pytest.mark.parametrize("double", [False, True], ids=["single", "double"])
+def test_a_sweeps_jobs_share_their_base_document_and_build_the_crash_points_own(double):
+    """A sweep's jobs are built before its workers fork, so each worker holds them all: one document
+    per base scenario, shared by its crash points, keeps that memory from growing with the number
+    of crash points. Each job still runs exactly the document the crash matrix makes for it."""
+    scenario = MULTI[0]
+    jobs = crash_jobs([scenario], SPEC, double=double, executor=LocalExecutor(1, in_process=True))
+    make = double_crash_documents if double else crash_documents
+    expected = list(make(scenario, probe_points(scenario, SPEC)))
+    assert len(jobs) == len(expected) > 2
+    assert len({id(job.doc) for job in jobs}) == 1                  # one base document for all of them
+    assert [job.document() for job in jobs] == expected             # the same documents, ids and crash rules
+    first = jobs[0].document()
+    first["crashes"][-1]["match"]["nth"] = 999                      # a built document is the job's own copy
+    first["runs"][0]["id"] = "changed"
+    assert jobs[0].document() == expected[0] and jobs[1].document() == expected[1]

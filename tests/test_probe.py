@@ -454,7 +454,7 @@ def test_a_sweep_crashes_the_scenario_on_the_profiles_services(tmp_path):
     path.write_text("services:\n  reservation: {idempotency: key_only, lookup: by_key}\n")
     [sc] = with_services([resolve("t2-commit-before-record")], str(path))
     jobs = crash_jobs([sc], load_adapter(None), double=False, executor=LocalExecutor(1, in_process=True))
-    assert jobs and all(job.doc["services"]["reservation"]["idempotency"] == "key_only" for job in jobs)
+    assert jobs and all(job.document()["services"]["reservation"]["idempotency"] == "key_only" for job in jobs)
     assert main(["sweep", "--scenario", "t2-commit-before-record", "--services", str(path), "-q", "-j", "1",
                  "--out", str(tmp_path / "o")]) == 2   # nothing failed; one scenario leaves points not exercised
 

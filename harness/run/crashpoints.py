@@ -84,18 +84,34 @@ def _fresh_copy(doc: dict) -> dict:
         return copy.deepcopy(doc)
 
 
-def crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[dict]:
-    """One scenario document per crash point: before and after each call (``calls`` from
-    :func:`probe_points`, one crash point per run, or :func:`probe_calls`)."""
+def crash_base(scenario: Scenario) -> dict:
+    """The document every crash point of ``scenario`` is made from: its own, expecting nothing (the
+    generic invariants judge a crash point). Shared by the crash points' jobs: never changed."""
     base = copy.deepcopy(dict(scenario.raw))
     base["expect"] = {}
+    return base
+
+
+def with_crashes(base: dict, id: str, rules: tuple[dict, ...]) -> dict:
+    """A crash point's document: a new copy of ``base`` named ``id``, with ``rules`` added to its crashes."""
+    doc = _fresh_copy(base)
+    doc["id"] = id
+    doc["crashes"] = list(doc.get("crashes") or []) + [_fresh_copy(rule) for rule in rules]
+    return doc
+
+
+#: A crash point as a job holds it: its scenario id and the crash rules added to its base document.
+Plan = tuple[str, tuple[dict, ...]]
+
+
+def crash_plans(scenario: Scenario, calls: list[Call] | list[Point]) -> Iterator[Plan]:
+    """One plan per crash point: before and after each call (``calls`` from :func:`probe_points`,
+    one crash point per run, or :func:`probe_calls`)."""
     for run, port, op, nth in map(_point, calls):
         where = f"{run}-" if run is not None else ""
         for boundary in ("before", "after"):
-            doc = _fresh_copy(base)
-            doc["id"] = f"{scenario.id}.crash-{where}{port}-{op}-{nth}-{boundary}"[:80]
-            doc["crashes"] = list(doc.get("crashes") or []) + [_crash_rule(run, port, op, nth, boundary)]
-            yield doc
+            yield (f"{scenario.id}.crash-{where}{port}-{op}-{nth}-{boundary}"[:80],
+                   (_crash_rule(run, port, op, nth, boundary),))
 
 
 #: Calls that change durable state or the world: where a second crash during recovery bites.
@@ -103,19 +119,28 @@ DURABLE_CALLS = frozenset({("ledger", "append"), ("checkpoints", "write"), ("lea
                            ("run", "finish")})
 
 
-def double_crash_documents(scenario: Scenario, calls: list[Call]) -> Iterator[dict]:
-    """One document per durable call (ledger append, checkpoint write, lease grant, finish,
-    effect): a crash there, and a second crash at the next call of the same kind, the one
-    recovery makes when it redoes that step (both before, or both after it took effect)."""
-    base = copy.deepcopy(dict(scenario.raw))
-    base["expect"] = {}
+def double_crash_plans(scenario: Scenario, calls: list[Call] | list[Point]) -> Iterator[Plan]:
+    """One plan per durable call (ledger append, checkpoint write, lease grant, finish, effect): a
+    crash there, and a second crash at the next call of the same kind, the one recovery makes when
+    it redoes that step (both before, or both after it took effect)."""
     for run, port, op, nth in map(_point, calls):
         if (port, op) not in DURABLE_CALLS and not is_dispatch(port, op):
             continue
         where = f"{run}-" if run is not None else ""
         for boundary in ("before", "after"):
-            doc = _fresh_copy(base)
-            doc["id"] = f"{scenario.id}.crash2-{where}{port}-{op}-{nth}-{boundary}"[:80]
-            doc["crashes"] = list(doc.get("crashes") or []) + [
-                _crash_rule(run, port, op, n, boundary) for n in (nth, nth + 1)]
-            yield doc
+            yield (f"{scenario.id}.crash2-{where}{port}-{op}-{nth}-{boundary}"[:80],
+                   tuple(_crash_rule(run, port, op, n, boundary) for n in (nth, nth + 1)))
+
+
+def crash_documents(scenario: Scenario, calls: list[Call] | list[Point]) -> Iterator[dict]:
+    """One scenario document per crash point (:func:`crash_plans`)."""
+    base = crash_base(scenario)
+    for id, rules in crash_plans(scenario, calls):
+        yield with_crashes(base, id, rules)
+
+
+def double_crash_documents(scenario: Scenario, calls: list[Call] | list[Point]) -> Iterator[dict]:
+    """One scenario document per durable call, crashed twice (:func:`double_crash_plans`)."""
+    base = crash_base(scenario)
+    for id, rules in double_crash_plans(scenario, calls):
+        yield with_crashes(base, id, rules)

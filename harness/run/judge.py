@@ -33,8 +33,18 @@ class Job:
     id: str
     base: str                           # the library or user scenario it comes from
     scenario: Scenario | None = None
-    doc: dict | None = None
+    doc: dict | None = None             # with ``crashes``: the document they are added to, shared, never changed
     source: str | None = None
+    crashes: tuple[dict, ...] = ()      # a crash point's rules (crashlab.run.crashpoints.crash_plans)
+
+    def document(self) -> dict | None:
+        """The scenario document this job runs (None for a compiled scenario): a crash point's is
+        made when asked, so that a sweep's many jobs hold one document per base scenario."""
+        if not self.crashes:
+            return self.doc
+        from .crashpoints import with_crashes
+
+        return with_crashes(self.doc, self.id, self.crashes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +70,7 @@ def _adapter(text: str) -> AdapterSpec:
 
 
 def _scenario(job: Job) -> Scenario:
-    return job.scenario if job.scenario is not None else from_dict(job.doc, file=job.source)
+    return job.scenario if job.scenario is not None else from_dict(job.document(), file=job.source)
 
 
 def run_job(job: Job, *, adapter: str, seed: int | None, out_dir: str | None, keep: str,
@@ -196,7 +206,7 @@ def _judged(job: Job, scenario: Scenario, events: list, text: str, used_seed: in
     files = [(str(path), text)]
     if job.doc is not None:  # a crash point is no library scenario: save it, so that its repro runs as pasted
         doc_path = path.with_name(path.name.removesuffix(".jsonl") + ".yaml")
-        files.append((str(doc_path), to_yaml(job.doc)))
+        files.append((str(doc_path), to_yaml(job.document())))
         result = replace(result, repro=shlex.join(["crashlab", "run", str(doc_path), "--adapter", adapter,
                                                    "--seed", str(used_seed)]))
     return Outcome(result, tuple(files))

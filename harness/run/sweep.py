@@ -74,9 +74,9 @@ def crash_jobs(scenarios: list[Scenario], adapter: AdapterSpec, *, double: bool,
     """A job per crash point of every run of every scenario, found by probing an undisturbed run of
     each (in worker processes, unless ``executor`` runs in-process); ``coverage`` (a list) receives
     the :class:`Coverage` reached."""
-    from .crashpoints import crash_documents, double_crash_documents
+    from .crashpoints import crash_base, crash_plans, double_crash_plans
 
-    make = double_crash_documents if double else crash_documents
+    plans = double_crash_plans if double else crash_plans
     jobs: list[Job] = []
     seen: set[str] = set()
     probes = probe_all(scenarios, adapter, executor)
@@ -84,13 +84,14 @@ def crash_jobs(scenarios: list[Scenario], adapter: AdapterSpec, *, double: bool,
         crashed = {(sc.id, p[0] if p[0] is not None else sc.runs[0].id) for sc, points in zip(scenarios, probes)
                    for p in points}
     for scenario, calls in zip(scenarios, probes):
-        for doc in make(scenario, calls):
-            base_id, n = doc["id"], 1
-            while doc["id"] in seen:  # ids are cut at 80 characters: keep them distinct
+        base, source = crash_base(scenario), portable_source(scenario)   # one per scenario, for all its jobs
+        for job_id, rules in plans(scenario, calls):
+            first, n = job_id, 1
+            while job_id in seen:  # ids are cut at 80 characters: keep them distinct
                 n += 1
-                doc["id"] = f"{base_id[:76]}~{n}"
-            seen.add(doc["id"])
-            jobs.append(Job(id=doc["id"], base=scenario.id, doc=doc, source=portable_source(scenario)))
+                job_id = f"{first[:76]}~{n}"
+            seen.add(job_id)
+            jobs.append(Job(id=job_id, base=scenario.id, doc=base, source=source, crashes=rules))
     if coverage is not None:
         coverage.append(Coverage(scenarios=len(scenarios), runs=sum(len(sc.runs) for sc in scenarios),
                                  runs_crashed=len(crashed), calls=sum(len(p) for p in probes), jobs=len(jobs)))
@@ -142,7 +143,7 @@ class Findings:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{len(self.keys):04d}-{safe_name(job.id)}.yaml"
         repro = f"crashlab run {shlex.quote(str(path))} --adapter {shlex.quote(self.adapter)}"
-        doc = job.doc if job.doc is not None else dict(job.scenario.raw)
+        doc = job.document() if job.doc is not None else dict(job.scenario.raw)
         text = (f"# crashlab finding: {', '.join(invariants)}\n# repro: {repro}\n"
                 + "".join(f"# {v.invariant}: {' '.join(v.message.split())[:300]}\n" for v in result.violations)
                 + to_yaml(doc))
