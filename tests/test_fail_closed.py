@@ -219,6 +219,12 @@ def test_seeds_outside_the_documented_range_are_usage_errors(seed, capsys):
     assert exit_.value.code == 3 and "--seed" in capsys.readouterr().err
 
 
+def _edit(lines: list[str], kind: str, **fields) -> list[str]:
+    """The trace's lines with every event of ``kind`` given these fields."""
+    events = [json.loads(line) for line in lines]
+    return [json.dumps({**e, **fields} if e["kind"] == kind else e) for e in events]
+
+
 def _good_trace(tmp_path) -> Path:
     assert main(["run", T1, "--out", str(tmp_path)]) == 0
     [trace] = tmp_path.glob("*.jsonl")
@@ -235,6 +241,14 @@ def _good_trace(tmp_path) -> Path:
     (lambda lines: [lines[0].replace('"adapter":', '"adapter":7,"was":', 1)] + lines[1:], "'adapter'"),
     (lambda lines: lines[:2] + lines[3:], "seq must count"),
     (lambda lines: lines[:2] + [json.dumps({**json.loads(lines[2]), "t": "soon"})] + lines[3:], "t must be"),
+    # the end event and the events before it tell two stories: which is the run's disposition?
+    (lambda lines: _edit(lines, "finish", disposition="FAILED_NO_EFFECT"), "the end event says run-82's finished"),
+    (lambda lines: _edit(lines, "end", runs={"run-82": {"finished": "FAILED_NO_EFFECT", "waiting": None,
+                                                         "workers": 1}}), "the end event says run-82's finished"),
+    (lambda lines: _edit(lines, "finish", accepted=False), "the end event says run-82's finished"),
+    (lambda lines: _edit(lines, "end", runs={"run-82": {"finished": "SUCCEEDED", "waiting": None, "workers": 5}}),
+     "the end event says run-82's workers"),
+    (lambda lines: _edit(lines, "end", runs={}), "the end event names the runs"),
 ])
 @pytest.mark.parametrize("command", ["check", "replay", "report"])
 def test_malformed_traces_are_usage_errors_for_every_command(tmp_path, capsys, tamper, words, command):

@@ -228,7 +228,7 @@ def test_the_trace_is_in_the_vocabulary(serve, tmp_path):
 
     sb = serve(scenario())
     Client(sb).post("/reservation/reserve", {"intent": INTENT}, key="k1")
-    events = sb.end({"run-1": {"finished": None, "waiting": None, "workers": 1}})
+    events = sb.end({"run-1": {"finished": None, "waiting": None, "workers": 0}})
     write_jsonl(events, tmp_path / "t.jsonl")
     assert [e["kind"] for e in read_jsonl(tmp_path / "t.jsonl")][:1] == ["header"]
 

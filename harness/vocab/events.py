@@ -144,7 +144,9 @@ class Header(Event):
 
 @_kind("end", "meta")
 class End(Event):
-    """the last event: per run its final disposition (or null), waiting state and worker count"""
+    """the last event: per run its final disposition (or null), waiting state and worker count: what its own
+    events give (its last accepted terminal `finish`, its last accepted waiting `finish` since, its workers'
+    `start` events); a trace whose end says otherwise is refused, naming the run and the field"""
 
     runs: dict
 

@@ -234,7 +234,55 @@ def _read_events(fh, path: Path) -> list[dict]:
     if events[-1].get("kind") != "end":
         raise UsageError(f"{path}: the trace has no end event (line {len(events)} is the last); it is "
                          "incomplete or was cut")
+    _check_end(events, path)
     return events
+
+
+def end_states(events: list[dict], ids: Iterable[str] | None = None) -> dict[str, dict]:
+    """What the end event must say of each run, from the events before it: the disposition of its
+    last accepted terminal finish (``finished``), of its last accepted waiting finish since
+    (``waiting``), and how many workers started (``workers``). The runs are ``ids``, by default the
+    header's."""
+    from ..vocab.model import TERMINAL_STATES
+
+    if ids is None:
+        listed = events[0].get("runs")
+        ids = [r.get("id") for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
+    states = {rid: {"finished": None, "waiting": None, "workers": 0} for rid in ids if isinstance(rid, str)}
+    for ev in events:
+        state = states.get(ev.get("run"))  # type: ignore[arg-type]
+        if state is None:
+            continue
+        if ev["kind"] == "start" and ev["lane"] == "worker":
+            state["workers"] += 1
+        elif ev["kind"] == "finish" and ev["lane"] == "run" and ev.get("accepted") is True:
+            if ev.get("disposition") in TERMINAL_STATES:
+                state["finished"], state["waiting"] = ev["disposition"], None
+            else:
+                state["waiting"] = ev.get("disposition")
+    return states
+
+
+def _check_end(events: list[dict], path: Path) -> None:
+    """Refuse a trace whose end event does not say what its own events give (end_states): the
+    checks read a run's disposition from the end event, so an end edited apart from its finishes
+    (or finishes edited apart from their end) would be judged by two different stories."""
+    said, line = events[-1].get("runs"), len(events)
+    if not isinstance(said, dict):
+        raise UsageError(f"{path}:{line}: the end event's 'runs' is not an object; not a trace crashlab writes")
+    states = end_states(events, None if "runs" in events[0] else said)   # no run list: the runs the end names
+    if sorted(said) != sorted(states):
+        raise UsageError(f"{path}:{line}: the end event names the runs {clip(sorted(said))}, the header "
+                         f"{clip(sorted(states))}; the trace was edited or not written by crashlab")
+    for rid, state in states.items():
+        told = said[rid] if isinstance(said[rid], dict) else {}
+        for field, value in state.items():
+            if told.get(field) != value:
+                raise UsageError(
+                    f"{path}:{line}: the end event says {rid}'s {field} is {clip(json.dumps(told.get(field)))}, "
+                    f"but the trace's events give {clip(json.dumps(value))} (its accepted finishes and its "
+                    "workers' starts); the trace was edited or not written by crashlab",
+                    hint="re-run the scenario (its repro line) for a trace crashlab wrote")
 
 
 def _check_header(head: dict, path: Path) -> None:
