@@ -15,7 +15,13 @@ was replayed under its key"):
 - a success of the wrong shape per the mapping file (an effect without ``answers.ref``, a read
   without ``answers.found``, a search without ``answers.records``);
 - a refusal of the very first request (the base intent under a new key): the probe can compare
-  nothing after it.
+  nothing after it;
+- a refusal for a reason that is not about keys (``foreign``): an authentication failure (401,
+  407), a permission refusal (403) of anything but an intent that differs from the accepted one
+  (``changed``, ``failing``, and the failing intent's answer replayed at ``after_error``), 410
+  Gone, and any 4xx but 409, 412, 422 or 429 to the intent the service accepted at the first
+  request (``again``, ``race``, ``midway``, ``later``: a 404 there too), or at ``after_error`` one
+  that is neither the error's answer again nor 400, 409, 412, 422 or 429.
 
 The first such answer stops the plan: what was made is released, and no profile is written.
 """
@@ -28,6 +34,18 @@ from .mapping import ProbeMap, dig
 
 #: error codes that mean "no such key" in a read's 404 (the honest negative, not a routing failure)
 NOT_FOUND_CODES = ("not_found", "notfound", "resource_missing", "no_such_key", "missing")
+#: refusals a service gives about a key, even to the intent it accepted: a request with the key in
+#: flight or a conflict (409), fenced (412), a changed intent (422), throttled (429)
+KEY_REFUSALS = (409, 412, 422, 429)
+#: a refusal the service chose for a request it understood (docs/probe.md): a bad intent or an
+#: operation it does not offer (400, as crashlab's sandbox answers a read or a release it lacks), a
+#: conflict (409), fenced (412), a changed intent (422). Only these show "cannot" (compensation:
+#: false, lookup: none) or "the key stays bound to the failed request" (error_replay: true)
+REFUSALS = (400, 409, 412, 422)
+#: the steps that send the intent the service accepted at the first request
+ACCEPTED = ("again", "race", "midway", "later")
+#: the steps whose intent differs from the accepted one: a refusal may depend on its fields
+OTHER_INTENT = ("changed", "error")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,10 +76,48 @@ def _route(pmap: ProbeMap, request: str) -> str:
     return f"the mapping file's requests.{request} ({req.method} {req.path.split('?')[0]})"
 
 
-def judge(pmap: ProbeMap, step: str, request: str, ex: Exchange, served: set[str]) -> NotEvidence | None:
+def same_answer(ex: Exchange, other: Exchange | None) -> bool:
+    """The same refusal: the same status and error code."""
+    return other is not None and not other.ok and ex.status == other.status and ex.code() == other.code()
+
+
+def foreign(pmap: ProbeMap, step: str, request: str, ex: Exchange, error: Exchange | None = None
+            ) -> tuple[str, str] | None:
+    """(what, check) when ``ex`` is a 4xx that refuses the request for a reason that is not about keys,
+    so that no field may rest on it; ``error``: the ``error`` step's answer (``after_error`` may
+    replay it). None for every other answer (judged elsewhere)."""
+    status = ex.status
+    if not 400 <= status < 500:
+        return None
+    told = said(ex)
+    tail = f" ({told})" if told else ""
+    if status in (401, 407):
+        return (f"an authentication failure{tail}: the endpoint did not let the request in",
+                "the URL (is it the test endpoint you mean?) and the credentials the endpoint wants")
+    if status == 403 and step not in OTHER_INTENT and not (step == "after_error" and same_answer(ex, error)):
+        return (f"a permission refusal{tail} of a request whose intent is not refused for its fields (only the "
+                "changed and the failing intent may meet 403): it is about the caller",
+                "the credentials the endpoint wants and the URL")
+    if status == 410:
+        return (f"the endpoint says the resource is gone{tail}",
+                "the URL's base path and " + _route(pmap, request))
+    if step in ACCEPTED and status not in KEY_REFUSALS:
+        return (f"the intent the service accepted at #1 was refused{tail}; a service refuses it again only as "
+                "in flight (409), fenced (412), changed (422) or throttled (429)",
+                "the URL, the credentials the endpoint wants and " + _route(pmap, request))
+    if step == "after_error" and status not in REFUSALS + (429,) and not same_answer(ex, error):
+        return (f"the good intent after the error was refused{tail} with neither the error's answer again nor a "
+                "refusal about its key (400, 409, 412, 422, 429)",
+                "the URL, the credentials the endpoint wants and " + _route(pmap, request))
+    return None
+
+
+def judge(pmap: ProbeMap, step: str, request: str, ex: Exchange, served: set[str], *,
+          error: Exchange | None = None) -> NotEvidence | None:
     """None when ``ex`` is the service's own answer to the mapped ``request``; otherwise why not.
     ``served``: the requests the service has already answered as its own in this probe (a path that
-    answered once is one it serves, so a later 404 on it is the service's own answer)."""
+    answered once is one it serves, so a later 404 on it is the service's own answer, except to the
+    intent it accepted). ``error``: the answer of the ``error`` step (``after_error`` may replay it)."""
     if not ex.status:
         return None                                     # no answer: the plan's own rules (unknown, stopped)
     brief = ex.brief()
@@ -69,7 +125,8 @@ def judge(pmap: ProbeMap, step: str, request: str, ex: Exchange, served: set[str
         where = ex.headers.get("location")
         return NotEvidence(exchange=brief, what="a redirect" + (f" to {where}" if where else "")
                            + "; the probe follows none, so the service never saw the request",
-                           check="give the URL the service answers at itself (scheme, host, port and base path)")
+                           check="the URL: give the one the service answers at itself (scheme, host, port and "
+                                 "base path)")
     if ex.not_json:
         kind = (ex.headers.get("content-type") or "no content type").split(";")[0].strip()
         return NotEvidence(exchange=brief, what=f"the body is not JSON ({kind}), so it is not the API's answer",
@@ -104,6 +161,10 @@ def judge(pmap: ProbeMap, step: str, request: str, ex: Exchange, served: set[str
                            + (f" ({told})" if told else "") + ", so no answer after it can be compared with it",
                            check="the mapping file's intent (every field the endpoint requires) and any "
                                  "credentials the endpoint wants")
+    else:
+        bad = foreign(pmap, step, request, ex, error)
+        if bad is not None:
+            return NotEvidence(exchange=brief, what=bad[0], check=bad[1])
     served.add(request)
     return None
 

@@ -9,8 +9,9 @@ from typing import Any
 
 from ..world.services import profile_conflicts
 from .client import Exchange
+from .evidence import REFUSALS, _negative, foreign, said, same_answer
 from .mapping import ProbeMap, dig
-from .plan import Observed, listed, ref_of
+from .plan import PLAN, Observed, listed, ref_of
 
 MEANING = {
     "semantic": "semantic deduplication: a retry under the same key gets the first answer, and the same key with "
@@ -74,11 +75,49 @@ def _marked(pmap: ProbeMap, ex: Exchange | None) -> bool:
     return bool(header and ex.headers.get(header.lower(), "false").lower() not in ("", "false", "0"))
 
 
+def _distrust(pmap: ProbeMap, obs: Observed) -> tuple[Exchange, str] | None:
+    """The first answer of the probe that refuses a request for a reason that is not about keys
+    (an authentication failure, the accepted intent refused, ...: ``evidence.foreign``), and why.
+    After one, no refusal decides a field: the endpoint may refuse everything. (``execute`` stops
+    the plan there and the command writes no profile; this keeps ``interpret`` honest on its own.)"""
+    requests = {s.name: s.request for s in PLAN}
+    err = obs.one("error")
+    seen = [(step, requests.get(step, "effect"), ex) for step, exs in obs.steps.items() for ex in exs]
+    seen += [("release", "release", ex) for ex in obs.releases.values()]
+    for step, request, ex in sorted(seen, key=lambda t: t[2].n):
+        bad = foreign(pmap, step, request, ex, err) if request in pmap.requests else None
+        if bad is not None:
+            return ex, bad[0]
+    return None
+
+
+def _refusal(ex: Exchange) -> str:
+    """A refusal as the evidence text shows it: status, code and the service's message."""
+    told = said(ex)
+    return f"{ex.status} {ex.code() or ''}".rstrip() + (f": {told}" if told else "")
+
+
+def _unclear(ex: Exchange, field: str, check: str, distrust: tuple[Exchange, str] | None = None) -> str:
+    """The evidence line of a field an answer did not decide: the request, the answer, what to check."""
+    if distrust is not None:
+        return (f"{ex.brief()} would decide it only from an endpoint that takes the probe's requests, and "
+                f"{distrust[0].brief()} did not ({distrust[1]}); {field} is left for the service owner to declare: "
+                f"check {check}, and probe again")
+    if not ex.status or ex.status >= 500:
+        why, check = "no answer the service stands by (none, or a 5xx)", "that the endpoint is up and healthy"
+    elif ex.status == 429:
+        why, check = "throttled", "the endpoint's rate limit (wait before probing again)"
+    else:
+        why = "not an answer that shows it (docs/probe.md, \"Which answers decide a field\")"
+    return f"{ex.brief()}: {why}; {field} is left for the service owner to declare: check {check}, and probe again"
+
+
 def interpret(pmap: ProbeMap, obs: Observed) -> Profile:
     f: dict[str, Finding] = {}
     notes: dict[str, Finding] = {}
     first, again, changed = obs.one("first"), obs.one("again"), obs.one("changed")
     r1, r2, r3 = ref_of(pmap, first), ref_of(pmap, again), ref_of(pmap, changed)
+    distrust = _distrust(pmap, obs)
 
     # -- idempotency: the same key twice, then with another payload, then twice at once
     dedup = None
@@ -86,7 +125,8 @@ def interpret(pmap: ProbeMap, obs: Observed) -> Profile:
         f["idempotency"] = Finding("untested", "the first effect request did not succeed, so nothing could be "
                                    "compared; check the mapping file's effect request and intent", None, _brief(first))
     elif r2 is None:
-        f["idempotency"] = Finding("untested", "the repeated request got no usable answer; repeat the probe",
+        f["idempotency"] = Finding("untested", _unclear(again, "idempotency", "the URL and the credentials the "
+                                   "endpoint wants") if again is not None else "the repeated request was not sent",
                                    None, _brief(first, again))
     elif r2 != r1:
         dedup = False
@@ -97,7 +137,11 @@ def interpret(pmap: ProbeMap, obs: Observed) -> Profile:
         notes["replay_marker"] = Finding("observed", "the repeated request was marked a replay" if _marked(pmap, again)
                                          else "the repeated request returned the same reference with no replay "
                                          "marker the mapping file names", None, _brief(again))
-        if changed is not None and changed.status in (400, 409, 412, 422):
+        if changed is not None and changed.status in REFUSALS and distrust is not None:
+            f["idempotency"] = Finding("untested", "the same key replayed the first effect; " + _unclear(
+                changed, "semantic or key_only", "the URL and the credentials the endpoint wants", distrust),
+                None, _brief(first, again, changed))
+        elif changed is not None and changed.status in REFUSALS:
             f["idempotency"] = Finding("observed", f"the same key with another payload was refused ({changed.status}"
                                        f" {changed.code() or ''}): " + MEANING["semantic"], "semantic",
                                        _brief(first, again, changed))
@@ -140,20 +184,25 @@ def interpret(pmap: ProbeMap, obs: Observed) -> Profile:
 
     # -- reads: by key, by search, an unknown key, and freshness
     if pmap.service == "reservation":
-        _reads(pmap, obs, r1, f, notes, dedup)
+        _reads(pmap, obs, r1, f, notes, dedup, distrust)
     # -- compensation
     if pmap.service == "reservation":
         done = [e for e in obs.releases.values()]
+        odd = next((e for e in done if e.status not in REFUSALS), None)
         if not pmap.has("release"):
             f["compensation"] = Finding("untested", "no release request in the mapping file", None)
         elif any(e.ok for e in done):
             f["compensation"] = Finding("observed", "the release request released the probe's effects", True,
                                         _brief(*done[:2]))
-        elif done and all(400 <= e.status < 500 for e in done):
-            f["compensation"] = Finding("observed", "every release was refused: the service cannot compensate",
-                                        False, _brief(*done[:2]))
+        elif not done:
+            f["compensation"] = Finding("untested", "no effect was made, so nothing was released", None)
+        elif odd is None and distrust is None:
+            f["compensation"] = Finding("observed", f"every release was refused ({_refusal(done[0])}): the service "
+                                        "cannot compensate", False, _brief(*done[:2]))
         else:
-            f["compensation"] = Finding("untested", "no release answered clearly", None, _brief(*done[:2]))
+            f["compensation"] = Finding("untested", _unclear(odd or done[0], "compensation", "the mapping file's "
+                                        "requests.release, the URL and the credentials the endpoint wants",
+                                        None if odd else distrust), None, _brief(*done[:2]))
 
     # -- an error answer under a key, then a good request under it
     err, after = obs.one("error"), obs.one("after_error")
@@ -169,20 +218,32 @@ def interpret(pmap: ProbeMap, obs: Observed) -> Profile:
     elif err.ok:
         f["error_replay"] = Finding("untested", "the failing intent was accepted (an effect, released); give "
                                     "'failing' fields the endpoint refuses", None, _brief(err))
-    elif after is not None and not after.ok and after.status == err.status and after.code() == err.code():
+    elif foreign(pmap, "error", "effect", err) or 300 <= err.status < 400:
+        f["error_replay"] = Finding("untested", _unclear(err, "error_replay", "the URL, the credentials the endpoint "
+                                    "wants and the mapping file's 'failing' fields"), None, _brief(err, after))
+    elif after is not None and after.ok and ref_of(pmap, after) is not None:
+        f["error_replay"] = Finding("observed", f"an error answer ({err.status}) was not stored under its key: the "
+                                    "same key with a good intent made the effect", False, _brief(err, after))
+    elif after is not None and (same_answer(after, err) or after.status in REFUSALS) and \
+            (distrust is not None or (again is not None and r2 is None)):
+        # the same refusal for the good intent shows a stored error only where the endpoint still took
+        # the accepted intent: one that refuses every request after the first answers so too
+        undermined = distrust or (again, "not the first request's answer again, nor a second effect")
+        f["error_replay"] = Finding("untested", _unclear(after, "error_replay", "the URL and the credentials the "
+                                    "endpoint wants", undermined), None, _brief(first, again, err, after))
+    elif after is not None and same_answer(after, err):
         f["error_replay"] = Finding("observed", f"the error answer ({err.status} {err.code() or ''}) was replayed "
                                     "under its key: a retry after an error needs a new key, and a 5xx stored this "
                                     "way cannot be retried under the same key at all", True, _brief(err, after))
-    elif after is not None and after.ok:
-        f["error_replay"] = Finding("observed", f"an error answer ({err.status}) was not stored under its key: the "
-                                    "same key with a good intent made the effect", False, _brief(err, after))
-    elif after is not None and after.status in (400, 409, 412, 422):
+    elif after is not None and after.status in REFUSALS:
         f["error_replay"] = Finding("observed", f"after an error answer the same key with a good intent was refused "
                                     f"({after.status} {after.code() or ''}): the key stays bound to the failed "
                                     "request, so a retry after an error needs a new key", True, _brief(err, after))
+    elif after is not None:
+        f["error_replay"] = Finding("untested", _unclear(after, "error_replay", "the URL and the credentials the "
+                                    "endpoint wants"), None, _brief(err, after))
     else:
-        f["error_replay"] = Finding("untested", "the good request after the error got no clear answer", None,
-                                    _brief(err, after))
+        f["error_replay"] = Finding("untested", "the good request after the error was not sent", None, _brief(err))
     if f["error_replay"].value is True and (f.get("idempotency") and f["idempotency"].value == "none"):
         f["error_replay"].status = "untested"       # crashlab's services keep errors only with deduplication
         f["error_replay"].text += "; but with no deduplication the simulator cannot keep it, so it is not written"
@@ -217,7 +278,7 @@ def _retention(pmap: ProbeMap, obs: Observed, r1: str | None, f: dict) -> None:
                                     _brief(obs.one("first"), obs.one(tried[-2]), ex))
 
 
-def _reads(pmap: ProbeMap, obs: Observed, r1, f: dict, notes: dict, dedup) -> None:
+def _reads(pmap: ProbeMap, obs: Observed, r1, f: dict, notes: dict, dedup, distrust) -> None:
     read, read_later, unknown = obs.one("read"), obs.one("read_later"), obs.one("unknown")
     search, search_later = obs.one("search"), obs.one("search_later")
     found_at = pmap.answers.get("found")
@@ -226,30 +287,63 @@ def _reads(pmap: ProbeMap, obs: Observed, r1, f: dict, notes: dict, dedup) -> No
         return ex is not None and ex.ok and dig(ex.body, found_at) is True and \
             (pmap.answers.get("found_ref") is None or str(dig(ex.body, pmap.answers["found_ref"])) == r1)
 
-    by_key = by_search = None            # True / False / None (not tried)
+    def says(ex, request):
+        """True: the answer found (listed) the effect; False: it says the effect is not there (found
+        false, a list without it, a 404 saying not found) or the service refuses the read (400: it
+        offers no such read); None: it says neither (no answer, 5xx, 429, or any other refusal)."""
+        if request == "lookup" and ex.ok and isinstance(dig(ex.body, found_at), bool):
+            return found(ex)
+        if request == "search" and ex.ok and isinstance(dig(ex.body, pmap.answers.get("records")), list):
+            return r1 in listed(pmap, ex)
+        if distrust is None and (ex.status == 400 or (ex.status == 404 and _negative(pmap, request, ex))):
+            return False
+        return None
+
+    def decide(now, later, request):
+        """(True | False | "unclear" | None (not tried), the answer that decided or left it unclear)."""
+        if now is None or r1 is None:
+            return None, None
+        a = says(now, request)
+        b = says(later, request) if later is not None else False
+        if a is True or b is True:
+            return True, now if a is True else later
+        if a is False and b is False:
+            return False, now
+        return "unclear", now if a is None else later
+
+    def missed(ex, what):
+        return (f"the {what} did not find the effect" if ex.ok else f"the {what} answered not found (404)"
+                if ex.status == 404 else f"the {what} was refused ({_refusal(ex)})")
+
+    by_key, key_ex = decide(read, read_later, "lookup")
+    by_search, search_ex = decide(search, search_later, "search")
+    unclear = next((ex for v, ex in ((by_key, key_ex), (by_search, search_ex)) if v == "unclear"), None)
     fresh = None                         # read-your-write at once?
-    if read is not None and r1 is not None:
-        by_key = found(read) or found(read_later)
-        if by_key:
-            fresh = found(read)
-    if search is not None and r1 is not None:
-        by_search = r1 in listed(pmap, search) or (search_later is not None and r1 in listed(pmap, search_later))
-        if by_search and fresh is None:
-            fresh = r1 in listed(pmap, search)
-    if by_key:
+    if by_key is True:
+        fresh = found(read)
+    if by_search is True and fresh is None:
+        fresh = r1 in listed(pmap, search)
+    if by_key is True:
         value, why = "by_key", f"the read by key found the effect ({r1}): " + MEANING["by_key"]
-    elif by_search:
-        value, why = "by_incident_slot", (f"the search listed the effect ({r1})" + (", the read by key did not" if
-                                          by_key is False else "; no read by key is mapped") + ": "
+    elif unclear is not None:
+        value, why = None, _unclear(unclear, "lookup", "the mapping file's requests.lookup and requests.search, the "
+                                    "URL and the credentials the endpoint wants", distrust if unclear.status in
+                                    (400, 404) else None)
+    elif by_search is True:
+        value, why = "by_incident_slot", (f"the search listed the effect ({r1})" + (f"; {missed(key_ex, 'read by key')}"
+                                          if by_key is False else "; no read by key is mapped") + ": "
                                           + MEANING["by_incident_slot"])
-    elif by_key is False and by_search is not False and search is None:
-        value, why = "none", "the read by key did not find the effect, and no search is mapped: " + MEANING["lookup_none"]
+    elif by_key is False and by_search is None and search is None:
+        value, why = "none", (f"{missed(key_ex, 'read by key')}, and no search is mapped: " + MEANING["lookup_none"])
     elif by_key is False or by_search is False:
-        value, why = "none", "neither the read by key nor the search found the effect: " + MEANING["lookup_none"]
+        value, why = "none", ("neither the read by key nor the search found the effect ("
+                              + "; ".join(missed(ex, what) for v, ex, what in ((by_key, key_ex, "read by key"),
+                                                                              (by_search, search_ex, "search"))
+                                          if v is False) + "): " + MEANING["lookup_none"])
     else:
         value, why = None, "no read request is mapped, or no effect was made"
     if value == "by_key" and f.get("idempotency") and f["idempotency"].value == "none":
-        value = "by_incident_slot" if by_search else "none"
+        value = "by_incident_slot" if by_search is True else "none"
         why += (f"; but crashlab's services keep no key index without deduplication, so the profile says {value} "
                 "(a read by key without deduplication cannot be simulated)")
     f["lookup"] = Finding("observed" if value else "untested", why, value,
@@ -257,13 +351,21 @@ def _reads(pmap: ProbeMap, obs: Observed, r1, f: dict, notes: dict, dedup) -> No
     if unknown is not None and not unknown.status:
         notes["unknown_key"] = Finding("untested", f"a key never sent got {unknown.brief()}", None, _brief(unknown))
     elif unknown is not None:
-        honest = (unknown.ok and dig(unknown.body, found_at) is False) or unknown.status == 404
-        notes["unknown_key"] = Finding("observed", "a key never sent was reported not found: an honest negative"
-                                       if honest else ("a key never sent was reported FOUND: the read is not an "
-                                                       "authoritative negative; never treat it as absence")
-                                       if unknown.ok and dig(unknown.body, found_at) is True else
-                                       f"a key never sent got {unknown.brief()}: no usable negative", honest,
-                                       _brief(unknown))
+        said_found = dig(unknown.body, found_at) if unknown.ok else None
+        if said_found is False or (distrust is None and unknown.status == 404 and _negative(pmap, "lookup", unknown)):
+            notes["unknown_key"] = Finding("observed", "a key never sent was reported not found: an honest negative",
+                                           True, _brief(unknown))
+        elif said_found is True:
+            notes["unknown_key"] = Finding("observed", "a key never sent was reported FOUND: the read is not an "
+                                           "authoritative negative; never treat it as absence", False, _brief(unknown))
+        elif distrust is None and unknown.status == 400:
+            notes["unknown_key"] = Finding("observed", f"a key never sent: the read was refused ({_refusal(unknown)})"
+                                           ": no usable negative", False, _brief(unknown))
+        else:
+            notes["unknown_key"] = Finding("untested", _unclear(unknown, "whether the read gives an honest negative",
+                                           "the mapping file's requests.lookup, the URL and the credentials the "
+                                           "endpoint wants", distrust if unknown.status in (400, 404) else None),
+                                           None, _brief(unknown))
     for ex, what in ((read, "in_flight"), (read, "as_of")):
         at = pmap.answers.get(what)
         if ex is not None and ex.ok and at:

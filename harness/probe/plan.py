@@ -179,7 +179,7 @@ def execute(pmap: ProbeMap, client: Client, *, wait_ms: int, probe_id: str | Non
                                                                     or (ex.ok and ref is None)):
                     obs.unknown.append(ex)      # no answer, a 5xx, or an effect whose answer names no reference
                 say(f"  {step.name:<13}{ex.brief()}")
-                bad = judge(pmap, step.name, step.request, ex, obs.served)
+                bad = judge(pmap, step.name, step.request, ex, obs.served, error=obs.one("error"))
                 obs.invalid = obs.invalid or bad
             refused = next((ex for ex in got if ex.refused), None)
             if refused is not None:             # nothing listens there (any more): no step after this is probed
