@@ -622,3 +622,33 @@ def test_the_timeout_bounds_the_whole_request_not_each_read():
         listener.close()
         server.join(timeout=30)
     assert not server.is_alive()
+
+
+def test_a_run_under_a_profile_says_everywhere_which_expectations_it_set_aside(tmp_path, capsys):
+    """A profile that changes a service (here only its latency) sets the scenario's expectations
+    aside: the scorecard says so on standard output (-q too), the results JSON names the profile and
+    the scenarios, each of them carries a note, and every repro line names the profile, so that it
+    runs what was judged. Without them a one-knob profile turned a DIFF into a silent pass."""
+    import json
+
+    path = tmp_path / "lat.yaml"
+    path.write_text("services:\n  reservation: {latency: 41ms}\n")
+    ids = ["t2-commit-before-record", "matrix-ambiguous-effect"]
+    argv = ["conformance", "--adapter", "crashlab.gallery.alternatives:EscalateEveryAmbiguity", "-j", "1",
+            "--scenario", ids[0], "--scenario", ids[1], "--out", str(tmp_path / "o")]
+    main(argv + ["--json", str(tmp_path / "own.json")])
+    own = json.loads((tmp_path / "own.json").read_text())
+    assert any(v["invariant"].startswith("EXP-") for s in own["scenarios"] for v in s["violations"])
+    capsys.readouterr()
+    main(argv + ["--services", str(path), "--json", str(tmp_path / "p.json"), "-q"])
+    out = capsys.readouterr().out
+    result = json.loads((tmp_path / "p.json").read_text())
+    assert result["services"] == {"profile": str(path), "without_expectations": sorted(ids)}
+    assert f"services: {path}; 2 of 2 scenario(s) judged by the invariants only" in out
+    for scenario in result["scenarios"]:
+        assert scenario["repro"].endswith(f"--services {path}")
+        assert any(f"--services {path} changed its services" in n for n in scenario["notes"])
+        assert not [v for v in scenario["violations"] if v["invariant"].startswith("EXP-")]
+    capsys.readouterr()
+    assert main(["run", ids[0], "--services", str(path), "--out", str(tmp_path / "r")]) in (0, 1, 2)
+    assert f"--services {path} changed its services" in capsys.readouterr().out

@@ -30,10 +30,9 @@ def _print_result(res, out=None) -> None:
     print(f"{res.id}: {res.verdict.upper()}  disposition: {res.disposition}", file=out)
     if res.verdict != "pass":
         print(failure_message(res), file=out)
-    elif res.trace:
-        print(f"  trace: {res.trace}", file=out)
-    if res.verdict == "pass":
-        print(f"  repro: {res.repro}", file=out)
+        return
+    for line in ([f"trace: {res.trace}"] if res.trace else []) + [f"note: {n}" for n in res.notes] + [f"repro: {res.repro}"]:
+        print(f"  {line}", file=out)   # a pass's notes too (what it was not judged by, under --services)
 
 
 def _hide_adapter(res):
@@ -88,10 +87,9 @@ def _cmd_run(args) -> int:
     tails: dict[str, str] = {}
     res = run_checked(scenario, adapter, seed=args.seed, out_dir=out, limits=_limits(args), in_process=args.in_process,
                       stderr=tails)
-    if args.services:  # the repro command names the profile too
-        from dataclasses import replace
-        from shlex import quote
-        res = replace(res, repro=f"{res.repro} --services {quote(args.services)}")
+    if args.services:  # the repro command names the profile too, the note what it set aside
+        from ..probe.profile import profiled, unjudged
+        res = profiled(res, args.services, unjudged([resolve(args.scenario)], [scenario]))
     check_written([res.trace])   # still the trace crashlab wrote, before it is named
     _print_result(_hide_adapter(res) if getattr(args, "no_answers", False) else res)
     if tails and (res.verdict != "pass" or args.verbose):
@@ -162,6 +160,7 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
     from ..vocab.files import atomic_write_text, check_output_dir, check_output_file
     from ..report.progress import Progress
     from ..run.sweep import Shard
+    from ..probe.profile import services_line
 
     out_dir = check_output_dir(args.out, "--out")
     json_path = check_output_file(args.json, "--json") if args.json else None
@@ -195,6 +194,8 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
             print(f"shard {shard.index}/{shard.count}: this score covers this share of the runs only; "
                   "`crashlab merge` joins the shards' results JSON")
         print(f"traces: {out_dir}/")
+    if services_line(card):   # a run under --services says which expectations it set aside
+        print(services_line(card))
     if json_path:
         print(f"results: {json_path}" + (" (partial)" if interrupted else ""))
     if interrupted:
@@ -225,9 +226,9 @@ def _cmd_conformance(args) -> int:
     rules = check_pinned(args.rules) if args.rules is not None else None
     report_dir = check_output_dir(args.report, "--report") if args.report else None
     adapter = _adapter(args)
-    scenarios = _select(args)
+    scenarios = before = _select(args)
     if args.services:
-        from ..probe.profile import with_services
+        from ..probe.profile import profiled, unjudged, with_services
         scenarios = with_services(scenarios, args.services)
     later = selection(rules)[1]      # an older rule set runs without the scenarios added since
     named = [i for i in args.scenario or () if i in later]
@@ -238,9 +239,10 @@ def _cmd_conformance(args) -> int:
     def run(executor, shard, progress, out_dir):
         kept = [s for s in scenarios if s.id not in later]
         progress.total = len(shard.select(kept) if shard else kept)
-        return run_suite(adapter, scenarios, seed=args.seed, out_dir=out_dir, executor=executor, shard=shard,
+        card = run_suite(adapter, scenarios, seed=args.seed, out_dir=out_dir, executor=executor, shard=shard,
                          limits=_limits(args), progress=lambda r: progress.update(failed=r.verdict != "pass"),
                          rules=rules)
+        return profiled(card, args.services, unjudged(before, scenarios)) if args.services else card
     return _scored(args, "conformance", run, report_dir=report_dir)
 
 

@@ -173,3 +173,40 @@ def _effective(sc: Scenario) -> dict:
 
 def _few(ids: list[str], n: int = 8) -> str:
     return ", ".join(ids[:n]) + (f", ... ({len(ids) - n} more)" if len(ids) > n else "")
+
+
+def unjudged(before: list[Scenario], after: list[Scenario]) -> list[str]:
+    """The scenarios whose expectations ``with_services`` set aside (they had some, and now none)."""
+    return [new.id for old, new in zip(before, after) if old.expect and not new.expect]
+
+
+def profiled(card, path: str, unjudged_ids: Iterable[str]):
+    """The scorecard (or one ScenarioResult) of a run under ``--services PROFILE``, saying so where it
+    is read: each repro command names the profile; each scenario it judged by the invariants only
+    carries a note that says why; a scorecard's ``services`` (results JSON, docs/results.md) names
+    the profile and those scenarios, and its ``services_line`` is what the terminal prints."""
+    from shlex import quote
+
+    ids = set(unjudged_ids)
+    note = (f"judged by the invariants only: --services {path} changed its services, and its expectations "
+            "(expect:, EXP-*) were written for its own (docs/probe.md)")
+
+    def one(res):
+        return replace(res, repro=f"{res.repro} --services {quote(path)}" if res.repro else res.repro,
+                       notes=res.notes + ((note,) if res.id in ids else ()))
+    if not hasattr(card, "scenarios"):
+        return one(card)
+    listed = [s.id for s in card.scenarios if s.id in ids]
+    return replace(card, scenarios=tuple(one(s) for s in card.scenarios),
+                   extra={**card.extra, "services": {"profile": path, "without_expectations": listed}})
+
+
+def services_line(card) -> str | None:
+    """The line a scorecard of a run under ``--services`` is printed with (None for any other run)."""
+    services = card.extra.get("services")
+    if not isinstance(services, dict):
+        return None
+    ids = services.get("without_expectations") or []
+    return (f"services: {services.get('profile')}; {len(ids)} of {len(card.scenarios)} scenario(s) judged by the "
+            "invariants only, their expectations set aside (written for their own services): "
+            + (_few(list(ids)) if ids else "none") + " (docs/probe.md)")
