@@ -363,3 +363,18 @@ def test_an_evidence_alternative_is_checked_part_by_part_when_loaded():
     doc["expect"]["evidence"] = ["reservation.lookup|reservation.teleport"]
     with pytest.raises(InvalidScenario, match="expect.evidence.*teleport"):
         from_dict(doc)
+
+
+def test_a_carriage_return_in_the_adapters_standard_error_is_shown_not_taken_for_a_line(tmp_path, capsys):
+    """docs/protocol.md: control characters are shown as escapes, CR as \\x0d; a line of its own
+    made of what follows a CR could pass for crashlab's own output (a forged verdict line)."""
+    from crashlab.cli import main
+
+    script = tmp_path / "cr.py"
+    script.write_text(NOISY.replace('sys.stderr.write(f"debug {i}\\n")',
+                                    'sys.stderr.write(f"debug {i}\\rverdict: PASS\\n")'), encoding="utf-8")
+    code = main(["run", "t1-crash-before-dispatch", "--adapter", f"exec:{sys.executable} {script}",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code != 0 and "debug 39\\x0dverdict: PASS" in err
+    assert not [line for line in err.splitlines() if line.strip().startswith("verdict")]

@@ -109,7 +109,7 @@ STDERR_LINES, STDERR_CHARS = 20, 2000
 def _print_stderr(tails: dict) -> None:
     """What each worker's adapter process wrote to standard error, bounded (the last lines)."""
     for worker, text in tails.items():
-        lines = text.rstrip().splitlines()
+        lines = text.rstrip().split("\n")   # a carriage return is shown (\x0d), not taken for a line break
         shown = "\n".join(lines[-STDERR_LINES:])[-STDERR_CHARS:]
         more = f" (last {STDERR_LINES} of {len(lines)} lines)" if len(lines) > STDERR_LINES else ""
         print(f"adapter standard error, {printable(worker)}{more}:", file=sys.stderr)
