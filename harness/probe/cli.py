@@ -16,7 +16,9 @@ EXIT_CODES = """exit codes:
                      not the service's own (a redirect, a 404 or 405 for a path it does not serve, a body
                      that is not JSON, a success without the fields the mapping file names, the first
                      request refused, an authentication failure (401, 403), 410, the intent it accepted
-                     refused later): the probe stops there, releases what it made, prints the residue
+                     refused later), or answers that show the endpoint ignores the request (a new key
+                     under another intent answered with the first key's reference, a key never sent
+                     reported found): the probe stops there, releases what it made, prints the residue
                      and writes no profile
   4  out of room     the disk filled up or file descriptors ran out: what was not written is named
   6  internal error  a bug in crashlab: please report it with the command you ran

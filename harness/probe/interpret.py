@@ -9,6 +9,7 @@ from typing import Any
 
 from ..world.services import profile_conflicts
 from .client import Exchange
+from .contradict import contradictions, refuses_unmade
 from .evidence import REFUSALS, _negative, foreign, said, same_answer
 from .mapping import ProbeMap, dig
 from .plan import PLAN, Observed, listed, ref_of
@@ -192,8 +193,7 @@ def interpret(pmap: ProbeMap, obs: Observed) -> Profile:
         if not pmap.has("release"):
             f["compensation"] = Finding("untested", "no release request in the mapping file", None)
         elif any(e.ok for e in done):
-            f["compensation"] = Finding("observed", "the release request released the probe's effects", True,
-                                        _brief(*done[:2]))
+            f["compensation"] = _released(pmap, obs, [e for e in done if e.ok])
         elif not done:
             f["compensation"] = Finding("untested", "no effect was made, so nothing was released", None)
         elif odd is None and distrust is None:
@@ -247,9 +247,44 @@ def interpret(pmap: ProbeMap, obs: Observed) -> Profile:
     if f["error_replay"].value is True and (f.get("idempotency") and f["idempotency"].value == "none"):
         f["error_replay"].status = "untested"       # crashlab's services keep errors only with deduplication
         f["error_replay"].text += "; but with no deduplication the simulator cannot keep it, so it is not written"
+    _contradicted(pmap, obs, f, notes)
     for name, text in UNTESTED.items():
         notes[name] = Finding("untested", text + "; the service owner declares it", None)
     return Profile(service=pmap.service, fields={k: v for k, v in f.items() if k in FIELDS[pmap.service]}, notes=notes)
+
+
+def _released(pmap: ProbeMap, obs: Observed, done: list[Exchange]) -> Finding:
+    """``compensation`` after a release succeeded: true only when the release of a reference never
+    made (``unmade``) was refused, which shows the release reads its reference (contradict.py)."""
+    unmade = obs.unmade
+    refused = refuses_unmade(unmade)
+    if refused is True:
+        return Finding("observed", f"the release request released the probe's effects, and refused a reference "
+                       f"never made ({_refusal(unmade)})", True, _brief(*done[:2], unmade))
+    if refused is False:        # contradict.py leaves it untested, naming both answers
+        return Finding("observed", "the release request released the probe's effects", True, _brief(*done[:2]))
+    if unmade is None:
+        return Finding("untested", f"{done[0].brief()} succeeded, but the release of a reference never made, which "
+                       "shows that the release reads its reference, was not sent (the budget had no room left); "
+                       "compensation is left for the service owner to declare: pass a larger --budget, and probe "
+                       "again", None, _brief(*done[:2]))
+    return Finding("untested", f"{done[0].brief()} succeeded, but " + _unclear(
+        unmade, "compensation", "the mapping file's requests.release, the URL and the credentials the endpoint wants"),
+        None, _brief(*done[:2], unmade))
+
+
+def _contradicted(pmap: ProbeMap, obs: Observed, f: dict, notes: dict) -> None:
+    """Leave untested every field and note that rests on answers that contradict each other
+    (contradict.py): a plain contradiction (the endpoint ignores the request) all of them."""
+    clashes = contradictions(pmap, obs)
+    # each field takes the line of a contradiction about it, else of the first plain one
+    for clash, names in [(c, c.fields) for c in clashes] + [(c, [*f, *notes]) for c in clashes if c.plain]:
+        for name in names:
+            found = f.get(name) or notes.get(name)
+            if found is not None and found.status == "observed":
+                seen = found.responses + [b for b in _brief(clash.earlier, clash.later) if b not in found.responses]
+                found.status, found.value, found.responses = "untested", None, seen
+                found.text = clash.line(name.removesuffix("_ms"))
 
 
 def _retention(pmap: ProbeMap, obs: Observed, r1: str | None, f: dict) -> None:

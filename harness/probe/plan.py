@@ -21,6 +21,8 @@ from .mapping import ProbeMap, dig
 
 #: the id every key and the marked intent carry
 PREFIX = "crashlab-probe-"
+#: the reference the ``unmade`` release names: one no service made (it carries the probe's id)
+UNMADE = "{probe}-never-made"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +96,10 @@ def plan_text(pmap: ProbeMap, url: str, wait_ms: int) -> str:
         lines.append(f"  {s.name:<13}{what}\n               {s.question}")
     skipped = [s.name for s in PLAN if s not in steps_for(pmap)]
     if pmap.has("release"):
-        lines.append(f"  {'release':<13}{pmap.requests['release'].method} {pmap.requests['release'].path.split('?')[0]}"
-                     " for every effect the probe made")
+        release = f"{pmap.requests['release'].method} {pmap.requests['release'].path.split('?')[0]}"
+        lines.append(f"  {'release':<13}{release} for every effect the probe made")
+        lines.append(f"  {'unmade':<13}{release} ref {UNMADE.format(probe=PREFIX + 'XXXXXXXX')}, once a release "
+                     "succeeded (if the budget has room)\n               a reference never made: refused?")
     else:
         lines.append("  (no release request mapped: the effects the probe makes stay; they are listed at the end)")
     if skipped:
@@ -123,6 +127,7 @@ class Observed:
     stopped: str | None = None      # why the plan stopped before its end (the endpoint refused a connection)
     invalid: NotEvidence | None = None   # the first answer that is not the service's own: the plan stopped there
     served: set[str] = field(default_factory=set)   # the requests the service answered as its own
+    unmade: Exchange | None = None  # the release of a reference the service never named (contradict.py)
 
     def one(self, step: str) -> Exchange | None:
         got = self.steps.get(step)
@@ -144,6 +149,8 @@ def execute(pmap: ProbeMap, client: Client, *, wait_ms: int, probe_id: str | Non
             say: Callable[[str], None] = lambda text: None) -> Observed:
     """Carry out the plan with ``client``; every effect made is released (where the mapping file
     maps a release) before returning, whatever the answers were."""
+    from .contradict import ignored     # (it reads PLAN)
+
     if worst_case(pmap) > client.budget:
         raise UsageError(f"the plan needs up to {worst_case(pmap)} requests and --budget is {client.budget}; "
                          "nothing was sent", hint=f"pass --budget {worst_case(pmap)}, or map fewer requests")
@@ -181,6 +188,8 @@ def execute(pmap: ProbeMap, client: Client, *, wait_ms: int, probe_id: str | Non
                 say(f"  {step.name:<13}{ex.brief()}")
                 bad = judge(pmap, step.name, step.request, ex, obs.served, error=obs.one("error"))
                 obs.invalid = obs.invalid or bad
+            # answers that contradict each other so that the endpoint plainly ignores the request
+            obs.invalid = obs.invalid or ignored(pmap, obs)
             refused = next((ex for ex in got if ex.refused), None)
             if refused is not None:             # nothing listens there (any more): no step after this is probed
                 obs.stopped = f"#{refused.n} {refused.method} {refused.path}: {refused.error}"
@@ -297,3 +306,17 @@ def release_all(pmap: ProbeMap, client: Client, obs: Observed, say: Callable[[st
             if not ex.ok:               # the release path is not the service's: every other release meets it too
                 say(f"  the release path does not answer as the service: {', '.join(obs.residue)} stay (the residue)")
                 return
+    _release_unmade(pmap, client, obs, say)
+
+
+def _release_unmade(pmap: ProbeMap, client: Client, obs: Observed, say: Callable[[str], None]) -> None:
+    """Once a release succeeded, one release of a reference the service never named: a service
+    refuses it; a success shows the release path does not read its reference (contradict.py), so no
+    success decides ``compensation``. Sent only if the budget has room (the worst case counts it not)."""
+    if obs.invalid is not None or not any(ex.ok for ex in obs.releases.values()) or len(client.sent) >= client.budget:
+        return
+    ref = UNMADE.format(probe=obs.probe_id)
+    values = {"probe": obs.probe_id, "ref": ref, "key": f"{obs.probe_id}-release-0", "intent": obs.intents["base"]}
+    obs.unmade = client.send("unmade", pmap.requests["release"], values)
+    obs.unmade.note = f"ref {ref} (never made)"
+    say(f"  {'unmade':<13}{obs.unmade.brief()}")
