@@ -37,6 +37,10 @@ ERRORS = [
     # (name, appended text, line, field, words the message must contain)
     ("bad yaml", "events: [{at: '10:02', type: cancel\n", 7, None, ["not valid YAML"]),
     ("duplicate key", "seed: 1\nseed: 2\n", 7, "seed", ["duplicate key", "line 6"]),
+    ("duplicate nested key", "expect:\n  remote_effects: 1\n  remote_effects: 2\n", 8, "expect.remote_effects",
+     ["duplicate key 'remote_effects'", "line 7"]),
+    ("duplicate key in a list item", "events:\n  - {at: '10:02', type: cancel}\n  - {at: '10:03', at: '10:04'}\n",
+     8, "events[1].at", ["duplicate key 'at'"]),
     ("unknown field", "colour: red\n", 6, "colour", ["unknown field", "expected one of"]),
     ("unknown port", "faults:\n  - match: {port: reservaton, op: reserve}\n    fault: refused\n", 7,
      "faults[0].match.port", ["unknown port", "did you mean 'reservation'"]),

@@ -21,6 +21,10 @@ from ..vocab.errors import InvalidScenario
 class _LineLoader(yaml.SafeLoader):
     """SafeLoader that keeps line numbers and reads 10:02 as a string (not base-60 602)."""
 
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self.path: list[str | int] = []   # the keys and indices above the value being constructed
+
 
 _INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 _DROPPED = (_INT, _FLOAT, "tag:yaml.org,2002:timestamp")  # dates stay strings too
@@ -64,26 +68,41 @@ def _value(loader, node):
     return loader.construct_object(node, deep=True)
 
 
+def _where(loader, last: str) -> str:
+    """The path of a value being read, ``runs[0].intent``: the keys and indices above it (kept on the
+    loader while its values are constructed), then ``last``."""
+    return "".join(f"[{p}]" if type(p) is int else f".{p}" for p in (*loader.path, last)).lstrip(".")
+
+
 def _construct_map(loader, node):
     loader.flatten_mapping(node)
     out = _LDict()
     out.lines = {}
     out.line = node.start_mark.line + 1
+    path = loader.path
     for k_node, v_node in node.value:
         key = _value(loader, k_node)
         line = k_node.start_mark.line + 1
         if not isinstance(key, str):
-            raise _YamlProblem(f"mapping keys must be strings, got {key!r}; quote the key", line, str(key))
+            raise _YamlProblem(f"mapping keys must be strings, got {key!r}; quote the key", line,
+                               _where(loader, str(key)))
         if key in out:
             raise _YamlProblem(f"duplicate key '{key}' (first given on line {out.lines[key]}); "
-                               "keep only one of them", line, key)
+                               "keep only one of them", line, _where(loader, key))
+        path.append(key)
         out[key] = _value(loader, v_node)
+        path.pop()
         out.lines[key] = v_node.start_mark.line + 1
     return out
 
 
 def _construct_seq(loader, node):
-    out = _LList(_value(loader, n) for n in node.value)
+    out = _LList()
+    path = loader.path
+    for index, item in enumerate(node.value):
+        path.append(index)
+        out.append(_value(loader, item))
+        path.pop()
     out.line = node.start_mark.line + 1
     out.lines = [n.start_mark.line + 1 for n in node.value]
     return out
@@ -95,6 +114,10 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _co
 if getattr(yaml, "__with_libyaml__", False):
     class _CLineLoader(yaml.CSafeLoader):
         """The same loader on libyaml's parser (ten times faster; the same nodes, lines and errors)."""
+
+        def __init__(self, stream) -> None:
+            super().__init__(stream)
+            self.path: list[str | int] = []
 
     _CLineLoader.yaml_implicit_resolvers = _LineLoader.yaml_implicit_resolvers
     _CLineLoader.yaml_constructors = _LineLoader.yaml_constructors
