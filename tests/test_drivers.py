@@ -74,6 +74,8 @@ def test_command_that_does_not_exist():
 
 @pytest.mark.parametrize("spec,words", [
     ("nosuchmodule:X", "no module named 'nosuchmodule'"),
+    ("wire:nosuchmodule:X", "--adapter 'wire:nosuchmodule:X': no module named 'nosuchmodule'"),
+    ("wire:support", "--adapter 'wire:support': expected module:attribute"),
     ("support:NoSuchThing", "has no attribute 'NoSuchThing'"),
     ("support", "expected module:attribute"),
     ("exec:", "needs a command"),

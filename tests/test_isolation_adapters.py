@@ -353,4 +353,4 @@ def test_under_namespaces_a_python_adapters_module_is_imported_only_in_them(tmp_
     for spec in ("nosuch_module:X", "wire:nosuch_module:X"):
         proc = cli("run", T1, "--adapter", spec, "--out", str(tmp_path / "o"), "--isolation", "namespaces")
         assert proc.returncode == 3 and "no module named 'nosuch_module'" in proc.stderr, proc.stderr
-        assert "Traceback" not in proc.stderr
+        assert "Traceback" not in proc.stderr and f"--adapter {spec!r}:" in proc.stderr   # as the user gave it

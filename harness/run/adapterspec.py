@@ -90,3 +90,12 @@ def limit_child(memory_mb: int):
         except (OSError, AttributeError):
             pass
     return limit
+
+
+def named_as(outer: str, inner: str, load: Callable[[], Any]) -> Any:
+    """``load()`` of the adapter ``inner`` that ``outer`` wraps (``wire:module:attribute``), its errors
+    naming ``outer``: the spec the user gave, not the part crashlab read first."""
+    try:
+        return load()
+    except UsageError as exc:
+        raise UsageError(exc.message.replace(f"--adapter {inner!r}", f"--adapter {outer!r}"), hint=exc.hint) from None

@@ -33,7 +33,7 @@ from typing import Any, Callable
 import orjson
 
 from . import affinity, isolate, reuse
-from .adapterspec import import_adapter, limit_child as _limit_child
+from .adapterspec import import_adapter, limit_child as _limit_child, named_as
 from ..world.boundary import MAX_LINE_BYTES, adapter_call, harness_error, harness_value
 from .lines import AdapterFault, idle_status, parse_request, worker_pid  # noqa: F401 (AdapterFault is named here too)
 from ..vocab.errors import Interrupted, UsageError, clip
@@ -570,7 +570,7 @@ def load_adapter(spec: str | None, *, import_code: bool = True, in_process: bool
         raise UsageError(f"--adapter {spec!r}: 'integrate:' names a real worker in an integration trace; a worker "
                          "process is judged with crashlab integrate --worker CMD (docs/integration.md)")
     if spec.startswith("wire:"):
-        inner = load_adapter(spec[5:], import_code=import_code)  # its form: a clear error now if it is wrong
+        inner = named_as(spec, spec[5:], lambda: load_adapter(spec[5:], import_code=import_code))  # its form, now
         if inner.kind not in ("python", "warm") or inner.text.startswith("wire:"):
             raise UsageError(f"--adapter {spec!r}: wire: takes a Python adapter, module:attribute")
         return _over_the_wire(spec, spec[5:])

@@ -259,7 +259,7 @@ def check_imports(adapter: AdapterSpec) -> None:
     Python adapter that runs in namespaces (``wire:``, or ``--isolation namespaces``) is imported
     only in namespaces of its own, as its warm server will import it."""
     if adapter.kind == "warm" and isolate.current().mode == "namespaces":
-        _check_import_isolated(adapter.module)
+        _check_import_isolated(adapter.module, adapter.text)
     elif adapter.kind in ("python", "warm"):
         from .drivers import load_adapter
         pool = Pool(1, setup=lambda: load_adapter(adapter.text) and None, run_limit_s=Limits().run_wall_s or None)
@@ -273,7 +273,7 @@ _IMPORT = ("import sys\nfrom crashlab.run.adapterspec import import_adapter\nfro
            "    sys.exit(3)\n")
 
 
-def _check_import_isolated(module: str) -> None:
+def _check_import_isolated(module: str, text: str) -> None:
     import subprocess
     import sys
 
@@ -290,8 +290,8 @@ def _check_import_isolated(module: str) -> None:
     finally:
         isolate.remove_tmp(tmp)
     said = (done.stderr.strip().splitlines() or [""])[-1]
-    if done.returncode == 3:
-        raise UsageError(said)
+    if done.returncode == 3:   # named as the user gave it (wire:module:attribute)
+        raise UsageError(said.replace(f"--adapter {module!r}", f"--adapter {text!r}", 1))
     if done.returncode != 0:
         raise AdapterProtocolError(f"importing {module} in namespaces: exit {done.returncode}: {said[:500]}")
 
