@@ -649,6 +649,15 @@ def test_a_run_under_a_profile_says_everywhere_which_expectations_it_set_aside(t
         assert scenario["repro"].endswith(f"--services {path}")
         assert any(f"--services {path} changed its services" in n for n in scenario["notes"])
         assert not [v for v in scenario["violations"] if v["invariant"].startswith("EXP-")]
+    # the report re-checks the traces: the note agrees with them (their headers hold no expectation) ...
+    assert main(["report", str(tmp_path / "p.json"), "--out", str(tmp_path / "rep")]) == 0
+    assert "judged by the invariants only" in (tmp_path / "rep" / "scenarios" / f"{ids[0]}.html").read_text()
+    # ... and the same note on a run that kept its expectations is refused as a claim its trace denies
+    main(argv + ["--json", str(tmp_path / "own.json")])
+    own = json.loads((tmp_path / "own.json").read_text())
+    own["scenarios"][0]["notes"].append(result["scenarios"][0]["notes"][-1])
+    (tmp_path / "own.json").write_text(json.dumps(own))
+    assert main(["report", str(tmp_path / "own.json"), "--out", str(tmp_path / "rep2")]) == 3
     capsys.readouterr()
     assert main(["run", ids[0], "--services", str(path), "--out", str(tmp_path / "r")]) in (0, 1, 2)
     assert f"--services {path} changed its services" in capsys.readouterr().out

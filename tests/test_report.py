@@ -322,14 +322,27 @@ def test_markdown_summary_puts_failures_first_with_repro_lines(rendered):
 
 
 # --------------------------------------------------------------------------- re-rendering
-def test_rerender_from_results_json_and_traces(saved, rendered, tmp_path, monkeypatch):
-    root, traces, results = saved
-    card = card_of(results)
+def _results_json(card: Scorecard, path: Path) -> Path:
     data = card.to_json()
     for s in data["scenarios"]:          # relative paths, as `crashlab conformance --json` writes them
         s["trace"] = f"crashlab-out/{Path(s['trace']).name}"
-    results_json = tmp_path / "results.json"
-    results_json.write_text(json.dumps(data), encoding="utf-8")
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_rerender_from_results_json_and_traces(saved, rendered, tmp_path, monkeypatch):
+    from crashlab.checks.rubric import score
+
+    root, traces, results = saved
+    # a made-up scorecard (one adapter's name over three adapters' traces, a score it never earned)
+    # is refused: the report re-checks every trace it names against what the file says
+    made_up = _results_json(card_of(results), tmp_path / "made-up.json")
+    with pytest.raises(UsageError, match="the trace, checked again, shows adapter report_adapters:Sloppy"):
+        render_inputs([made_up, traces], tmp_path / "refused")
+    assert not (tmp_path / "refused" / "index.html").exists()
+    careful = [r for r in results if '"adapter":"report_adapters:Careful"' in Path(r.trace).read_text()]
+    card = score(careful, adapter="report_adapters:Careful", seed=None)
+    results_json = _results_json(card, tmp_path / "results.json")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
@@ -337,7 +350,7 @@ def test_rerender_from_results_json_and_traces(saved, rendered, tmp_path, monkey
         render_inputs([results_json], tmp_path / "a")
     index = render_inputs([results_json, traces], tmp_path / "b")
     original, _ = rendered
-    for r in results:  # the same figures as the direct rendering, byte for byte
+    for r in careful:  # the same figures as the direct rendering, byte for byte
         for rel in (f"figures/{r.id}.png",):
             assert (index.parent / rel).read_bytes() == (original.parent / rel).read_bytes()
     assert f"Score {card.total}/{card.max}" in index.read_text(encoding="utf-8")
@@ -367,7 +380,8 @@ def test_traces_of_one_adapter_are_scored_with_the_rubric(saved, tmp_path):
     assert len(careful) == 3
     index = render_inputs(careful, tmp_path / "out")
     summary = (index.parent / "summary.md").read_text(encoding="utf-8")
-    assert re.search(r"\*\*Score \d+/20\*\*", summary)
+    # under an automatic failure the score line also names it and the points kept otherwise (docs/rubric.md)
+    assert re.search(r"\*\*Score \d+/20( \([^*]*\))?\*\*", summary)
     assert "Where points were lost" in index.read_text(encoding="utf-8") or "No point was lost" in \
         index.read_text(encoding="utf-8")
 

@@ -176,7 +176,23 @@ def rubric_markdown() -> str:
            "in every run of every selected scenario before any run reached a disposition loses every "
            "point, each loss quoting the point's own definition and citing the first adapter fault.", "",
            "**Automatic failure** (total 0): " + ", ".join(AUTO_FAIL_REASONS) + ". The invariants that raise "
-           "them: " + ", ".join(f"{inv.id} ({inv.auto_fail})" for inv in INVARIANTS if inv.auto_fail) + ".", "",
+           "them: " + ", ".join(f"{inv.id} ({inv.auto_fail})" for inv in INVARIANTS if inv.auto_fail) + ". "
+           "The score line names it and gives the points kept otherwise apart, as the point lines and "
+           "categories show them: `0/20 (automatic failure: blind ambiguous retry; 11/20 points kept "
+           "otherwise)`, `0/20 (automatic failure: exactly-once claim; 5/10 exercised points kept otherwise; "
+           "10 not exercised: ...)`; points kept above a category cap are counted apart (`8/20 points kept "
+           "otherwise, 7 counted under the category cap (key without defined intent)`).", "",
+           "**A violation counts against the point it is charged to.** Its routed point (the point its "
+           "scenario's rule names for an expectation miss, else its check's own point) is the one it costs on "
+           "every face: the scorecard, the report's \"What was exercised\" and \"Where points were lost\" "
+           "tables, summary.md and the results JSON (`lost`, `scenarios[].violations[].point`). A point is "
+           "kept only when it was exercised and nothing charged to it was violated. A point's own check "
+           "violated but charged to another point (T2's rule charges a missing `reservation.lookup`, an "
+           "EXP-EVIDENCE miss, to E4) exercised the point and costs it nothing; wherever the point is shown "
+           "it says so: `kept: its EXP-EVIDENCE was violated in 1 scenario, but that scenario's rule charges "
+           "it to E4: t2-commit-before-record`. The report counts a point *violated in* the scenarios that "
+           "charged it a violation and *exercised in* those that had events for one of its checks or charged it one; a "
+           "point lost with no violation of its own (nothing demonstrated) says why.", "",
            "**Only what was exercised is kept.** A point no finding cost is kept only when at least one of "
            "its invariants was exercised (held on events it had to judge, or violated) in at least one "
            "selected scenario (crashlab.checks.exercised decides which trace facts exercise which invariant: a "

@@ -231,6 +231,48 @@ def coverage(result: ScenarioResult, events: list[dict] | None, catalogue: list[
                     held=tuple(held), not_exercised=tuple(unexercised), counts=n, not_judgeable=tuple(unjudgeable))
 
 
+# --------------------------------------------------------------------------- charged to another point
+def charged_elsewhere(results) -> dict[str, dict[str, dict[str, list[str]]]]:
+    """A rubric point's own checks violated but charged to another point (an expectation miss
+    whose scenario's rule names another point, crashlab.checks.rubric.point_for): point id ->
+    check -> the point it is charged to -> the scenarios, in order. Such a violation exercised the
+    point and costs it nothing; the scorecard and the report name it where the point is shown."""
+    from .rubric import POINT_OF, RUBRIC, point_for
+
+    out: dict[str, dict[str, dict[str, list[str]]]] = {}
+    for res in results:
+        for v in res.violations:
+            home, routed = POINT_OF.get(v.invariant), point_for(v)
+            if home is None or routed is None or home.id == routed.id:
+                continue
+            ids = out.setdefault(home.id, {}).setdefault(v.invariant, {}).setdefault(routed.id, [])
+            if res.id not in ids:
+                ids.append(res.id)
+    order = {p.id: n for n, p in enumerate(RUBRIC)}         # the points charged, in rubric order
+    return {home: {check: dict(sorted(to.items(), key=lambda kv: order[kv[0]])) for check, to in checks.items()}
+            for home, checks in out.items()}
+
+
+def elsewhere_heads(checks: dict[str, dict[str, list[str]]]) -> list[tuple[str, tuple[str, ...]]]:
+    """Each check of one point (:func:`charged_elsewhere`) as every face words it, before the
+    scenarios it lists: ``its EXP-EVIDENCE was violated in 21 scenarios, but their rules charge it
+    to O4 (1), E4 (20)``; with those scenarios."""
+    out = []
+    for check, to in checks.items():
+        ids = tuple(dict.fromkeys(s for scenarios in to.values() for s in scenarios))
+        points = ", ".join(pid if len(to) == 1 else f"{pid} ({len(s)})" for pid, s in to.items())
+        out.append((f"its {check} was violated in 1 scenario, but that scenario's rule charges it to {points}"
+                    if len(ids) == 1 else
+                    f"its {check} was violated in {len(ids)} scenarios, but their rules charge it to {points}", ids))
+    return out
+
+
+def listed(ids, limit: int = 3) -> str:
+    """``a, b, c and 18 more``."""
+    ids = list(ids)
+    return ", ".join(ids[:limit]) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
 def headline(n: dict) -> str:
     """``ambiguous sends 1 · takeovers 1 · fenced writes 0 · …``"""
     return " · ".join(f"{FACTS[k]} {n.get(k, 0)}" for k in HEADLINE)

@@ -13,6 +13,11 @@ ScenarioResult carries the record as ``exercised``). A point no scenario exercis
 exercised" (or "not recorded", for results that carry no record): never kept, never lost, and
 the verdict is at best unknown.
 
+A violation counts against the point it is charged to (its routed point, :func:`point_for`) on
+every face; a point's own check violated but charged by its scenario's rule to another point still
+exercised it, costs it nothing, and is named where the point is shown (crashlab.checks.exercised.
+charged_elsewhere). Under an automatic failure the score line also gives the points kept otherwise.
+
 A point is earned by what the adapter did, never by default: an adapter that faulted in every
 run of every selected scenario before reaching any disposition (it crashed, raised, hung, wrote
 garbage or never finished) loses every point, each loss naming the adapter fault.
@@ -29,12 +34,14 @@ docs/rubric.md is generated from this module (``python tools/docgen.py``).
 """
 from __future__ import annotations
 
+import json
+import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..rules import ruleset
-from ..vocab.errors import CrashlabError
-from .exercised import coverage
+from ..vocab.errors import CrashlabError, UsageError, clip
+from .exercised import charged_elsewhere, coverage, elsewhere_heads, listed
 from ..vocab.results import LostPoint, ScenarioResult, Scorecard, Violation, outcome_text
 from .invariants import BY_ID
 from .rules import KEY_WITHOUT_INTENT, TWO_LIVE_WORKERS
@@ -275,11 +282,172 @@ def score(results: list[ScenarioResult], *, adapter: str, seed: int | None, rule
                             "crashlab": ruleset.package_version()})
 
 
-def scorecard_from_json(data, base: Path | None = None) -> Scorecard:
+def scorecard_from_json(data, base: Path | None = None, *, traces=None, source: object = None) -> Scorecard:
     """A results JSON as a Scorecard (Scorecard.from_json), rescored when it was written before
-    points were marked exercised (no ``score.exercised``): see :func:`rescored`."""
+    points were marked exercised (no ``score.exercised``): see :func:`rescored`.
+
+    With ``traces`` (``crashlab report`` and ``merge``), nothing in the file is taken on trust
+    where its evidence is at hand. ``traces(result)`` gives each scenario's saved trace as
+    ``(path, events)``, None when the file kept none, or a string saying why it is not at hand;
+    each trace is checked again (crashlab.checks.check_trace, by the checks of the file's rule
+    set) and must show what the file says: the adapter, the scenario and seed in its header, the
+    verdict, dispositions, violations, notes and what it exercised; and the file's score must be
+    what its scenarios give. Any disagreement raises :class:`Contradicted` (one line per
+    scenario), naming ``source``. ``extra["unchecked"]`` of the card returned maps each scenario
+    whose verdict was not checked again to why."""
     card = Scorecard.from_json(data)
-    return card if "exercised" in data["score"] else rescored(card, base)
+    fresh = "exercised" in data["score"]
+    card = card if fresh else rescored(card, base)
+    return card if traces is None else _against_traces(card, traces, source, fresh=fresh)
+
+
+#: Why a scenario's verdict was not checked again, when its results kept no trace.
+NOT_KEPT = "no trace was kept"
+
+
+class Contradicted(UsageError):
+    """A results file that the traces it names contradict (:func:`scorecard_from_json`): ``lines``
+    has one line per scenario (each naming the trace, what the file says and what the trace
+    shows), and one for a score its scenarios do not give."""
+
+    def __init__(self, source: object, lines: list[str], adapter: str) -> None:
+        self.source, self.lines, self.adapter = source, tuple(lines), adapter
+        scenarios = sum(1 for line in lines if not line.startswith("the score: "))
+        what = (f"{source}: {scenarios} scenario{'' if scenarios == 1 else 's'} say{'s' if scenarios == 1 else ''} "
+                f"what {'its trace does' if scenarios == 1 else 'their traces do'} not show" if scenarios
+                else f"{source}: its score is not what its scenarios give")
+        todo = ("Nothing was written. The results and the traces come from different runs (a second run into the "
+                "same folder overwrites the traces), or one was edited: run "
+                f"`crashlab conformance --adapter {shlex.quote(adapter)} --out NEW/ --json NEW/results.json` "
+                "into a fresh folder and use what it writes")
+        super().__init__("\n  ".join([what + ":", *lines, todo]))
+
+
+def _against_traces(card: Scorecard, traces, source: object, *, fresh: bool) -> Scorecard:
+    """``card`` with ``extra["unchecked"]``, after checking each scenario against its trace."""
+    checks, not_judged = _checks_for(card.extra.get("rules"))
+    lines, unchecked = [], {}
+    for res in card.scenarios:
+        found = traces(res)
+        if found is None or isinstance(found, str):
+            unchecked[res.id] = found or NOT_KEPT
+            continue
+        path, events = found
+        said, shown = _provenance(card.adapter, res, events[0] if events else {})
+        if not_judged:
+            unchecked[res.id] = not_judged
+        else:
+            a, b = _outcome_differs(res, _checked_again(events, path, checks), fresh, not events[0].get("expect"))
+            said, shown = said + a, shown + b
+        if said:
+            lines.append(f"{res.id}: {path}: the results file says {'; '.join(said)}; the trace, checked again, "
+                         f"shows {'; '.join(shown)}")
+    if fresh and not not_judged:
+        line = _score_differs(card)
+        if line:
+            lines.append(line)
+    if lines:
+        raise Contradicted(source, lines, card.adapter)
+    return replace(card, extra={**card.extra, "unchecked": unchecked})
+
+
+def _checks_for(rules: object) -> tuple[frozenset[str] | None, str]:
+    """(the checks of rule set ``rules``, '') when this crashlab judges exactly as it did; else
+    (None, why a verdict of that set cannot be checked again)."""
+    version = 1 if rules is None else rules
+    if isinstance(version, int) and not isinstance(version, bool) and ruleset.runnable(version):
+        return ruleset.selection(version)[0], ""
+    return None, (f"judged by rule set {rules if rules is not None else '1 or earlier'}, which this crashlab "
+                  f"(rule set {ruleset.RULES}) cannot judge exactly as it did (CHANGELOG.md)")
+
+
+def _provenance(adapter: str, res: ScenarioResult, head: dict) -> tuple[list[str], list[str]]:
+    """What the trace's header says of where it came from, where the results say otherwise."""
+    odd = [(name, claimed) for name, claimed in (("adapter", adapter), ("scenario", res.id), ("seed", res.seed))
+           if head.get(name) != claimed]
+    return [f"{n} {c}" for n, c in odd], [f"{n} {clip(head.get(n), 200)}" for n, _ in odd]
+
+
+def _checked_again(events: list[dict], path: object, checks: frozenset[str] | None) -> ScenarioResult:
+    """A saved trace judged again; one the checks cannot read is a usage error naming it."""
+    from .verdict import check_trace
+
+    try:
+        return check_trace(events, trace_path=str(path), checks=checks)
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc.message}", hint=exc.hint) from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+        raise UsageError(f"{path}: cannot check this trace: an event does not have the shape crashlab writes "
+                         f"({type(exc).__name__}: {clip(exc, 200)})",
+                         hint="was it edited? docs/trace.md describes every event") from None
+
+
+#: crashlab's own note on a result whose adapter ran in its process (crashlab.run.executors.UNTRUSTED).
+_UNTRUSTED = "untrusted: "
+#: crashlab's own note on a result whose expectations --services set aside (crashlab.probe.profile.profiled)
+SET_ASIDE = "judged by the invariants only: --services "
+
+
+def _outcome_differs(res: ScenarioResult, again: ScenarioResult, fresh: bool,
+                     unexpected: bool) -> tuple[list[str], list[str]]:
+    """What the results say of a scenario that its trace, checked again, does not show; ``unexpected``:
+    its trace's header holds no expectation (a --services note saying they were set aside is true)."""
+    said, shown = [_finding(v) for v in res.violations], [_finding(v) for v in again.violations]
+    notes = [n for n in res.notes if not n.startswith(_UNTRUSTED) and not (unexpected and n.startswith(SET_ASIDE))]
+    if (res.verdict, res.dispositions) != (again.verdict, again.dispositions):
+        return [_outcome(res)], [_outcome(again)]
+    if said != shown:
+        return [_findings_text(res.violations, shown)], [_findings_text(again.violations, said)]
+    if notes != list(again.notes):
+        return [f"the notes {clip(notes, 200)}"], [f"the notes {clip(list(again.notes), 200)}"]
+    if fresh and res.exercised != again.exercised:
+        return [f"it exercised {', '.join(res.exercised or ()) or 'nothing recorded'}"], \
+            [f"it exercised {', '.join(again.exercised or ()) or 'nothing'}"]
+    return [], []
+
+
+def _finding(v: Violation) -> str:
+    return json.dumps(v.to_json(), sort_keys=True, default=str)     # every field, tuples and lists alike
+
+
+def _outcome(r: ScenarioResult) -> str:
+    """``FAIL (run-82: SUCCEEDED): RETRY-01 (automatic failure), EXP-DISPOSITION``."""
+    runs = ", ".join(f"{run}: {d}" for run, d in r.dispositions.items())
+    found: dict[str, int] = {}
+    for v in r.violations:
+        key = v.invariant + (" (automatic failure)" if v.auto_fail else "")
+        found[key] = found.get(key, 0) + 1
+    named = ", ".join(k + (f" ×{n}" if n > 1 else "") for k, n in found.items()) or "no violation"
+    return f"{r.verdict.upper()}{f' ({runs})' if runs else ''}: {named}"
+
+
+def _findings_text(violations, other: list[str]) -> str:
+    """The findings not among ``other``'s (the first two, each with its run, cited events and message)."""
+    odd = [v for v in violations if _finding(v) not in other]
+    if not odd:
+        return "the same findings in another order"
+    text = "; ".join(f"{v.invariant} on {v.run} citing {', '.join(f'#{e}' for e in v.events[:6]) or 'no event'}: "
+                     f"{clip(v.message, 120)!r}" for v in odd[:2])
+    return f"{text}{f' and {len(odd) - 2} more' if len(odd) > 2 else ''}"
+
+
+def _score_differs(card: Scorecard) -> str:
+    """A line when the file's score is not what its scenarios give ('' when it is)."""
+    again = score(list(card.scenarios), adapter=card.adapter, seed=card.seed, rules=card.extra.get("rules"))
+    verdict = again.verdict
+    if card.extra.get("partial") or (card.extra.get("internal_errors") and verdict == "pass"):
+        verdict = "unknown"
+
+    def shape(c: Scorecard, v: str) -> tuple:
+        return (c.total, c.max, v, tuple(c.auto_fail), json.dumps(c.categories, sort_keys=True),
+                tuple((lp.point.split(" ", 1)[0], lp.scenario, lp.invariant, lp.run) for lp in c.lost),
+                tuple(c.not_exercised), tuple(c.not_recorded))
+
+    if shape(card, card.verdict) == shape(again, verdict):
+        return ""
+    lost = lambda c: ", ".join(dict.fromkeys(lp.point.split(" ", 1)[0] for lp in c.lost)) or "none"  # noqa: E731
+    return (f"the score: the results file says {card.score_text()}, {card.verdict}, points lost: {lost(card)}; "
+            f"its scenarios give {again.score_text()}, {verdict}, points lost: {lost(again)}")
 
 
 def rescored(card: Scorecard, base: Path | None = None) -> Scorecard:
@@ -346,6 +514,7 @@ def render(card: Scorecard) -> str:
         lost.setdefault(lp.point.split(" ", 1)[0], []).append(lp)
     unshown = {**dict.fromkeys(card.not_exercised, NOT_EXERCISED), **dict.fromkeys(card.not_recorded, NOT_RECORDED)}
     caps = {c.get("category"): c for c in card.extra.get("caps", ()) if isinstance(c, dict)}
+    elsewhere = charged_elsewhere(card.scenarios)     # a check's violations charged to another point
     lines = []
     for name, maximum in CATEGORY_MAX.items():
         cat = card.categories.get(name, {"score": 0, "max": maximum})
@@ -379,8 +548,9 @@ def render(card: Scorecard) -> str:
                     lines.append(f"           what to change: {fix.get('text')} ({fix.get('see')})")
             if len(lost.get(p.id, ())) > 3:
                 lines.append("         ... " + more_text(lost[p.id][3:]))
-    lines.append(f"total {card.score_text()}"
-                 + (f"  automatic failure: {'; '.join(card.auto_fail)}" if card.auto_fail else ""))
+            lines += [f"         {'also' if mark == LOST else mark}: {head}: {listed(ids)}"
+                      for head, ids in elsewhere_heads(elsewhere.get(p.id, {}))]
+    lines.append(f"total {card.score_text()}")     # an automatic failure is named there
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ from ..vocab.files import check_written, written_in
 from .args import parser
 from ..report.commands import report_options
 from ..report.scorecard import format_scorecard
-from .terminal import printable
+from .terminal import printable, refusal
 from .outputs import OUTPUT_OPTIONS, _plan_outputs  # noqa: F401 (moved there)
 
 EXIT = {"pass": 0, "fail": 1, "unknown": 2}
@@ -291,6 +291,7 @@ def _explorations(paths: list[str]) -> list[tuple[str, dict]]:
 
 
 def _cmd_merge(args) -> int:
+    from ..checks.rubric import Contradicted
     from ..vocab.files import atomic_write_text, check_output_file
     from ..run.sweep import merge
 
@@ -307,7 +308,13 @@ def _cmd_merge(args) -> int:
             check_written([json_path])
             print(f"results: {json_path}")
         return 1 if failures else 0
-    card = merge([Path(p) for p in args.results])
+    notes: list[str] = []         # verdicts taken from a shard's file, not re-checked against a trace
+    try:
+        card = merge([Path(p) for p in args.results], notes=notes)
+    except Contradicted as exc:     # a shard its traces contradict: nothing written, every line of why
+        return refusal(exc)
+    for note in notes:
+        print(f"crashlab: note: {printable(note)}", file=sys.stderr)
     if json_path:   # first: a scorecard is never printed for results that could not be written
         atomic_write_text(json_path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
         check_written([json_path])
@@ -393,32 +400,21 @@ def _cmd_replay(args) -> int:
 
 
 def _cmd_report(args) -> int:
+    from ..checks.rubric import Contradicted
     from ..vocab.files import check_output_dir
     from ..report import render_inputs
+    from ..report.movement import whats_new
 
     out = check_output_dir(args.out, "--out")
-    where = render_inputs([Path(p) for p in args.inputs], out_dir=out, **report_options(args))
+    try:
+        where = render_inputs([Path(p) for p in args.inputs], out_dir=out, **report_options(args))
+    except Contradicted as exc:     # results their traces contradict: nothing written, every line of why
+        return refusal(exc)
     check_written(written_in(out))
     print(f"report: {where}")
-    _whats_new(args.inputs)
+    for note in whats_new(args.inputs):
+        print(f"what's new since your last run: {note}", file=sys.stderr)
     return 0
-
-
-def _whats_new(paths) -> None:
-    """A "what's new since your last run" line for each results JSON judged by an older rule set."""
-    from ..rules.ruleset import note_for
-
-    for name in paths:
-        if not str(name).endswith(".json"):
-            continue
-        try:
-            data = json.loads(Path(name).read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            continue
-        if isinstance(data, dict) and "score" in data:
-            note = note_for(data.get("rules"), str(name))
-            if note:
-                print(f"what's new since your last run: {note}", file=sys.stderr)
 
 
 def _cmd_list(args) -> int:
@@ -450,6 +446,7 @@ def _cmd_explore(args) -> int:
     from ..vocab.files import check_output_dir, check_output_file
     from ..report.progress import Progress
     from ..run.sweep import Shard
+    from ..probe.profile import services_line
 
     if args.save:
         check_output_file(args.save, "--save")

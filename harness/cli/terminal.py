@@ -35,6 +35,13 @@ def printable(text: object) -> str:
     return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
 
 
+def refusal(exc) -> int:
+    """An error printed whole, every line of it (``report`` and ``merge`` refusing results that their
+    traces contradict name every scenario; other errors are clipped to a screen); its exit code."""
+    print(f"crashlab: error: {printable(exc.message)}", file=sys.stderr)
+    return exc.exit_code
+
+
 #: errno values of a standard output nobody reads any more
 _GONE = frozenset({errno.EPIPE, errno.EBADF})
 

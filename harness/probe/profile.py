@@ -188,8 +188,10 @@ def profiled(card, path: str, unjudged_ids: Iterable[str]):
     from shlex import quote
 
     ids = set(unjudged_ids)
-    note = (f"judged by the invariants only: --services {path} changed its services, and its expectations "
-            "(expect:, EXP-*) were written for its own (docs/probe.md)")
+    from ..checks.rubric import SET_ASIDE
+
+    note = (f"{SET_ASIDE}{path} changed its services, and its expectations (expect:, EXP-*) were written for "
+            "its own (docs/probe.md)")
 
     def one(res):
         return replace(res, repro=f"{res.repro} --services {quote(path)}" if res.repro else res.repro,

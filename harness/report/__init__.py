@@ -14,7 +14,8 @@ the same bytes for any number):
 * :func:`render_results` - scenario results whose traces were saved (``crashlab run --report``);
 * :func:`render_scorecard` - a scored suite (``crashlab conformance --report``);
 * :func:`render_inputs` - saved files only (``crashlab report PATH...``): traces, folders of
-  traces and/or a results JSON, re-rendered without re-running anything.
+  traces and/or a results JSON, re-rendered without re-running anything, every trace checked again
+  (a results JSON's verdicts against them).
 
 Output: ``index.html`` (the findings and every scenario), ``scenarios/<scenario>.html`` (one
 self-contained page each), ``summary.md`` (for a CI job summary) and ``figures/<scenario>.png``. matplotlib is the optional
@@ -80,10 +81,12 @@ def render_scorecard(card: Scorecard, out_dir: Path, *, no_answers: bool = False
 def render_inputs(paths: list[Path], out_dir: Path, *, no_answers: bool = False, linear: bool = False,
                   progress=None, jobs: int | None = None, figures: str = "all",
                   window: Window | str | None = None, slides: bool = False) -> Path:
-    """Re-render from saved files. With a results JSON, its scores and verdicts are shown as
-    saved, and each scenario's trace is found among the given traces or at the path the JSON
-    names. With traces only, each is checked again (crashlab.checks) and, when they all come
-    from one adapter, scored."""
+    """Re-render from saved files. With a results JSON, each scenario's trace is found among the
+    given traces or at the path the JSON names, and checked again: a file its traces contradict
+    (verdict, findings, adapter, seed, score) is refused (crashlab.checks.rubric.Contradicted, a
+    usage error) before anything is written; a verdict whose trace was not kept is shown as taken
+    from the file, not re-checked. With traces only, each is checked again (crashlab.checks) and,
+    when they all come from one adapter, scored."""
     opts = {"no_answers": no_answers, "linear": linear, "progress": progress, "jobs": jobs, "figures": figures,
             "window": window, "slides": slides}
     if not paths:
@@ -93,23 +96,30 @@ def render_inputs(paths: list[Path], out_dir: Path, *, no_answers: bool = False,
     with _collector_paused():
         loaded = {p: read(p) for p in traces}
     if results_json is not None:
-        card = _read_results(results_json)
         by_key: dict[tuple, Path] = {}
         for p, events in loaded.items():
             head = events[0]
             by_key.setdefault((head.get("scenario"), head.get("seed")), p)
         events_list, used = [], set()
-        for r in card.scenarios:
+
+        def trace_for(r: ScenarioResult) -> tuple[Path, list[dict]] | None:
+            """The trace a scenario is drawn from, and checked against: a given one, else the one named."""
             p = by_key.get((r.id, r.seed))
             if p is not None:
                 used.add(p)
-                events_list.append(loaded[p])
+                found = (p, loaded[p])
             else:
-                events_list.append(_trace_of(r, [results_json.parent], source=results_json, read=read))
+                found = _find_trace(r, [results_json.parent], source=results_json, read=read)
+            events_list.append(found[1] if found else None)
+            return found
+
+        with _collector_paused():
+            card = _read_results(results_json, traces=trace_for)
         unused = len(loaded) - len(used)
         notes = [f"{unused} given trace(s) are not in {results_json} and were not rendered."] if unused else []
-        return _render(list(card.scenarios), events_list, card, Path(out_dir), adapter=card.adapter,
-                       notes=[f"Rendered from {results_json} without re-running."] + notes, **opts)
+        results, provenance = _provenance(card, results_json)
+        return _render(results, events_list, card, Path(out_dir), adapter=card.adapter,
+                       notes=provenance + notes, summary_notes=provenance, **opts)
     results = [_recheck(events, p) for p, events in loaded.items()]
     card = _score(results, loaded)
     if card is not None:
@@ -155,7 +165,7 @@ def _refuse_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _read_results(p: Path) -> Scorecard:
+def _read_results(p: Path, traces=None) -> Scorecard:
     try:
         data = json.loads(p.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
     except (OSError, UnicodeDecodeError) as exc:
@@ -167,7 +177,7 @@ def _read_results(p: Path) -> Scorecard:
     try:
         from ..checks.rubric import scorecard_from_json
 
-        return scorecard_from_json(data, base=p.parent)
+        return scorecard_from_json(data, base=p.parent, traces=traces, source=p)
     except (ValueError, TypeError, KeyError) as exc:
         raise UsageError(f"{p}: not a crashlab results JSON: {exc}",
                          hint="the schema is docs/results.md; write one with `crashlab conformance --json PATH`") \
@@ -195,6 +205,14 @@ class _Reader:
 def _trace_of(r: ScenarioResult, bases: list[Path], source: Path | None = None,
               read=read_jsonl) -> list[dict] | None:
     """The events of a result's saved trace (None when it saved none), read through ``read``."""
+    found = _find_trace(r, bases, source, read)
+    return found[1] if found else None
+
+
+def _find_trace(r: ScenarioResult, bases: list[Path], source: Path | None = None,
+                read=read_jsonl) -> tuple[Path, list[dict]] | None:
+    """A result's saved trace, its path and events (None when it saved none): a trace it names that
+    is not there, or of another scenario, is a usage error naming it."""
     if not r.trace:
         return None
     given = Path(r.trace)
@@ -208,7 +226,33 @@ def _trace_of(r: ScenarioResult, bases: list[Path], source: Path | None = None,
     if events[0].get("scenario") != r.id:
         raise UsageError(f"{path}: this trace is of scenario {events[0].get('scenario')!r}, not {r.id!r}",
                          hint="the results and the traces come from different runs")
-    return events
+    return path, events
+
+
+def _provenance(card: Scorecard, source: Path) -> tuple[list[ScenarioResult], list[str]]:
+    """A checked results file's scenarios, each whose verdict was not checked again against a trace
+    saying so, and the report's line on where its verdicts come from."""
+    from dataclasses import replace
+
+    unchecked: dict[str, str] = card.extra.get("unchecked") or {}
+    results = [replace(r, notes=(*r.notes, f"Verdict and findings taken from the results file, not re-checked: "
+                                           f"{unchecked[r.id]}."))
+               if r.id in unchecked else r for r in card.scenarios]
+    n, shown = len(results), f"Rendered from {source} without re-running"
+    if not unchecked:
+        return results, [f"{shown}; every scenario's verdict and findings were checked again against its trace "
+                         f"({n} trace{'' if n == 1 else 's'}) and agree."]
+    ids = list(unchecked)
+    named = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    why = "; ".join(dict.fromkeys(unchecked.values()))
+    if len(ids) == n:
+        return results, [f"{shown}. None of its {n} scenarios' verdicts was checked again against a trace: all are "
+                         f"taken from the results file, not re-checked ({why}), and so is the score."]
+    one, them = len(ids) == 1, "it" if len(ids) == 1 else "them"
+    return results, [f"{shown}. {n - len(ids)} of {n} scenarios' verdicts and findings were checked again against "
+                     f"their traces and agree; the other {len(ids)} ({named}) {'is' if one else 'are'} taken from the "
+                     f"results file, not re-checked ({why}); the score counts {them} as the results file records "
+                     f"{them}."]
 
 
 def _recheck(events: list[dict], path: Path) -> ScenarioResult:
@@ -262,7 +306,8 @@ def _names(results: list[ScenarioResult]) -> list[str]:
 
 
 def _render(results: list[ScenarioResult], events: list[list[dict] | None], card: Scorecard | None,
-            out_dir: Path, *, adapter: str | None, notes: list[str], no_answers: bool = False,
+            out_dir: Path, *, adapter: str | None, notes: list[str], summary_notes: list[str] = (),
+            no_answers: bool = False,
             linear: bool = False, progress=None, jobs: int | None = None, figures: str = "all",
             window: Window | str | None = None, slides: bool = False) -> Path:
     from ..vocab.files import atomic_write_text
@@ -307,7 +352,11 @@ def _render(results: list[ScenarioResult], events: list[list[dict] | None], card
     cache.remember(keys)
     where = out_dir / "index.html"
     atomic_write_text(where, index.index_page(items, card, adapter=adapter, notes=notes, no_answers=no_answers))
-    atomic_write_text(out_dir / "summary.md", markdown.summary(items, card, adapter, no_answers=no_answers))
+    summary = markdown.summary(items, card, adapter, no_answers=no_answers)
+    if summary_notes:       # where its verdicts come from, under the heading
+        head, _, rest = summary.partition("\n\n")
+        summary = "\n\n".join([head, *(markdown.md(n) for n in summary_notes), rest])
+    atomic_write_text(out_dir / "summary.md", summary)
     return where
 
 

@@ -36,13 +36,19 @@ def overall(items: list[Item], card: Scorecard | None) -> str:
     return verdict
 
 
-def coverage_section(items: list[Item], hrefs: dict[str, str] | None = None) -> str:
-    """Per rubric point: its invariants, how many scenarios exercised them (had events to
-    judge), held them, or violated them; the rest did not exercise them."""
+def coverage_section(items: list[Item], hrefs: dict[str, str] | None = None, card: Scorecard | None = None) -> str:
+    """Per rubric point: its invariants; the scenarios that exercised it (one of its invariants had
+    events to judge, or a violation was charged to it); those with a violation charged to it (its
+    routed point, as the scorecard counts it: docs/rubric.md); the rest did not exercise it. A
+    violation of one of its checks charged to another point is named in its row, and a point the
+    scorecard (``card``) lost with no violation of its own charged to it says why."""
     try:
-        from ..checks.rubric import RUBRIC
+        from ..checks.rubric import RUBRIC, point_for
     except ImportError:
         return ""
+    from dataclasses import replace
+
+    from ..checks.exercised import charged_elsewhere, elsewhere_heads
     from .html import catalogue
 
     hrefs = hrefs or {i.result.id: page_href(i) for i in items}
@@ -52,23 +58,41 @@ def coverage_section(items: list[Item], hrefs: dict[str, str] | None = None) -> 
     covs = [(item, c) for item, c in covs if c is not None]
     if not covs:
         return ""
+    # the violations the coverage counts (on an integration trace, those its card judged), by the point charged
+    judged = [replace(item.result, violations=tuple(v for v in item.result.violations if v.invariant in c.violated))
+              for item, c in covs]
+    charged: dict[str, list[str]] = {}
+    for res in judged:
+        for v in res.violations:
+            point = point_for(v)
+            if point is not None and res.id not in charged.setdefault(point.id, []):
+                charged[point.id].append(res.id)
+    elsewhere = charged_elsewhere(judged)
+    lost = {} if card is None else {lp.point.split(" ", 1)[0]: lp for lp in reversed(card.lost)}
     rows = []
     for p in RUBRIC:
         inv = set(p.invariants)
-        violated = [item.result.id for item, c in covs if inv & set(c.violated)]
-        held = [item.result.id for item, c in covs if inv & set(c.held) and not inv & set(c.violated)]
-        idle = len(covs) - len(violated) - len(held)
-        exercised = tuple(item.result.id for item, _ in covs if item.result.id in set(held) | set(violated))
+        violated = tuple(charged.get(p.id, ()))
+        exercised = tuple(item.result.id for item, c in covs
+                          if inv & (set(c.held) | set(c.violated)) or item.result.id in violated)
+        notes = [f"{e(head)}: {_scenario_links(scenarios, hrefs)}"
+                 for head, scenarios in elsewhere_heads(elsewhere.get(p.id, {}))]
+        if p.id in lost and not violated:
+            notes.append(f"lost all the same: {e(lost[p.id].message)}")
         rows.append(f"<tr><td>{e(p.id)} {e(p.name)}</td><td><code>{e(', '.join(p.invariants))}</code></td>"
                     f"<td><span class='ph'>exercised in </span>{len(exercised)}"
                     f"{': ' + _scenario_links(exercised, hrefs) if exercised else ''}</td>"
                     f"<td><span class='ph'>violated in </span>{len(violated)}"
-                    f"{': ' + _scenario_links(tuple(violated), hrefs) if violated else ''}</td>"
-                    f"<td><span class='ph'>not exercised in </span>{idle}</td></tr>")
+                    f"{': ' + _scenario_links(violated, hrefs) if violated else ''}"
+                    + "".join(f"<br><span class='muted'>{n}</span>" for n in notes) + "</td>"
+                    f"<td><span class='ph'>not exercised in </span>{len(covs) - len(exercised)}</td></tr>")
     return ('<section id="exercised"><h2>What was exercised</h2><p class="muted">A rubric point is exercised '
             "by a scenario whose trace had events for one of its invariants to judge (an ambiguous send for "
-            "the retry rule, a throttled answer for throttling, ...); a scenario that did not exercise it "
-            f"says nothing about it. {len(covs)} scenario{'' if len(covs) == 1 else 's'} with traces.</p><div class='scroll'>"
+            "the retry rule, a throttled answer for throttling, ...), or that charged it a violation; a "
+            "scenario that did not exercise it says nothing about it. <em>violated in</em> counts the "
+            "scenarios with a violation charged to the point, as the score counts them: an expectation miss "
+            "is charged to the point its scenario's rule names, and the row of the point whose check missed "
+            f"says so. {len(covs)} scenario{'' if len(covs) == 1 else 's'} with traces.</p><div class='scroll'>"
             "<table class='collapse'><tr><th>rubric point</th><th>invariants</th><th>exercised in</th>"
             "<th>violated in</th><th>not exercised in</th></tr>" + "".join(rows) + "</table></div></section>")
 
@@ -229,7 +253,7 @@ def index_page(items: list[Item], card: Scorecard | None, *, adapter: str | None
                     + "".join(finding_html(f, hrefs, no_answers=no_answers) for f in findings) + "</section>")
     if card is not None:
         body.append(score_html(card, hrefs, verdict))
-    body.append(coverage_section(items, hrefs))
+    body.append(coverage_section(items, hrefs, card))
     body.append(scenarios_html(items))
     body.append('<p class="muted">How to read this report: docs/reports.md in the crashlab repository.</p>')
     title = f"crashlab report — {shown_adapter}" if shown_adapter else "crashlab report"

@@ -23,9 +23,7 @@ def score_line(card: Scorecard, verdict: str | None = None) -> str:
     line = f"**Score {md(card.score_text())}** — {VERDICT_MARK.get(shown, md(shown))}"
     if cats:
         line += f" ({cats})"
-    if card.auto_fail:
-        line += " — automatic failure: " + "; ".join(md(a) for a in card.auto_fail)
-    return line
+    return line     # an automatic failure is named by the score text itself (Scorecard.score_text)
 
 
 #: Failures shown in full (violations and a repro block); the rest are one table row each.

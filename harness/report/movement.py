@@ -36,6 +36,24 @@ def read(path: Path) -> Scorecard:
                          hint="give files written by crashlab conformance --json") from None
 
 
+def whats_new(paths) -> list[str]:
+    """What is new since each results JSON among ``paths`` that an older rule set judged
+    (``crashlab report`` prints each as a "what's new since your last run" line)."""
+    notes = []
+    for name in paths:
+        if not str(name).endswith(".json"):
+            continue
+        try:
+            data = json.loads(Path(name).read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and "score" in data:
+            note = ruleset.note_for(data.get("rules"), str(name))
+            if note:
+                notes.append(note)
+    return notes
+
+
 def _new_since(version: object) -> tuple[set[str], set[str], list[ruleset.Change]]:
     """The checks and scenarios added, and the rules changed, after rule set ``version`` (a
     results JSON without one predates rule set 2: everything since rule set 1)."""

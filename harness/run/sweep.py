@@ -268,23 +268,39 @@ def sweep(adapter: AdapterSpec, scenarios: list[Scenario], *, double: bool = Fal
 
 
 # --------------------------------------------------------------------------- merge
-def merge(paths: list[Path]) -> Scorecard:
-    """Join the results JSON of the shards of one run into the results of the unsharded run."""
-    from ..checks.rubric import score
+def merge(paths: list[Path], notes: list[str] | None = None) -> Scorecard:
+    """Join the results JSON of the shards of one run into the results of the unsharded run. Each
+    shard's scenarios are first checked against the traces it names, where they are here (the path
+    as written, or in the shard's folder): a shard its traces contradict is refused
+    (crashlab.checks.rubric.Contradicted, one line per scenario). ``notes`` receives a line per
+    shard naming the verdicts taken from its file, not re-checked (no trace kept, or not here)."""
+    from ..checks.rubric import Contradicted, score, scorecard_from_json
 
     if not paths:
         raise UsageError("merge: give the results JSON of every shard")
-    cards = []
+    cards, refused = [], []
     for p in paths:
         try:
             data = json.loads(Path(p).read_text(encoding="utf-8"), parse_constant=_refuse)
-            from ..checks.rubric import scorecard_from_json
-
-            cards.append((p, scorecard_from_json(data)))
+            cards.append((p, scorecard_from_json(data, traces=_shard_traces(Path(p)), source=p)))
+        except Contradicted as exc:       # every shard's disagreements, then refused
+            refused.append(exc)
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{p}: cannot read: {exc}") from None
         except (ValueError, TypeError, KeyError, RecursionError) as exc:
             raise UsageError(f"{p}: not a crashlab results JSON: {str(exc)[:200]}") from None
+    if refused:
+        raise Contradicted(", ".join(str(e.source) for e in refused), [ln for e in refused for ln in e.lines],
+                           refused[0].adapter)
+    for p, card in cards:
+        unchecked = card.extra.get("unchecked") or {}
+        for why in dict.fromkeys(unchecked.values()):
+            named = [r.id + (f" ({r.trace})" if why == NOT_HERE else "") for r in card.scenarios
+                     if unchecked.get(r.id) == why]
+            if notes is not None:
+                notes.append(f"{p}: {len(named)} verdict{'' if len(named) == 1 else 's'} taken from the results "
+                             f"file, not re-checked ({why}): {', '.join(named[:5])}"
+                             + (f" and {len(named) - 5} more" if len(named) > 5 else ""))
     first_path, first = cards[0]
     for p, card in cards:
         for name in ("adapter", "seed"):
@@ -304,7 +320,7 @@ def merge(paths: list[Path]) -> Scorecard:
     results = [list(cards[i][1].scenarios) for i in shards]
     ordered = _interleave(results)
     card = score(ordered, adapter=first.adapter, seed=first.seed)
-    extra = {k: v for k, v in first.extra.items() if k not in ("shard", "rubric", "internal_errors")}
+    extra = {k: v for k, v in first.extra.items() if k not in ("shard", "rubric", "internal_errors", "unchecked")}
     weakest = [c.extra.get("isolation") for _, c in cards if c.extra.get("isolation") != first.extra.get("isolation")]
     if weakest:   # shards run under different isolation: the merged results claim only the weaker one
         extra.pop("isolation", None)
@@ -319,6 +335,24 @@ def merge(paths: list[Path]) -> Scorecard:
         merged.pop("rules", None)
     return replace(card, verdict="unknown" if internal and card.verdict == "pass" else card.verdict,
                    extra=merged)
+
+
+#: Why a shard's verdict was not checked again when the trace it names is not on this machine.
+NOT_HERE = "its trace is not here"
+
+
+def _shard_traces(results: Path):
+    """The saved trace of each of a shard's scenarios, as its path is written or in the shard's folder:
+    ``(path, events)``, None when it kept none, :data:`NOT_HERE` when the file is elsewhere."""
+    from ..world.trace import read_jsonl
+
+    def found(res: ScenarioResult):
+        if not res.trace:
+            return None
+        given = Path(res.trace)
+        path = next((c for c in (given, results.parent / given, results.parent / given.name) if c.is_file()), None)
+        return NOT_HERE if path is None else (path, read_jsonl(path))
+    return found
 
 
 def shard_order(parts: list[tuple[str, Any]]) -> list[int]:

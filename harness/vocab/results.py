@@ -185,15 +185,32 @@ class Scorecard:
         """How many rubric points some selected scenario exercised (kept or lost)."""
         return self.max - len(self.not_exercised) - len(self.not_recorded)
 
+    @property
+    def kept_points(self) -> int:
+        """How many rubric points were kept (exercised, nothing charged to them violated), counted
+        before a category cap or an automatic failure bounds the total."""
+        return self.exercised_points - len({lp.point.split(" ", 1)[0] for lp in self.lost})
+
     def score_text(self) -> str:
-        """``20/20`` when every point was exercised; else the total with what it covers:
-        ``12/20 (12/12 exercised points kept; 8 not exercised: C4, D2, …)``."""
-        if self.exercised_points >= self.max:
+        """``20/20`` when every point was exercised and no automatic failure zeroed the total; else
+        the total with what it covers: ``12/20 (12/12 exercised points kept; 8 not exercised: C4,
+        D2, …)``, ``0/20 (automatic failure: blind ambiguous retry; 11/20 points kept otherwise)``.
+        Points kept over a category cap are counted apart (docs/rubric.md)."""
+        whole = self.exercised_points >= self.max
+        if whole and not self.auto_fail:
             return f"{self.total}/{self.max}"
-        unshown = [f"{len(ids)} {what}: {', '.join(ids)}" for what, ids in
-                   (("not exercised", self.not_exercised), ("not recorded", self.not_recorded)) if ids]
-        return (f"{self.total}/{self.max} ({self.total}/{self.exercised_points} exercised points kept; "
-                + "; ".join(unshown) + ")")
+        parts = [f"automatic failure: {', '.join(self.auto_fail)}"] if self.auto_fail else []
+        kept = (f"{self.kept_points}/{self.max} points kept" if whole
+                else f"{self.kept_points}/{self.exercised_points} exercised points kept")
+        kept += " otherwise" if self.auto_fail else ""
+        counted = sum(c.get("score", 0) for c in self.categories.values())
+        rules = sorted(c["rule"] for c in self.extra.get("caps") or () if isinstance(c, dict) and c.get("rule"))
+        if rules and counted < self.kept_points:
+            kept += f", {counted} counted under the category cap ({', '.join(rules)})"
+        parts.append(kept)
+        parts += [f"{len(ids)} {what}: {', '.join(ids)}" for what, ids in
+                  (("not exercised", self.not_exercised), ("not recorded", self.not_recorded)) if ids]
+        return f"{self.total}/{self.max} (" + "; ".join(parts) + ")"
 
     def to_json(self) -> dict[str, Any]:
         return {"adapter": self.adapter, "seed": self.seed, "verdict": self.verdict,
