@@ -131,3 +131,14 @@ def test_list_into_a_closed_pipe_is_quiet():
     proc = subprocess.run(f"{sys.executable} -m crashlab list | head -1", shell=True, capture_output=True,
                           text=True)
     assert proc.stdout.count("\n") == 1 and "Error" not in proc.stderr
+
+
+def test_with_library_without_scenario_files_is_a_usage_error(capsys, tmp_path):
+    """--with-library adds the library to --scenarios FILES; with a filter alone it would be ignored
+    while the run looked like one over the library."""
+    from crashlab.cli import main
+
+    assert main(["conformance", "--scenario", "t1-crash-before-dispatch", "--with-library", "-q",
+                 "--out", str(tmp_path)]) == 3
+    assert "--with-library adds the library to --scenarios" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.jsonl"))

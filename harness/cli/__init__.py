@@ -120,6 +120,8 @@ def _select(args) -> list:
     from ..run.conformance import collect_scenarios
     from ..scenario.loader import library
 
+    if args.with_library and not args.scenarios:   # a filter (--scenario, --tag) picks from the library
+        raise UsageError("--with-library adds the library to --scenarios FILE|DIR, and there is none here")
     scenarios = library() if not args.scenarios or args.with_library else []
     if args.scenarios:
         own = collect_scenarios(args.scenarios)
@@ -160,7 +162,6 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
     from ..vocab.files import atomic_write_text, check_output_dir, check_output_file
     from ..report.progress import Progress
     from ..run.sweep import Shard
-    from ..probe.profile import services_line
 
     out_dir = check_output_dir(args.out, "--out")
     json_path = check_output_file(args.json, "--json") if args.json else None
@@ -194,6 +195,7 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
             print(f"shard {shard.index}/{shard.count}: this score covers this share of the runs only; "
                   "`crashlab merge` joins the shards' results JSON")
         print(f"traces: {out_dir}/")
+    from ..probe.profile import services_line
     if services_line(card):   # a run under --services says which expectations it set aside
         print(services_line(card))
     if json_path:
@@ -220,7 +222,6 @@ def _scored(args, what: str, run, *, report_dir=None) -> int:
 def _cmd_conformance(args) -> int:
     from ..run.conformance import run_suite
     from ..vocab.files import check_output_dir
-
     from ..rules.ruleset import check_pinned, selection
 
     rules = check_pinned(args.rules) if args.rules is not None else None
@@ -249,7 +250,6 @@ def _cmd_conformance(args) -> int:
 def _cmd_sweep(args) -> int:
     from ..vocab.files import check_output_dir
     from ..run.sweep import sweep
-
     from ..rules.ruleset import RULES, check_pinned
 
     if args.rules is not None and check_pinned(args.rules) != RULES:

@@ -141,7 +141,9 @@ def score_html(card: Scorecard, hrefs: dict[str, str], verdict: str | None = Non
             out.append(f'<p class="unexercised"><strong>{len(ids)} rubric point{"s" if len(ids) != 1 else ""} '
                        f'{state}: {e(", ".join(ids))}</strong>. '
                        + ("No selected scenario had events for their rules: they are not kept, and not a pass. "
-                          "Run the library too (<code>--with-library</code>) or scenarios whose traces exercise them."
+                          "Run the whole library (no <code>--tag</code> or <code>--scenario</code> filter; with "
+                          "<code>--scenarios DIR</code>, add <code>--with-library</code>) or scenarios whose traces "
+                          "exercise them."
                           if state == "not exercised" else
                           "Some results carry no record of what their traces exercised and the traces are not "
                           "there to compute it from: they cannot be shown kept.") + "</p>")
