@@ -6,10 +6,7 @@ or of compensation. A local server on 127.0.0.1 (started and stopped by each tes
 from __future__ import annotations
 
 import json
-import socket
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
 
@@ -25,7 +22,7 @@ from crashlab.probe.mapping import load_map  # noqa: E402
 from crashlab.probe.plan import Observed  # noqa: E402
 from crashlab.probe.profile import load_profile  # noqa: E402
 from test_probe import MAP, calls, left_behind, scenario, serve  # noqa: E402,F401
-from test_probe_refusals import EARLIER, _effect_only  # noqa: E402
+from test_probe_refusals import EARLIER, Scripted, _effect_only  # noqa: E402
 
 EFFECT = {"ref": "R-1", "replayed": False}
 READ = {"found": True, "record": {"ref": "R-1"}, "records": [{"ref": "R-1"}], "as_of": 0, "in_flight": False}
@@ -38,53 +35,9 @@ ANSWERS: dict[str, Callable[[str, str], tuple[int, dict]]] = {
 CLAIMS = ("idempotency: key_only", "lookup: by_key", "compensation: True", "error_replay: False", "profile (")
 
 
-class _Constant:
-    """A local HTTP server that answers every request with ``answer(method, path)`` (status, JSON
-    body), whatever the request says; it records what it was sent."""
-
-    def __init__(self, answer: Callable[[str, str], tuple[int, dict]]) -> None:
-        server = self
-        self.requests: list[str] = []
-        lock = threading.Lock()
-
-        class Handler(BaseHTTPRequestHandler):
-            timeout = 10                  # a connection that stalls is dropped: the test stays bounded
-
-            def log_message(self, *args) -> None:
-                return
-
-            def _answer(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                path = self.path.split("?")[0]
-                with lock:
-                    server.requests.append(f"{self.command} {path}")
-                status, body = answer(self.command, path)
-                raw = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-            do_GET = do_POST = do_PUT = do_DELETE = _answer
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.port}/w/x"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
-        assert not self.thread.is_alive()
-        with pytest.raises(OSError):            # nothing listens there any more
-            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-
-
 def _probe(answer, mapping: Path, out: Path, capsys) -> tuple[int, str, str, list[str]]:
     """The probe against a constant server: (exit code, out, err, requests the server got)."""
-    server = _Constant(answer)
+    server = Scripted(lambda method, path, n: answer(method, path))
     try:
         code = main(["probe", server.url, "--map", str(mapping), "--execute", "--wait", "100ms",
                      "--timeout", "5", "--out", str(out)])

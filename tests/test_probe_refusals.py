@@ -6,10 +6,12 @@ errors. A local server on 127.0.0.1 (started and stopped by each test) plays suc
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import yaml
@@ -30,24 +32,29 @@ EARLIER = "# a profile from an earlier probe\n"
 OK = (200, {"ref": "R-1", "replayed": False})
 
 
-class _Then:
-    """A local HTTP server: the first request gets ``first``, every later one ``then``
-    (status, JSON body). It records what it was sent."""
+class Scripted:
+    """A local HTTP server on 127.0.0.1 answering each request with ``answer(method, path, n)`` (status,
+    JSON body; ``n`` counts the requests from 1), whatever the request says. It records what it was
+    sent; ``close`` checks that nothing listens on its port any more."""
 
-    def __init__(self, first: tuple[int, dict], then: tuple[int, dict]) -> None:
+    def __init__(self, answer: Callable[[str, str, int], tuple[int, dict]]) -> None:
         server = self
         self.requests: list[str] = []
         lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = 10                  # a connection that stalls is dropped: the test stays bounded
+
             def log_message(self, *args) -> None:
                 return
 
             def _answer(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                path = self.path.split("?")[0]
                 with lock:
-                    server.requests.append(f"{self.command} {self.path.split('?')[0]}")
-                    status, body = first if len(server.requests) == 1 else then
+                    server.requests.append(f"{self.command} {path}")
+                    n = len(server.requests)
+                status, body = answer(self.command, path, n)
                 raw = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -57,20 +64,23 @@ class _Then:
             do_GET = do_POST = do_PUT = do_DELETE = _answer
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/w/x"
+        self.url = f"http://127.0.0.1:{self.port}/w/x"
 
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(timeout=5)
         assert not self.thread.is_alive()
+        with pytest.raises(OSError):            # nothing listens there any more
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
 
 
 def _probe(then: tuple[int, dict], mapping: Path, out: Path, capsys) -> tuple[int, str, str, list[str]]:
     """The probe against a server answering 200 once, then ``then``: (exit code, out, err, requests)."""
-    server = _Then(OK, then)
+    server = Scripted(lambda method, path, n: OK if n == 1 else then)   # 200 once, then ``then``
     try:
         code = main(["probe", server.url, "--map", str(mapping), "--execute", "--wait", "100ms",
                      "--timeout", "5", "--out", str(out)])
